@@ -1,0 +1,128 @@
+// Reverse-mode autograd on a tape (define-by-run). Each op appends one Node holding its output,
+// the ids of its inputs, the tensors its backward reads, and a plain function pointer to that
+// backward. Nodes, outputs and gradients all live in the Tape's Arena, and the node list keeps
+// its capacity across reset(), so a warmed-up step allocates nothing.
+//
+// Gradient convention: every backward *accumulates* (+=) into its inputs' gradient buffers.
+// Tape::backward zeroes a node's gradient buffer the first time something flows into it;
+// leaves made with leaf(value, grad) accumulate into the caller's persistent buffer (parameter
+// gradients), which the caller zeroes between optimizer steps.
+//
+//   Tape<float> tape(arena);
+//   Var<float> w = tape.leaf(weight, weight_grad);  Var<float> x = tape.constant(input);
+//   Var<float> loss = mean(matmul(x, w));  tape.backward(loss);  ...  tape.reset();
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headlab/tensor/arena.h"
+
+namespace headlab {
+
+template <typename T>
+class Tape;
+
+// A handle to a node of a tape: cheap to copy, valid until the tape is reset.
+template <typename T>
+struct Var {
+  Tape<T>* tape = nullptr;
+  int32_t id = -1;
+
+  const Tensor<T>& value() const;
+  const Tensor<T>& grad() const;  // empty if nothing flowed back (or not yet)
+  const Shape& shape() const { return value().shape(); }
+  bool requires_grad() const;
+};
+
+template <typename T>
+struct Node;
+
+template <typename T>
+using BackwardFn = void (*)(Tape<T>& tape, const Node<T>& node);
+
+inline constexpr int kMaxOpInputs = 4;
+inline constexpr int kMaxSaved = 4;
+
+template <typename T>
+struct Node {
+  Tensor<T> value;
+  Tensor<T> grad;
+  bool requires_grad = false;
+  BackwardFn<T> backward = nullptr;
+  int n_inputs = 0;
+  int32_t inputs[kMaxOpInputs] = {};
+  Tensor<T> saved[kMaxSaved];  // what the backward reads, besides the inputs' values
+  double scalars[4] = {};      // op parameters (scale, eps, probability, ...)
+  int64_t ints[4] = {};        // op parameters (dims, flags, seeds, ...)
+  const void* context = nullptr;  // op-specific data that outlives the step (token ids, options)
+};
+
+template <typename T>
+class Tape {
+ public:
+  explicit Tape(Arena& arena);
+
+  Arena& arena() { return *arena_; }
+
+  // A parameter: its gradient accumulates into `grad` (persistent, zeroed by the caller).
+  Var<T> leaf(const Tensor<T>& value, const Tensor<T>& grad);
+  // An input that needs a gradient, kept in the arena (for gradient checks of inputs).
+  Var<T> leaf_with_grad(const Tensor<T>& value);
+  // Data: no gradient.
+  Var<T> constant(const Tensor<T>& value);
+
+  // For ops: appends a node whose output is `value`. It requires a gradient if grad mode is on
+  // and any input does; otherwise nothing is recorded for the backward.
+  Node<T>& record(const Tensor<T>& value, BackwardFn<T> backward, std::initializer_list<Var<T>> inputs);
+  Var<T> last() { return Var<T>{this, static_cast<int32_t>(nodes_.size() - 1)}; }
+
+  Node<T>& node(int32_t id) { return nodes_[id]; }
+  const Node<T>& node(int32_t id) const { return nodes_[id]; }
+  // The gradient buffer of input `i` of `node`, zeroed on first use; an empty tensor if that
+  // input needs no gradient. Ops' backwards call this and accumulate into the result.
+  Tensor<T> input_grad(const Node<T>& node, int i);
+
+  // Seeds d(loss)/d(loss) = 1 (loss must have one element) and runs the backward functions in
+  // reverse order.
+  void backward(Var<T> loss);
+  // Forgets all nodes and recycles the arena. Vars from before are invalid afterwards.
+  void reset();
+
+  bool grad_enabled() const { return grad_enabled_; }
+  void set_grad_enabled(bool on) { grad_enabled_ = on; }
+  size_t size() const { return nodes_.size(); }
+
+ private:
+  Arena* arena_;
+  std::vector<Node<T>> nodes_;
+  bool grad_enabled_ = true;
+};
+
+// Scoped eval mode: ops record no backward inside it.
+template <typename T>
+class NoGradGuard {
+ public:
+  explicit NoGradGuard(Tape<T>& tape) : tape_(tape), previous_(tape.grad_enabled()) {
+    tape.set_grad_enabled(false);
+  }
+  ~NoGradGuard() { tape_.set_grad_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  Tape<T>& tape_;
+  bool previous_;
+};
+
+template <typename T>
+const Tensor<T>& Var<T>::value() const { return tape->node(id).value; }
+template <typename T>
+const Tensor<T>& Var<T>::grad() const { return tape->node(id).grad; }
+template <typename T>
+bool Var<T>::requires_grad() const { return tape->node(id).requires_grad; }
+
+extern template class Tape<float>;
+extern template class Tape<double>;
+
+}  // namespace headlab

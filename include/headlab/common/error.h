@@ -1,0 +1,27 @@
+// headlab::Error and HEADLAB_CHECK: every bad input becomes one exception with one line that
+// names the place, the argument and the values. cli/main.cpp catches it, prints the line and
+// exits non-zero; library code never calls exit() or assert().
+//   HEADLAB_CHECK(h % hkv == 0, "attention: n_kv_heads=" << hkv << " does not divide n_heads=" << h);
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace headlab {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+}  // namespace headlab
+
+#define HEADLAB_CHECK(condition, message_stream)            \
+  do {                                                      \
+    if (!(condition)) {                                     \
+      std::ostringstream headlab_check_stream_;             \
+      headlab_check_stream_ << message_stream;              \
+      throw ::headlab::Error(headlab_check_stream_.str());  \
+    }                                                       \
+  } while (0)

@@ -1,0 +1,90 @@
+#include "headlab/autograd/tape.h"
+
+namespace headlab {
+
+template <typename T>
+Tape<T>::Tape(Arena& arena) : arena_(&arena) {
+  nodes_.reserve(1024);
+}
+
+template <typename T>
+Var<T> Tape<T>::leaf(const Tensor<T>& value, const Tensor<T>& grad) {
+  HEADLAB_CHECK(grad.empty() || grad.shape() == value.shape(),
+                "leaf: gradient shape " << grad.shape().str() << " differs from value shape "
+                                        << value.shape().str());
+  Node<T>& n = nodes_.emplace_back();
+  n.value = value;
+  n.grad = grad;
+  n.requires_grad = !grad.empty() && grad_enabled_;
+  return last();
+}
+
+template <typename T>
+Var<T> Tape<T>::leaf_with_grad(const Tensor<T>& value) {
+  Node<T>& n = nodes_.emplace_back();
+  n.value = value;
+  n.requires_grad = grad_enabled_;
+  return last();
+}
+
+template <typename T>
+Var<T> Tape<T>::constant(const Tensor<T>& value) {
+  Node<T>& n = nodes_.emplace_back();
+  n.value = value;
+  return last();
+}
+
+template <typename T>
+Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward,
+                         std::initializer_list<Var<T>> inputs) {
+  HEADLAB_CHECK(inputs.size() <= static_cast<size_t>(kMaxOpInputs),
+                "tape: an op has " << inputs.size() << " inputs, at most " << kMaxOpInputs);
+  bool any_requires_grad = false;
+  for (const Var<T>& v : inputs) {
+    HEADLAB_CHECK(v.tape == this, "tape: an op mixes Vars of different tapes (or a reset tape)");
+    any_requires_grad = any_requires_grad || nodes_[v.id].requires_grad;
+  }
+  Node<T>& n = nodes_.emplace_back();
+  n.value = value;
+  n.requires_grad = grad_enabled_ && any_requires_grad;
+  if (n.requires_grad) {
+    n.backward = backward;
+    for (const Var<T>& v : inputs) n.inputs[n.n_inputs++] = v.id;
+  }
+  return n;
+}
+
+template <typename T>
+Tensor<T> Tape<T>::input_grad(const Node<T>& node, int i) {
+  Node<T>& input = nodes_[node.inputs[i]];
+  if (!input.requires_grad) return {};
+  if (input.grad.empty()) input.grad = arena_->zeros<T>(input.value.shape());
+  return input.grad;
+}
+
+template <typename T>
+void Tape<T>::backward(Var<T> loss) {
+  HEADLAB_CHECK(loss.tape == this, "backward: the loss belongs to another tape");
+  Node<T>& root = nodes_[loss.id];
+  HEADLAB_CHECK(root.value.numel() == 1,
+                "backward: the loss must have one element, got shape " << root.value.shape().str());
+  HEADLAB_CHECK(root.requires_grad, "backward: the loss does not depend on anything that needs a gradient");
+  if (root.grad.empty()) root.grad = arena_->zeros<T>(root.value.shape());
+  root.grad.data()[0] += T(1);
+  for (int32_t id = loss.id; id >= 0; --id) {
+    const Node<T>& n = nodes_[id];
+    // A node nothing flowed into contributes nothing; leaves have no backward.
+    if (n.backward != nullptr && !n.grad.empty()) n.backward(*this, n);
+  }
+}
+
+template <typename T>
+void Tape<T>::reset() {
+  nodes_.clear();
+  arena_->reset();
+}
+
+template class Tape<float>;
+template class Tape<double>;
+
+}  // namespace headlab

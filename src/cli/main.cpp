@@ -1,0 +1,55 @@
+// headlab: the command-line entry point. Dispatches to a verb; every headlab::Error becomes one
+// line on stderr and exit code 2, so bad input never ends in a crash or a stack trace.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/error.h"
+#include "headlab/linalg/gemm.h"
+#include "verbs.h"
+
+namespace {
+
+struct Verb {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+};
+
+constexpr Verb kVerbs[] = {
+    {"info", headlab::cli::run_info, "show the build, threads and BLIS kernels (or a checkpoint)"},
+};
+
+void print_usage() {
+  std::printf("usage: headlab <verb> [options]   (headlab <verb> --help for a verb's options)\n\nverbs:\n");
+  for (const Verb& v : kVerbs) std::printf("  %-8s %s\n", v.name, v.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const Verb& v : kVerbs) {
+    if (std::strcmp(argv[1], v.name) != 0) continue;
+    try {
+      headlab::init_blis();
+      return v.run(argc - 1, argv + 1);
+    } catch (const headlab::Error& e) {
+      std::fprintf(stderr, "headlab %s: error: %s\n", v.name, e.what());
+    } catch (const cxxopts::exceptions::exception& e) {
+      std::fprintf(stderr, "headlab %s: error: %s (see headlab %s --help)\n", v.name, e.what(), v.name);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "headlab %s: error: %s\n", v.name, e.what());
+    }
+    return 2;
+  }
+  std::fprintf(stderr, "headlab: error: unknown verb '%s'\n", argv[1]);
+  print_usage();
+  return 2;
+}

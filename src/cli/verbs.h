@@ -1,0 +1,10 @@
+// The CLI's verbs: one function per verb, each in its own src/cli/<verb>.cpp, each parsing its
+// own options with cxxopts. They return the process exit code and throw headlab::Error for bad
+// input, which main() turns into one line on stderr and exit code 2.
+#pragma once
+
+namespace headlab::cli {
+
+int run_info(int argc, char** argv);
+
+}  // namespace headlab::cli

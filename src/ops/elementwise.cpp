@@ -1,0 +1,250 @@
+// Elementwise ops and their backwards. Loops split elements into static slices across threads;
+// each output element is computed by exactly one thread, so results do not depend on the
+// thread count. Reductions over rows split columns across threads for the same reason.
+#include "headlab/ops/elementwise.h"
+
+#include <cmath>
+
+#include "headlab/common/parallel.h"
+
+namespace headlab {
+
+template <typename T>
+void broadcast_rows(const Tensor<T>& row, const Tensor<T>& out) {
+  const int64_t n = row.numel(), rows = out.numel() / n;
+  const T* r = row.data();
+  T* o = out.data();
+#pragma omp parallel for schedule(static) if (rows * n > kParallelGrain)
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) o[i * n + j] = r[j];
+}
+
+template <typename T>
+void sum_rows_accumulate(const Tensor<T>& m, const Tensor<T>& acc) {
+  const int64_t n = acc.numel(), rows = m.numel() / n;
+  const T* src = m.data();
+  T* dst = acc.data();
+  constexpr int64_t kColumnBlock = 64;
+  const int64_t blocks = (n + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (rows * n > kParallelGrain)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t j0 = blk * kColumnBlock, j1 = std::min(n, j0 + kColumnBlock);
+    T partial[kColumnBlock] = {};
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = j0; j < j1; ++j) partial[j - j0] += src[i * n + j];
+    for (int64_t j = j0; j < j1; ++j) dst[j] += partial[j - j0];
+  }
+}
+
+template <typename T>
+void accumulate(const Tensor<T>& src, const Tensor<T>& dst) {
+  const int64_t n = src.numel();
+  const T* s = src.data();
+  T* d = dst.data();
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+}
+
+namespace {
+
+// Applies out[i] = fn(i) in parallel static slices.
+template <typename Fn>
+void parallel_for(int64_t n, Fn fn) {
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) fn(i);
+}
+
+template <typename T>
+void check_broadcast(const char* op, const Tensor<T>& a, const Tensor<T>& b) {
+  const Shape &as = a.shape(), &bs = b.shape();
+  bool ok = bs.rank <= as.rank && a.is_contiguous() && b.is_contiguous();
+  for (int d = 0; ok && d < bs.rank; ++d) ok = bs.dims[bs.rank - 1 - d] == as.dims[as.rank - 1 - d];
+  HEADLAB_CHECK(ok, op << ": cannot broadcast " << bs.str() << " over " << as.str()
+                       << " (b must match a's trailing dims; both contiguous)");
+}
+
+// a + b: da += dout;  db += dout summed over broadcast rows.
+template <typename T>
+void add_backward(Tape<T>& tape, const Node<T>& node) {
+  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty()) accumulate(node.grad, da);
+  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
+    if (db.numel() == node.grad.numel()) accumulate(node.grad, db);
+    else sum_rows_accumulate(node.grad, db);
+  }
+}
+
+// a * b: da += dout * b (b broadcast);  db += sum over rows of dout * a.
+template <typename T>
+void mul_backward(Tape<T>& tape, const Node<T>& node) {
+  const Tensor<T>& a = tape.node(node.inputs[0]).value;
+  const Tensor<T>& b = tape.node(node.inputs[1]).value;
+  const int64_t n = a.numel(), nb = b.numel(), rows = n / nb;
+  const T *g = node.grad.data(), *av = a.data(), *bv = b.data();
+  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty()) {
+    T* d = da.data();
+    parallel_for(n, [&](int64_t i) { d[i] += g[i] * bv[i % nb]; });
+  }
+  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
+    T* d = db.data();
+    parallel_for(nb, [&](int64_t j) {
+      T s = T(0);
+      for (int64_t r = 0; r < rows; ++r) s += g[r * nb + j] * av[r * nb + j];
+      d[j] += s;
+    });
+  }
+}
+
+template <typename T>
+void scale_backward(Tape<T>& tape, const Node<T>& node) {
+  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+    const T s = static_cast<T>(node.scalars[0]);
+    const T* g = node.grad.data();
+    T* d = dx.data();
+    parallel_for(dx.numel(), [&](int64_t i) { d[i] += s * g[i]; });
+  }
+}
+
+// GELU, tanh form: y = x/2 (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi).
+//   dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2).
+constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kGeluA = 0.044715;
+
+template <typename T>
+void gelu_backward(Tape<T>& tape, const Node<T>& node) {
+  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+    const T* x = tape.node(node.inputs[0]).value.data();
+    const T* g = node.grad.data();
+    T* d = dx.data();
+    parallel_for(dx.numel(), [&](int64_t i) {
+      const T xi = x[i];
+      const T th = std::tanh(T(kGeluC) * (xi + T(kGeluA) * xi * xi * xi));
+      const T dudx = T(kGeluC) * (T(1) + T(3 * kGeluA) * xi * xi);
+      d[i] += g[i] * (T(0.5) * (T(1) + th) + T(0.5) * xi * (T(1) - th * th) * dudx);
+    });
+  }
+}
+
+template <typename T>
+void relu_backward(Tape<T>& tape, const Node<T>& node) {
+  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+    const T* x = tape.node(node.inputs[0]).value.data();
+    const T* g = node.grad.data();
+    T* d = dx.data();
+    parallel_for(dx.numel(), [&](int64_t i) { d[i] += x[i] > T(0) ? g[i] : T(0); });
+  }
+}
+
+// sum and mean: dx += dout * (1 or 1/n), scalars[0] holds the factor.
+template <typename T>
+void reduce_backward(Tape<T>& tape, const Node<T>& node) {
+  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+    const T g = node.grad.data()[0] * static_cast<T>(node.scalars[0]);
+    T* d = dx.data();
+    parallel_for(dx.numel(), [&](int64_t i) { d[i] += g; });
+  }
+}
+
+template <typename T>
+Var<T> reduce(Var<T> x, double factor, const char* op) {
+  const Tensor<T>& xv = x.value();
+  HEADLAB_CHECK(xv.is_contiguous(), op << ": input " << xv.shape().str() << " must be contiguous");
+  // Accumulate in double, serially: one order, whatever the thread count.
+  double total = 0;
+  for (int64_t i = 0, n = xv.numel(); i < n; ++i) total += xv.data()[i];
+  Tensor<T> out = x.tape->arena().template empty<T>({1});
+  out.data()[0] = static_cast<T>(total * factor);
+  x.tape->record(out, reduce_backward<T>, {x}).scalars[0] = factor;
+  return x.tape->last();
+}
+
+}  // namespace
+
+template <typename T>
+Var<T> add(Var<T> a, Var<T> b) {
+  check_broadcast("add", a.value(), b.value());
+  Tensor<T> out = a.tape->arena().template empty<T>(a.shape());
+  const T *av = a.value().data(), *bv = b.value().data();
+  const int64_t nb = b.value().numel();
+  T* o = out.data();
+  if (nb == out.numel()) parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i]; });
+  else parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i % nb]; });
+  a.tape->record(out, add_backward<T>, {a, b});
+  return a.tape->last();
+}
+
+template <typename T>
+Var<T> mul(Var<T> a, Var<T> b) {
+  check_broadcast("mul", a.value(), b.value());
+  Tensor<T> out = a.tape->arena().template empty<T>(a.shape());
+  const T *av = a.value().data(), *bv = b.value().data();
+  const int64_t nb = b.value().numel();
+  T* o = out.data();
+  parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] * bv[i % nb]; });
+  a.tape->record(out, mul_backward<T>, {a, b});
+  return a.tape->last();
+}
+
+template <typename T>
+Var<T> scale(Var<T> x, double s) {
+  HEADLAB_CHECK(x.value().is_contiguous(), "scale: input " << x.shape().str() << " must be contiguous");
+  Tensor<T> out = x.tape->arena().template empty<T>(x.shape());
+  const T* xv = x.value().data();
+  T* o = out.data();
+  const T factor = static_cast<T>(s);
+  parallel_for(out.numel(), [&](int64_t i) { o[i] = factor * xv[i]; });
+  x.tape->record(out, scale_backward<T>, {x}).scalars[0] = s;
+  return x.tape->last();
+}
+
+template <typename T>
+Var<T> gelu(Var<T> x) {
+  HEADLAB_CHECK(x.value().is_contiguous(), "gelu: input " << x.shape().str() << " must be contiguous");
+  Tensor<T> out = x.tape->arena().template empty<T>(x.shape());
+  const T* xv = x.value().data();
+  T* o = out.data();
+  parallel_for(out.numel(), [&](int64_t i) {
+    const T xi = xv[i];
+    o[i] = T(0.5) * xi * (T(1) + std::tanh(T(kGeluC) * (xi + T(kGeluA) * xi * xi * xi)));
+  });
+  x.tape->record(out, gelu_backward<T>, {x});
+  return x.tape->last();
+}
+
+template <typename T>
+Var<T> relu(Var<T> x) {
+  HEADLAB_CHECK(x.value().is_contiguous(), "relu: input " << x.shape().str() << " must be contiguous");
+  Tensor<T> out = x.tape->arena().template empty<T>(x.shape());
+  const T* xv = x.value().data();
+  T* o = out.data();
+  parallel_for(out.numel(), [&](int64_t i) { o[i] = xv[i] > T(0) ? xv[i] : T(0); });
+  x.tape->record(out, relu_backward<T>, {x});
+  return x.tape->last();
+}
+
+template <typename T>
+Var<T> sum(Var<T> x) {
+  return reduce(x, 1.0, "sum");
+}
+
+template <typename T>
+Var<T> mean(Var<T> x) {
+  HEADLAB_CHECK(x.value().numel() > 0, "mean: empty input");
+  return reduce(x, 1.0 / static_cast<double>(x.value().numel()), "mean");
+}
+
+#define HEADLAB_INSTANTIATE(T)                                              \
+  template Var<T> add<T>(Var<T>, Var<T>);                                   \
+  template Var<T> mul<T>(Var<T>, Var<T>);                                   \
+  template Var<T> scale<T>(Var<T>, double);                                 \
+  template Var<T> gelu<T>(Var<T>);                                          \
+  template Var<T> relu<T>(Var<T>);                                          \
+  template Var<T> sum<T>(Var<T>);                                           \
+  template Var<T> mean<T>(Var<T>);                                          \
+  template void broadcast_rows<T>(const Tensor<T>&, const Tensor<T>&);      \
+  template void sum_rows_accumulate<T>(const Tensor<T>&, const Tensor<T>&); \
+  template void accumulate<T>(const Tensor<T>&, const Tensor<T>&);
+HEADLAB_INSTANTIATE(float)
+HEADLAB_INSTANTIATE(double)
+#undef HEADLAB_INSTANTIATE
+
+}  // namespace headlab
