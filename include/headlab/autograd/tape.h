@@ -33,6 +33,7 @@ struct Var {
   const Tensor<T>& grad() const;  // empty if nothing flowed back (or not yet)
   const Shape& shape() const { return value().shape(); }
   bool requires_grad() const;
+  bool defined() const { return tape != nullptr && id >= 0; }  // a default Var means "none"
 };
 
 template <typename T>
