@@ -1,0 +1,108 @@
+// Batch and Dataset: the unit every dataset hands the trainer, and the interface that makes it.
+//   tokens, targets  [B, T] int32   inputs and next-token targets; target -1 = ignore
+//   labels           [B]    int32   per-sequence class (classification tasks)      | empty when
+//   key_padding      [B, T] uint8   1 = real token, 0 = padding                    | the dataset's
+//   gold_head, gold_antecedent [B, T] int32; is_delimiter [B, T] uint8              | BatchLayout
+//                                   per-token gold annotations of synthetic tasks  | omits them
+// The Batch owns its buffers: Dataset::make_batch(B) sizes them once, and fill_batch rewrites
+// them in place every step, so after the first batch the data layer never allocates.
+// Determinism: a batch is a pure function of (data seed, split, batch_index). Randomness comes
+// from RowRng, a splitmix64 stream keyed by (seed, split, batch_index, row), so resuming at step
+// s is just fill_batch(train, s, ...): there is no RNG state to checkpoint.
+//   Batch batch = dataset.make_batch(32);
+//   for (int64_t step = start; step < steps; ++step) dataset.fill_batch(Split::train, step, batch);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headlab {
+
+enum class Split { train, val, test };
+const char* split_name(Split split);  // "train", "val", "test"
+
+// Which optional Batch fields a dataset writes; make_batch sizes exactly these.
+struct BatchLayout {
+  bool labels = false;
+  bool key_padding = false;
+  bool gold_head = false;
+  bool gold_antecedent = false;
+  bool is_delimiter = false;
+};
+
+struct Batch {
+  int64_t batch_size = 0, seq_len = 0;
+  std::vector<int32_t> tokens;           // [B, T]
+  std::vector<int32_t> targets;          // [B, T], -1 = ignore
+  std::vector<int32_t> labels;           // [B] or empty
+  std::vector<uint8_t> key_padding;      // [B, T] or empty; 1 = real token
+  std::vector<int32_t> gold_head;        // [B, T] or empty
+  std::vector<int32_t> gold_antecedent;  // [B, T] or empty
+  std::vector<uint8_t> is_delimiter;     // [B, T] or empty
+
+  Batch() = default;
+  Batch(int64_t batch_size, int64_t seq_len, const BatchLayout& layout = {});
+
+  // Throws unless tokens/targets (and any present optional field) hold B x T values for this
+  // seq_len: fill_batch calls it first, so a mis-sized batch is one error line, never a resize.
+  void check_shape(const std::string& who, int64_t expected_seq_len) const;
+};
+
+// Bits per byte from a mean cross-entropy in nats per token: nats / ln 2 / bytes per token.
+double bits_per_byte(double mean_loss_nats, double bytes_per_token);
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+
+  virtual std::string name() const = 0;  // "text:datasets/cache/bible-kjv.txt"
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t seq_len() const = 0;
+  virtual BatchLayout batch_layout() const { return {}; }
+  // true when the task has a right answer per example (labels or gold fields) to score.
+  virtual bool has_accuracy() const { return false; }
+  // Text bytes per token, for bits-per-byte: 1 for byte-level text; 0 when the tokens are not
+  // text (synthetic tasks), meaning "do not report bits-per-byte".
+  virtual double bytes_per_token() const { return 0.0; }
+  // Batches of batch_size that cover a val/test split exactly once (later indices give rows
+  // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
+  virtual int64_t eval_batches(Split split, int64_t batch_size) const;
+
+  // Writes batch `batch_index` of `split` into `out`, in place. Pure: the same (seed, split,
+  // batch_index) gives the same batch on every call, thread and run.
+  virtual void fill_batch(Split split, int64_t batch_index, Batch& out) const = 0;
+
+  Batch make_batch(int64_t batch_size) const { return Batch(batch_size, seq_len(), batch_layout()); }
+};
+
+// splitmix64's output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A counter-based random stream for one batch row: the key (seed, split, batch_index, row) is
+// hashed into a state, and each draw is splitmix64 of the next counter value.
+class RowRng {
+ public:
+  RowRng(uint64_t seed, Split split, int64_t batch_index, int64_t row) {
+    uint64_t h = splitmix64(seed);
+    h = splitmix64(h ^ static_cast<uint64_t>(split));
+    h = splitmix64(h ^ static_cast<uint64_t>(batch_index));
+    state_ = splitmix64(h ^ static_cast<uint64_t>(row));
+  }
+  uint64_t next() { return splitmix64(state_++); }
+  // Uniform in [0, n), n > 0, by the multiply-high method (bias below n / 2^64).
+  uint64_t below(uint64_t n) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace headlab

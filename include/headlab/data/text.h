@@ -1,0 +1,75 @@
+// TextDataset: byte-level language modelling on a UTF-8 text file (vocab 256, token = byte).
+// The file is read once into memory and cut into three contiguous blocks, in file order:
+//   train [0, n*train_fraction)  val [.., +n*val_fraction)  test [.., n)      (default 90/5/5)
+// Every window is seq_len+1 bytes lying wholly inside one block; tokens = window[0..T),
+// targets = window[1..T]. Train windows start at RowRng(seed, train, batch_index, row) draws;
+// val/test windows tile their block (tile k starts at begin + k*T), so one pass over
+// eval_batches() predicts every byte of the block except its first and a tail shorter than T,
+// exactly once. Tiles are visited in a fixed stride order that spreads the first few eval
+// batches over the whole block; rows past the last tile get targets -1.
+// path "bible" (or the cache path itself) means the King James Bible, exported on first use by
+// ensure_bible_corpus. Bad input throws headlab::Error with one line naming the path.
+//   TextDataset data({.path = "bible", .seq_len = 256, .seed = 1});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headlab/data/batch.h"
+
+namespace headlab {
+
+inline constexpr const char* kBibleAlias = "bible";
+inline constexpr const char* kBibleCachePath = "datasets/cache/bible-kjv.txt";
+
+// Makes sure `cache_path` holds the KJV Bible as plain text, one verse per line with the verse
+// labels ("Ge1:1 ") stripped (datasets/README.md says why), and returns cache_path. If the file
+// is missing it runs `bible -f "Gen1:1-Rev22:21"` (Debian's bible-kjv), writes a temp file next
+// to it and renames it into place, so concurrent runs never see a half-written corpus.
+std::string ensure_bible_corpus(const std::string& cache_path = kBibleCachePath);
+
+struct TextOptions {
+  std::string path = kBibleAlias;  // data.path
+  int64_t seq_len = 256;           // data.seq_len
+  uint64_t seed = 0;               // data.seed
+  double train_fraction = 0.90;    // the test block gets 1 - train - val
+  double val_fraction = 0.05;
+  std::string bible_cache = kBibleCachePath;  // where "bible" is exported to
+};
+
+struct ByteRange {
+  int64_t begin = 0, end = 0;  // [begin, end)
+  int64_t size() const { return end - begin; }
+};
+
+class TextDataset : public Dataset {
+ public:
+  explicit TextDataset(const TextOptions& options);
+
+  std::string name() const override { return "text:" + path_; }
+  int64_t vocab_size() const override { return 256; }
+  int64_t seq_len() const override { return seq_len_; }
+  bool has_accuracy() const override { return false; }
+  double bytes_per_token() const override { return 1.0; }
+  int64_t eval_batches(Split split, int64_t batch_size) const override;
+  void fill_batch(Split split, int64_t batch_index, Batch& out) const override;
+
+  const std::string& path() const { return path_; }  // after resolving "bible"
+  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+  ByteRange split_range(Split split) const;
+  int64_t eval_windows(Split split) const;  // tiles in a val/test block
+  // File offset of the window that fills `row` of batch `batch_index` (B = batch_size), or -1
+  // for an eval row past the last tile. fill_batch copies bytes [start, start + T + 1).
+  int64_t window_start(Split split, int64_t batch_index, int64_t row, int64_t batch_size) const;
+
+ private:
+  std::string path_;
+  int64_t seq_len_;
+  uint64_t seed_;
+  std::vector<uint8_t> bytes_;
+  ByteRange ranges_[3];        // indexed by Split
+  int64_t eval_stride_[3] = {};  // tile step for val/test, coprime with the tile count
+};
+
+}  // namespace headlab

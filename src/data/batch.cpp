@@ -1,0 +1,52 @@
+// Batch allocation and shape checks, and the Dataset defaults. See include/headlab/data/batch.h.
+#include "headlab/data/batch.h"
+
+#include <cmath>
+
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+const char* split_name(Split split) {
+  switch (split) {
+    case Split::train: return "train";
+    case Split::val: return "val";
+    case Split::test: return "test";
+  }
+  return "unknown";
+}
+
+Batch::Batch(int64_t B, int64_t T, const BatchLayout& layout) : batch_size(B), seq_len(T) {
+  HEADLAB_CHECK(batch_size > 0 && seq_len > 0,
+                "batch: batch_size=" << batch_size << " and seq_len=" << seq_len << " must both be positive");
+  const size_t n = static_cast<size_t>(B * T);
+  tokens.assign(n, 0);
+  targets.assign(n, -1);
+  if (layout.labels) labels.assign(static_cast<size_t>(B), -1);
+  if (layout.key_padding) key_padding.assign(n, 0);
+  if (layout.gold_head) gold_head.assign(n, -1);
+  if (layout.gold_antecedent) gold_antecedent.assign(n, -1);
+  if (layout.is_delimiter) is_delimiter.assign(n, 0);
+}
+
+void Batch::check_shape(const std::string& who, int64_t expected_seq_len) const {
+  HEADLAB_CHECK(seq_len == expected_seq_len,
+                who << ": batch has seq_len=" << seq_len << " but the dataset has seq_len=" << expected_seq_len
+                    << " (make it with dataset.make_batch)");
+  const size_t n = static_cast<size_t>(batch_size * seq_len);
+  auto sized = [n](size_t size) { return size == 0 || size == n; };
+  HEADLAB_CHECK(batch_size > 0 && tokens.size() == n && targets.size() == n && sized(key_padding.size()) &&
+                    sized(gold_head.size()) && sized(gold_antecedent.size()) && sized(is_delimiter.size()) &&
+                    (labels.empty() || labels.size() == static_cast<size_t>(batch_size)),
+                who << ": batch buffers do not hold batch_size=" << batch_size << " x seq_len=" << seq_len
+                    << " values (tokens has " << tokens.size() << "; make it with dataset.make_batch)");
+}
+
+double bits_per_byte(double mean_loss_nats, double bytes_per_token) {
+  HEADLAB_CHECK(bytes_per_token > 0, "bits_per_byte: bytes_per_token=" << bytes_per_token << " must be positive");
+  return mean_loss_nats / std::log(2.0) / bytes_per_token;
+}
+
+int64_t Dataset::eval_batches(Split, int64_t) const { return 0; }
+
+}  // namespace headlab

@@ -1,0 +1,270 @@
+// Byte-level text: the KJV Bible export, file loading with one-line errors, contiguous splits,
+// and the window sampler. See include/headlab/data/text.h and datasets/README.md.
+#include "headlab/data/text.h"
+
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <string_view>
+
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kKjvVerses = 31102;  // Gen 1:1 .. Rev 22:21 in the King James Version
+constexpr size_t kCheckedPrefix = size_t(1) << 20;  // the NUL / UTF-8 check reads the first MiB
+
+// Length of the verse label at the start of a `bible` output line ("Ge1:1 ", "1Chr3:4 ",
+// "SSol1:1 "): optional digit, book letters, chapter digits, ':', verse digits, one space.
+// Returns 0 when the line does not start with a label.
+size_t verse_label_length(std::string_view line) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < line.size() && line[i] >= '1' && line[i] <= '3') ++i;
+  const size_t letters_from = i;
+  while (i < line.size() && std::isalpha(static_cast<unsigned char>(line[i]))) ++i;
+  if (i == letters_from || !digits() || i >= line.size() || line[i++] != ':' || !digits()) return 0;
+  if (i >= line.size() || line[i] != ' ') return 0;
+  return i + 1;
+}
+
+bool program_on_path(const char* program) {
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path ? path : "/usr/bin:/bin";
+  while (!dirs.empty()) {
+    const size_t colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+// Offset of the first byte that breaks UTF-8 (Unicode 15, table 3-7: no overlongs, no
+// surrogates, nothing above U+10FFFF) among sequences starting before `limit`, or -1.
+int64_t first_invalid_utf8(const std::vector<uint8_t>& s, size_t limit) {
+  const size_t n = s.size();
+  size_t i = 0;
+  while (i < std::min(n, limit)) {
+    const uint8_t c = s[i];
+    if (c < 0x80) { ++i; continue; }
+    size_t len = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) len = 3, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
+    else if (c == 0xED) len = 3, hi = 0x9F;
+    else if (c == 0xF0) len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) len = 4, hi = 0x8F;
+    else return static_cast<int64_t>(i);
+    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return static_cast<int64_t>(i);
+    for (size_t k = 2; k < len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return static_cast<int64_t>(i);
+    i += len;
+  }
+  return -1;
+}
+
+std::vector<uint8_t> read_text_file(const std::string& path) {
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  HEADLAB_CHECK(!ec, "text dataset: cannot read " << path << ": " << ec.message());
+  HEADLAB_CHECK(exists, "text dataset: no such file: " << path << " (data.path)");
+  HEADLAB_CHECK(!fs::is_directory(path, ec), "text dataset: cannot read " << path << ": it is a directory");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  HEADLAB_CHECK(f, "text dataset: cannot read " << path << ": " << std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  const uintmax_t size_hint = fs::file_size(path, ec);
+  if (!ec) bytes.reserve(static_cast<size_t>(size_hint));
+  uint8_t chunk[1 << 16];
+  size_t got = 0;
+  while ((got = std::fread(chunk, 1, sizeof(chunk), f)) > 0) bytes.insert(bytes.end(), chunk, chunk + got);
+  const bool failed = std::ferror(f);
+  const int read_errno = errno;
+  std::fclose(f);
+  HEADLAB_CHECK(!failed, "text dataset: cannot read " << path << ": " << std::strerror(read_errno));
+  HEADLAB_CHECK(!bytes.empty(), "text dataset: " << path << " is empty");
+
+  const size_t checked = std::min(bytes.size(), kCheckedPrefix);
+  const auto nul = std::find(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(checked), uint8_t(0));
+  HEADLAB_CHECK(nul == bytes.begin() + static_cast<std::ptrdiff_t>(checked),
+                "text dataset: " << path << " looks binary: NUL byte at offset " << (nul - bytes.begin())
+                                 << " (a text dataset needs UTF-8 text)");
+  const int64_t bad = first_invalid_utf8(bytes, checked);
+  if (bad >= 0) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02X", bytes[static_cast<size_t>(bad)]);
+    HEADLAB_CHECK(false, "text dataset: " << path << " is not valid UTF-8: bad sequence starting with byte " << hex
+                                          << " at offset " << bad);
+  }
+  return bytes;
+}
+
+bool names_bible_cache(const std::string& path, const std::string& cache_path) {
+  if (path == kBibleAlias) return true;
+  return fs::path(path).lexically_normal() == fs::path(cache_path).lexically_normal();
+}
+
+}  // namespace
+
+std::string ensure_bible_corpus(const std::string& cache_path) {
+  std::error_code ec;
+  if (fs::exists(cache_path, ec)) return cache_path;
+  HEADLAB_CHECK(program_on_path("bible"), "bible corpus: the `bible` program is not installed, so "
+                                              << cache_path << " cannot be exported: apt-get install bible-kjv");
+  const fs::path parent = fs::path(cache_path).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  HEADLAB_CHECK(!ec, "bible corpus: cannot create directory " << parent.string() << " for " << cache_path << ": "
+                                                              << ec.message());
+
+  // Write to a private temp file and rename: rename is atomic, so a reader (or a second run
+  // exporting at the same time) sees either no file or the whole corpus.
+  const std::string tmp_path = cache_path + ".tmp." + std::to_string(::getpid());
+  std::FILE* out = std::fopen(tmp_path.c_str(), "wb");
+  HEADLAB_CHECK(out, "bible corpus: cannot write " << tmp_path << ": " << std::strerror(errno));
+  std::FILE* in = ::popen("bible -f \"Gen1:1-Rev22:21\"", "r");
+  if (!in) {
+    std::fclose(out);
+    std::remove(tmp_path.c_str());
+    HEADLAB_CHECK(false, "bible corpus: cannot run `bible` to export " << cache_path << ": " << std::strerror(errno));
+  }
+  char* line = nullptr;
+  size_t line_capacity = 0;
+  ssize_t length = 0;
+  int64_t verses = 0, unlabelled_line = 0;
+  while ((length = ::getline(&line, &line_capacity, in)) > 0) {
+    std::string_view text(line, static_cast<size_t>(length));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    if (text.empty()) continue;
+    ++verses;
+    const size_t label = verse_label_length(text);
+    if (label == 0 && unlabelled_line == 0) unlabelled_line = verses;
+    text.remove_prefix(label);
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fputc('\n', out);
+  }
+  std::free(line);
+  const int status = ::pclose(in);
+  const bool write_failed = std::ferror(out) != 0;
+  const bool close_failed = std::fclose(out) != 0;
+  std::string problem;
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    problem = "`bible -f \"Gen1:1-Rev22:21\"` failed (exit status " +
+              std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  else if (verses != kKjvVerses)
+    problem = "`bible` printed " + std::to_string(verses) + " verses, expected " + std::to_string(kKjvVerses);
+  else if (unlabelled_line != 0)
+    problem = "line " + std::to_string(unlabelled_line) + " of `bible` output has no verse label";
+  else if (write_failed || close_failed)
+    problem = "cannot write " + tmp_path;
+  if (problem.empty()) {
+    fs::rename(tmp_path, cache_path, ec);
+    if (ec) problem = "cannot rename " + tmp_path + ": " + ec.message();
+  }
+  if (!problem.empty()) {
+    std::remove(tmp_path.c_str());
+    HEADLAB_CHECK(false, "bible corpus: exporting " << cache_path << ": " << problem);
+  }
+  return cache_path;
+}
+
+TextDataset::TextDataset(const TextOptions& options)
+    : path_(options.path), seq_len_(options.seq_len), seed_(options.seed) {
+  HEADLAB_CHECK(seq_len_ > 0, "text dataset: data.seq_len=" << seq_len_ << " must be positive");
+  const double train = options.train_fraction, val = options.val_fraction;
+  HEADLAB_CHECK(train > 0 && val > 0 && train + val < 1,
+                "text dataset: split fractions train=" << train << " val=" << val
+                                                       << " must be positive and leave a test block (train + val < 1)");
+  if (names_bible_cache(path_, options.bible_cache)) path_ = ensure_bible_corpus(options.bible_cache);
+  bytes_ = read_text_file(path_);
+
+  const int64_t n = size_bytes();
+  const int64_t train_end = static_cast<int64_t>(std::floor(static_cast<double>(n) * train));
+  const int64_t val_end = static_cast<int64_t>(std::floor(static_cast<double>(n) * (train + val)));
+  ranges_[static_cast<int>(Split::train)] = {0, train_end};
+  ranges_[static_cast<int>(Split::val)] = {train_end, val_end};
+  ranges_[static_cast<int>(Split::test)] = {val_end, n};
+  for (Split split : {Split::train, Split::val, Split::test}) {
+    const ByteRange r = split_range(split);
+    HEADLAB_CHECK(r.size() >= seq_len_ + 1,
+                  "text dataset: " << path_ << " is too short for seq_len=" << seq_len_ << ": its " << split_name(split)
+                                   << " block (bytes " << r.begin << ".." << r.end << " of " << n << ") has "
+                                   << r.size() << " bytes, needs at least " << seq_len_ + 1);
+  }
+  // Eval tile k goes to position (k * stride) mod W; a stride near W / golden ratio that is
+  // coprime with W makes this a permutation whose every prefix is spread over the block.
+  for (Split split : {Split::val, Split::test}) {
+    const int64_t w = eval_windows(split);
+    int64_t stride = std::max<int64_t>(1, std::llround(static_cast<double>(w) * 0.6180339887498949));
+    while (std::gcd(stride, w) != 1) ++stride;
+    eval_stride_[static_cast<int>(split)] = stride;
+  }
+}
+
+ByteRange TextDataset::split_range(Split split) const { return ranges_[static_cast<int>(split)]; }
+
+int64_t TextDataset::eval_windows(Split split) const { return (split_range(split).size() - 1) / seq_len_; }
+
+int64_t TextDataset::eval_batches(Split split, int64_t batch_size) const {
+  HEADLAB_CHECK(batch_size > 0, "text dataset: batch_size=" << batch_size << " must be positive");
+  if (split == Split::train) return 0;
+  return (eval_windows(split) + batch_size - 1) / batch_size;
+}
+
+int64_t TextDataset::window_start(Split split, int64_t batch_index, int64_t row, int64_t batch_size) const {
+  const ByteRange r = split_range(split);
+  if (split == Split::train) {
+    RowRng rng(seed_, split, batch_index, row);
+    return r.begin + static_cast<int64_t>(rng.below(static_cast<uint64_t>(r.size() - seq_len_)));
+  }
+  const int64_t w = eval_windows(split);
+  const int64_t k = batch_index * batch_size + row;
+  if (k >= w) return -1;
+  const auto tile = static_cast<int64_t>(static_cast<unsigned __int128>(k) *
+                                         static_cast<uint64_t>(eval_stride_[static_cast<int>(split)]) %
+                                         static_cast<uint64_t>(w));
+  return r.begin + tile * seq_len_;
+}
+
+void TextDataset::fill_batch(Split split, int64_t batch_index, Batch& out) const {
+  out.check_shape("text dataset", seq_len_);
+  HEADLAB_CHECK(batch_index >= 0, "text dataset: batch_index=" << batch_index << " must be >= 0");
+  const int64_t B = out.batch_size, T = seq_len_;
+  for (int64_t row = 0; row < B; ++row) {
+    const int64_t start = window_start(split, batch_index, row, B);
+    int32_t* tokens = out.tokens.data() + row * T;
+    int32_t* targets = out.targets.data() + row * T;
+    if (start < 0) {  // eval row past the last tile: padding the loss ignores
+      std::fill(tokens, tokens + T, 0);
+      std::fill(targets, targets + T, -1);
+    } else {
+      const uint8_t* window = bytes_.data() + start;
+      for (int64_t t = 0; t < T; ++t) {
+        tokens[t] = window[t];
+        targets[t] = window[t + 1];
+      }
+    }
+    if (!out.key_padding.empty()) std::fill_n(out.key_padding.data() + row * T, T, uint8_t(start >= 0));
+  }
+}
+
+}  // namespace headlab
