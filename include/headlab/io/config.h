@@ -1,0 +1,139 @@
+// Run configuration: one plain struct per TOML section ([model], [data], [train]), generated from
+// the key tables below. Each row declares one key, once: the field (= the key's name after the
+// section), its C++ type, default, allowed values and a one-line doc. Parsing, `--set` overrides,
+// to_toml, type/range checks, unknown-key suggestions, configs/default.toml and docs/config.md all
+// come from these rows or are tested against them. Everything else is validate()'s cross-key checks.
+//   Config c = load_config("configs/default.toml", {"model.n_heads=8", "data.offsets=[1,2]"});
+// Bad input throws one-line headlab::Error naming file, line and key (the CLI exits with code 2).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headlab {
+
+using IntList = std::vector<int64_t>;
+
+// X(field, type, default, allowed, doc). `allowed` is evaluated only in src/io/config_schema.cpp:
+// any(), positive(), non_negative(), at_least(n), closed(lo, hi) = [lo, hi], half_open(lo, hi) =
+// [lo, hi), open_interval(lo, hi) = (lo, hi), one_of("a|b"); arrays are checked element by
+// element. Docs must not contain '|': they become Markdown table cells in docs/config.md.
+#define HEADLAB_MODEL_KEYS(X)                                                                                        \
+  X(kind, std::string, "decoder", one_of("decoder|encoder"),                                                         \
+    "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head")                      \
+  X(vocab_size, int64_t, 256, at_least(2), "token ids are 0..vocab_size-1 (256: raw bytes)")                         \
+  X(d_model, int64_t, 128, positive(), "width of the residual stream (C)")                                           \
+  X(n_heads, int64_t, 4, positive(), "query heads per attention layer (H)")                                          \
+  X(n_kv_heads, int64_t, 0, non_negative(), "key/value heads (Hkv): 0 = n_heads (MHA), 1 = MQA, else GQA")           \
+  X(d_head, int64_t, 0, non_negative(), "width of one head (Dh): 0 = d_model / n_heads")                             \
+  X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                      \
+  X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                     \
+  X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                             \
+  X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")        \
+  X(dropout, double, 0.0, half_open(0, 1), "dropout on attention probabilities and residual branches")               \
+  X(tie_embeddings, bool, false, any(), "decoder: share the token embedding with the LM head")                       \
+  X(activation, std::string, "gelu", one_of("gelu|relu"), "MLP nonlinearity")                                        \
+  X(norm_eps, double, 1e-5, positive(), "epsilon inside LayerNorm")                                                  \
+  X(bias, bool, true, any(), "bias vectors in the linear layers and LayerNorms")                                     \
+  X(init_std, double, 0.02, positive(), "std of the normal init of weights and embeddings")                          \
+  X(n_classes, int64_t, 2, at_least(2), "encoder: classes of the classification head")                               \
+  X(pooling, std::string, "first", one_of("first|mean"), "encoder: classify the first position or the mean")
+
+#define HEADLAB_DATA_KEYS(X)                                                                                         \
+  X(task, std::string, "text", one_of("text|k_relation|induction|reverse|sort|grammar|classify"),                    \
+    "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")              \
+  X(path, std::string, "datasets/cache/bible-kjv.txt", any(),                                                        \
+    "text corpus for task=text, relative to the working directory (bible = the KJV, exported on first use)")         \
+  X(seq_len, int64_t, 128, positive(), "tokens per training sequence (T); at most model.max_seq_len")                \
+  X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")               \
+  X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")             \
+  X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")          \
+  X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                  \
+  X(k, int64_t, 2, positive(), "generated tasks: size knob (induction pattern length, grammar bracket types)")       \
+  X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
+  X(min_len, int64_t, 0, non_negative(), "generated tasks: shortest item sequence; 0 = max_len")                     \
+  X(max_len, int64_t, 0, non_negative(), "generated tasks: longest item sequence; 0 = as long as seq_len allows")    \
+  X(train_examples, int64_t, 0, non_negative(), "generated tasks: fixed training set size; 0 = fresh every step")
+
+#define HEADLAB_TRAIN_KEYS(X)                                                                                        \
+  X(steps, int64_t, 1000, positive(), "optimizer steps")                                                             \
+  X(batch_size, int64_t, 16, positive(), "sequences per micro-batch (B)")                                            \
+  X(grad_accum, int64_t, 1, positive(), "micro-batches summed per step (tokens/step = B * T * grad_accum)")          \
+  X(seed, int64_t, 0, non_negative(), "seed for initialization and dropout")                                         \
+  X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum")     \
+  X(lr, double, 3e-4, positive(), "peak learning rate, reached after warmup")                                        \
+  X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")          \
+  X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")                   \
+  X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")           \
+  X(weight_decay, double, 0.1, non_negative(), "decoupled weight decay (adamw) or L2 (sgd)")                         \
+  X(beta1, double, 0.9, half_open(0, 1), "adamw first-moment decay")                                                 \
+  X(beta2, double, 0.95, half_open(0, 1), "adamw second-moment decay")                                               \
+  X(adam_eps, double, 1e-8, positive(), "adamw denominator epsilon")                                                 \
+  X(momentum, double, 0.9, half_open(0, 1), "sgd momentum (0 = plain sgd)")                                          \
+  X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                        \
+  X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                          \
+  X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                             \
+  X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                      \
+  X(eval_every, int64_t, 100, non_negative(), "steps between evaluations; 0 = only after the last step")             \
+  X(eval_batches, int64_t, 8, positive(), "batches per evaluation")                                                  \
+  X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                     \
+  X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")       \
+  X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")                   \
+  X(threads, int64_t, 0, non_negative(), "worker threads; 0 = all cores (OMP_NUM_THREADS if set)")                   \
+  X(out_dir, std::string, "runs/default", any(), "directory for checkpoints, logs and the resolved config.toml")
+
+#define HEADLAB_CONFIG_FIELD(field, type, default_value, allowed, doc) type field = default_value;
+
+struct ModelConfig {
+  HEADLAB_MODEL_KEYS(HEADLAB_CONFIG_FIELD)
+  bool operator==(const ModelConfig&) const = default;
+};
+struct DataConfig {
+  HEADLAB_DATA_KEYS(HEADLAB_CONFIG_FIELD)
+  bool operator==(const DataConfig&) const = default;
+};
+struct TrainConfig {
+  HEADLAB_TRAIN_KEYS(HEADLAB_CONFIG_FIELD)
+  bool operator==(const TrainConfig&) const = default;
+};
+struct Config {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  bool operator==(const Config&) const = default;
+};
+
+#undef HEADLAB_CONFIG_FIELD
+
+// Reads a TOML file, applies "key=value" overrides in order (values are TOML: 8, [1, 2], "x"; a
+// string key also takes a bare word), then validate()s. Keys not given keep their defaults.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same on text; `origin` names the text in error messages (a path, or "<string>").
+Config parse_config_text(const std::string& toml_text, const std::string& origin,
+                         const std::vector<std::string>& overrides = {});
+
+// Throws on a value outside its key's allowed set or an impossible combination
+// (d_model vs n_heads, n_heads vs n_kv_heads, data.seq_len vs model.max_seq_len, ...).
+void validate(const Config& config);
+
+// Every key, grouped by section, in table order; parse_config_text(to_toml(c), ...) == c.
+std::string to_toml(const Config& config);
+
+// One value as `--set` accepts it (8, 3e-4, true, sinusoidal, [1, 3]), for sweep logs and run names.
+std::string config_value(const Config& config, const std::string& key);
+
+// Dotted key names in table order ("model.kind", ..., "train.out_dir").
+std::vector<std::string> config_keys();
+
+// One row of the key table, rendered for docs and --help.
+struct ConfigKeyInfo {
+  std::string key;            // "model.n_heads"
+  std::string type;           // integer | float | boolean | string | array of integers
+  std::string default_value;  // as TOML: 4, "decoder", [1, 3]
+  std::string allowed;        // "> 0", "[0, 1)", "decoder, encoder", or "" for anything
+  std::string doc;
+};
+const std::vector<ConfigKeyInfo>& config_schema();
+
+}  // namespace headlab

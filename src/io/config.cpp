@@ -1,0 +1,168 @@
+// Reading a config: toml++ parses the text (a syntax error carries file:line:col), then every
+// value is typed by the field it lands in (config_schema.h), unknown keys get the closest known one
+// suggested, --set overrides apply in order, and validate_config checks the result. Each error
+// is one headlab::Error line naming the key and where it was set (file:line, or the --set
+// argument). toml++ stays in this file: the public header only sees plain structs.
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include <toml++/toml.h>
+
+#include "config_schema.h"
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+namespace {
+
+using namespace config_internal;
+
+// "string \"abc\"", "integer 8", "float 0.5", "array [1, 2]": what the user wrote, for errors.
+std::string describe(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::string: return "string " + quote(node.as_string()->get());
+    case toml::node_type::integer: return "integer " + std::to_string(node.as_integer()->get());
+    case toml::node_type::floating_point: return "float " + format_float(node.as_floating_point()->get());
+    case toml::node_type::boolean: return std::string("boolean ") + (node.as_boolean()->get() ? "true" : "false");
+    case toml::node_type::array: {
+      const toml::array& array = *node.as_array();
+      std::string s = "array [";
+      for (size_t i = 0; i < array.size(); ++i) {
+        const std::string element = describe(array[i]);
+        s += (i ? ", " : "") + element.substr(element.find(' ') + 1);
+      }
+      return s + "]";
+    }
+    case toml::node_type::table: return "table";
+    default: return "date/time";
+  }
+}
+
+[[noreturn]] void throw_type(const std::string& key, const char* expected, const toml::node& got,
+                             const std::string& where) {
+  throw Error(key + " must be " + expected + ", got " + describe(got) + " (" + where + ")");
+}
+
+void assign(const KeySpec& spec, Config& config, const toml::node& node, const std::string& where) {
+  std::visit(Overloaded{[&](int64_t* v) {
+                          if (!node.is_integer()) throw_type(spec.key, "an integer", node, where);
+                          *v = node.as_integer()->get();
+                        },
+                        [&](double* v) {  // an integer is a fine float: lr = 1
+                          if (node.is_integer()) *v = static_cast<double>(node.as_integer()->get());
+                          else if (node.is_floating_point()) *v = node.as_floating_point()->get();
+                          else throw_type(spec.key, "a number", node, where);
+                        },
+                        [&](bool* v) {
+                          if (!node.is_boolean()) throw_type(spec.key, "a boolean (true or false)", node, where);
+                          *v = node.as_boolean()->get();
+                        },
+                        [&](std::string* v) {
+                          if (!node.is_string()) throw_type(spec.key, "a string", node, where);
+                          *v = node.as_string()->get();
+                        },
+                        [&](IntList* v) {
+                          if (!node.is_array()) throw_type(spec.key, "an array of integers", node, where);
+                          IntList values;
+                          const toml::array& array = *node.as_array();
+                          for (size_t i = 0; i < array.size(); ++i) {
+                            const std::string element_key = spec.key + "[" + std::to_string(i) + "]";
+                            if (!array[i].is_integer()) throw_type(element_key, "an integer", array[i], where);
+                            values.push_back(array[i].as_integer()->get());
+                          }
+                          *v = std::move(values);
+                        }},
+             spec.field(config));
+}
+
+std::string location(const std::string& origin, const toml::node& node) {
+  const auto line = node.source().begin.line;
+  return line > 0 ? origin + ":" + std::to_string(line) : origin;
+}
+
+// Walks nested tables (`[model]`, `model.n_heads = 4`, `[model.x]`) down to known keys.
+void apply_table(const toml::table& table, const std::string& prefix, const std::string& origin, Config& config,
+                 Origins& origins) {
+  for (auto&& [name, node] : table) {
+    const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    const std::string where = location(origin, node);
+    if (const KeySpec* spec = find_spec(key)) {
+      assign(*spec, config, node, where);
+      origins[key] = where;
+    } else if (const toml::table* sub = node.as_table(); sub && (!sub->empty() || is_section(key))) {
+      apply_table(*sub, key, origin, config, origins);
+    } else if (is_section(key)) {
+      throw Error("'" + key + "' must be a table ([" + key + "]), got " + describe(node) + " (" + where + ")");
+    } else {
+      throw_unknown_key(key, where);
+    }
+  }
+}
+
+std::string trim(const std::string& s) {
+  const size_t begin = s.find_first_not_of(" \t"), end = s.find_last_not_of(" \t");
+  return begin == std::string::npos ? "" : s.substr(begin, end - begin + 1);
+}
+
+// "key=value": the value is read as TOML (8, 0.5, true, [1, 2], "text"); a string key also takes
+// the bare text (model.positions=sinusoidal, data.path=a b.txt); text that is no TOML value stays
+// a string, so the type error shows what was written.
+void apply_override(const std::string& text, Config& config, Origins& origins) {
+  const size_t eq = text.find('=');
+  const std::string key = trim(text.substr(0, eq)), value = eq == std::string::npos ? "" : trim(text.substr(eq + 1));
+  HEADLAB_CHECK(eq != std::string::npos && !key.empty(),
+                "malformed --set '" << text << "': expected key=value, e.g. --set model.n_heads=8");
+  const std::string where = "--set " + text;
+  const KeySpec* spec = find_spec(key);
+  if (!spec) throw_unknown_key(key, where);
+  const bool bare_string = std::holds_alternative<std::string*>(spec->field(config)) && !value.empty() &&
+                           value[0] != '"' && value[0] != '\'';
+  std::optional<toml::table> parsed;
+  if (!bare_string) {
+    try {
+      parsed = toml::parse(std::string_view("value = " + value + "\n"));
+    } catch (const toml::parse_error&) {
+    }
+  }
+  if (parsed && parsed->size() == 1 && parsed->get("value"))
+    assign(*spec, config, *parsed->get("value"), where);
+  else
+    assign(*spec, config, toml::value<std::string>(value), where);
+  origins[key] = where;
+}
+
+}  // namespace
+
+Config parse_config_text(const std::string& toml_text, const std::string& origin,
+                         const std::vector<std::string>& overrides) {
+  toml::table document;
+  try {
+    document = toml::parse(std::string_view(toml_text), std::string_view(origin));
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    throw Error("TOML syntax error in " + origin + ":" + std::to_string(begin.line) + ":" +
+                std::to_string(begin.column) + ": " + std::string(e.description()));
+  }
+  Config config;
+  Origins origins;
+  apply_table(document, "", origin, config, origins);
+  for (const std::string& item : overrides) apply_override(item, config, origins);
+  validate_config(config, origins);
+  return config;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;  // a directory opens as an empty stream: say so rather than run on defaults
+  HEADLAB_CHECK(!std::filesystem::is_directory(path, ec),
+                "cannot read config file '" << path << "': it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  HEADLAB_CHECK(in, "cannot read config file '" << path << "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_config_text(text.str(), path, overrides);
+}
+
+}  // namespace headlab
