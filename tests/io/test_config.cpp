@@ -95,7 +95,6 @@ Config non_default_config() {
   c.train.checkpoint_every = 0;
   c.train.keep_checkpoints = 0;
   c.train.threads = 2;
-  c.train.out_dir = "runs/sweep/h6";
   return c;
 }
 

@@ -31,7 +31,7 @@ using IntList = std::vector<int64_t>;
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                     \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                             \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")        \
-  X(dropout, double, 0.0, half_open(0, 1), "dropout on attention probabilities and residual branches")               \
+  X(dropout, double, 0.0, half_open(0, 1), "dropout on the embeddings and on each residual branch")               \
   X(tie_embeddings, bool, false, any(), "decoder: share the token embedding with the LM head")                       \
   X(activation, std::string, "gelu", one_of("gelu|relu"), "MLP nonlinearity")                                        \
   X(norm_eps, double, 1e-5, positive(), "epsilon inside LayerNorm")                                                  \
@@ -80,8 +80,7 @@ using IntList = std::vector<int64_t>;
   X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                     \
   X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")       \
   X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")                   \
-  X(threads, int64_t, 0, non_negative(), "worker threads; 0 = all cores (OMP_NUM_THREADS if set)")                   \
-  X(out_dir, std::string, "runs/default", any(), "directory for checkpoints, logs and the resolved config.toml")
+  X(threads, int64_t, 0, non_negative(), "worker threads; 0 = all cores (OMP_NUM_THREADS if set)")
 
 #define HEADLAB_CONFIG_FIELD(field, type, default_value, allowed, doc) type field = default_value;
 
@@ -123,7 +122,7 @@ std::string to_toml(const Config& config);
 // One value as `--set` accepts it (8, 3e-4, true, sinusoidal, [1, 3]), for sweep logs and run names.
 std::string config_value(const Config& config, const std::string& key);
 
-// Dotted key names in table order ("model.kind", ..., "train.out_dir").
+// Dotted key names in table order ("model.kind", ..., "train.threads").
 std::vector<std::string> config_keys();
 
 // One row of the key table, rendered for docs and --help.
