@@ -1,0 +1,397 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "headlab/common/parallel.h"
+#include "headlab/ops/attention.h"
+#include "headlab/ops/elementwise.h"
+#include "support/gradcheck.h"
+#include "support/naive_attention.h"
+#include "support/random.h"
+
+using namespace headlab;
+using headlab::test::gradcheck;
+using headlab::test::random_tensor;
+
+namespace {
+
+enum class Gates { none, gated, pruned };  // pruned: gated, with gates[0] = 0 exactly
+// mixed: item 0 right-padded, item 1 left-padded (its first causal rows see no real key);
+// all_of_last: the last batch item is all padding (every row fully masked, causal or not).
+enum class Padding { none, mixed, all_of_last };
+
+struct Case {
+  int64_t B, T, H, Hkv, Dh;
+  bool causal;
+  Gates gates;
+  Padding padding;
+  bool strided;  // q/k/v are narrow() views of one fused [B, T, H + 2 Hkv, Dh] tensor
+};
+
+std::string describe(const Case& c) {
+  std::ostringstream s;
+  s << "B=" << c.B << " T=" << c.T << " H=" << c.H << " Hkv=" << c.Hkv << " Dh=" << c.Dh
+    << (c.causal ? " causal" : " bidirectional") << " gates=" << static_cast<int>(c.gates)
+    << " padding=" << static_cast<int>(c.padding) << (c.strided ? " strided" : "");
+  return s.str();
+}
+
+std::vector<uint8_t> make_padding(const Case& c) {
+  std::vector<uint8_t> pad(c.B * c.T, 1);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = 0; t < c.T; ++t) {
+      uint8_t& p = pad[b * c.T + t];
+      if (c.padding == Padding::mixed) p = b % 2 == 0 ? t < c.T - c.T / 3 : t >= (c.T + 1) / 2;
+      if (c.padding == Padding::all_of_last && b == c.B - 1) p = 0;
+    }
+  return pad;
+}
+
+AttentionOptions make_options(const Case& c, const std::vector<uint8_t>& pad) {
+  AttentionOptions options;
+  options.causal = c.causal;
+  options.key_padding = c.padding == Padding::none ? nullptr : pad.data();
+  return options;
+}
+
+template <typename T>
+struct Inputs {
+  Tensor<T> fused, q, k, v, gates;
+};
+
+template <typename T>
+Inputs<T> make_inputs(Arena& arena, const Case& c, uint64_t seed) {
+  Inputs<T> in;
+  if (c.strided) {
+    in.fused = random_tensor<T>(arena, {c.B, c.T, c.H + 2 * c.Hkv, c.Dh}, seed);
+    in.q = in.fused.narrow(2, 0, c.H);
+    in.k = in.fused.narrow(2, c.H, c.Hkv);
+    in.v = in.fused.narrow(2, c.H + c.Hkv, c.Hkv);
+  } else {
+    in.q = random_tensor<T>(arena, {c.B, c.T, c.H, c.Dh}, seed);
+    in.k = random_tensor<T>(arena, {c.B, c.T, c.Hkv, c.Dh}, seed + 1);
+    in.v = random_tensor<T>(arena, {c.B, c.T, c.Hkv, c.Dh}, seed + 2);
+  }
+  if (c.gates != Gates::none) {
+    in.gates = random_tensor<T>(arena, {c.H}, seed + 3, 0.25, 1.5);
+    if (c.gates == Gates::pruned) in.gates.data()[0] = T(0);
+  }
+  return in;
+}
+
+template <typename T>
+std::vector<T> to_vector(const Tensor<T>& t) {
+  std::vector<T> out(t.numel());
+  Tensor<T>(out.data(), t.shape()).copy_from(t);
+  return out;
+}
+
+template <typename T>
+struct Run {
+  std::vector<T> out, probs, dq, dk, dv, dgates;
+};
+
+// Forward and backward through the tape, with L = sum(dout * out) so out's gradient is dout.
+template <typename T>
+Run<T> run_tape(const Inputs<T>& in, const AttentionOptions& options, const Tensor<T>& dout) {
+  Arena arena;
+  Tape<T> tape(arena);
+  Var<T> q = tape.leaf_with_grad(in.q), k = tape.leaf_with_grad(in.k), v = tape.leaf_with_grad(in.v);
+  Var<T> gates = in.gates.empty() ? Var<T>{} : tape.leaf_with_grad(in.gates);
+  Var<T> out = attention(q, k, v, options, gates);
+  tape.backward(sum(mul(out, tape.constant(dout))));
+  Run<T> r{to_vector(out.value()), to_vector(attention_probs(out)), to_vector(q.grad()), to_vector(k.grad()),
+           to_vector(v.grad()), {}};
+  if (gates.defined()) r.dgates = to_vector(gates.grad());
+  return r;
+}
+
+// max |got - want| <= tol * max(1, max |want|), and every value finite.
+template <typename T>
+void require_close(const char* what, const std::vector<T>& got, const std::vector<T>& want, double tol) {
+  REQUIRE(got.size() == want.size());
+  double max_ref = 0, max_diff = 0;
+  size_t worst = 0, non_finite = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    non_finite += !std::isfinite(got[i]);
+    max_ref = std::max(max_ref, std::abs(double(want[i])));
+    const double diff = std::abs(double(got[i]) - double(want[i]));
+    if (diff > max_diff) max_diff = diff, worst = i;
+  }
+  INFO(what << ": max |diff| " << max_diff << " at index " << worst << ", max |ref| " << max_ref << ", "
+            << non_finite << " non-finite values");
+  REQUIRE(non_finite == 0);
+  REQUIRE(max_diff <= tol * std::max(1.0, max_ref));
+}
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// A test-only view op (the engine has no narrow on Vars yet): out = x.narrow(dim, start, length),
+// no copy; the backward adds dout into that slice of dx. Rank-4 inputs only.
+void narrow_view_backward(Tape<double>& tape, const Node<double>& node) {
+  const Tensor<double> dx = tape.input_grad(node, 0);
+  if (dx.empty()) return;
+  const Tensor<double> slice = dx.narrow(static_cast<int>(node.ints[0]), node.ints[1], node.ints[2]);
+  const Tensor<double>& g = node.grad;
+  for (int64_t a = 0; a < g.size(0); ++a)
+    for (int64_t b = 0; b < g.size(1); ++b)
+      for (int64_t c = 0; c < g.size(2); ++c)
+        for (int64_t d = 0; d < g.size(3); ++d) slice(a, b, c, d) += g(a, b, c, d);
+}
+
+Var<double> narrow_view(Var<double> x, int dim, int64_t start, int64_t length) {
+  Node<double>& node = x.tape->record(x.value().narrow(dim, start, length), narrow_view_backward, {x});
+  node.ints[0] = dim;
+  node.ints[1] = start;
+  node.ints[2] = length;
+  return x.tape->last();
+}
+
+}  // namespace
+
+TEST_CASE("attention forward gives the hand-computed answer on a two-token case", "[ops][attention]") {
+  // Dh = 4, so scores are q.k / 2. Both queries are (2,0,0,0); k0 = 0, k1 = (ln 3,0,0,0), so a
+  // query that sees both keys scores (0, ln 3), softmax (1/4, 3/4), and outputs
+  // v0/4 + 3 v1/4 = (4,0,1,0)/4 + 3 (8,4,1,2)/4 = (7, 3, 1, 1.5). Causal row 0 sees only k0: v0.
+  Arena arena;
+  Tape<double> tape(arena);
+  const double ln3 = std::log(3.0);
+  double q[] = {2, 0, 0, 0, 2, 0, 0, 0}, k[] = {0, 0, 0, 0, ln3, 0, 0, 0}, v[] = {4, 0, 1, 0, 8, 4, 1, 2};
+  double half[] = {0.5};
+  Var<double> qv = tape.constant(Tensor<double>(q, {1, 2, 1, 4}));
+  Var<double> kv = tape.constant(Tensor<double>(k, {1, 2, 1, 4}));
+  Var<double> vv = tape.constant(Tensor<double>(v, {1, 2, 1, 4}));
+  auto require_row = [](const Tensor<double>& out, int64_t t, std::vector<double> want) {
+    for (int64_t i = 0; i < 4; ++i) CHECK(out(0, t, 0, i) == Approx(want[i]).margin(1e-12));
+  };
+  AttentionOptions causal;
+  causal.keep_probs = true;
+  Var<double> c = attention(qv, kv, vv, causal);
+  require_row(c.value(), 0, {4, 0, 1, 0});
+  require_row(c.value(), 1, {7, 3, 1, 1.5});
+  const Tensor<double> a = attention_probs(c);
+  CHECK(a(0, 0, 0, 0) == 1);
+  CHECK(a(0, 0, 0, 1) == 0);
+  CHECK(a(0, 0, 1, 0) == Approx(0.25).margin(1e-12));
+  CHECK(a(0, 0, 1, 1) == Approx(0.75).margin(1e-12));
+
+  AttentionOptions bidirectional;
+  bidirectional.causal = false;
+  Var<double> bi = attention(qv, kv, vv, bidirectional, tape.constant(Tensor<double>(half, {1})));
+  require_row(bi.value(), 0, {3.5, 1.5, 0.5, 0.75});  // gate 1/2 halves (7, 3, 1, 1.5)
+  require_row(bi.value(), 1, {3.5, 1.5, 0.5, 0.75});
+
+  const uint8_t pad[] = {1, 0};  // key 1 is padding: both rows see only v0
+  bidirectional.key_padding = pad;
+  Var<double> padded = attention(qv, kv, vv, bidirectional);
+  require_row(padded.value(), 0, {4, 0, 1, 0});
+  require_row(padded.value(), 1, {4, 0, 1, 0});
+}
+
+TEMPLATE_TEST_CASE("attention forward and backward match the naive loop reference", "[ops][attention]", float,
+                   double) {
+  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
+  // T = 70: one causal block, ragged against the vector width.
+  Case c{2, 70, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 8, GENERATE(true, false),
+         GENERATE(Gates::none, Gates::pruned), GENERATE(Padding::none, Padding::mixed, Padding::all_of_last),
+         GENERATE(false, true)};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 11);
+  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 17);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Run<TestType> got = run_tape(in, options, dout);
+  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
+  require_close("out", got.out, want.out, tol);
+  require_close("probs", got.probs, want.probs, tol);
+  require_close("dq", got.dq, want.dq, tol);
+  require_close("dk", got.dk, want.dk, tol);
+  require_close("dv", got.dv, want.dv, tol);
+  if (c.gates != Gates::none) require_close("dgates", got.dgates, want.dgates, tol);
+}
+
+TEMPLATE_TEST_CASE("attention matches the naive loop reference across several causal row blocks",
+                   "[ops][attention]", float, double) {
+  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
+  // Two full blocks and a partial one; few heads, as the naive softmax Jacobian is O(T^3).
+  Case c{2, 2 * kAttentionBlock + 20, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned,
+         GENERATE(Padding::none, Padding::mixed), true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 13);
+  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 19);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Run<TestType> got = run_tape(in, options, dout);
+  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
+  require_close("out", got.out, want.out, tol);
+  require_close("probs", got.probs, want.probs, tol);
+  require_close("dq", got.dq, want.dq, tol);
+  require_close("dk", got.dk, want.dk, tol);
+  require_close("dv", got.dv, want.dv, tol);
+  require_close("dgates", got.dgates, want.dgates, tol);
+}
+
+TEST_CASE("attention backward matches central differences", "[ops][attention][grad]") {
+  // {B, T, H, Hkv, Dh, causal, gates, padding, strided}
+  const Case c = GENERATE(values<Case>({
+      {2, 4, 1, 1, 3, true, Gates::none, Padding::none, false},          // H = 1
+      {2, 4, 1, 1, 3, false, Gates::gated, Padding::none, false},        // H = 1, bidirectional
+      {2, 4, 4, 4, 1, true, Gates::none, Padding::none, false},          // H = C (Dh = 1)
+      {2, 4, 4, 4, 1, false, Gates::pruned, Padding::none, false},       // H = C, pruned head
+      {2, 5, 4, 2, 2, true, Gates::gated, Padding::none, false},         // GQA
+      {2, 5, 4, 2, 2, false, Gates::pruned, Padding::mixed, false},      // GQA, pruned, padded
+      {2, 5, 4, 1, 2, true, Gates::pruned, Padding::mixed, false},       // MQA, fully masked rows
+      {2, 5, 4, 1, 2, false, Gates::gated, Padding::all_of_last, false}, // MQA, masked item
+      {2, 5, 2, 2, 3, true, Gates::gated, Padding::all_of_last, false},  // masked item, causal
+      {2, 1, 2, 1, 3, true, Gates::gated, Padding::none, false},         // T = 1
+      {2, 1, 2, 1, 3, false, Gates::none, Padding::mixed, false},        // T = 1, item 1 masked
+  }));
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 5);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const bool gated = c.gates != Gates::none;
+  std::vector<Tensor<double>> inputs = {in.q, in.k, in.v};
+  if (gated) inputs.push_back(in.gates);
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& x) {
+        return attention(x[0], x[1], x[2], options, gated ? x[3] : Var<double>{});
+      },
+      inputs);
+  INFO(r.str());
+  REQUIRE(r.max_rel_error <= 1e-6);
+}
+
+TEST_CASE("attention backward matches central differences on strided slices of a fused qkv tensor",
+          "[ops][attention][grad]") {
+  // q, k and v are narrow() views of one [B, T, H + 2 Hkv, Dh] tensor: token stride (H+2Hkv) Dh.
+  const Case c{2, 5, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 2, GENERATE(true, false), Gates::pruned,
+               Padding::mixed, true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 7);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& x) {
+        return attention(narrow_view(x[0], 2, 0, c.H), narrow_view(x[0], 2, c.H, c.Hkv),
+                         narrow_view(x[0], 2, c.H + c.Hkv, c.Hkv), options, x[1]);
+      },
+      {in.fused, in.gates});
+  INFO(r.str());
+  REQUIRE(r.max_rel_error <= 1e-6);
+}
+
+TEST_CASE("a fully masked query row gets zero output and zero gradient, never NaN", "[ops][attention]") {
+  // Causal with key 0 padded: query 0 sees no key at all.
+  const Case c{1, 3, 2, 1, 2, true, Gates::gated, Padding::none, false};
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 3);
+  const uint8_t pad[] = {0, 1, 1};
+  AttentionOptions options;
+  options.key_padding = pad;
+  const Run<double> r = run_tape(in, options, random_tensor<double>(arena, {1, 3, 2, 2}, 4));
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 2; ++i) {
+      CHECK(r.out[h * 2 + i] == 0);  // row t = 0 of out [1, 3, 2, 2]
+      CHECK(r.dq[h * 2 + i] == 0);
+    }
+  for (int64_t s = 0; s < 3; ++s) CHECK(r.probs[s] == 0);  // head 0, query 0
+  for (double x : r.dk) CHECK(std::isfinite(x));
+  for (double x : r.dgates) CHECK(std::isfinite(x));
+}
+
+TEST_CASE("attention is bit-identical when run twice and on 1 or 2 threads", "[ops][attention]") {
+  const Case c{3, 40, 4, 2, 8, GENERATE(true, false), Gates::pruned, Padding::mixed, true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<float> in = make_inputs<float>(arena, c, 21);
+  const Tensor<float> dout = random_tensor<float>(arena, {c.B, c.T, c.H, c.Dh}, 22);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const int previous = num_threads();
+  set_num_threads(2);
+  const Run<float> first = run_tape(in, options, dout), second = run_tape(in, options, dout);
+  set_num_threads(1);
+  const Run<float> serial = run_tape(in, options, dout);
+  set_num_threads(previous);
+  for (const Run<float>* other : {&second, &serial}) {
+    CHECK(same_bits(first.out, other->out));
+    CHECK(same_bits(first.probs, other->probs));
+    CHECK(same_bits(first.dq, other->dq));
+    CHECK(same_bits(first.dk, other->dk));
+    CHECK(same_bits(first.dv, other->dv));
+    CHECK(same_bits(first.dgates, other->dgates));
+  }
+}
+
+TEST_CASE("attention allocates no tensor memory after a warm-up step", "[ops][attention]") {
+  const Case c{2, 40, 4, 2, 8, true, Gates::gated, Padding::none, false};
+  Arena inputs_arena;
+  const Inputs<float> in = make_inputs<float>(inputs_arena, c, 31);
+  Arena arena;
+  Tape<float> tape(arena);
+  auto step = [&] {
+    Var<float> out = attention(tape.leaf_with_grad(in.q), tape.leaf_with_grad(in.k), tape.leaf_with_grad(in.v),
+                               AttentionOptions{}, tape.leaf_with_grad(in.gates));
+    tape.backward(sum(out));
+    tape.reset();
+  };
+  step();
+  const int64_t before = tensor_system_allocations();
+  step();
+  step();
+  CHECK(tensor_system_allocations() == before);
+}
+
+TEST_CASE("attention keeps probabilities without grad only when asked", "[ops][attention]") {
+  const Case c{1, 6, 2, 1, 4, true, Gates::none, Padding::none, false};
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 41);
+  Tape<double> tape(arena);
+  Var<double> q = tape.constant(in.q), k = tape.constant(in.k), v = tape.constant(in.v);
+  {
+    NoGradGuard<double> no_grad(tape);
+    Var<double> dropped = attention(q, k, v);
+    REQUIRE_THROWS_WITH(attention_probs(dropped), Catch::Contains("attention_probs: probabilities were not kept"));
+    AttentionOptions keep;
+    keep.keep_probs = true;
+    const Tensor<double> a = attention_probs(attention(q, k, v, keep));
+    REQUIRE(a.shape() == Shape{1, 2, 6, 6});
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t t = 0; t < 6; ++t) {
+        double row = 0;
+        for (int64_t s = 0; s < 6; ++s) row += a(0, h, t, s);
+        CHECK(row == Approx(1.0).margin(1e-12));
+        for (int64_t s = t + 1; s < 6; ++s) CHECK(a(0, h, t, s) == 0);  // causal: future keys 0
+      }
+  }
+  REQUIRE_THROWS_WITH(attention_probs(q), Catch::Contains("is not an attention output"));
+}
+
+TEST_CASE("attention rejects bad shapes with one-line messages", "[ops][attention]") {
+  Arena arena;
+  Tape<double> tape(arena);
+  auto var = [&](Shape s) { return tape.constant(random_tensor<double>(arena, s, 1)); };
+  REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 3, 4}), var({1, 2, 3, 4})),
+                      "attention: n_kv_heads=3 does not divide n_heads=8");
+  REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 3})),
+                      "attention: v [1, 2, 2, 3] differs from k [1, 2, 2, 4]");
+  REQUIRE_THROWS_WITH(attention(var({1, 3, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 4})),
+                      "attention: k [1, 2, 2, 4] does not match q [1, 3, 8, 4] in batch, tokens or d_head");
+  REQUIRE_THROWS_WITH(attention(var({2, 32}), var({1, 2, 2, 4}), var({1, 2, 2, 4})),
+                      "attention: q [2, 32] must be [B, T, n_heads, d_head]");
+  REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 4}), {}, var({5})),
+                      "attention: gates [5] must be [n_heads]=[8]");
+}
