@@ -36,6 +36,30 @@ double loss_value(const GraphFn& graph, const std::vector<Tensor<double>>& input
 
 }  // namespace
 
+void compare_with_central_differences(const std::function<double()>& loss, double* values, const double* analytic,
+                                      const std::vector<int64_t>& indices, int input,
+                                      const GradCheckOptions& options, GradCheckResult& result) {
+  for (int64_t index : indices) {
+    const double original = values[index];
+    values[index] = original + options.step;
+    const double plus = loss();
+    values[index] = original - options.step;
+    const double minus = loss();
+    values[index] = original;
+    const double numeric = (plus - minus) / (2 * options.step);
+    const double a = analytic == nullptr ? 0.0 : analytic[index];
+    const double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), options.floor});
+    ++result.checked;
+    if (rel >= result.max_rel_error) {
+      result.max_rel_error = rel;
+      result.worst_input = input;
+      result.worst_index = index;
+      result.analytic = a;
+      result.numeric = numeric;
+    }
+  }
+}
+
 GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>>& inputs,
                           const GradCheckOptions& options) {
   std::mt19937_64 rng(options.seed);
@@ -68,27 +92,9 @@ GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>
       std::shuffle(indices.begin(), indices.end(), rng);
       indices.resize(options.max_per_input);
     }
-    for (int64_t index : indices) {
-      double& element = x.data()[index];
-      const double original = element;
-      element = original + options.step;
-      const double plus = loss_value(graph, inputs, weights);
-      element = original - options.step;
-      const double minus = loss_value(graph, inputs, weights);
-      element = original;
-      const double numeric = (plus - minus) / (2 * options.step);
-      const double analytic = grad.empty() ? 0.0 : grad.data()[index];
-      const double denom = std::max({std::abs(analytic), std::abs(numeric), options.floor});
-      const double rel = std::abs(analytic - numeric) / denom;
-      ++result.checked;
-      if (rel >= result.max_rel_error) {
-        result.max_rel_error = rel;
-        result.worst_input = static_cast<int>(i);
-        result.worst_index = index;
-        result.analytic = analytic;
-        result.numeric = numeric;
-      }
-    }
+    auto perturbed_loss = [&] { return loss_value(graph, inputs, weights); };
+    compare_with_central_differences(perturbed_loss, x.data(), grad.empty() ? nullptr : grad.data(), indices,
+                                     static_cast<int>(i), options, result);
   }
   return result;
 }

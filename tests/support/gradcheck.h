@@ -38,4 +38,11 @@ struct GradCheckOptions {
 GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>>& inputs,
                           const GradCheckOptions& options = {});
 
+// The comparison underneath gradcheck(), for graphs that own their inputs (a whole model):
+// perturbs values[i] for the chosen indices, calls loss() (which must not record a backward) and
+// compares the central difference with analytic[i]. `input` labels the result.
+void compare_with_central_differences(const std::function<double()>& loss, double* values, const double* analytic,
+                                      const std::vector<int64_t>& indices, int input,
+                                      const GradCheckOptions& options, GradCheckResult& result);
+
 }  // namespace headlab::test

@@ -1,0 +1,117 @@
+// The transformer: a decoder-only causal LM or a bidirectional encoder with a classification
+// head, built from tape ops (no gradient code here: every op brings its own backward).
+//   x = tok_emb[tokens] + pos;  per block: x += Attn(LN1(x));  x += MLP(LN2(x));  x = LN_f(x)
+//   decoder: logits [B,T,V] = x W_lm^T (or tok_emb^T when tied), loss = mean next-token CE
+//   encoder: pooled [B,C] (first token or mean over real tokens), logits [B,n_classes]
+// Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
+// one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
+// gradient is Michel et al.'s head importance. Every parameter is declared once, in
+// parameter_specs(); names are module paths such as "blocks/0/attn/qkv/weight".
+//   Model<float> model(spec); model.params().init(seed);
+//   ModelOutput<float> out = model.forward(tape, input, {.training = true, .dropout_seed = s});
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headlab/autograd/tape.h"
+#include "headlab/nn/parameters.h"
+
+namespace headlab {
+
+enum class ModelKind { decoder, encoder };
+enum class Positions { learned, sinusoidal };
+enum class Activation { gelu, relu };
+enum class Pooling { first, mean };
+
+struct ModelSpec {
+  ModelKind kind = ModelKind::decoder;
+  int64_t vocab_size = 256;
+  int64_t d_model = 128;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 4;
+  int64_t d_head = 32;
+  int64_t n_layers = 2;
+  int64_t d_mlp = 512;
+  int64_t max_seq_len = 256;
+  Positions positions = Positions::learned;
+  Activation activation = Activation::gelu;
+  double dropout = 0.0;
+  double norm_eps = 1e-5;
+  bool tie_embeddings = false;
+  bool bias = true;
+  double init_std = 0.02;  // GPT-2: N(0, 0.02); residual projections / sqrt(2 n_layers)
+  int64_t n_classes = 2;  // encoder
+  Pooling pooling = Pooling::first;
+};
+
+// One batch as the model sees it. Pointers stay valid for the step (the backward reads them).
+struct ModelInput {
+  int64_t batch_size = 0, seq_len = 0;
+  const int32_t* tokens = nullptr;        // [B,T]
+  const int32_t* targets = nullptr;       // decoder: [B,T], -1 = ignore; encoder: labels [B]
+  const uint8_t* key_padding = nullptr;   // [B,T], 1 = real token; may be null
+};
+
+struct ForwardOptions {
+  bool training = false;       // dropout on
+  uint64_t dropout_seed = 0;   // distinct per step and micro-batch for reproducible dropout
+  bool gate_grads = false;     // record the gates as leaves so d loss / d gate is computed
+  bool keep_probs = false;     // keep attention probabilities for attention_probs()
+};
+
+template <typename T>
+struct ModelOutput {
+  Var<T> logits;  // decoder [B*T, V]; encoder [B, n_classes]
+  Var<T> loss;    // [1], mean cross-entropy over non-ignored targets
+};
+
+template <typename T>
+class Model {
+ public:
+  explicit Model(const ModelSpec& spec);
+
+  const ModelSpec& spec() const { return spec_; }
+  Parameters<T>& params() { return params_; }
+  const Parameters<T>& params() const { return params_; }
+  // Per-layer head gates, "blocks/<l>/attn/gates" [n_heads]; not trained by the optimizer.
+  Parameters<T>& gates() { return gates_; }
+  const Parameters<T>& gates() const { return gates_; }
+
+  ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);
+  // The attention outputs of the last forward, one per layer (for attention_probs()).
+  const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
+
+  // Multiply-adds per token of one forward pass at sequence length T (for FLOP counts).
+  double forward_flops_per_token(int64_t seq_len) const;
+
+ private:
+  // Parameter indices resolved once, so forward() does no name lookups (and no allocation).
+  // -1 where the spec has no such tensor (no bias, tied head, ...).
+  struct LinearIndex { int weight = -1, bias = -1; };
+  struct NormIndex { int weight = -1, bias = -1; };
+  struct BlockIndex { NormIndex ln1, ln2; LinearIndex qkv, proj, fc, mlp_proj; };
+  struct Index {
+    int tok_emb = -1, pos_emb = -1;
+    std::vector<BlockIndex> blocks;
+    NormIndex ln_f;
+    LinearIndex head;  // lm_head (weight only, or tok_emb when tied) or cls_head
+  };
+
+  ModelSpec spec_;
+  Parameters<T> params_;
+  Parameters<T> gates_;
+  Index index_;
+  Buffer sinusoid_;                        // [max_seq_len, d_model] when positions = sinusoidal
+  std::vector<Var<T>> attention_outputs_;  // capacity kept across steps: no per-step allocation
+};
+
+// The parameter table of a spec (what Model allocates), for `headlab info` and tests.
+std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
+void validate(const ModelSpec& spec);  // throws headlab::Error naming the bad field
+
+extern template class Model<float>;
+extern template class Model<double>;
+
+}  // namespace headlab

@@ -1,0 +1,209 @@
+// The transformer's parameters and forward pass. Read forward() top to bottom: it lists the
+// blocks in order, as llm.c's gpt2_forward does, with named parameters instead of offsets.
+#include "headlab/nn/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "headlab/ops/attention.h"
+#include "headlab/ops/cross_entropy.h"
+#include "headlab/ops/dropout.h"
+#include "headlab/ops/elementwise.h"
+#include "headlab/ops/embedding.h"
+#include "headlab/ops/layer_norm.h"
+#include "headlab/ops/matmul.h"
+#include "headlab/ops/shape.h"
+
+namespace headlab {
+
+namespace {
+
+std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
+
+// Distinct dropout streams per call site: seed ^ mixed site id.
+uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
+  uint64_t x = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(layer * 4 + site + 1);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  return x ^ (x >> 27);
+}
+
+}  // namespace
+
+void validate(const ModelSpec& s) {
+  HEADLAB_CHECK(s.vocab_size > 0 && s.d_model > 0 && s.n_heads > 0 && s.n_kv_heads > 0 && s.d_head > 0 &&
+                    s.n_layers > 0 && s.d_mlp > 0 && s.max_seq_len > 0,
+                "model: sizes must be positive (vocab_size=" << s.vocab_size << ", d_model=" << s.d_model
+                                                             << ", n_heads=" << s.n_heads << ", n_kv_heads="
+                                                             << s.n_kv_heads << ", d_head=" << s.d_head
+                                                             << ", n_layers=" << s.n_layers << ")");
+  HEADLAB_CHECK(s.n_heads % s.n_kv_heads == 0,
+                "model: n_kv_heads=" << s.n_kv_heads << " does not divide n_heads=" << s.n_heads);
+  HEADLAB_CHECK(s.kind == ModelKind::decoder || s.n_classes >= 2,
+                "model: an encoder needs n_classes >= 2, got " << s.n_classes);
+  HEADLAB_CHECK(s.positions != Positions::sinusoidal || s.d_model % 2 == 0,
+                "model: sinusoidal positions need an even d_model, got " << s.d_model);
+}
+
+std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
+  validate(s);
+  const int64_t C = s.d_model, H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head;
+  // GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers).
+  const double std = s.init_std, residual_std = s.init_std / std::sqrt(2.0 * static_cast<double>(s.n_layers));
+  std::vector<ParamSpec> p;
+  p.push_back({"tok_emb/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::embedding});
+  if (s.positions == Positions::learned)
+    p.push_back({"pos_emb/weight", {s.max_seq_len, C}, Init::normal, std, ParamKind::embedding});
+  auto linear_layer = [&](const std::string& name, int64_t out, int64_t in, double init_std) {
+    p.push_back({name + "/weight", {out, in}, Init::normal, init_std, ParamKind::weight});
+    if (s.bias) p.push_back({name + "/bias", {out}, Init::zeros, 0.0, ParamKind::bias});
+  };
+  auto norm_layer = [&](const std::string& name) {
+    p.push_back({name + "/weight", {C}, Init::ones, 0.0, ParamKind::norm});
+    p.push_back({name + "/bias", {C}, Init::zeros, 0.0, ParamKind::norm});
+  };
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    norm_layer(block_name(l, "ln1"));
+    linear_layer(block_name(l, "attn/qkv"), (H + 2 * Hkv) * Dh, C, std);
+    linear_layer(block_name(l, "attn/proj"), C, H * Dh, residual_std);
+    norm_layer(block_name(l, "ln2"));
+    linear_layer(block_name(l, "mlp/fc"), s.d_mlp, C, std);
+    linear_layer(block_name(l, "mlp/proj"), C, s.d_mlp, residual_std);
+  }
+  norm_layer("ln_f");
+  if (s.kind == ModelKind::decoder) {
+    if (!s.tie_embeddings) p.push_back({"lm_head/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::weight});
+  } else {
+    linear_layer("cls_head", s.n_classes, C, std);
+  }
+  return p;
+}
+
+namespace {
+std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
+  std::vector<ParamSpec> g;
+  for (int64_t l = 0; l < s.n_layers; ++l)
+    g.push_back({block_name(l, "attn/gates"), {s.n_heads}, Init::ones, 0.0, ParamKind::weight});
+  return g;
+}
+}  // namespace
+
+template <typename T>
+Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(spec)), gates_(gate_specs(spec)) {
+  gates_.init(0);  // all ones
+  auto find = [&](const std::string& name) {
+    for (int i = 0; i < params_.size(); ++i)
+      if (params_.spec(i).name == name) return i;
+    return -1;
+  };
+  auto linear_index = [&](const std::string& name) { return LinearIndex{find(name + "/weight"), find(name + "/bias")}; };
+  auto norm_index = [&](const std::string& name) { return NormIndex{find(name + "/weight"), find(name + "/bias")}; };
+  index_.tok_emb = find("tok_emb/weight");
+  index_.pos_emb = find("pos_emb/weight");
+  for (int64_t l = 0; l < spec.n_layers; ++l) {
+    index_.blocks.push_back({norm_index(block_name(l, "ln1")), norm_index(block_name(l, "ln2")),
+                             linear_index(block_name(l, "attn/qkv")), linear_index(block_name(l, "attn/proj")),
+                             linear_index(block_name(l, "mlp/fc")), linear_index(block_name(l, "mlp/proj"))});
+  }
+  index_.ln_f = norm_index("ln_f");
+  if (spec.kind == ModelKind::encoder) index_.head = linear_index("cls_head");
+  else index_.head.weight = spec.tie_embeddings ? index_.tok_emb : find("lm_head/weight");
+  attention_outputs_.reserve(spec.n_layers);
+  if (spec.positions == Positions::sinusoidal) {
+    // Vaswani et al.: pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(same).
+    sinusoid_ = Buffer(spec.max_seq_len * spec.d_model * sizeof(T));
+    T* pe = static_cast<T*>(sinusoid_.data());
+    for (int64_t t = 0; t < spec.max_seq_len; ++t)
+      for (int64_t i = 0; i < spec.d_model / 2; ++i) {
+        const double angle = t / std::pow(10000.0, 2.0 * i / spec.d_model);
+        pe[t * spec.d_model + 2 * i] = static_cast<T>(std::sin(angle));
+        pe[t * spec.d_model + 2 * i + 1] = static_cast<T>(std::cos(angle));
+      }
+  }
+}
+
+template <typename T>
+ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt) {
+  const ModelSpec& s = spec_;
+  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
+  const int64_t H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head;
+  HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
+                "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
+  auto param = [&](int i) { return tape.leaf(params_.value(i), params_.grad(i)); };
+  auto project = [&](Var<T> x, LinearIndex p) {
+    return p.bias >= 0 ? linear(x, param(p.weight), param(p.bias)) : linear(x, param(p.weight));
+  };
+  auto norm = [&](Var<T> x, NormIndex p) { return layer_norm(x, param(p.weight), param(p.bias), s.norm_eps); };
+  auto drop = [&](Var<T> x, int64_t layer, int site) {
+    return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, layer, site)) : x;
+  };
+
+  // Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch).
+  Var<T> x = embedding(tape, in.tokens, Shape{B, T_}, param(index_.tok_emb));
+  if (s.positions == Positions::learned) {
+    x = add(x, slice(param(index_.pos_emb), 0, 0, T_));
+  } else {
+    x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()), {T_, C})));
+  }
+  x = drop(x, -1, 0);
+
+  AttentionOptions attn_opt;
+  attn_opt.causal = s.kind == ModelKind::decoder;
+  attn_opt.key_padding = in.key_padding;
+  attn_opt.keep_probs = opt.keep_probs;
+  attention_outputs_.clear();
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const BlockIndex& blk = index_.blocks[l];
+    // x += proj(attention(q, k, v)), q/k/v cut from one fused projection without copies.
+    Var<T> h = norm(x, blk.ln1);
+    Var<T> qkv = reshape(project(h, blk.qkv), {B, T_, H + 2 * Hkv, Dh});
+    Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
+    const int gi = static_cast<int>(l);
+    Var<T> gates = opt.gate_grads ? tape.leaf(gates_.value(gi), gates_.grad(gi)) : tape.constant(gates_.value(gi));
+    Var<T> a = attention(q, k, v, attn_opt, gates);
+    attention_outputs_.push_back(a);
+    x = add(x, drop(project(reshape(a, {B, T_, H * Dh}), blk.proj), l, 1));
+    // x += mlp(x): fc -> activation -> proj.
+    h = project(norm(x, blk.ln2), blk.fc);
+    h = s.activation == Activation::gelu ? gelu(h) : relu(h);
+    x = add(x, drop(project(h, blk.mlp_proj), l, 2));
+  }
+  x = norm(x, index_.ln_f);
+
+  ModelOutput<T> out;
+  if (s.kind == ModelKind::decoder) {
+    out.logits = project(reshape(x, {B * T_, C}), index_.head);
+  } else {
+    // pooled [B,C] = P x, with P [B, B*T] picking the first token or averaging real tokens.
+    Tensor<T> pool = tape.arena().template zeros<T>({B, B * T_});
+    for (int64_t b = 0; b < B; ++b) {
+      if (s.pooling == Pooling::first) {
+        pool(b, b * T_) = T(1);
+        continue;
+      }
+      int64_t n_real = 0;
+      for (int64_t t = 0; t < T_; ++t) n_real += in.key_padding == nullptr || in.key_padding[b * T_ + t];
+      for (int64_t t = 0; t < T_; ++t)
+        if (in.key_padding == nullptr || in.key_padding[b * T_ + t]) pool(b, b * T_ + t) = T(1) / T(n_real);
+    }
+    Var<T> pooled = matmul(tape.constant(pool), reshape(x, {B * T_, C}));
+    out.logits = project(pooled, index_.head);
+  }
+  if (in.targets != nullptr) out.loss = cross_entropy(out.logits, in.targets, -1);
+  return out;
+}
+
+template <typename T>
+double Model<T>::forward_flops_per_token(int64_t seq_len) const {
+  const ModelSpec& s = spec_;
+  const double C = s.d_model, H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head, F = s.d_mlp;
+  // 2 flops per multiply-add: projections, MLP, attention scores and A*V (full T x T, as the
+  // PyTorch reference counts), LM head.
+  const double per_layer = 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * seq_len;
+  const double head = s.kind == ModelKind::decoder ? 2 * C * s.vocab_size : 0;
+  return s.n_layers * per_layer + head;
+}
+
+template class Model<float>;
+template class Model<double>;
+
+}  // namespace headlab
