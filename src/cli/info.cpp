@@ -1,26 +1,85 @@
-// headlab info: what this build runs on (threads, BLIS kernel set).
+// headlab info [CHECKPOINT.h5 | CONFIG.toml]: the build (threads, BLIS kernel set) and, for a
+// checkpoint or config, the model: shape, parameter count per component, head gates.
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
 #include "headlab/linalg/gemm.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
 #include "verbs.h"
 
 namespace headlab::cli {
 
+namespace {
+
+// "blocks/3/attn/qkv/weight" -> "attention"; "tok_emb/weight" -> "token embedding"; ...
+std::string component(const std::string& name) {
+  if (name.rfind("tok_emb", 0) == 0) return "token embedding";
+  if (name.rfind("pos_emb", 0) == 0) return "position embedding";
+  if (name.find("/attn/") != std::string::npos) return "attention (qkv + proj)";
+  if (name.find("/mlp/") != std::string::npos) return "mlp";
+  if (name.find("/ln") != std::string::npos || name.rfind("ln_f", 0) == 0) return "layer norms";
+  return "output head";
+}
+
+void print_model(const Config& config, const Model<float>& model) {
+  const ModelSpec& s = model.spec();
+  std::printf("model        %s, d_model %lld, %lld layers, %lld heads x d_head %lld, %lld kv heads, mlp %lld, "
+              "vocab %lld, max_seq_len %lld, %s positions\n",
+              config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads,
+              (long long)s.d_head, (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size,
+              (long long)s.max_seq_len, config.model.positions.c_str());
+  std::printf("data         task %s, seq_len %lld\n", config.data.task.c_str(), (long long)config.data.seq_len);
+  std::map<std::string, int64_t> counts;
+  for (const ParamSpec& p : model.params().specs()) counts[component(p.name)] += p.shape.numel();
+  std::printf("parameters   %lld\n", (long long)model.params().count());
+  for (const auto& [name, n] : counts) std::printf("  %-24s %10lld\n", name.c_str(), (long long)n);
+  std::printf("head gates  ");
+  for (int l = 0; l < model.gates().size(); ++l) {
+    const Tensor<float> g = model.gates().value(l);
+    int64_t on = 0;
+    for (int64_t h = 0; h < g.numel(); ++h) on += g.data()[h] != 0.0f;
+    std::printf(" L%d %lld/%lld", l, (long long)on, (long long)g.numel());
+  }
+  std::printf(" (heads active per layer)\n");
+}
+
+}  // namespace
+
 int run_info(int argc, char** argv) {
-  cxxopts::Options options("headlab info", "Show the build, threads and BLIS kernel set.");
-  options.add_options()("h,help", "show this help");
+  cxxopts::Options options("headlab info", "Show the build (threads, BLIS kernels) and a checkpoint's or config's model.");
+  options.positional_help("[CHECKPOINT.h5 | CONFIG.toml]");
+  options.add_options()("file", "checkpoint or config", cxxopts::value<std::string>())(
+      "set", "override a config key (with a config file)", cxxopts::value<std::vector<std::string>>())(
+      "h,help", "show this help");
+  options.parse_positional({"file"});
   auto args = options.parse(argc, argv);
   if (args.count("help")) {
     std::printf("%s\n", options.help().c_str());
     return 0;
   }
-  std::printf("headlab %s\n", HEADLAB_VERSION);
+  std::printf("headlab      %s\n", HEADLAB_VERSION);
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",
               num_threads());
   std::printf("blis kernels %s\n", blis_kernel_name().c_str());
+  if (!args.count("file")) return 0;
+  const std::string path = args["file"].as<std::string>();
+  const bool is_config = path.size() > 5 && path.substr(path.size() - 5) == ".toml";
+  const std::vector<std::string> sets =
+      args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const Config config = is_config ? load_config(path, sets) : checkpoint_config(path);
+  Model<float> model(model_spec(config));
+  if (!is_config) {
+    const RunProgress p = load_training_checkpoint(path, model, nullptr);
+    std::printf("checkpoint   %s, step %lld of %lld, %lld tokens seen%s\n", path.c_str(), (long long)p.step,
+                (long long)config.train.steps, (long long)p.tokens_seen,
+                p.has_best ? (", best val loss " + std::to_string(p.best_val_loss)).c_str() : "");
+  }
+  print_model(config, model);
   return 0;
 }
 

@@ -20,7 +20,10 @@ struct Verb {
 };
 
 constexpr Verb kVerbs[] = {
-    {"info", headlab::cli::run_info, "show the build, threads and BLIS kernels (or a checkpoint)"},
+    {"train", headlab::cli::run_train, "train a model from a config (resumable)"},
+    {"eval", headlab::cli::run_eval, "evaluate a checkpoint on the val or test split"},
+    {"sample", headlab::cli::run_sample, "generate text from a decoder checkpoint"},
+    {"info", headlab::cli::run_info, "show the build, BLIS kernels, and a checkpoint's or config's model"},
 };
 
 void print_usage() {

@@ -5,6 +5,9 @@
 
 namespace headlab::cli {
 
+int run_train(int argc, char** argv);
+int run_eval(int argc, char** argv);
+int run_sample(int argc, char** argv);
 int run_info(int argc, char** argv);
 
 }  // namespace headlab::cli

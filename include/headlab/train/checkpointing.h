@@ -1,0 +1,42 @@
+// What a training checkpoint holds, on top of the generic HDF5 container (io/checkpoint.h):
+//   model/<param name>         float32, every parameter, e.g. model/blocks/0/attn/qkv/weight
+//   model/<gate name>          float32 [n_heads], head gates, e.g. model/blocks/0/attn/gates
+//   optim/<state>/<param name> float32, optimizer state (AdamW m and v, or SGD momentum)
+//   attributes: config (resolved TOML), step, optimizer, optimizer_steps, best_val_loss,
+//               elapsed_s, log_loss_sum/log_loss_steps/log_tokens (the open metrics window), and
+//               rng = "counter" (all randomness is a pure function of the seeds and the step, so
+//               the step is the whole RNG and data-position state).
+// docs/checkpoint-format.md describes the file for h5py users.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "headlab/io/config.h"
+#include "headlab/nn/model.h"
+#include "headlab/optim/optimizer.h"
+
+namespace headlab {
+
+struct RunProgress {
+  int64_t step = 0;  // optimizer steps completed
+  double best_val_loss = 0;
+  bool has_best = false;
+  double elapsed_s = 0;
+  // The metrics row being accumulated (train loss is the mean over the steps since the last row).
+  double log_loss_sum = 0;
+  int64_t log_loss_steps = 0;
+  int64_t tokens_seen = 0;
+};
+
+void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
+                              const Optimizer<float>* optimizer, const RunProgress& progress);
+
+// The config a checkpoint was trained with.
+Config checkpoint_config(const std::string& path);
+
+// Loads parameters and gates into `model` (and the optimizer's state when given). Every tensor
+// must be present with the model's shape; a mismatch is one line naming the tensor and shapes.
+RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer);
+
+}  // namespace headlab

@@ -1,0 +1,23 @@
+// From a validated Config to the objects a run needs: the model spec, the dataset, the
+// optimizer and the learning-rate schedule. The one place config keys meet the classes.
+//   ModelSpec spec = model_spec(config);  auto data = make_dataset(config);
+#pragma once
+
+#include <memory>
+
+#include "headlab/data/batch.h"
+#include "headlab/io/config.h"
+#include "headlab/nn/model.h"
+#include "headlab/optim/optimizer.h"
+#include "headlab/optim/schedule.h"
+
+namespace headlab {
+
+ModelSpec model_spec(const Config& config);
+std::unique_ptr<Dataset> make_dataset(const Config& config);
+std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params);
+ScheduleOptions schedule_options(const Config& config);
+// train.threads, or all cores when 0.
+int resolved_threads(const Config& config);
+
+}  // namespace headlab

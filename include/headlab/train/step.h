@@ -1,0 +1,44 @@
+// The training step, in one place. A step is a pure function of (parameters, optimizer state,
+// step number): its batches are dataset batch (step * grad_accum + micro) and its dropout seed
+// mixes train.seed with the step, so a resumed run replays the same steps bit for bit.
+//   TrainingContext ctx{model, *optimizer, *dataset, batch, tape, schedule, grad_accum, clip, seed};
+//   StepStats s = train_step(ctx, step);
+#pragma once
+
+#include <cstdint>
+
+#include "headlab/autograd/tape.h"
+#include "headlab/data/batch.h"
+#include "headlab/nn/model.h"
+#include "headlab/optim/optimizer.h"
+#include "headlab/optim/schedule.h"
+
+namespace headlab {
+
+struct TrainingContext {
+  Model<float>& model;
+  Optimizer<float>& optimizer;
+  const Dataset& dataset;
+  Batch& batch;  // refilled in place
+  Tape<float>& tape;
+  ScheduleOptions schedule;
+  int64_t grad_accum = 1;
+  double grad_clip = 0;  // 0 = off
+  uint64_t seed = 0;     // train.seed
+};
+
+struct StepStats {
+  double loss = 0;       // mean over the step's micro-batches
+  double grad_norm = 0;  // global norm before clipping
+  double lr = 0;
+  int64_t tokens = 0;    // tokens (or examples, for the encoder) that carried a target
+};
+
+// Model inputs for a batch (the encoder reads labels as its targets).
+ModelInput model_input(const Model<float>& model, const Batch& batch);
+
+// Zero grads -> for each micro-batch: forward, loss / grad_accum, backward -> clip -> update.
+// Throws headlab::Error when the loss or the gradient norm is not finite (nothing is updated).
+StepStats train_step(TrainingContext& ctx, int64_t step);
+
+}  // namespace headlab

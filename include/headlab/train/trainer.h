@@ -1,0 +1,47 @@
+// A training run: the run folder, the loop around train_step, evaluation, metrics.csv,
+// checkpoints (every train.checkpoint_every steps, at the end, on Ctrl-C/SIGTERM, and
+// checkpoints/best.h5 on each new best validation loss), progress output and exact resume.
+//   RunOptions o; o.out_dir = "runs/default"; o.resume = "auto";  run_training(config, o);
+//
+// Run folder: DIR/config.toml (resolved config), DIR/metrics.csv (header, then one row per
+// logged step), DIR/checkpoints/step_<N>.h5 (the last train.keep_checkpoints) + best.h5.
+// Resume is exact: the rows of metrics.csv after the checkpoint's step are dropped and replayed,
+// and every step is a pure function of (parameters, optimizer state, step), so a resumed run ends
+// bit-identical to an uninterrupted one at the same thread count (timing columns aside).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "headlab/io/config.h"
+#include "headlab/nn/model.h"
+
+namespace headlab {
+
+struct RunOptions {
+  std::string out_dir;
+  std::string resume;  // "" = fresh run (DIR must not hold one), "auto" = newest checkpoint, or a path
+  bool quiet = false;  // no progress output (tests)
+  // Test hook, called after each completed step with the model; returning false stops the run
+  // at once, as a kill would (no checkpoint written).
+  std::function<bool(int64_t step, Model<float>& model)> after_step;
+};
+
+enum class RunEnd { finished, interrupted };
+
+struct RunResult {
+  RunEnd end = RunEnd::finished;
+  int64_t step = 0;
+  double final_train_loss = 0;
+  double final_val_loss = -1;
+  double tokens_per_s = 0;  // over the whole run
+  double elapsed_s = 0;
+};
+
+// The metrics.csv header (one place: the writer and the tests read it).
+extern const char* const kMetricsHeader;
+
+RunResult run_training(const Config& config, const RunOptions& options);
+
+}  // namespace headlab

@@ -1,0 +1,50 @@
+// headlab eval CHECKPOINT [--split val|test] [--batches N]
+#include <cstdio>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/parallel.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/evaluate.h"
+#include "headlab/train/setup.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+int run_eval(int argc, char** argv) {
+  cxxopts::Options options("headlab eval", "Evaluate a checkpoint on a data split.");
+  options.positional_help("CHECKPOINT");
+  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+      "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(
+      "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)", cxxopts::value<int64_t>())(
+      "h,help", "show this help");
+  options.parse_positional({"checkpoint"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab eval CHECKPOINT [--split val|test])");
+  const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
+  HEADLAB_CHECK(split_arg == "val" || split_arg == "test", "--split must be val or test, got '" << split_arg << "'");
+  const Split split = split_arg == "val" ? Split::val : Split::test;
+  const Config config = checkpoint_config(path);
+  set_num_threads(resolved_threads(config));
+  Model<float> model(model_spec(config));
+  const RunProgress progress = load_training_checkpoint(path, model, nullptr);
+  auto dataset = make_dataset(config);
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset->make_batch(config.train.batch_size);
+  const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
+                  : dataset->eval_batches(split, batch.batch_size) > 0 ? 0 : config.train.eval_batches;
+  const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
+  std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(), static_cast<long long>(progress.step),
+              split_arg.c_str(), static_cast<long long>(e.n_targets));
+  std::printf("loss %.4f\n", e.loss);
+  if (e.accuracy >= 0) std::printf("accuracy %.4f\n", e.accuracy);
+  if (e.bits_per_byte >= 0) std::printf("bits_per_byte %.4f\n", e.bits_per_byte);
+  return 0;
+}
+
+}  // namespace headlab::cli

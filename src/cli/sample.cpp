@@ -1,0 +1,81 @@
+// headlab sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
+// Byte-level decoders only: the prompt's bytes are the tokens, and sampled bytes are printed.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/parallel.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+int run_sample(int argc, char** argv) {
+  cxxopts::Options options("headlab sample", "Generate text from a byte-level decoder checkpoint.");
+  options.positional_help("CHECKPOINT");
+  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+      "prompt", "text to continue", cxxopts::value<std::string>()->default_value("\n"))(
+      "tokens", "bytes to generate", cxxopts::value<int64_t>()->default_value("200"))(
+      "temperature", "softmax temperature; 0 = greedy", cxxopts::value<double>()->default_value("0.8"))(
+      "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))("h,help", "show this help");
+  options.parse_positional({"checkpoint"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab sample CHECKPOINT [--prompt TEXT])");
+  const std::string path = args["checkpoint"].as<std::string>(), prompt = args["prompt"].as<std::string>();
+  const int64_t n_tokens = args["tokens"].as<int64_t>();
+  const double temperature = args["temperature"].as<double>();
+  HEADLAB_CHECK(n_tokens >= 0, "--tokens must be >= 0, got " << n_tokens);
+  HEADLAB_CHECK(temperature >= 0 && std::isfinite(temperature), "--temperature must be >= 0, got " << temperature);
+  HEADLAB_CHECK(!prompt.empty(), "--prompt must not be empty");
+  const Config config = checkpoint_config(path);
+  HEADLAB_CHECK(config.model.kind == "decoder", path << " is an encoder; sample needs a decoder");
+  set_num_threads(resolved_threads(config));
+  Model<float> model(model_spec(config));
+  load_training_checkpoint(path, model, nullptr);
+  const int64_t V = model.spec().vocab_size, max_T = model.spec().max_seq_len;
+
+  std::vector<int32_t> tokens;
+  for (unsigned char c : prompt) tokens.push_back(c);
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+  std::mt19937_64 rng(args["seed"].as<uint64_t>());
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  Arena arena;
+  Tape<float> tape(arena);
+  std::vector<double> probs(V);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    // Full forward over the last max_seq_len tokens (no KV cache: these models are tiny).
+    const int64_t T = std::min<int64_t>(static_cast<int64_t>(tokens.size()), max_T);
+    NoGradGuard<float> no_grad(tape);
+    ModelInput in{1, T, tokens.data() + tokens.size() - T, nullptr, nullptr};
+    const Tensor<float> logits = model.forward(tape, in, {}).logits.value();
+    const float* row = logits.data() + (T - 1) * V;
+    int32_t next = 0;
+    if (temperature == 0) {
+      next = static_cast<int32_t>(std::max_element(row, row + V) - row);
+    } else {
+      const double max_logit = *std::max_element(row, row + V);
+      double total = 0;
+      for (int64_t v = 0; v < V; ++v) total += probs[v] = std::exp((row[v] - max_logit) / temperature);
+      double u = uniform(rng) * total;
+      for (next = 0; next < V - 1 && (u -= probs[next]) > 0; ++next) {
+      }
+    }
+    tape.reset();
+    tokens.push_back(next);
+    std::fputc(static_cast<unsigned char>(next), stdout);
+    std::fflush(stdout);
+  }
+  std::fputc('\n', stdout);
+  return 0;
+}
+
+}  // namespace headlab::cli

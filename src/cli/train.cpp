@@ -1,0 +1,43 @@
+// headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--out DIR]
+#include <cstdio>
+#include <filesystem>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/error.h"
+#include "headlab/io/config.h"
+#include "headlab/train/trainer.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+int run_train(int argc, char** argv) {
+  cxxopts::Options options("headlab train", "Train a model from a TOML config (see docs/config.md).");
+  options.positional_help("CONFIG");
+  options.add_options()("config", "config file", cxxopts::value<std::string>())(
+      "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "resume", "continue a run: auto (newest checkpoint in --out) or a checkpoint path", cxxopts::value<std::string>())(
+      "out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())("h,help", "show this help");
+  options.parse_positional({"config"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  HEADLAB_CHECK(args.count("config"), "no config file given (usage: headlab train CONFIG [--set k=v]...)");
+  const std::string path = args["config"].as<std::string>();
+  const Config config = load_config(path, args.count("set") ? args["set"].as<std::vector<std::string>>()
+                                                            : std::vector<std::string>{});
+  RunOptions run;
+  run.out_dir = args.count("out") ? args["out"].as<std::string>()
+                                  : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
+  run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
+  std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
+  const RunResult r = run_training(config, run);
+  std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",
+               r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step), r.final_train_loss,
+               r.final_val_loss, r.tokens_per_s, r.elapsed_s);
+  return r.end == RunEnd::finished ? 0 : 130;
+}
+
+}  // namespace headlab::cli

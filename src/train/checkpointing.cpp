@@ -1,0 +1,71 @@
+#include "headlab/train/checkpointing.h"
+
+#include "headlab/io/checkpoint.h"
+
+namespace headlab {
+
+namespace {
+constexpr const char* kModelPrefix = "model/";
+}
+
+void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
+                              const Optimizer<float>* optimizer, const RunProgress& progress) {
+  CheckpointWriter w;
+  for (int i = 0; i < model.params().size(); ++i) w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
+  for (int i = 0; i < model.gates().size(); ++i) w.add(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  if (optimizer != nullptr) {
+    for (const auto& [name, tensor] : optimizer->state_tensors()) w.add(name, tensor);
+    w.set_string_attr("optimizer", optimizer->kind());
+    w.set_int_attr("optimizer_steps", optimizer->step_count());
+  }
+  w.set_string_attr("config", to_toml(config));
+  w.set_int_attr("step", progress.step);
+  w.set_int_attr("has_best", progress.has_best);
+  w.set_double_attr("best_val_loss", progress.best_val_loss);
+  w.set_double_attr("elapsed_s", progress.elapsed_s);
+  w.set_double_attr("log_loss_sum", progress.log_loss_sum);
+  w.set_int_attr("log_loss_steps", progress.log_loss_steps);
+  w.set_int_attr("tokens_seen", progress.tokens_seen);
+  w.set_string_attr("rng", "counter");
+  w.commit(path);
+}
+
+Config checkpoint_config(const std::string& path) {
+  CheckpointReader r(path);
+  HEADLAB_CHECK(r.has_attr("config"), path << ": not a training checkpoint (no config attribute)");
+  return parse_config_text(r.string_attr("config"), path + " (config attribute)");
+}
+
+RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer) {
+  CheckpointReader r(path);
+  auto read = [&](const std::string& name, const Tensor<float>& into) {
+    HEADLAB_CHECK(r.has(name), path << ": missing " << name << " (checkpoint of a different model?)");
+    r.read_into(name, into);
+  };
+  for (int i = 0; i < model.params().size(); ++i) read(kModelPrefix + model.params().spec(i).name, model.params().value(i));
+  for (int i = 0; i < model.gates().size(); ++i) read(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  // A file with more model tensors than this model has was made by a different architecture.
+  int64_t model_tensors = 0;
+  for (const std::string& name : r.names()) model_tensors += name.rfind(kModelPrefix, 0) == 0;
+  HEADLAB_CHECK(model_tensors == model.params().size() + model.gates().size(),
+                path << ": holds " << model_tensors << " model tensors, this model has "
+                     << model.params().size() + model.gates().size());
+  if (optimizer != nullptr) {
+    HEADLAB_CHECK(r.has_attr("optimizer") && r.string_attr("optimizer") == optimizer->kind(),
+                  path << ": optimizer state is for '" << (r.has_attr("optimizer") ? r.string_attr("optimizer") : "none")
+                       << "', this run uses '" << optimizer->kind() << "'");
+    for (const auto& [name, tensor] : optimizer->state_tensors()) read(name, tensor);
+    optimizer->set_step_count(r.int_attr("optimizer_steps"));
+  }
+  RunProgress p;
+  p.step = r.int_attr("step");
+  p.has_best = r.int_attr("has_best") != 0;
+  p.best_val_loss = r.double_attr("best_val_loss");
+  p.elapsed_s = r.double_attr("elapsed_s");
+  p.log_loss_sum = r.double_attr("log_loss_sum");
+  p.log_loss_steps = r.int_attr("log_loss_steps");
+  p.tokens_seen = r.int_attr("tokens_seen");
+  return p;
+}
+
+}  // namespace headlab

@@ -1,0 +1,88 @@
+#include "headlab/train/setup.h"
+
+#include "headlab/common/parallel.h"
+#include "headlab/data/text.h"
+
+namespace headlab {
+
+ModelSpec model_spec(const Config& config) {
+  const ModelConfig& m = config.model;
+  ModelSpec s;
+  s.kind = m.kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
+  s.vocab_size = m.vocab_size;
+  s.d_model = m.d_model;
+  s.n_heads = m.n_heads;
+  s.n_kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
+  s.d_head = m.d_head == 0 ? m.d_model / m.n_heads : m.d_head;
+  s.n_layers = m.n_layers;
+  s.d_mlp = m.mlp_ratio * m.d_model;
+  s.max_seq_len = m.max_seq_len;
+  s.positions = m.positions == "sinusoidal" ? Positions::sinusoidal : Positions::learned;
+  s.activation = m.activation == "relu" ? Activation::relu : Activation::gelu;
+  s.dropout = m.dropout;
+  s.norm_eps = m.norm_eps;
+  s.tie_embeddings = m.tie_embeddings;
+  s.bias = m.bias;
+  s.init_std = m.init_std;
+  s.n_classes = m.n_classes;
+  s.pooling = m.pooling == "mean" ? Pooling::mean : Pooling::first;
+  return s;
+}
+
+std::unique_ptr<Dataset> make_dataset(const Config& config) {
+  const DataConfig& d = config.data;
+  std::unique_ptr<Dataset> dataset;
+  if (d.task == "text") {
+    TextOptions o;
+    o.path = d.path;
+    o.seq_len = d.seq_len;
+    o.seed = static_cast<uint64_t>(d.seed);
+    o.train_fraction = d.train_fraction;
+    o.val_fraction = d.val_fraction;
+    dataset = std::make_unique<TextDataset>(o);
+  } else {
+    throw Error("data.task = \"" + d.task + "\" is not available in this build yet (only \"text\")");
+  }
+  HEADLAB_CHECK(dataset->vocab_size() <= config.model.vocab_size,
+                "data.task " << d.task << " uses " << dataset->vocab_size()
+                             << " token ids but model.vocab_size = " << config.model.vocab_size);
+  return dataset;
+}
+
+std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params) {
+  const TrainConfig& t = config.train;
+  if (t.optimizer == "sgd") {
+    SgdOptions o;
+    o.momentum = t.momentum;
+    o.weight_decay = t.weight_decay;
+    o.decay_biases = t.decay_biases;
+    o.decay_norms = t.decay_norms;
+    o.decay_embeddings = t.decay_embeddings;
+    return std::make_unique<Sgd<float>>(params, o);
+  }
+  AdamWOptions o;
+  o.beta1 = t.beta1;
+  o.beta2 = t.beta2;
+  o.eps = t.adam_eps;
+  o.weight_decay = t.weight_decay;
+  o.decay_biases = t.decay_biases;
+  o.decay_norms = t.decay_norms;
+  o.decay_embeddings = t.decay_embeddings;
+  return std::make_unique<AdamW<float>>(params, o);
+}
+
+ScheduleOptions schedule_options(const Config& config) {
+  ScheduleOptions s;
+  s.lr = config.train.lr;
+  s.warmup_steps = config.train.warmup_steps;
+  s.total_steps = config.train.steps;
+  s.decay = parse_lr_decay(config.train.schedule);
+  s.min_lr_ratio = config.train.min_lr_ratio;
+  return s;
+}
+
+int resolved_threads(const Config& config) {
+  return config.train.threads > 0 ? static_cast<int>(config.train.threads) : num_threads();
+}
+
+}  // namespace headlab

@@ -1,0 +1,58 @@
+#include "headlab/train/step.h"
+
+#include <cmath>
+
+#include "headlab/ops/elementwise.h"
+#include "headlab/optim/clip.h"
+
+namespace headlab {
+
+namespace {
+uint64_t mix(uint64_t a, uint64_t b) {
+  uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+ModelInput model_input(const Model<float>& model, const Batch& batch) {
+  ModelInput in;
+  in.batch_size = batch.batch_size;
+  in.seq_len = batch.seq_len;
+  in.tokens = batch.tokens.data();
+  in.targets = model.spec().kind == ModelKind::encoder ? batch.labels.data() : batch.targets.data();
+  in.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data();
+  return in;
+}
+
+StepStats train_step(TrainingContext& ctx, int64_t step) {
+  StepStats stats;
+  stats.lr = learning_rate(ctx.schedule, step);
+  ctx.model.params().zero_grad();
+  for (int64_t micro = 0; micro < ctx.grad_accum; ++micro) {
+    ctx.dataset.fill_batch(Split::train, step * ctx.grad_accum + micro, ctx.batch);
+    ForwardOptions options;
+    options.training = true;
+    options.dropout_seed = mix(mix(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+    ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, ctx.batch), options);
+    const double loss = out.loss.value()(0);
+    HEADLAB_CHECK(std::isfinite(loss), "training diverged: loss is " << loss << " at step " << step
+                                                                     << " (try a lower train.lr)");
+    stats.loss += loss / static_cast<double>(ctx.grad_accum);
+    // Gradients of the mean over micro-batches: each backward is scaled by 1/grad_accum.
+    ctx.tape.backward(scale(out.loss, 1.0 / static_cast<double>(ctx.grad_accum)));
+    ctx.tape.reset();
+    for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? ctx.batch.labels : ctx.batch.targets)
+      stats.tokens += target >= 0;
+  }
+  // A data-parallel all-reduce of the gradient slab would go here: every replica then clips and
+  // steps on identical gradients.
+  stats.grad_norm = clip_grad_norm(ctx.model.params(), ctx.grad_clip);
+  HEADLAB_CHECK(std::isfinite(stats.grad_norm),
+                "training diverged: gradient norm is " << stats.grad_norm << " at step " << step);
+  ctx.optimizer.step(stats.lr);
+  return stats;
+}
+
+}  // namespace headlab

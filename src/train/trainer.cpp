@@ -1,0 +1,237 @@
+#include "headlab/train/trainer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "headlab/common/parallel.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/evaluate.h"
+#include "headlab/train/setup.h"
+#include "headlab/train/step.h"
+
+namespace headlab {
+
+const char* const kMetricsHeader =
+    "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,tokens_per_s,elapsed_s";
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Ctrl-C / SIGTERM: finish the current step, checkpoint, exit. A second signal kills at once.
+std::atomic<int> stop_signal{0};
+extern "C" void on_stop_signal(int sig) {
+  stop_signal = sig;
+  std::signal(sig, SIG_DFL);
+}
+
+struct SignalScope {
+  using Handler = void (*)(int);
+  Handler old_int, old_term;
+  SignalScope() {
+    stop_signal = 0;
+    old_int = std::signal(SIGINT, on_stop_signal);
+    old_term = std::signal(SIGTERM, on_stop_signal);
+  }
+  ~SignalScope() {
+    std::signal(SIGINT, old_int);
+    std::signal(SIGTERM, old_term);
+  }
+};
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
+}
+
+// metrics.csv on resume: keep the header and the rows up to `step`, drop the rest (they are
+// replayed), so the file ends as if the run had never stopped.
+void truncate_metrics(const fs::path& path, int64_t step) {
+  std::ifstream in(path);
+  HEADLAB_CHECK(in.good(), "cannot resume: " << path.string() << " is missing");
+  std::string line, kept;
+  std::getline(in, line);
+  HEADLAB_CHECK(line == kMetricsHeader, path.string() << ": unexpected header, not a headlab metrics file");
+  kept = line + "\n";
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (std::stoll(line.substr(0, line.find(','))) > step) break;
+    kept += line + "\n";
+  }
+  write_file_atomically(path, kept);
+}
+
+std::string format_optional(double value, bool present) {
+  if (!present) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  const int total = static_cast<int>(s);
+  if (total >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", total / 3600, total / 60 % 60);
+  else std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
+  return buf;
+}
+
+}  // namespace
+
+RunResult run_training(const Config& config, const RunOptions& options) {
+  validate(config);
+  HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
+  const fs::path dir = options.out_dir, ckpt_dir = dir / "checkpoints", metrics_path = dir / "metrics.csv";
+  const TrainConfig& tc = config.train;
+
+  // Everything that can fail on bad input happens before anything is written.
+  set_num_threads(resolved_threads(config));
+  const ModelSpec spec = model_spec(config);
+  std::unique_ptr<Dataset> dataset = make_dataset(config);
+  Model<float> model(spec);
+  model.params().init(static_cast<uint64_t>(tc.seed));
+  std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(config, model.params());
+
+  std::string resume_path;
+  if (options.resume == "auto") {
+    if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;
+  } else if (!options.resume.empty()) {
+    resume_path = options.resume;
+  } else {
+    HEADLAB_CHECK(list_checkpoints(dir.string()).empty() && !fs::exists(metrics_path),
+                  dir.string() << " already holds a run; use --resume auto to continue it or --out for a new one");
+  }
+  RunProgress progress;
+  if (!resume_path.empty()) {
+    const Config saved = checkpoint_config(resume_path);
+    HEADLAB_CHECK(saved.model == config.model,
+                  resume_path << ": trained with a different model section than this config (compare "
+                              << (dir / "config.toml").string() << ")");
+    progress = load_training_checkpoint(resume_path, model, optimizer.get());
+    HEADLAB_CHECK(progress.step <= tc.steps,
+                  resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
+  }
+
+  fs::create_directories(ckpt_dir);
+  write_file_atomically(dir / "config.toml", to_toml(config));
+  if (resume_path.empty()) write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
+  else truncate_metrics(metrics_path, progress.step);
+  std::FILE* metrics = std::fopen(metrics_path.c_str(), "a");
+  HEADLAB_CHECK(metrics != nullptr, "cannot append to " << metrics_path.string());
+  struct FileCloser {
+    std::FILE* f;
+    ~FileCloser() { std::fclose(f); }
+  } metrics_closer{metrics};
+
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset->make_batch(tc.batch_size);
+  Batch eval_batch = dataset->make_batch(tc.batch_size);
+  TrainingContext ctx{model, *optimizer, *dataset, batch, tape, schedule_options(config), tc.grad_accum,
+                      tc.grad_clip, static_cast<uint64_t>(tc.seed)};
+
+  const bool tty = !options.quiet && isatty(STDERR_FILENO);
+  const double start = now_seconds(), elapsed_before = progress.elapsed_s;
+  const int64_t first_step = progress.step;
+  double window_start = start;
+  int64_t window_tokens = 0, run_tokens = 0;
+  std::string last_best_path;
+  RunResult result;
+  auto checkpoint = [&](const std::string& path) {
+    progress.elapsed_s = elapsed_before + now_seconds() - start;
+    save_training_checkpoint(path, config, model, optimizer.get(), progress);
+  };
+
+  SignalScope signals;
+  for (int64_t step = progress.step; step < tc.steps; ++step) {
+    const StepStats s = train_step(ctx, step);
+    progress.step = step + 1;
+    progress.log_loss_sum += s.loss;
+    ++progress.log_loss_steps;
+    progress.tokens_seen += s.tokens;
+    window_tokens += s.tokens;
+    run_tokens += s.tokens;
+    result.final_train_loss = s.loss;
+    if (options.after_step && !options.after_step(progress.step, model)) {
+      result.end = RunEnd::interrupted;  // as if killed: no log row, no checkpoint
+      break;
+    }
+
+    const bool last = progress.step == tc.steps;
+    const bool eval_now = last || (tc.eval_every > 0 && progress.step % tc.eval_every == 0);
+    EvalStats e;
+    if (eval_now) {
+      e = evaluate(model, *dataset, Split::val, tc.eval_batches, eval_batch, tape);
+      result.final_val_loss = e.loss;
+    }
+    if (eval_now || last || progress.step % tc.log_every == 0) {
+      const double t = now_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
+      const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
+      std::fprintf(metrics, "%lld,%lld,%.6g,%.6g,%s,%s,%s,%.6g,%.1f,%.2f\n", static_cast<long long>(progress.step),
+                   static_cast<long long>(progress.tokens_seen), s.lr, train_loss,
+                   format_optional(e.loss, eval_now).c_str(), format_optional(e.accuracy, eval_now && e.accuracy >= 0).c_str(),
+                   format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0).c_str(), s.grad_norm, rate,
+                   elapsed_before + t - start);
+      HEADLAB_CHECK(std::fflush(metrics) == 0, "cannot write " << metrics_path.string() << " (disk full?)");
+      if (!options.quiet) {
+        const double eta = (tc.steps - progress.step) * (t - start) / (progress.step - first_step);
+        char line[256];
+        std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
+                      static_cast<long long>(progress.step), static_cast<long long>(tc.steps), train_loss,
+                      eval_now ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
+                      format_duration(eta).c_str());
+        if (tty) std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
+        else std::fprintf(stderr, "%s\n", line);
+      }
+      progress.log_loss_sum = 0;
+      progress.log_loss_steps = 0;
+      window_tokens = 0;
+      window_start = t;
+    }
+    if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
+      progress.has_best = true;
+      progress.best_val_loss = e.loss;
+      checkpoint((ckpt_dir / "best.h5").string());
+    }
+    const bool stopping = stop_signal != 0;
+    if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {
+      checkpoint(checkpoint_path(dir.string(), progress.step));
+      if (tc.keep_checkpoints > 0) prune_checkpoints(dir.string(), static_cast<int>(tc.keep_checkpoints), "");
+    }
+    if (stopping) {
+      if (!options.quiet)
+        std::fprintf(stderr, "%sstopped by signal %d at step %lld; resume with --resume auto\n", tty ? "\n" : "",
+                     stop_signal.load(), static_cast<long long>(progress.step));
+      result.end = RunEnd::interrupted;
+      break;
+    }
+  }
+  result.step = progress.step;
+  result.elapsed_s = now_seconds() - start;
+  result.tokens_per_s = run_tokens / std::max(result.elapsed_s, 1e-9);
+  return result;
+}
+
+}  // namespace headlab

@@ -1,0 +1,221 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headlab/io/checkpoint.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+#include "headlab/train/step.h"
+#include "headlab/train/trainer.h"
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch folder with a small, learnable text corpus: a few sentences repeated with variation.
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    dir = fs::temp_directory_path() / ("headlab_trainer_" + std::to_string(::getpid()) + "_" +
+                                       std::to_string(reinterpret_cast<uintptr_t>(this)));
+    fs::create_directories(dir);
+    std::ofstream text(dir / "corpus.txt");
+    const char* lines[] = {"the cat sat on the mat.\n", "a dog ran in the park.\n", "the sun is warm today.\n",
+                           "we read a book at night.\n"};
+    for (int i = 0; i < 1500; ++i) text << lines[(i * 7 + i / 3) % 4];
+  }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+Config tiny_config(const Scratch& s) {
+  Config c;
+  c.data.path = (s.dir / "corpus.txt").string();
+  c.data.seq_len = 32;
+  c.model.d_model = 32;
+  c.model.n_heads = 4;
+  c.model.n_layers = 2;
+  c.model.max_seq_len = 32;
+  c.train.batch_size = 8;
+  c.train.steps = 12;
+  c.train.warmup_steps = 2;
+  c.train.lr = 3e-3;
+  c.train.eval_every = 4;
+  c.train.eval_batches = 2;
+  c.train.log_every = 1;
+  c.train.checkpoint_every = 4;
+  c.train.keep_checkpoints = 0;
+  c.train.threads = 2;
+  return c;
+}
+
+std::vector<std::string> metrics_without_timing(const fs::path& run) {
+  std::ifstream in(run / "metrics.csv");
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) {
+    // Drop the last two columns (tokens_per_s, elapsed_s).
+    for (int i = 0; i < 2; ++i) line = line.substr(0, line.rfind(','));
+    rows.push_back(line);
+  }
+  return rows;
+}
+
+std::vector<float> all_model_tensors(const std::string& checkpoint) {
+  CheckpointReader r(checkpoint);
+  std::vector<float> values;
+  for (const std::string& name : r.names()) {
+    if (r.dtype(name) != ArrayDType::float32) continue;
+    const Shape shape = r.shape(name);
+    std::vector<float> buf(shape.numel());
+    r.read_into(name, Tensor<float>(buf.data(), shape));
+    values.insert(values.end(), buf.begin(), buf.end());
+  }
+  return values;
+}
+
+RunOptions quiet_run(const fs::path& dir, const std::string& resume = "") {
+  RunOptions o;
+  o.out_dir = dir.string();
+  o.resume = resume;
+  o.quiet = true;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a small model drives the loss on learnable text far below its start", "[train]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 150;
+  c.train.eval_every = 0;
+  c.train.checkpoint_every = 0;
+  const RunResult r = run_training(c, quiet_run(s.dir / "run"));
+  // A uniform guess over 256 bytes costs ln 256 = 5.55 nats; the corpus is four short sentences.
+  INFO("final val loss " << r.final_val_loss);
+  CHECK(r.final_val_loss < 1.0);
+  CHECK(r.end == RunEnd::finished);
+}
+
+TEST_CASE("a run stopped between checkpoints and resumed ends bit-identical to a straight run", "[train][resume]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.model.dropout = 0.1;  // dropout masks must replay too
+  c.train.grad_accum = 2;
+  run_training(c, quiet_run(s.dir / "straight"));
+
+  SECTION("killed after step 6, resumed from the step-4 checkpoint") {
+    RunOptions first = quiet_run(s.dir / "resumed");
+    first.after_step = [](int64_t step, Model<float>&) { return step < 6; };
+    CHECK(run_training(c, first).end == RunEnd::interrupted);
+    CHECK(newest_checkpoint((s.dir / "resumed").string())->step == 4);
+  }
+  SECTION("Ctrl-C at step 7 checkpoints step 7, then resumes") {
+    RunOptions first = quiet_run(s.dir / "resumed");
+    first.after_step = [](int64_t step, Model<float>&) {
+      if (step == 7) std::raise(SIGINT);
+      return true;
+    };
+    CHECK(run_training(c, first).end == RunEnd::interrupted);
+    CHECK(newest_checkpoint((s.dir / "resumed").string())->step == 7);
+  }
+  const RunResult resumed = run_training(c, quiet_run(s.dir / "resumed", "auto"));
+  CHECK(resumed.end == RunEnd::finished);
+  const auto straight_rows = metrics_without_timing(s.dir / "straight"), resumed_rows = metrics_without_timing(s.dir / "resumed");
+  CHECK(straight_rows.size() == 13);  // header + 12 steps
+  CHECK(resumed_rows == straight_rows);
+  CHECK(all_model_tensors(checkpoint_path((s.dir / "resumed").string(), 12)) ==
+        all_model_tensors(checkpoint_path((s.dir / "straight").string(), 12)));
+}
+
+TEST_CASE("a NaN loss stops the run with a clear message and keeps the last good checkpoint", "[train][faults]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  RunOptions o = quiet_run(s.dir / "run");
+  o.after_step = [](int64_t step, Model<float>& model) {
+    if (step == 5) model.params().value("ln_f/weight").data()[0] = std::nanf("");
+    return true;
+  };
+  REQUIRE_THROWS_WITH(run_training(c, o), Catch::Contains("training diverged: loss is nan at step 5"));
+  const auto newest = newest_checkpoint((s.dir / "run").string());
+  REQUIRE(newest.has_value());
+  CHECK(newest->step == 4);
+  Model<float> model(model_spec(c));
+  CHECK(load_training_checkpoint(newest->path, model, nullptr).step == 4);
+}
+
+TEST_CASE("resume refuses a checkpoint of a different architecture or a corrupt one", "[train][faults]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 4;
+  run_training(c, quiet_run(s.dir / "run"));
+  Config other = c;
+  other.model.n_heads = 2;
+  REQUIRE_THROWS_WITH(run_training(other, quiet_run(s.dir / "run", "auto")),
+                      Catch::Contains("trained with a different model section"));
+  // The checkpoint itself, loaded into the wrong model, names the mismatched tensor.
+  Model<float> wrong(model_spec(other));
+  CHECK_THROWS_WITH(load_training_checkpoint(checkpoint_path((s.dir / "run").string(), 4), wrong, nullptr),
+                    Catch::Contains("has shape"));
+  // Truncate the newest checkpoint: resuming is one clear error.
+  const std::string path = checkpoint_path((s.dir / "run").string(), 4);
+  fs::resize_file(path, fs::file_size(path) / 2);
+  Config longer = c;
+  longer.train.steps = 8;
+  CHECK_THROWS_AS(run_training(longer, quiet_run(s.dir / "run", "auto")), Error);
+}
+
+TEST_CASE("a fresh run refuses a folder that already holds one, writing nothing", "[train][faults]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 2;
+  run_training(c, quiet_run(s.dir / "run"));
+  const auto before = fs::last_write_time(s.dir / "run" / "metrics.csv");
+  REQUIRE_THROWS_WITH(run_training(c, quiet_run(s.dir / "run")), Catch::Contains("already holds a run"));
+  CHECK(fs::last_write_time(s.dir / "run" / "metrics.csv") == before);
+}
+
+TEST_CASE("a missing corpus is one line naming the path, before anything is written", "[train][faults]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.data.path = (s.dir / "nope.txt").string();
+  REQUIRE_THROWS_WITH(run_training(c, quiet_run(s.dir / "run")), Catch::Contains("nope.txt"));
+  CHECK_FALSE(fs::exists(s.dir / "run"));
+}
+
+TEST_CASE("a checkpoint round trip restores parameters, gates and optimizer state exactly", "[train][checkpoint]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  Model<float> a(model_spec(c));
+  a.params().init(3);
+  a.gates().value(1).data()[2] = 0.0f;  // a pruned head
+  auto opt_a = make_optimizer(c, a.params());
+  for (int64_t i = 0; i < a.params().slab_size(); ++i) a.params().grads()[i] = 0.01f * static_cast<float>(i % 7);
+  opt_a->step(1e-3);
+  RunProgress p;
+  p.step = 42;
+  p.tokens_seen = 1234;
+  fs::create_directories(s.dir);
+  const std::string path = (s.dir / "x.h5").string();
+  save_training_checkpoint(path, c, a, opt_a.get(), p);
+
+  Model<float> b(model_spec(c));
+  auto opt_b = make_optimizer(c, b.params());
+  const RunProgress q = load_training_checkpoint(path, b, opt_b.get());
+  CHECK(q.step == 42);
+  CHECK(q.tokens_seen == 1234);
+  CHECK(std::equal(a.params().values(), a.params().values() + a.params().slab_size(), b.params().values()));
+  CHECK(b.gates().value(1).data()[2] == 0.0f);
+  CHECK(opt_b->step_count() == 1);
+  const auto sa = opt_a->state_tensors(), sb = opt_b->state_tensors();
+  for (size_t i = 0; i < sa.size(); ++i)
+    CHECK(std::equal(sa[i].second.data(), sa[i].second.data() + sa[i].second.numel(), sb[i].second.data()));
+  CHECK(checkpoint_config(path) == c);
+}
