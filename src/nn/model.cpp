@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "headlab/common/hash.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
 #include "headlab/ops/dropout.h"
@@ -20,11 +21,9 @@ namespace {
 
 std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
 
-// Distinct dropout streams per call site: seed ^ mixed site id.
+// Distinct dropout streams per call site (layer -1 is the embedding).
 uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
-  uint64_t x = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(layer * 4 + site + 1);
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  return x ^ (x >> 27);
+  return hash_combine(seed, static_cast<uint64_t>((layer + 1) * 4 + site));
 }
 
 }  // namespace

@@ -3,17 +3,13 @@
 #include <cstring>
 #include <random>
 
+#include "headlab/common/hash.h"
+
 namespace headlab {
 
 namespace {
 constexpr int64_t kSlabAlignment = 64;  // bytes
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 }  // namespace
 
 template <typename T>
@@ -56,7 +52,7 @@ void Parameters<T>::init(uint64_t seed) {
       case Init::zeros: v.fill(T(0)); break;
       case Init::ones: v.fill(T(1)); break;
       case Init::normal: {
-        std::mt19937_64 rng(splitmix64(seed ^ splitmix64(static_cast<uint64_t>(i) + 1)));
+        std::mt19937_64 rng(hash_combine(seed, static_cast<uint64_t>(i)));
         std::normal_distribution<double> normal(0.0, s.init_std);
         for (int64_t j = 0; j < v.numel(); ++j) v.data()[j] = static_cast<T>(normal(rng));
         break;

@@ -1,36 +1,30 @@
 // Dropout forward and backward from one stateless mask.
-//   keep(i) = (splitmix64_mix(key + (i + 1) * golden) >> 11) < (1 - p) * 2^53,  key = mix(seed):
-// the top 53 bits of the i-th splitmix64 output are a uniform draw in [0, 2^53). The kept
+//   keep(i) = (splitmix64(key + i * golden) >> 11) < (1 - p) * 2^53,  key = splitmix64(seed):
+// the i-th output of a splitmix64 stream; its top 53 bits are a uniform draw in [0, 2^53). The kept
 // fraction is 1 - p up to 2^-53, and any element's bit is known without generating the others.
 // Forward:  y = keep ? x * scale : 0,  scale = 1/(1 - p).   Backward:  dx += keep ? dy * scale : 0.
 #include "headlab/ops/dropout.h"
 
 #include <cmath>
 
+#include "headlab/common/hash.h"
 #include "headlab/common/parallel.h"
 
 namespace headlab {
 
 namespace {
 
-constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
-
-// splitmix64's output function (Steele, Lea, Flood 2014; Vigna's constants).
-inline uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // splitmix64's stream increment
 
 // The mask, as the two numbers every element needs.
 struct DropoutMask {
-  uint64_t key;         // mix64(seed): nearby seeds give unrelated streams
+  uint64_t key;         // splitmix64(seed): nearby seeds give unrelated streams
   uint64_t keep_below;  // an element is kept when its 53-bit draw is below this
 
   DropoutMask(uint64_t seed, double p)
-      : key(mix64(seed)), keep_below(static_cast<uint64_t>(std::ldexp(1.0 - p, 53))) {}
+      : key(splitmix64(seed)), keep_below(static_cast<uint64_t>(std::ldexp(1.0 - p, 53))) {}
   bool keep(int64_t i) const {
-    return (mix64(key + (static_cast<uint64_t>(i) + 1) * kGolden) >> 11) < keep_below;
+    return (splitmix64(key + static_cast<uint64_t>(i) * kGolden) >> 11) < keep_below;
   }
 };
 

@@ -2,19 +2,11 @@
 
 #include <cmath>
 
+#include "headlab/common/hash.h"
 #include "headlab/ops/elementwise.h"
 #include "headlab/optim/clip.h"
 
 namespace headlab {
-
-namespace {
-uint64_t mix(uint64_t a, uint64_t b) {
-  uint64_t x = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 ModelInput model_input(const Model<float>& model, const Batch& batch) {
   ModelInput in;
@@ -34,7 +26,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
     ctx.dataset.fill_batch(Split::train, step * ctx.grad_accum + micro, ctx.batch);
     ForwardOptions options;
     options.training = true;
-    options.dropout_seed = mix(mix(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+    options.dropout_seed = hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
     ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, ctx.batch), options);
     const double loss = out.loss.value()(0);
     HEADLAB_CHECK(std::isfinite(loss), "training diverged: loss is " << loss << " at step " << step

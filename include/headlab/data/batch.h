@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "headlab/common/hash.h"
+
 namespace headlab {
 
 enum class Split { train, val, test };
@@ -75,14 +77,6 @@ class Dataset {
 
   Batch make_batch(int64_t batch_size) const { return Batch(batch_size, seq_len(), batch_layout()); }
 };
-
-// splitmix64's output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // A counter-based random stream for one batch row: the key (seed, split, batch_index, row) is
 // hashed into a state, and each draw is splitmix64 of the next counter value.

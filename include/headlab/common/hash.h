@@ -1,0 +1,22 @@
+// Counter-based randomness, in one place. headlab keeps no RNG state: every random draw (data
+// windows, dropout masks, parameter init streams) is a hash of seeds and counters, so a run is
+// reproducible from its config and resumable from its step number alone.
+//   uint64_t r = splitmix64(hash_combine(seed, step));
+#pragma once
+
+#include <cstdint>
+
+namespace headlab {
+
+// splitmix64's output function (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// A key for (seed, value) pairs: nearby seeds and values give unrelated keys.
+inline uint64_t hash_combine(uint64_t seed, uint64_t value) { return splitmix64(splitmix64(seed) ^ value); }
+
+}  // namespace headlab
