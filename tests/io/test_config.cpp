@@ -111,7 +111,7 @@ TEST_CASE("a default Config holds the documented defaults and is valid", "[io][c
   CHECK(c.model.norm_eps == 1e-5);
   CHECK(c.data.offsets == IntList{1, 3});
   CHECK(c.data.seq_len == 128);
-  CHECK(c.train.lr == 3e-4);
+  CHECK(c.train.lr == 2e-3);
   CHECK(c.train.schedule == "cosine");
   CHECK(c.train.decay_embeddings);
   CHECK_NOTHROW(validate(c));
@@ -144,7 +144,7 @@ TEST_CASE("config_schema describes each key's type, default and allowed values",
   CHECK(rows.at("model.kind").allowed == "decoder, encoder");
   CHECK(rows.at("model.dropout").type == "float");
   CHECK(rows.at("model.dropout").allowed == "[0, 1)");
-  CHECK(rows.at("train.lr").default_value == "3e-4");
+  CHECK(rows.at("train.lr").default_value == "0.002");
   CHECK(rows.at("data.offsets").type == "array of integers");
   CHECK(rows.at("data.offsets").default_value == "[1, 3]");
   CHECK(rows.at("model.bias").allowed.empty());
@@ -204,7 +204,7 @@ TEST_CASE("config_value gives each key in the form --set reads back", "[io][conf
   CHECK(config_value(defaults, "model.n_heads") == "4");
   CHECK(config_value(defaults, "model.positions") == "learned");
   CHECK(config_value(defaults, "data.offsets") == "[1, 3]");
-  CHECK(config_value(defaults, "train.lr") == "3e-4");
+  CHECK(config_value(defaults, "train.lr") == "0.002");
   CHECK(config_value(defaults, "model.dropout") == "0.0");
   CHECK(config_value(defaults, "model.bias") == "true");
   // Every key of a config that differs everywhere from the defaults survives key=config_value.

@@ -62,7 +62,7 @@ using IntList = std::vector<int64_t>;
   X(grad_accum, int64_t, 1, positive(), "micro-batches summed per step (tokens/step = B * T * grad_accum)")          \
   X(seed, int64_t, 0, non_negative(), "seed for initialization and dropout")                                         \
   X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum")     \
-  X(lr, double, 3e-4, positive(), "peak learning rate, reached after warmup")                                        \
+  X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                        \
   X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")          \
   X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")                   \
   X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")           \
