@@ -2,6 +2,7 @@
 // checkpoint or config, the model: shape, parameter count per component, head gates.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <cxxopts.hpp>
@@ -62,24 +63,33 @@ int run_info(int argc, char** argv) {
     std::printf("%s\n", options.help().c_str());
     return 0;
   }
+  // Read and check the file first: a bad file is one error line, not a half-printed report.
+  std::optional<Config> config;
+  std::optional<Model<float>> model;
+  RunProgress progress;
+  std::string path;
+  bool is_config = false;
+  if (args.count("file")) {
+    path = args["file"].as<std::string>();
+    is_config = path.size() > 5 && path.substr(path.size() - 5) == ".toml";
+    const std::vector<std::string> sets =
+        args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+    config = is_config ? load_config(path, sets) : checkpoint_config(path);
+    model.emplace(model_spec(*config));
+    if (!is_config) progress = load_training_checkpoint(path, *model, nullptr);
+  }
   std::printf("headlab      %s\n", HEADLAB_VERSION);
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",
               num_threads());
   std::printf("blis kernels %s\n", blis_kernel_name().c_str());
-  if (!args.count("file")) return 0;
-  const std::string path = args["file"].as<std::string>();
-  const bool is_config = path.size() > 5 && path.substr(path.size() - 5) == ".toml";
-  const std::vector<std::string> sets =
-      args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  const Config config = is_config ? load_config(path, sets) : checkpoint_config(path);
-  Model<float> model(model_spec(config));
+  if (!config) return 0;
   if (!is_config) {
-    const RunProgress p = load_training_checkpoint(path, model, nullptr);
+    const RunProgress& p = progress;
     std::printf("checkpoint   %s, step %lld of %lld, %lld tokens seen%s\n", path.c_str(), (long long)p.step,
-                (long long)config.train.steps, (long long)p.tokens_seen,
+                (long long)config->train.steps, (long long)p.tokens_seen,
                 p.has_best ? (", best val loss " + std::to_string(p.best_val_loss)).c_str() : "");
   }
-  print_model(config, model);
+  print_model(*config, *model);
   return 0;
 }
 

@@ -24,6 +24,8 @@ constexpr Verb kVerbs[] = {
     {"eval", headlab::cli::run_eval, "evaluate a checkpoint on the val or test split"},
     {"sample", headlab::cli::run_sample, "generate text from a decoder checkpoint"},
     {"info", headlab::cli::run_info, "show the build, BLIS kernels, and a checkpoint's or config's model"},
+    {"sweep", headlab::cli::run_sweep, "train every point of a grid over config keys, then aggregate over seeds"},
+    {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
 };
 
 void print_usage() {

@@ -9,5 +9,7 @@ int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_info(int argc, char** argv);
+int run_sweep(int argc, char** argv);
+int run_plot(int argc, char** argv);
 
 }  // namespace headlab::cli

@@ -15,25 +15,16 @@
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
 #include "headlab/train/trainer.h"
+#include "support/scratch.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A scratch folder with a small, learnable text corpus: a few sentences repeated with variation.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    dir = fs::temp_directory_path() / ("headlab_trainer_" + std::to_string(::getpid()) + "_" +
-                                       std::to_string(reinterpret_cast<uintptr_t>(this)));
-    fs::create_directories(dir);
-    std::ofstream text(dir / "corpus.txt");
-    const char* lines[] = {"the cat sat on the mat.\n", "a dog ran in the park.\n", "the sun is warm today.\n",
-                           "we read a book at night.\n"};
-    for (int i = 0; i < 1500; ++i) text << lines[(i * 7 + i / 3) % 4];
-  }
-  ~Scratch() { fs::remove_all(dir); }
+// A scratch folder with a small, learnable text corpus.
+struct Scratch : test::ScratchDir {
+  Scratch() : test::ScratchDir("trainer") { write_corpus("corpus.txt", 1500); }
 };
 
 Config tiny_config(const Scratch& s) {

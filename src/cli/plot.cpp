@@ -1,0 +1,132 @@
+// headlab plot PATH [--x-axis tokens|step]: PNG figures of a run folder or a sweep folder, written to
+// PATH/plots/ by src/plot/headlab_plot.py (matplotlib, Agg backend; docs/sweeps.md lists the
+// figures). For a sweep folder, DIR/results.csv and DIR/summary.md are rewritten first, so the
+// figures and the tables always agree. The script is found through $HEADLAB_PLOT_SCRIPT, next to
+// this executable, or in ../src/plot/ from it; the interpreter is $HEADLAB_PYTHON, else
+// /usr/bin/python3 (where Debian's python3-matplotlib lives), else python3 on PATH.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/error.h"
+#include "headlab/sweep/sweep.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string find_plot_script() {
+  if (const char* env = std::getenv("HEADLAB_PLOT_SCRIPT"); env && *env) {
+    HEADLAB_CHECK(fs::is_regular_file(env), "HEADLAB_PLOT_SCRIPT=" << env << " does not exist");
+    return env;
+  }
+  std::error_code ec;
+  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  std::vector<fs::path> candidates;
+  if (!ec) candidates = {exe_dir / "headlab_plot.py", exe_dir / ".." / "src" / "plot" / "headlab_plot.py"};
+  candidates.push_back(fs::path("src") / "plot" / "headlab_plot.py");
+  for (const fs::path& c : candidates)
+    if (fs::is_regular_file(c, ec)) return c.lexically_normal().string();
+  throw Error("cannot find headlab_plot.py next to the headlab executable or in src/plot/ (set HEADLAB_PLOT_SCRIPT)");
+}
+
+std::string find_python() {
+  if (const char* env = std::getenv("HEADLAB_PYTHON"); env && *env) return env;
+  if (::access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+// Runs the script with stdout passed through and stderr collected; a failure becomes one Error
+// line (the script's last stderr line; any lines before it, such as a traceback, are printed).
+void run_script(const std::string& python, const std::vector<std::string>& args) {
+  std::vector<std::string> all = {python};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (const std::string& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int pipe_fd[2];
+  HEADLAB_CHECK(::pipe(pipe_fd) == 0, "plot: cannot create a pipe");
+  std::fflush(stdout);
+  ::setenv("MPLBACKEND", "Agg", 1);  // before fork: after it, the child only execs
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fd[0]);
+    ::dup2(pipe_fd[1], STDERR_FILENO);
+    ::close(pipe_fd[1]);
+    ::execvp(argv[0], argv.data());
+    const char msg[] = "exec failed\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(pipe_fd[1]);
+  HEADLAB_CHECK(pid > 0, "plot: fork failed");
+  std::string err;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    err.append(buf, static_cast<size_t>(n));
+  }
+  ::close(pipe_fd[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    std::fputs(err.c_str(), stderr);  // warnings, if any
+    return;
+  }
+  HEADLAB_CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 127),
+                "cannot run " << python << ": install Python with matplotlib: apt-get install python3-matplotlib");
+  while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+  const size_t cut = err.find_last_of('\n');
+  const std::string last = cut == std::string::npos ? err : err.substr(cut + 1);
+  if (cut != std::string::npos) std::fprintf(stderr, "%s\n", err.substr(0, cut).c_str());
+  throw Error(last.empty() ? "the plot script failed (" + python + " " + args.front() + ")" : last);
+}
+
+}  // namespace
+
+int run_plot(int argc, char** argv) {
+  cxxopts::Options options("headlab plot",
+                           "Draw PNG figures of a run folder or a sweep folder into PATH/plots/ (see docs/sweeps.md).");
+  options.positional_help("PATH");
+  options.add_options()("path", "run folder or sweep folder", cxxopts::value<std::string>())(
+      "x,x-axis", "x axis of the curves: tokens or step", cxxopts::value<std::string>()->default_value("tokens"))(
+      "h,help", "show this help");
+  options.parse_positional({"path"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  HEADLAB_CHECK(args.count("path"), "no folder given (usage: headlab plot PATH, a run or sweep folder)");
+  const std::string path = args["path"].as<std::string>(), x = args["x-axis"].as<std::string>();
+  HEADLAB_CHECK(x == "tokens" || x == "step", "--x-axis must be tokens or step, got '" << x << "'");
+  std::error_code ec;
+  HEADLAB_CHECK(fs::is_directory(path, ec), "no such folder: " << path);
+  HEADLAB_CHECK(!fs::is_empty(path, ec), path << " is empty: nothing to plot");
+  const fs::path dir(path);
+  if (fs::exists(dir / "grid.csv")) {
+    aggregate_sweep(path);  // the figures read results.csv: keep it current
+  } else {
+    HEADLAB_CHECK(fs::exists(dir / "metrics.csv"),
+                  path << " holds neither metrics.csv (a run folder) nor grid.csv (a sweep folder)");
+    HEADLAB_CHECK(read_run_metrics((dir / "metrics.csv").string()).last_step > 0,
+                  (dir / "metrics.csv").string() << " has no rows yet: nothing to plot");
+  }
+  run_script(find_python(), {find_plot_script(), path, "--x", x});
+  return 0;
+}
+
+}  // namespace headlab::cli

@@ -1,0 +1,300 @@
+// Aggregating a sweep: DIR/grid.csv names the runs and their grid values; each run's metrics.csv
+// gives its final validation metrics. Points that differ only in a seed key (train.seed,
+// data.seed) form one row of DIR/results.csv with the mean and sample standard deviation over the
+// finished seeds; DIR/summary.md is the same as a Markdown table with `mean ± std`.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "headlab/common/error.h"
+#include "headlab/sweep/sweep.h"
+
+namespace headlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0') return std::nullopt;
+  return v;
+}
+
+std::string format_number(const std::optional<double>& v, const char* format = "%.6g") {
+  if (!v) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, *v);
+  return buf;
+}
+
+// "1.2345 ± 0.0123", "1.2345" for one seed, "–" for none.
+std::string format_mean_std(const MeanStd& m, const char* format) {
+  if (!m.mean) return "–";
+  std::string s = format_number(m.mean, format);
+  if (m.std) s += " ± " + format_number(m.std, format);
+  return s;
+}
+
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string md_cell(const std::string& text) {  // a '|' would end the cell
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+struct Run {
+  std::string name;
+  std::vector<std::string> values;  // per grid key
+  int64_t params = 0, steps = 0;
+  std::optional<RunMetrics> metrics;
+  bool finished = false;
+};
+
+struct Group {
+  std::vector<std::string> values;  // per non-seed key
+  std::vector<const Run*> runs;
+};
+
+}  // namespace
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else fields.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back();
+    } else if (c != '\r') {
+      fields.back() += c;
+    }
+  }
+  return fields;
+}
+
+MeanStd mean_std(const std::vector<double>& values) {
+  MeanStd m;
+  m.n = static_cast<int>(values.size());
+  if (values.empty()) return m;
+  double sum = 0;
+  for (const double v : values) sum += v;
+  m.mean = sum / m.n;
+  if (m.n >= 2) {
+    double squares = 0;
+    for (const double v : values) squares += (v - *m.mean) * (v - *m.mean);
+    m.std = std::sqrt(squares / (m.n - 1));
+  }
+  return m;
+}
+
+RunMetrics read_run_metrics(const std::string& metrics_csv) {
+  std::ifstream in(metrics_csv);
+  HEADLAB_CHECK(in.good(), "cannot read " << metrics_csv);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = split_csv_line(line);
+  auto column = [&](const std::string& name) {
+    for (size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return i;
+    throw Error(metrics_csv + ": not a headlab metrics file (no '" + name + "' column in its header)");
+  };
+  const size_t step = column("step"), val_loss = column("val_loss"), val_accuracy = column("val_accuracy"),
+               val_bpb = column("val_bpb"), tokens_per_s = column("tokens_per_s");
+  RunMetrics m;
+  std::vector<double> rates;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \r") == std::string::npos) continue;
+    std::vector<std::string> f = split_csv_line(line);
+    f.resize(header.size());
+    const std::optional<double> s = parse_number(f[step]);
+    HEADLAB_CHECK(s, metrics_csv << ": row '" << line << "' has no step");
+    m.last_step = static_cast<int64_t>(*s);
+    if (const auto loss = parse_number(f[val_loss])) {
+      m.val_loss = loss;
+      m.val_accuracy = parse_number(f[val_accuracy]);
+      m.val_bpb = parse_number(f[val_bpb]);
+    }
+    if (const auto rate = parse_number(f[tokens_per_s])) rates.push_back(*rate);
+  }
+  // The first row's rate includes start-up (first BLIS calls, page faults): left out when others exist.
+  if (rates.size() > 1) rates.erase(rates.begin());
+  m.tokens_per_s = mean_std(rates).mean;
+  return m;
+}
+
+void aggregate_sweep(const std::string& sweep_dir) {
+  const fs::path dir(sweep_dir), grid_path = dir / "grid.csv";
+  std::ifstream in(grid_path);
+  HEADLAB_CHECK(in.good(), sweep_dir << " is not a sweep folder (no grid.csv; headlab sweep writes it)");
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = split_csv_line(line);
+  HEADLAB_CHECK(header.size() >= 4 && header.front() == "run" && header[header.size() - 2] == "params" &&
+                    header.back() == "steps",
+                grid_path.string() << ": unexpected header '" << line << "' (expected run,<grid keys>,params,steps)");
+  const std::vector<std::string> keys(header.begin() + 1, header.end() - 2);
+
+  std::vector<Run> runs;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \r") == std::string::npos) continue;
+    const std::vector<std::string> f = split_csv_line(line);
+    HEADLAB_CHECK(f.size() == header.size(), grid_path.string() << ": row '" << line << "' has " << f.size()
+                                                                << " fields, the header " << header.size());
+    Run run;
+    run.name = f.front();
+    run.values.assign(f.begin() + 1, f.end() - 2);
+    run.params = std::atoll(f[f.size() - 2].c_str());
+    run.steps = std::atoll(f.back().c_str());
+    const fs::path metrics = dir / run.name / "metrics.csv";
+    if (fs::exists(metrics)) {
+      run.metrics = read_run_metrics(metrics.string());
+      run.finished = run.metrics->last_step >= run.steps && run.metrics->val_loss.has_value();
+    }
+    runs.push_back(std::move(run));
+  }
+  HEADLAB_CHECK(!runs.empty(), grid_path.string() << " lists no runs");
+
+  std::vector<size_t> group_keys;  // indices into keys of the non-seed keys
+  std::vector<std::string> seed_keys;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (is_seed_key(keys[k])) seed_keys.push_back(keys[k]);
+    else group_keys.push_back(k);
+  }
+  std::vector<Group> groups;
+  std::map<std::vector<std::string>, size_t> group_index;
+  for (const Run& run : runs) {
+    std::vector<std::string> values;
+    for (const size_t k : group_keys) values.push_back(run.values[k]);
+    auto [it, inserted] = group_index.emplace(values, groups.size());
+    if (inserted) groups.push_back({values, {}});
+    groups[it->second].runs.push_back(&run);
+  }
+
+  struct Row {
+    int n_runs = 0;
+    int64_t params = 0;
+    MeanStd loss, accuracy, bpb, rate;
+  };
+  std::vector<Row> rows;
+  for (const Group& g : groups) {
+    Row row;
+    row.n_runs = static_cast<int>(g.runs.size());
+    row.params = g.runs.front()->params;
+    std::vector<double> loss, accuracy, bpb, rate;
+    for (const Run* r : g.runs) {
+      if (!r->finished) continue;
+      loss.push_back(*r->metrics->val_loss);
+      if (r->metrics->val_accuracy) accuracy.push_back(*r->metrics->val_accuracy);
+      if (r->metrics->val_bpb) bpb.push_back(*r->metrics->val_bpb);
+      if (r->metrics->tokens_per_s) rate.push_back(*r->metrics->tokens_per_s);
+    }
+    row.loss = mean_std(loss);
+    row.accuracy = mean_std(accuracy);
+    row.bpb = mean_std(bpb);
+    row.rate = mean_std(rate);
+    rows.push_back(row);
+  }
+
+  // results.csv: a fixed schema (empty cells where a metric does not apply).
+  std::ostringstream csv;
+  for (const size_t k : group_keys) csv << csv_field(keys[k]) << ",";
+  csv << "n_seeds,n_runs,params,val_loss_mean,val_loss_std,val_accuracy_mean,val_accuracy_std,val_bpb_mean,val_bpb_std,"
+         "tokens_per_s\n";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Row& r = rows[g];
+    for (const std::string& v : groups[g].values) csv << csv_field(v) << ",";
+    csv << r.loss.n << "," << r.n_runs << "," << r.params << "," << format_number(r.loss.mean) << ","
+        << format_number(r.loss.std) << "," << format_number(r.accuracy.mean) << "," << format_number(r.accuracy.std)
+        << "," << format_number(r.bpb.mean) << "," << format_number(r.bpb.std) << ","
+        << format_number(r.rate.mean, "%.1f") << "\n";
+  }
+
+  // summary.md: the same table for reading; metric columns no point has are left out.
+  bool any_accuracy = false, any_bpb = false;
+  int n_finished = 0;
+  for (const Row& r : rows) any_accuracy |= r.accuracy.mean.has_value(), any_bpb |= r.bpb.mean.has_value();
+  for (const Run& r : runs) n_finished += r.finished;
+  std::string averaged = seed_keys.empty() ? std::string("one run per point (no seed key is swept)") : "mean ± sample standard deviation over ";
+  for (size_t i = 0; i < seed_keys.size(); ++i) averaged += (i ? " x " : "") + seed_keys[i];
+  std::ostringstream md;
+  md << "# Sweep " << dir.filename().string() << "\n\n"
+     << runs.size() << " runs, " << n_finished << " finished, in " << groups.size()
+     << " grid points. Final validation metrics (the last evaluation, at train.steps); " << averaged
+     << ". Loss is cross-entropy in nats per token; bits per byte only for text; tokens/s is the training "
+        "throughput, mean over the run.\n\n";
+  std::vector<std::string> columns;
+  for (const size_t k : group_keys) columns.push_back(keys[k]);
+  columns.insert(columns.end(), {"seeds", "parameters", "val loss (nats)"});
+  if (any_accuracy) columns.push_back("val accuracy");
+  if (any_bpb) columns.push_back("val bits/byte");
+  columns.push_back("tokens/s");
+  for (const std::string& c : columns) md << "| " << md_cell(c) << " ";
+  md << "|\n";
+  for (size_t c = 0; c < columns.size(); ++c) md << (c < group_keys.size() ? "|---" : "|---:");
+  md << "|\n";
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Row& r = rows[g];
+    for (const std::string& v : groups[g].values) md << "| " << md_cell(v) << " ";
+    md << "| " << r.loss.n << "/" << r.n_runs << " | " << with_thousands(r.params) << " | "
+       << format_mean_std(r.loss, "%.4f") << " ";
+    if (any_accuracy) md << "| " << format_mean_std(r.accuracy, "%.4f") << " ";
+    if (any_bpb) md << "| " << format_mean_std(r.bpb, "%.4f") << " ";
+    md << "| " << (r.rate.mean ? format_number(r.rate.mean, "%.0f") : "–") << " |\n";
+  }
+  std::vector<std::string> unfinished;
+  for (const Run& r : runs) {
+    if (r.finished) continue;
+    const std::string progress = r.metrics && r.metrics->last_step > 0
+                                     ? "at step " + std::to_string(r.metrics->last_step) + " of " + std::to_string(r.steps)
+                                     : std::string("no metrics yet");
+    unfinished.push_back(r.name + " (" + progress + ")");
+  }
+  if (!unfinished.empty()) {
+    md << "\nNot finished, so not in the table:\n\n";
+    for (const std::string& u : unfinished) md << "- " << md_cell(u) << "\n";
+  }
+
+  auto write = [&](const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << text;
+      out.flush();
+      HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
+  };
+  write(dir / "results.csv", csv.str());
+  write(dir / "summary.md", md.str());
+}
+
+}  // namespace headlab

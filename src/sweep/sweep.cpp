@@ -1,0 +1,510 @@
+// Sweeps: reading the sweep file, expanding and validating the grid, and running the points as
+// child processes of the headlab binary (`headlab train RUN/config.toml --out RUN --resume auto`).
+// A child per run isolates failures (a crash or an OOM kills one run, not the sweep) and makes a
+// run folder exactly what a single `headlab train` would leave. Children get their own process
+// group, so a Ctrl-C reaches only the sweep, which forwards one SIGTERM to each running child:
+// the trainer checkpoints on the first signal and dies at once on a second.
+#include "headlab/sweep/sweep.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <toml++/toml.h>
+
+#include "headlab/common/error.h"
+#include "headlab/common/parallel.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+
+namespace headlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// The sweep file.
+
+struct Leaf {
+  std::string key;
+  const toml::node* node;
+  toml::source_position at;
+};
+
+// `[set]` and `[grid]` accept quoted dotted keys ("model.n_heads" = ...), dotted keys
+// (model.n_heads = ...) and sub-tables ([grid.model]); all become one flat list in file order.
+void flatten(const toml::table& table, const std::string& prefix, std::vector<Leaf>& out) {
+  for (auto&& [name, node] : table) {
+    const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    if (const toml::table* sub = node.as_table()) flatten(*sub, key, out);
+    else out.push_back({key, &node, node.source().begin});
+  }
+}
+
+std::vector<Leaf> flat_section(const toml::node& section, const std::string& section_name, const std::string& path) {
+  const toml::table* table = section.as_table();
+  HEADLAB_CHECK(table, "sweep file " << path << ":" << section.source().begin.line << ": '" << section_name
+                                     << "' must be a table ([" << section_name << "])");
+  std::vector<Leaf> leaves;
+  flatten(*table, "", leaves);
+  std::stable_sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+    return std::make_pair(a.at.line, a.at.column) < std::make_pair(b.at.line, b.at.column);
+  });
+  return leaves;
+}
+
+// A TOML value as TOML text, which is what `--set key=value` reads back.
+std::string as_toml_text(const toml::node& node) {
+  std::ostringstream out;
+  node.visit([&](auto&& value) { out << value; });
+  return out.str();
+}
+
+std::string where(const std::string& path, const Leaf& leaf) {
+  return path + ":" + std::to_string(leaf.at.line);
+}
+
+std::string resolve_base(const std::string& base, const std::string& sweep_path, int line) {
+  const fs::path p(base);
+  std::error_code ec;
+  if (p.is_absolute()) {
+    HEADLAB_CHECK(fs::is_regular_file(p, ec), "sweep file " << sweep_path << ":" << line << ": base config '" << base
+                                                            << "' does not exist");
+    return p.string();
+  }
+  const fs::path next_to_sweep = fs::path(sweep_path).parent_path() / p;
+  if (fs::is_regular_file(next_to_sweep, ec)) return next_to_sweep.lexically_normal().string();
+  if (fs::is_regular_file(p, ec)) return p.string();
+  throw Error("sweep file " + sweep_path + ":" + std::to_string(line) + ": base config '" + base +
+              "' not found next to the sweep file (" + next_to_sweep.lexically_normal().string() +
+              ") or in the working directory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running points.
+
+// First SIGINT/SIGTERM: stop starting runs and forward SIGTERM to the running ones. A second one
+// kills the sweep at once (the children, in their own process groups, still checkpoint).
+std::atomic<int> sweep_stop_signal{0};
+extern "C" void on_sweep_signal(int sig) {
+  if (sweep_stop_signal.exchange(sig) != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+struct SignalScope {
+  struct sigaction old_int {}, old_term {};
+  SignalScope() {
+    sweep_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_sweep_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+void write_file_atomically(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
+}
+
+// The last non-empty line of a log, with progress-line carriage returns resolved.
+std::string last_log_line(const fs::path& log) {
+  std::ifstream in(log, std::ios::binary);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (const size_t cr = line.find_last_of('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    if (line.find_first_not_of(" \t") != std::string::npos) last = line;
+  }
+  return last.empty() ? "(empty log)" : last;
+}
+
+std::string now_text() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  return buf;
+}
+
+struct Child {
+  pid_t pid;
+  size_t point;
+  std::chrono::steady_clock::time_point start;
+};
+
+// fork + exec `binary train RUN/config.toml --out RUN --resume auto`, output appended to
+// RUN/train.log. Everything the child needs is built before fork(): after it, only
+// async-signal-safe calls.
+pid_t start_run(const std::string& binary, const fs::path& run_dir) {
+  const std::vector<std::string> args = {binary,          "train",       (run_dir / "config.toml").string(),
+                                         "--out",         run_dir.string(), "--resume",
+                                         "auto"};
+  const fs::path log = run_dir / "train.log";
+  {
+    std::ofstream header(log, std::ios::app);
+    header << "== " << now_text() << ":";
+    for (const std::string& a : args) header << " " << a;
+    header << "\n";
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  HEADLAB_CHECK(log_fd >= 0, "cannot open " << log.string() << " for writing");
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);  // Ctrl-C reaches the sweep only; it forwards one SIGTERM
+    ::dup2(log_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+    ::execv(argv[0], argv.data());
+    const char msg[] = "headlab sweep: error: cannot execute the headlab binary\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(log_fd);
+  if (null_fd >= 0) ::close(null_fd);
+  HEADLAB_CHECK(pid > 0, "cannot start a run: fork failed");
+  return pid;
+}
+
+// "" when the run's newest checkpoint was trained with this point's [model] section (or there is
+// none), else why not.
+std::string model_mismatch(const RunStatus& status, const Config& config) {
+  if (status.state == RunState::fresh) return "";
+  try {
+    if (checkpoint_config(status.checkpoint).model == config.model) return "";
+    return status.checkpoint + " was trained with a different [model] section than this grid point; "
+           "move the run folder away or sweep into another --out";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exit code " + std::to_string(WEXITSTATUS(status));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+bool is_seed_key(const std::string& key) { return key == "train.seed" || key == "data.seed"; }
+
+SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path) {
+  toml::table document;
+  try {
+    document = toml::parse(std::string_view(toml_text), std::string_view(path));
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    throw Error("TOML syntax error in sweep file " + path + ":" + std::to_string(begin.line) + ":" +
+                std::to_string(begin.column) + ": " + std::string(e.description()));
+  }
+  SweepSpec spec;
+  spec.path = path;
+  spec.name = fs::path(path).stem().string();
+  std::set<std::string> set_keys;
+  for (auto&& [name, node] : document) {
+    const std::string key(name.str());
+    const std::string at = path + ":" + std::to_string(node.source().begin.line);
+    if (key == "base" || key == "name") {
+      HEADLAB_CHECK(node.is_string(), "sweep file " << at << ": '" << key << "' must be a string");
+      const std::string value = node.as_string()->get();
+      if (key == "base") spec.base = resolve_base(value, path, static_cast<int>(node.source().begin.line));
+      else spec.name = value;
+    } else if (key == "set") {
+      for (const Leaf& leaf : flat_section(node, "set", path)) {
+        HEADLAB_CHECK(set_keys.insert(leaf.key).second,
+                      "sweep file " << where(path, leaf) << ": '" << leaf.key << "' is set twice in [set]");
+        spec.set.push_back(leaf.key + "=" + as_toml_text(*leaf.node));
+      }
+    } else if (key == "grid") {
+      for (const Leaf& leaf : flat_section(node, "grid", path)) {
+        const toml::array* values = leaf.node->as_array();
+        HEADLAB_CHECK(values && !values->empty(), "sweep file " << where(path, leaf) << ": grid key '" << leaf.key
+                                                                << "' must be a non-empty list of values, e.g. \""
+                                                                << leaf.key << "\" = [1, 2]");
+        for (const SweepAxis& axis : spec.grid)
+          HEADLAB_CHECK(axis.key != leaf.key,
+                        "sweep file " << where(path, leaf) << ": '" << leaf.key << "' appears twice in [grid]");
+        SweepAxis axis{leaf.key, {}};
+        for (const toml::node& value : *values) axis.values.push_back(as_toml_text(value));
+        spec.grid.push_back(std::move(axis));
+      }
+    } else {
+      throw Error("sweep file " + at + ": unknown key '" + key + "'; a sweep file has base, name, [set] and [grid]");
+    }
+  }
+  HEADLAB_CHECK(!spec.grid.empty(), "sweep file " << path << ": [grid] is empty; list at least one key with its values, "
+                                                  << "e.g. \"model.n_heads\" = [1, 2, 4]");
+  for (const SweepAxis& axis : spec.grid)
+    HEADLAB_CHECK(!set_keys.count(axis.key),
+                  "sweep file " << path << ": '" << axis.key << "' is in both [set] and [grid]; keep it in one");
+  HEADLAB_CHECK(!spec.name.empty() && spec.name.find('/') == std::string::npos,
+                "sweep file " << path << ": name '" << spec.name << "' must be a non-empty folder name");
+  return spec;
+}
+
+SweepSpec load_sweep(const std::string& path) {
+  std::error_code ec;
+  HEADLAB_CHECK(fs::is_regular_file(path, ec), "cannot read sweep file '" << path << "'");
+  std::ifstream in(path, std::ios::binary);
+  HEADLAB_CHECK(in, "cannot read sweep file '" << path << "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_sweep_text(text.str(), path);
+}
+
+std::string run_folder_name(const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string name;
+  for (const auto& [key, value] : values) {
+    std::string text = value;
+    if (!text.empty() && text.front() == '[') {  // "[1, 3]" -> "1_3"
+      std::string items;
+      for (const char c : text)
+        if (c != '[' && c != ']' && c != ' ') items += c == ',' ? '_' : c;
+      text = items;
+    }
+    if (!name.empty()) name += ',';
+    name += key + '=';
+    for (const char c : text) {
+      const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == '_';
+      name += keep ? c : '_';
+    }
+  }
+  return name;
+}
+
+std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
+  size_t total = 1;
+  for (const SweepAxis& axis : spec.grid) total *= axis.values.size();
+  std::vector<SweepPoint> points;
+  std::vector<std::string> errors;
+  std::map<std::string, std::string> dataset_errors;  // one dataset build per distinct data setup
+  for (size_t index = 0; index < total; ++index) {
+    SweepPoint point;
+    point.overrides = spec.set;
+    std::string label;  // the values as written, for errors (the folder name needs a valid config)
+    size_t rest = index;
+    std::vector<size_t> choice(spec.grid.size());
+    for (size_t a = spec.grid.size(); a-- > 0;) {  // the last key varies fastest
+      choice[a] = rest % spec.grid[a].values.size();
+      rest /= spec.grid[a].values.size();
+    }
+    for (size_t a = 0; a < spec.grid.size(); ++a) {
+      const std::string item = spec.grid[a].key + "=" + spec.grid[a].values[choice[a]];
+      point.overrides.push_back(item);
+      label += (a ? "," : "") + item;
+    }
+    try {
+      point.config = spec.base.empty() ? parse_config_text("", "<built-in defaults>", point.overrides)
+                                       : load_config(spec.base, point.overrides);
+      const ModelSpec model = model_spec(point.config);
+      validate(model);
+      for (const ParamSpec& p : parameter_specs(model)) point.n_params += p.shape.numel();
+      std::string data_key = std::to_string(point.config.model.vocab_size) + "|" + point.config.model.kind;
+      for (const std::string& key : config_keys())
+        if (key.rfind("data.", 0) == 0) data_key += "|" + config_value(point.config, key);
+      auto [it, inserted] = dataset_errors.emplace(data_key, "");
+      if (inserted) {
+        try {
+          make_dataset(point.config);
+        } catch (const std::exception& e) {
+          it->second = e.what();
+        }
+      }
+      HEADLAB_CHECK(it->second.empty(), it->second);
+      for (const SweepAxis& axis : spec.grid) point.values.emplace_back(axis.key, config_value(point.config, axis.key));
+      point.name = run_folder_name(point.values);
+      HEADLAB_CHECK(point.name.size() <= 200, "folder name '" << point.name << "' is too long (over 200 characters)");
+    } catch (const std::exception& e) {
+      errors.push_back("grid point " + label + ": " + e.what());
+      continue;
+    }
+    points.push_back(std::move(point));
+  }
+  if (!errors.empty()) {
+    std::string line = errors.front();
+    if (errors.size() > 1) line += " (" + std::to_string(errors.size()) + " of " + std::to_string(total) + " grid points are invalid)";
+    throw Error(line);
+  }
+  std::map<std::string, std::string> seen;  // folder name -> the point's overrides
+  for (const SweepPoint& p : points) {
+    auto [it, inserted] = seen.emplace(p.name, "");
+    HEADLAB_CHECK(inserted, "two grid points share the folder name '" << p.name << "': a value is listed twice");
+  }
+  return points;
+}
+
+RunStatus run_status(const std::string& run_dir, const Config& config) {
+  RunStatus status;
+  if (auto newest = newest_checkpoint(run_dir)) {
+    status.step = newest->step;
+    status.checkpoint = newest->path;
+    status.state = newest->step >= config.train.steps ? RunState::finished : RunState::resume;
+  }
+  return status;
+}
+
+void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& points) {
+  HEADLAB_CHECK(!points.empty(), "write_grid_csv: no grid points");
+  std::ostringstream text;
+  text << "run";
+  for (const auto& [key, value] : points.front().values) text << ',' << csv_field(key);
+  text << ",params,steps\n";
+  for (const SweepPoint& p : points) {
+    text << csv_field(p.name);
+    for (const auto& [key, value] : p.values) text << ',' << csv_field(value);
+    text << ',' << p.n_params << ',' << p.config.train.steps << '\n';
+  }
+  write_file_atomically(fs::path(out_dir) / "grid.csv", text.str());
+}
+
+SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions& options) {
+  HEADLAB_CHECK(!options.out_dir.empty(), "sweep: no output directory given");
+  HEADLAB_CHECK(options.jobs >= 1, "sweep: --jobs " << options.jobs << " must be at least 1");
+  HEADLAB_CHECK(::access(options.headlab_binary.c_str(), X_OK) == 0,
+                "sweep: cannot execute the headlab binary '" << options.headlab_binary << "'");
+  const fs::path out(options.out_dir);
+  const int cores = options.cores > 0 ? options.cores : num_threads();
+  const int threads = std::max(1, cores / options.jobs);
+  fs::create_directories(out);
+  write_grid_csv(out.string(), points);
+
+  SweepReport report;
+  std::vector<size_t> pending;
+  std::vector<int64_t> resume_step(points.size(), 0);
+  int n_resume = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const fs::path run = out / points[i].name;
+    const RunStatus status = run_status(run.string(), points[i].config);
+    // A folder trained with another model (the sweep file changed) is neither skipped nor
+    // resumed, and its config.toml is left describing its checkpoints.
+    if (const std::string why = model_mismatch(status, points[i].config); !why.empty()) {
+      report.failures.push_back({points[i].name, why});
+      if (!options.quiet) std::fprintf(stderr, "sweep: FAILED %s (%s)\n", points[i].name.c_str(), why.c_str());
+      continue;
+    }
+    if (status.state == RunState::finished) {
+      ++report.n_skipped;
+      continue;
+    }
+    n_resume += status.state == RunState::resume;
+    resume_step[i] = status.step;
+    Config config = points[i].config;
+    const bool sweep_sets_threads = std::any_of(points[i].overrides.begin(), points[i].overrides.end(),
+                                                [](const std::string& o) { return o.rfind("train.threads=", 0) == 0; });
+    if (!sweep_sets_threads) config.train.threads = threads;
+    fs::create_directories(run);
+    write_file_atomically(run / "config.toml", to_toml(config));
+    pending.push_back(i);
+  }
+  if (!options.quiet) {
+    std::fprintf(stderr, "sweep: %zu runs: %d finished (skipped), %d to resume, %zu to start; %d at once x %d thread%s -> %s\n",
+                 points.size(), report.n_skipped, n_resume, pending.size() - n_resume, options.jobs, threads,
+                 threads == 1 ? "" : "s", out.c_str());
+    if (options.jobs > cores)
+      std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs, cores);
+  }
+
+  SignalScope signals;
+  std::vector<Child> running;
+  size_t next = 0, done = 0;
+  bool forwarded = false;
+  while (next < pending.size() || !running.empty()) {
+    while (!sweep_stop_signal && next < pending.size() && static_cast<int>(running.size()) < options.jobs) {
+      const size_t i = pending[next++];
+      const fs::path run = out / points[i].name;
+      running.push_back({start_run(options.headlab_binary, run), i, std::chrono::steady_clock::now()});
+      if (!options.quiet && resume_step[i] > 0)
+        std::fprintf(stderr, "sweep: resumed %s from step %lld\n", points[i].name.c_str(),
+                     static_cast<long long>(resume_step[i]));
+      else if (!options.quiet)
+        std::fprintf(stderr, "sweep: started %s\n", points[i].name.c_str());
+    }
+    if (sweep_stop_signal && !forwarded) {
+      forwarded = true;
+      report.interrupted = true;
+      if (!options.quiet)
+        std::fprintf(stderr, "sweep: signal %d: stopping %zu running run%s (they checkpoint); %zu not started\n",
+                     sweep_stop_signal.load(), running.size(), running.size() == 1 ? "" : "s", pending.size() - next);
+      for (const Child& c : running) ::kill(c.pid, SIGTERM);
+      next = pending.size();
+    }
+    bool reaped = false;
+    for (size_t r = 0; r < running.size();) {
+      int status = 0;
+      const pid_t got = ::waitpid(running[r].pid, &status, WNOHANG);
+      if (got == 0 || (got < 0 && errno == EINTR)) {
+        ++r;
+        continue;
+      }
+      reaped = true;
+      const Child child = running[r];
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
+      ++done;
+      const SweepPoint& point = points[child.point];
+      const fs::path run = out / point.name;
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.start).count();
+      // got < 0: the child was reaped elsewhere (SIGCHLD ignored); its checkpoints tell the outcome.
+      const bool exited_ok = got < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      const bool finished = exited_ok && run_status(run.string(), point.config).state == RunState::finished;
+      const std::string last = last_log_line(run / "train.log");
+      if (finished) {
+        ++report.n_ran;
+        if (!options.quiet)
+          std::fprintf(stderr, "sweep: [%zu/%zu] done %s in %.1f s: %s\n", done, pending.size(), point.name.c_str(),
+                       seconds, last.c_str());
+      } else if (forwarded && got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 130) {
+        if (!options.quiet) std::fprintf(stderr, "sweep: stopped %s: %s\n", point.name.c_str(), last.c_str());
+      } else {
+        const std::string how = got < 0 ? std::string("lost track of the process")
+                                : exited_ok ? "exited without a checkpoint at train.steps = " +
+                                                  std::to_string(point.config.train.steps)
+                                            : describe_exit(status);
+        const std::string why = how + ": " + last;
+        report.failures.push_back({point.name, why});
+        if (!options.quiet)
+          std::fprintf(stderr, "sweep: [%zu/%zu] FAILED %s (%s; log %s)\n", done, pending.size(), point.name.c_str(),
+                       why.c_str(), (run / "train.log").c_str());
+      }
+    }
+    if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return report;
+}
+
+}  // namespace headlab

@@ -1,0 +1,103 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "support/scratch.h"
+
+using namespace headlab;
+using test::run_headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch : test::ScratchDir {
+  fs::path config;
+  Scratch() : test::ScratchDir("cli") {
+    write_corpus("corpus.txt", 600);
+    config = write("tiny.toml", "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nmax_seq_len = 16\n"
+                                "[data]\npath = \"" + (dir / "corpus.txt").string() + "\"\nseq_len = 16\n"
+                                "[train]\nbatch_size = 4\nsteps = 4\nwarmup_steps = 1\neval_every = 2\n"
+                                "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 2\n");
+  }
+};
+
+int count_lines(const std::string& text) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an invalid config is one line and exit code 2, and nothing is written", "[cli]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  struct Case {
+    std::string set, expected;
+  };
+  const std::vector<Case> cases = {
+      {"model.n_kv_heads=3", "model.n_kv_heads=3 does not divide model.n_heads=2"},
+      {"model.n_head=4", "did you mean 'model.n_heads'?"},
+      {"model.d_model=abc", "model.d_model must be an integer"},
+      {"data.seq_len=64", "data.seq_len"},
+      {"model.n_layers=0", "model.n_layers"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_headlab({"train", s.config.string(), "--set", c.set, "--out", out.string()}, s.dir / "log.txt");
+    INFO("--set " << c.set << " printed: " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("train, eval, sample and info work end to end on a tiny run", "[cli]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  const auto train = run_headlab({"train", s.config.string(), "--out", out.string()}, s.dir / "train.log");
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+  CHECK(fs::exists(out / "config.toml"));
+  CHECK(fs::exists(out / "checkpoints" / "best.h5"));
+  const std::string ckpt = (out / "checkpoints" / "step_00000004.h5").string();
+  const auto eval = run_headlab({"eval", ckpt, "--split", "test"}, s.dir / "eval.log");
+  CHECK(eval.code == 0);
+  CHECK_THAT(eval.output, Catch::Contains("bits_per_byte"));
+  const auto sample = run_headlab({"sample", ckpt, "--prompt", "the ", "--tokens", "20"}, s.dir / "sample.log");
+  CHECK(sample.code == 0);
+  CHECK(sample.output.rfind("the ", 0) == 0);
+  const auto info = run_headlab({"info", ckpt}, s.dir / "info.log");
+  CHECK(info.code == 0);
+  CHECK_THAT(info.output, Catch::Contains("step 4 of 4"));
+  CHECK_THAT(info.output, Catch::Contains("attention (qkv + proj)"));
+}
+
+TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every verb that reads one", "[cli]") {
+  Scratch s;
+  const fs::path bad = s.write("bad.h5", "this is not an HDF5 file");
+  for (const std::string verb : {"eval", "sample", "info"}) {
+    for (const fs::path& path : {bad, s.dir / "missing.h5"}) {
+      const auto r = run_headlab({verb, path.string()}, s.dir / "log.txt");
+      INFO(verb << " " << path << ": " << r.output);
+      CHECK(r.code == 2);
+      CHECK(count_lines(r.output) == 1);
+      CHECK_THAT(r.output, Catch::Contains(path.filename().string()));
+    }
+  }
+}
+
+TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
+  Scratch s;
+  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot"}) {
+    const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
+    INFO(verb << ": " << r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.output, Catch::Contains("headlab " + verb));
+  }
+  CHECK(run_headlab({"fly"}, s.dir / "log.txt").code == 2);
+}

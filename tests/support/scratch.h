@@ -1,0 +1,37 @@
+// Test scaffolding shared by the tests that train, sweep or run the binary:
+//   ScratchDir s("trainer");            a fresh temp folder, removed at the end of the test
+//   s.write_corpus("corpus.txt", 1500); a small learnable text (four sentences, repeated)
+//   run_headlab({"train", cfg, "--out", run}, s.dir / "log.txt")  -> {exit code, output}
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace headlab::test {
+
+struct ScratchDir {
+  std::filesystem::path dir;
+  explicit ScratchDir(const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::filesystem::path write(const std::string& name, const std::string& text) const;
+  // Four short sentences in a fixed pseudo-random order, `lines` lines in all.
+  std::filesystem::path write_corpus(const std::string& name, int lines) const;
+};
+
+std::string read_file(const std::filesystem::path& path);
+
+struct CommandResult {
+  int code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs the headlab executable with `args` (and `env` added to the environment), its output
+// captured in `log`. The build passes HEADLAB_BINARY; otherwise it sits next to the test binary.
+CommandResult run_headlab(const std::vector<std::string>& args, const std::filesystem::path& log,
+                          const std::map<std::string, std::string>& env = {});
+
+}  // namespace headlab::test
