@@ -279,7 +279,7 @@ void validate_config(const Config& config, const Origins& origins) {
              m.vocab_size, "]"),
          {"data.vocab_size", "model.vocab_size"}, origins);
   for (int64_t offset : d.offsets)
-    if (offset >= d.seq_len)
+    if (d.task == "k_relation" && offset >= d.seq_len)
       fail(cat("data.offsets holds ", offset, ", which is not below data.seq_len=", d.seq_len),
            {"data.offsets", "data.seq_len"}, origins);
   if (d.task == "k_relation" && d.offsets.empty())
@@ -297,8 +297,9 @@ void validate_config(const Config& config, const Origins& origins) {
          {"data.train_fraction", "data.val_fraction"}, origins);
   if (d.task == "text" && d.path.empty())
     fail("data.task=text needs data.path (a text file)", {"data.path", "data.task"}, origins);
-  if (d.task == "text" && m.kind != "decoder")
-    fail("data.task=text needs model.kind=decoder: an encoder has no LM head", {"model.kind", "data.task"}, origins);
+  if (d.task != "classify" && m.kind != "decoder")
+    fail(cat("data.task=", d.task, " needs model.kind=decoder: it is scored per position by the LM head"),
+         {"model.kind", "data.task"}, origins);
   if (d.task == "classify" && m.kind != "encoder")
     fail("data.task=classify needs model.kind=encoder: it predicts one label per sequence",
          {"data.task", "model.kind"}, origins);

@@ -1,6 +1,7 @@
 #include "headlab/train/setup.h"
 
 #include "headlab/common/parallel.h"
+#include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
 
 namespace headlab {
@@ -41,7 +42,19 @@ std::unique_ptr<Dataset> make_dataset(const Config& config) {
     o.val_fraction = d.val_fraction;
     dataset = std::make_unique<TextDataset>(o);
   } else {
-    throw Error("data.task = \"" + d.task + "\" is not available in this build yet (only \"text\")");
+    // Generated tasks (include/headlab/data/tasks.h); validate() has matched them to model.kind.
+    TaskOptions o;
+    o.task = d.task;
+    o.seq_len = d.seq_len;
+    o.seed = static_cast<uint64_t>(d.seed);
+    o.vocab_size = d.vocab_size > 0 ? d.vocab_size : config.model.vocab_size;
+    o.k = d.k;
+    o.offsets = d.offsets;
+    o.min_len = d.min_len;
+    o.max_len = d.max_len;
+    o.train_examples = d.train_examples;
+    o.n_classes = config.model.n_classes;
+    dataset = make_task(o);
   }
   HEADLAB_CHECK(dataset->vocab_size() <= config.model.vocab_size,
                 "data.task " << d.task << " uses " << dataset->vocab_size()

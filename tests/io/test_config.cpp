@@ -295,8 +295,9 @@ TEST_CASE("impossible combinations of keys are rejected with both values", "[io]
   REQUIRE_THROWS_WITH(parse("[data]\nseq_len = 512\n"),
                       Catch::Equals("data.seq_len=512 exceeds model.max_seq_len=256 (configs/x.toml:2)"));
   REQUIRE_THROWS_WITH(parse("", {"data.vocab_size=300"}), Catch::Contains("data.vocab_size=300 must be 0"));
-  REQUIRE_THROWS_WITH(parse("", {"data.offsets=[1, 128]"}),
+  REQUIRE_THROWS_WITH(parse("", {"data.task=k_relation", "data.offsets=[1, 128]"}),
                       Catch::Contains("data.offsets holds 128, which is not below data.seq_len=128"));
+  CHECK(parse("", {"data.offsets=[1, 128]"}).data.offsets.size() == 2);  // only k_relation reads them
   REQUIRE_THROWS_WITH(parse("", {"data.task=k_relation", "data.offsets=[]"}),
                       Catch::Contains("data.task=k_relation needs at least one entry in data.offsets"));
   REQUIRE_THROWS_WITH(parse("", {"data.min_len=10", "data.max_len=5"}),

@@ -50,7 +50,7 @@ using IntList = std::vector<int64_t>;
   X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")             \
   X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")          \
   X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                  \
-  X(k, int64_t, 2, positive(), "generated tasks: size knob (induction pattern length, grammar bracket types)")       \
+  X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")       \
   X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
   X(min_len, int64_t, 0, non_negative(), "generated tasks: shortest item sequence; 0 = max_len")                     \
   X(max_len, int64_t, 0, non_negative(), "generated tasks: longest item sequence; 0 = as long as seq_len allows")    \

@@ -1,0 +1,602 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headlab/common/error.h"
+#include "headlab/data/tasks.h"
+#include "support/alloc_counter.h"
+#include "headlab/autograd/tape.h"
+#include "headlab/tensor/arena.h"
+#include "headlab/train/setup.h"
+#include "headlab/train/step.h"
+#include "headlab/train/trainer.h"
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+TaskOptions task(const std::string& name, int64_t seq_len, int64_t vocab_size) {
+  TaskOptions o;
+  o.task = name;
+  o.seq_len = seq_len;
+  o.vocab_size = vocab_size;
+  o.seed = 11;
+  return o;
+}
+
+// One small configuration of every task, for the generic properties.
+std::vector<TaskOptions> every_task() {
+  TaskOptions grammar = task("grammar", 48, 0);
+  TaskOptions induction = task("induction", 32, 16);
+  induction.k = 2;
+  TaskOptions reverse = task("reverse", 16, 12), sort = task("sort", 16, 12);
+  reverse.min_len = sort.min_len = 2;
+  return {task("k_relation", 24, 8), induction, reverse, sort, grammar, task("classify", 20, 16)};
+}
+
+// Everything a model sees or is scored on in row r: tokens, targets and the label.
+using Example = std::vector<int32_t>;
+Example example_of(const Batch& b, int64_t r) {
+  const int64_t T = b.seq_len;
+  Example e(b.tokens.begin() + r * T, b.tokens.begin() + (r + 1) * T);
+  e.insert(e.end(), b.targets.begin() + r * T, b.targets.begin() + (r + 1) * T);
+  if (!b.labels.empty()) e.push_back(b.labels[static_cast<size_t>(r)]);
+  return e;
+}
+
+bool row_is_empty(const Batch& b, int64_t r) {
+  const int64_t T = b.seq_len;
+  const bool no_targets = std::all_of(b.targets.begin() + r * T, b.targets.begin() + (r + 1) * T,
+                                      [](int32_t t) { return t == -1; });
+  return no_targets && (b.labels.empty() || b.labels[static_cast<size_t>(r)] == -1);
+}
+
+std::set<Example> eval_set(const Dataset& d, Split split, int64_t B) {
+  std::set<Example> examples;
+  Batch b = d.make_batch(B);
+  for (int64_t i = 0; i < d.eval_batches(split, B); ++i) {
+    d.fill_batch(split, i, b);
+    for (int64_t r = 0; r < B; ++r)
+      if (!row_is_empty(b, r)) examples.insert(example_of(b, r));
+  }
+  return examples;
+}
+
+bool same_batch(const Batch& a, const Batch& b) {
+  return a.tokens == b.tokens && a.targets == b.targets && a.labels == b.labels && a.key_padding == b.key_padding &&
+         a.gold_head == b.gold_head && a.gold_antecedent == b.gold_antecedent && a.is_delimiter == b.is_delimiter;
+}
+
+}  // namespace
+
+TEST_CASE("every synthetic task gives the same batches for a seed and different ones for another", "[data][tasks]") {
+  for (const TaskOptions& o : every_task()) {
+    INFO(o.task);
+    auto first = make_task(o), second = make_task(o);
+    TaskOptions other_seed = o;
+    other_seed.seed = o.seed + 1;
+    auto third = make_task(other_seed);
+    Batch a = first->make_batch(8), b = second->make_batch(8), c = third->make_batch(8);
+    for (Split split : {Split::train, Split::val, Split::test}) {
+      first->fill_batch(split, 3, a);
+      second->fill_batch(Split::train, 0, b);  // dirty the buffers first: a refill must overwrite everything
+      second->fill_batch(split, 3, b);
+      third->fill_batch(split, 3, c);
+      CHECK(same_batch(a, b));
+      CHECK(a.tokens != c.tokens);
+    }
+    first->fill_batch(Split::train, 4, b);
+    CHECK(a.tokens != b.tokens);
+  }
+}
+
+TEST_CASE("synthetic tasks have finite val and test sets of eval_examples rows", "[data][tasks]") {
+  for (TaskOptions o : every_task()) {
+    INFO(o.task);
+    o.eval_examples = 100;
+    auto d = make_task(o);
+    CHECK(d->eval_batches(Split::train, 32) == 0);
+    CHECK(d->eval_batches(Split::val, 32) == 4);
+    Batch b = d->make_batch(32);
+    d->fill_batch(Split::test, 3, b);  // rows 96..127: four examples, then padding rows
+    for (int64_t r = 0; r < 32; ++r) CHECK(row_is_empty(b, r) == (r >= 4));
+  }
+}
+
+TEST_CASE("refilling a synthetic batch allocates nothing", "[data][tasks]") {
+  for (const TaskOptions& o : every_task()) {
+    INFO(o.task);
+    auto d = make_task(o);
+    Batch b = d->make_batch(16);
+    d->fill_batch(Split::train, 0, b);
+    const int64_t before = test::heap_allocations();
+    for (int64_t i = 1; i < 20; ++i) d->fill_batch(Split::train, i, b);
+    d->fill_batch(Split::val, 1, b);
+    CHECK(test::heap_allocations() == before);
+  }
+}
+
+TEST_CASE("train, val and test share no example even when the example space is tiny", "[data][tasks]") {
+  // Spaces of a few hundred examples: a sample of 6400 training rows covers nearly all of train,
+  // so any example in two splits would show up.
+  TaskOptions k_relation = task("k_relation", 5, 3);  // 3^5 = 243 token rows
+  TaskOptions induction = task("induction", 8, 2);    // 2^9 = 512 rows of T+1 tokens
+  induction.k = 1;
+  TaskOptions reverse = task("reverse", 8, 6), sort = task("sort", 8, 6);  // 4 items, 2..4 long: 336
+  reverse.min_len = sort.min_len = 2;
+  reverse.max_len = sort.max_len = 4;
+  TaskOptions classify = task("classify", 6, 8);  // 5 items, segments of 2
+  TaskOptions grammar = task("grammar", 16, 25);  // the smallest lexicon, one to four sentences
+  for (const TaskOptions& o : {k_relation, induction, reverse, sort, classify, grammar}) {
+    INFO(o.task);
+    auto d = make_task(o);
+    const std::set<Example> val = eval_set(*d, Split::val, 64), test = eval_set(*d, Split::test, 64);
+    std::set<Example> train;
+    Batch b = d->make_batch(32);
+    for (int64_t i = 0; i < 200; ++i) {
+      d->fill_batch(Split::train, i, b);
+      for (int64_t r = 0; r < 32; ++r) train.insert(example_of(b, r));
+    }
+    INFO("distinct examples: train " << train.size() << ", val " << val.size() << ", test " << test.size());
+    CHECK(!val.empty());
+    CHECK(!test.empty());
+    auto overlap = [](const std::set<Example>& x, const std::set<Example>& y) {
+      return std::count_if(x.begin(), x.end(), [&](const Example& e) { return y.count(e) > 0; });
+    };
+    CHECK(overlap(val, train) == 0);
+    CHECK(overlap(test, train) == 0);
+    CHECK(overlap(val, test) == 0);
+  }
+}
+
+TEST_CASE("a fixed training set of train_examples rows is all training ever sees", "[data][tasks]") {
+  TaskOptions o = task("sort", 16, 12);
+  o.train_examples = 50;
+  auto d = make_task(o);
+  std::set<Example> seen;
+  Batch b = d->make_batch(32);
+  for (int64_t i = 0; i < 100; ++i) {
+    d->fill_batch(Split::train, i, b);
+    for (int64_t r = 0; r < 32; ++r) seen.insert(example_of(b, r));
+  }
+  CHECK(seen.size() == 50);
+}
+
+TEST_CASE("k_relation targets are the documented function of the tokens at the offsets", "[data][tasks]") {
+  struct Case {
+    std::vector<int64_t> offsets;
+    int64_t p;
+  };
+  for (const Case& c : {Case{{2}, 8}, Case{{1, 3}, 11}, Case{{3, 1}, 11}, Case{{1, 2, 4}, 7}}) {
+    TaskOptions o = task("k_relation", 24, c.p);
+    o.offsets = c.offsets;
+    auto d = make_task(o);
+    CHECK(d->vocab_size() == c.p);
+    const int64_t first = *std::max_element(c.offsets.begin(), c.offsets.end());
+    Batch b = d->make_batch(16);
+    for (Split split : {Split::train, Split::test}) {
+      d->fill_batch(split, 2, b);
+      for (int64_t r = 0; r < 16; ++r) {
+        const int32_t* x = b.tokens.data() + r * 24;
+        const int32_t* y = b.targets.data() + r * 24;
+        for (int64_t t = 0; t < 24; ++t) {
+          REQUIRE((x[t] >= 0 && x[t] < c.p));
+          int64_t expected = -1;
+          if (t >= first) {
+            // a_1 - 1*a_2 - 2*a_3 ... mod p
+            int64_t sum = x[t - c.offsets[0]];
+            for (size_t i = 1; i < c.offsets.size(); ++i) sum -= static_cast<int64_t>(i) * x[t - c.offsets[i]];
+            expected = ((sum % c.p) + c.p) % c.p;
+          }
+          REQUIRE(y[t] == expected);
+        }
+      }
+    }
+  }
+  // k = 2 is an ordered relation: offsets [1, 3] and [3, 1] give different targets on the same tokens.
+  TaskOptions forward = task("k_relation", 24, 11), backward = forward;
+  backward.offsets = {3, 1};
+  Batch f = make_task(forward)->make_batch(1), g = f;
+  make_task(forward)->fill_batch(Split::train, 0, f);
+  make_task(backward)->fill_batch(Split::train, 0, g);
+  CHECK(f.targets != g.targets);
+  CHECK_THROWS_WITH(make_task(task("k_relation", 24, 2)), Catch::Contains("must exceed the 2 offsets"));
+}
+
+TEST_CASE("induction targets are the token that followed every earlier occurrence of the last k", "[data][tasks]") {
+  for (int64_t k : {1, 2, 3}) {
+    INFO("k = " << k);
+    const int64_t T = 48;
+    TaskOptions o = task("induction", T, k == 1 ? 24 : 6);
+    o.k = k;
+    auto d = make_task(o);
+    Batch b = d->make_batch(32);
+    int64_t scored = 0, total = 0;
+    for (int64_t i = 0; i < 20; ++i) {
+      d->fill_batch(Split::train, i, b);
+      for (int64_t r = 0; r < 32; ++r) {
+        const int32_t* x = b.tokens.data() + r * T;
+        const int32_t* y = b.targets.data() + r * T;
+        for (int64_t t = 0; t < T; ++t) {
+          // The successors of the earlier occurrences of x[t-k+1..t] (x[T] is unknown: -2).
+          std::set<int32_t> successors;
+          for (int64_t s = k - 1; s < t; ++s)
+            if (std::equal(x + s - k + 1, x + s + 1, x + t - k + 1)) successors.insert(x[s + 1]);
+          const int32_t determined = successors.size() == 1 ? *successors.begin() : -1;
+          const int32_t next = t + 1 < T ? x[t + 1] : -2;
+          if (next != -2) REQUIRE(y[t] == (determined >= 0 && determined == next ? next : -1));
+          else if (y[t] != -1) REQUIRE(y[t] == determined);
+          scored += y[t] != -1;
+          ++total;
+        }
+      }
+    }
+    INFO("scored " << scored << " of " << total);
+    CHECK(scored > total / 5);
+  }
+}
+
+TEST_CASE("reverse and sort score exactly the output, which is the items reversed or sorted", "[data][tasks]") {
+  for (const char* name : {"reverse", "sort"}) {
+    INFO(name);
+    TaskOptions o = task(name, 20, 10);  // items 0..7, SEP 8, PAD 9
+    o.min_len = 3;
+    o.max_len = 10;
+    auto d = make_task(o);
+    Batch b = d->make_batch(32);
+    std::set<int64_t> lengths;
+    for (int64_t i = 0; i < 10; ++i) {
+      d->fill_batch(Split::val, i, b);
+      for (int64_t r = 0; r < 32; ++r) {
+        const int32_t* x = b.tokens.data() + r * 20;
+        const int32_t* y = b.targets.data() + r * 20;
+        const int64_t n = std::find(x, x + 20, 8) - x;
+        REQUIRE((n >= 3 && n <= 10));
+        lengths.insert(n);
+        std::vector<int32_t> items(x, x + n);
+        if (std::string(name) == "sort") std::sort(items.begin(), items.end());
+        else std::reverse(items.begin(), items.end());
+        for (int64_t t = 0; t < 20; ++t) {
+          const bool output = t >= n && t < 2 * n;
+          REQUIRE(y[t] == (output ? items[static_cast<size_t>(t - n)] : -1));
+          if (t > n && t <= 2 * n && t < 20) REQUIRE(x[t] == items[static_cast<size_t>(t - n - 1)]);
+          if (t > 2 * n) REQUIRE(x[t] == 9);
+        }
+      }
+    }
+    CHECK(lengths.size() == 8);
+  }
+}
+
+TEST_CASE("grammar annotations are consistent: heads, agreement, antecedents and delimiters", "[data][tasks]") {
+  const int64_t T = 64;
+  auto d = make_task(task("grammar", T, 0));
+  const std::vector<GrammarWord> lex = grammar_lexicon(0);
+  REQUIRE(d->vocab_size() == static_cast<int64_t>(lex.size()));
+  auto cls = [&](int32_t id) { return lex[static_cast<size_t>(id)].word_class; };
+  auto number = [&](int32_t id) { return lex[static_cast<size_t>(id)].number; };
+  int64_t sentences = 0, pronouns = 0, attracted = 0, relative_subjects = 0;
+  Batch b = d->make_batch(32);
+  for (int64_t i = 0; i < 10; ++i) {
+    d->fill_batch(Split::train, i, b);
+    for (int64_t r = 0; r < 32; ++r) {
+      const int32_t* x = b.tokens.data() + r * T;
+      const int32_t* y = b.targets.data() + r * T;
+      const int32_t* head = b.gold_head.data() + r * T;
+      const int32_t* ante = b.gold_antecedent.data() + r * T;
+      const uint8_t* delim = b.is_delimiter.data() + r * T;
+      // Real tokens, then padding; the targets are the next tokens, up to the row's end.
+      const int64_t n = std::find_if(x, x + T, [&](int32_t w) { return cls(w) == WordClass::pad; }) - x;
+      REQUIRE(n > 0);
+      for (int64_t t = 0; t < T; ++t) {
+        REQUIRE(delim[t] == (cls(x[t]) == WordClass::delimiter));
+        if (t + 1 < n) REQUIRE(y[t] == x[t + 1]);
+        if (t >= n) REQUIRE((cls(x[t]) == WordClass::pad && y[t] == -1 && head[t] == -1 && ante[t] == -1));
+      }
+      if (n < T) REQUIRE((y[n - 1] == -1 && cls(x[n - 1]) == WordClass::delimiter));  // padding only after a "."
+      int64_t previous_start = -1, start = 0;
+      while (start < n) {
+        // A sentence runs to its "." (or to the row's end when that "." is the last target).
+        int64_t end = start;
+        while (end < n && !delim[end]) ++end;
+        if (end == n) REQUIRE((n == T && y[T - 1] >= 0 && cls(y[T - 1]) == WordClass::delimiter));
+        ++sentences;
+        int64_t roots = 0;
+        for (int64_t t = start; t <= std::min(end, n - 1); ++t) {
+          if (head[t] == -1) {
+            ++roots;
+            REQUIRE(cls(x[t]) == WordClass::verb);
+            continue;
+          }
+          REQUIRE((head[t] >= start && head[t] <= end && head[t] != t));
+          int64_t up = t, steps = 0;  // following heads reaches the root without a cycle
+          while (head[up] != -1 && steps++ < T) up = head[up];
+          REQUIRE(head[up] == -1);
+          if (cls(x[t]) == WordClass::determiner) {
+            REQUIRE((head[t] == t + 1 && cls(x[t + 1]) == WordClass::noun));
+            if (number(x[t]) == 1) REQUIRE(number(x[t + 1]) == 1);
+          }
+          if (cls(x[t]) == WordClass::delimiter) REQUIRE(head[head[t]] == -1);
+        }
+        REQUIRE(roots == 1);
+        // Agreement: a verb's subject is its nearest preceding noun or pronoun dependent, or,
+        // in "N that V", the noun the relative clause modifies.
+        for (int64_t v = start; v < std::min(end, n); ++v) {
+          if (cls(x[v]) != WordClass::verb) continue;
+          int64_t subject = -1;
+          for (int64_t t = v - 1; t >= start && subject < 0; --t)
+            if (head[t] == v && (cls(x[t]) == WordClass::noun || cls(x[t]) == WordClass::pronoun)) subject = t;
+          if (subject < 0) {
+            REQUIRE((v - 1 >= start && cls(x[v - 1]) == WordClass::complementizer && head[v - 1] == v));
+            subject = head[v];
+            ++relative_subjects;
+          }
+          REQUIRE(number(x[v]) == number(x[subject]));
+          for (int64_t t = subject + 1; t < v; ++t)  // an intervening noun of the other number
+            if (cls(x[t]) == WordClass::noun && number(x[t]) != number(x[v])) {
+              ++attracted;
+              break;
+            }
+        }
+        // Pronouns: the antecedent is the last noun of the previous sentence that agrees.
+        for (int64_t t = start; t < std::min(end, n); ++t) {
+          if (cls(x[t]) != WordClass::pronoun) {
+            REQUIRE(ante[t] == -1);
+            continue;
+          }
+          ++pronouns;
+          REQUIRE(previous_start >= 0);
+          const int64_t a = ante[t];
+          REQUIRE((a >= previous_start && a < start));
+          const GrammarWord& p = lex[static_cast<size_t>(x[t])];
+          auto agrees = [&](int64_t at) {
+            const GrammarWord& w = lex[static_cast<size_t>(x[at])];
+            return w.word_class == WordClass::noun && w.number == p.number && (p.number == 2 || w.gender == p.gender);
+          };
+          REQUIRE(agrees(a));
+          for (int64_t later = a + 1; later < start; ++later) REQUIRE(!agrees(later));
+        }
+        previous_start = start;
+        start = end + 1;
+      }
+    }
+  }
+  INFO(sentences << " sentences, " << pronouns << " pronouns, " << attracted << " verbs after an attractor, "
+                 << relative_subjects << " relative-clause subjects");
+  CHECK(pronouns > sentences / 10);
+  CHECK(attracted > sentences / 10);
+  CHECK(relative_subjects > sentences / 20);
+}
+
+TEST_CASE("classify labels say whether the second segment is a permutation of the first, half of each", "[data][tasks]") {
+  TaskOptions o = task("classify", 24, 16);  // items 0..12, CLS 13, SEP 14, PAD 15
+  o.min_len = 2;
+  o.max_len = 8;
+  auto d = make_task(o);
+  Batch b = d->make_batch(64);
+  for (Split split : {Split::train, Split::val, Split::test}) {
+    INFO(split_name(split));
+    int64_t ones = 0, rows = 0;
+    const int64_t batches = split == Split::train ? 40 : d->eval_batches(split, 64);
+    for (int64_t i = 0; i < batches; ++i) {
+      d->fill_batch(split, i, b);
+      for (int64_t r = 0; r < 64; ++r) {
+        const int32_t* x = b.tokens.data() + r * 24;
+        const uint8_t* real = b.key_padding.data() + r * 24;
+        const int32_t* ante = b.gold_antecedent.data() + r * 24;
+        const int64_t n = std::find(x, x + 24, 14) - x - 1;
+        REQUIRE((x[0] == 13 && n >= 2 && n <= 8));
+        const std::set<int32_t> a(x + 1, x + 1 + n);
+        REQUIRE(static_cast<int64_t>(a.size()) == n);  // distinct items
+        bool consistent = true;
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t at = n + 2 + j;
+          const int32_t* match = std::find(x + 1, x + 1 + n, x[at]);
+          consistent = consistent && match != x + 1 + n;
+          REQUIRE(ante[at] == (match != x + 1 + n ? match - x : -1));
+        }
+        for (int64_t t = 0; t < 24; ++t) {
+          REQUIRE(real[t] == (t < 2 * n + 2));
+          if (t >= 2 * n + 2) REQUIRE(x[t] == 15);
+          REQUIRE(b.targets[static_cast<size_t>(r * 24 + t)] == -1);
+        }
+        REQUIRE(b.labels[static_cast<size_t>(r)] == (consistent ? 1 : 0));
+        ones += consistent;
+        ++rows;
+      }
+    }
+    if (split == Split::train) CHECK(ones * 2 == rows);  // 64-row batches alternate the label
+    else CHECK(ones == 1024);                             // 2048 examples, half of them consistent
+  }
+}
+
+// ---- learnability: a small model trained for a test-sized run gets far past chance -----------
+
+namespace {
+
+struct RunDir {
+  fs::path dir;
+  explicit RunDir(const std::string& tag) {
+    static int counter = 0;
+    dir = fs::temp_directory_path() /
+          ("headlab_tasks_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+  }
+  ~RunDir() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
+// A one-thread, quiet run with one evaluation at the end on the first eval_batches of val.
+Config tiny_config(const std::string& task_name, int64_t seq_len, int64_t vocab_size) {
+  Config c;
+  c.data.task = task_name;
+  c.data.seq_len = seq_len;
+  c.data.vocab_size = vocab_size;
+  c.data.seed = 3;
+  c.model.vocab_size = vocab_size;
+  c.model.max_seq_len = seq_len;
+  c.model.d_model = 32;
+  c.model.n_heads = 2;
+  c.model.n_layers = 2;
+  c.train.batch_size = 32;
+  c.train.lr = 3e-3;
+  c.train.warmup_steps = 20;
+  c.train.weight_decay = 0;
+  c.train.eval_every = 0;
+  c.train.eval_batches = 16;
+  c.train.log_every = 1000;
+  c.train.checkpoint_every = 0;
+  c.train.threads = 1;
+  return c;
+}
+
+struct Outcome {
+  double val_loss = 0, val_accuracy = -1, seconds = 0;
+};
+
+// Trains and reads the final evaluation (val_loss, val_accuracy) from metrics.csv.
+Outcome train(const Config& c, const std::function<bool(int64_t, Model<float>&)>& after_step = {}) {
+  RunDir run(c.data.task);
+  RunOptions options;
+  options.out_dir = run.dir.string();
+  options.quiet = true;
+  options.after_step = after_step;
+  const auto start = std::chrono::steady_clock::now();
+  run_training(c, options);
+  Outcome o;
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream metrics(run.dir / "metrics.csv");
+  std::string line, last;
+  while (std::getline(metrics, line))
+    if (!line.empty()) last = line;
+  std::vector<std::string> cells;
+  std::stringstream row(last);
+  for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() >= 6);  // step,tokens,lr,train_loss,val_loss,val_accuracy,...
+  o.val_loss = std::stod(cells[4]);
+  if (!cells[5].empty()) o.val_accuracy = std::stod(cells[5]);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("k_relation with k = 2 is learned by one layer with two heads", "[data][tasks][learn]") {
+  // (x[t-1] - x[t-3]) mod 5 on rows of 6 tokens: chance is 1/5, and neither token alone helps.
+  // Whether one head of the same d_model also learns it depends on the seed at this size (0.62,
+  // 0.97, 0.91 for train.seed 0, 1, 2), so the head-count comparison is in datasets/README.md,
+  // not here.
+  Config c = tiny_config("k_relation", 6, 5);
+  c.data.offsets = {1, 3};
+  c.model.n_layers = 1;
+  c.train.batch_size = 128;
+  c.train.steps = 800;
+  const Outcome o = train(c);
+  INFO("accuracy " << o.val_accuracy << " (" << o.seconds << " s)");
+  CHECK(o.val_accuracy > 0.95);
+}
+
+TEST_CASE("induction is learned by two layers: the induction head forms", "[data][tasks][learn]") {
+  Config c = tiny_config("induction", 32, 64);
+  c.data.k = 1;
+  c.model.d_model = 64;
+  c.model.mlp_ratio = 1;
+  c.train.lr = 1e-3;
+  c.train.steps = 400;
+  const Outcome o = train(c);
+  INFO("accuracy " << o.val_accuracy << " (" << o.seconds << " s)");
+  CHECK(o.val_accuracy > 0.6);  // chance 1/64; a previous-token-only model cannot pass 0.1
+}
+
+TEST_CASE("reverse and sort are learned to high accuracy", "[data][tasks][learn]") {
+  for (const char* name : {"reverse", "sort"}) {
+    Config c = tiny_config(name, 12, 12);  // 10 items, 2..6 of them
+    c.data.min_len = 2;
+    c.train.steps = 600;
+    const Outcome o = train(c);
+    INFO(name << ": accuracy " << o.val_accuracy << " (" << o.seconds << " s)");
+    CHECK(o.val_accuracy > 0.9);
+  }
+}
+
+TEST_CASE("classify is learned well above chance by a small encoder", "[data][tasks][learn]") {
+  Config c = tiny_config("classify", 8, 16);
+  c.model.kind = "encoder";
+  c.model.pooling = "first";  // the CLS token reads the segments (mean pooling learns far slower)
+  c.data.min_len = c.data.max_len = 3;
+  c.train.batch_size = 64;
+  c.train.steps = 600;
+  const Outcome o = train(c);
+  INFO("accuracy " << o.val_accuracy << " (" << o.seconds << " s)");
+  CHECK(o.val_accuracy > 0.75);  // balanced classes: chance is 0.5
+}
+
+TEST_CASE("grammar is learned past a 4-gram model, with agreement across attractors", "[data][tasks][learn]") {
+  // References at T = 32 (datasets/README.md): the grammar's entropy is 1.644 nats per scored
+  // token; n-gram models fitted on 3.8M targets score 3.36 (unigram), 2.08 (bigram) and 1.81
+  // (4-gram, 3 tokens of context). Beating the 4-gram takes context beyond 3 tokens.
+  const int64_t T = 32;
+  Config c = tiny_config("grammar", T, 51);
+  c.train.steps = 400;
+  const std::unique_ptr<Dataset> data = make_dataset(c);
+  const std::vector<GrammarWord> lex = grammar_lexicon(51);
+  auto cls = [&](int32_t id) { return lex[static_cast<size_t>(id)].word_class; };
+  int64_t attracted = 0, attracted_right = 0, distant = 0, distant_right = 0;
+  // After the last step: does the model prefer the verb form that agrees with its subject over
+  // the same verb in the other number, when the subject is not the previous word?
+  auto probe_agreement = [&](int64_t step, Model<float>& model) {
+    if (step < c.train.steps) return true;
+    Arena arena;
+    Tape<float> tape(arena);
+    NoGradGuard<float> no_grad(tape);
+    Batch b = data->make_batch(64);
+    for (int64_t i = 0; i < 8; ++i) {
+      data->fill_batch(Split::val, i, b);
+      const ModelOutput<float> out = model.forward(tape, model_input(model, b), {});
+      const Tensor<float>& logits = out.logits.value();  // [B*T, V]
+      for (int64_t r = 0; r < 64; ++r) {
+        const int32_t* x = b.tokens.data() + r * T;
+        const int32_t* head = b.gold_head.data() + r * T;
+        for (int64_t v = 1; v < T; ++v) {
+          if (cls(x[v]) != WordClass::verb) continue;
+          int64_t subject = -1;
+          for (int64_t t = v - 1; t >= 0 && subject < 0 && cls(x[t]) != WordClass::delimiter; --t)
+            if (head[t] == v && (cls(x[t]) == WordClass::noun || cls(x[t]) == WordClass::pronoun)) subject = t;
+          if (subject < 0) subject = head[v];  // "N that V": the relative clause's noun
+          if (subject == v - 1) continue;
+          bool attractor = false;
+          for (int64_t t = subject + 1; t < v; ++t)
+            attractor = attractor || (cls(x[t]) == WordClass::noun && lex[static_cast<size_t>(x[t])].number !=
+                                                                          lex[static_cast<size_t>(x[v])].number);
+          const bool right = logits(r * T + v - 1, x[v]) > logits(r * T + v - 1, lex[static_cast<size_t>(x[v])].other_number);
+          ++distant;
+          distant_right += right;
+          attracted += attractor;
+          attracted_right += attractor && right;
+        }
+      }
+      tape.reset();
+    }
+    return true;
+  };
+  const Outcome o = train(c, probe_agreement);
+  INFO("val loss " << o.val_loss << " (" << o.seconds << " s); agreement " << distant_right << "/" << distant
+                   << " with the subject further back, " << attracted_right << "/" << attracted << " across an attractor");
+  CHECK(o.val_loss < 1.78);
+  REQUIRE(attracted > 100);
+  CHECK(distant_right > 0.9 * static_cast<double>(distant));
+  CHECK(attracted_right > 0.8 * static_cast<double>(attracted));
+}
