@@ -26,6 +26,7 @@ constexpr Verb kVerbs[] = {
     {"info", headlab::cli::run_info, "show the build, BLIS kernels, and a checkpoint's or config's model"},
     {"sweep", headlab::cli::run_sweep, "train every point of a grid over config keys, then aggregate over seeds"},
     {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
+    {"analyze", headlab::cli::run_analyze, "per-head importance, ablation and attention statistics -> heads.csv"},
 };
 
 void print_usage() {

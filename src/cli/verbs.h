@@ -11,5 +11,6 @@ int run_sample(int argc, char** argv);
 int run_info(int argc, char** argv);
 int run_sweep(int argc, char** argv);
 int run_plot(int argc, char** argv);
+int run_analyze(int argc, char** argv);
 
 }  // namespace headlab::cli

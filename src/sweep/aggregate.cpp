@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "headlab/common/files.h"
 #include "headlab/common/error.h"
 #include "headlab/sweep/sweep.h"
 
@@ -281,20 +282,8 @@ void aggregate_sweep(const std::string& sweep_dir) {
     for (const std::string& u : unfinished) md << "- " << md_cell(u) << "\n";
   }
 
-  auto write = [&](const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << text;
-      out.flush();
-      HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
-  };
-  write(dir / "results.csv", csv.str());
-  write(dir / "summary.md", md.str());
+  write_file_atomically(dir / "results.csv", csv.str());
+  write_file_atomically(dir / "summary.md", md.str());
 }
 
 }  // namespace headlab

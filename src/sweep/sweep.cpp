@@ -4,6 +4,7 @@
 // run folder exactly what a single `headlab train` would leave. Children get their own process
 // group, so a Ctrl-C reaches only the sweep, which forwards one SIGTERM to each running child:
 // the trainer checkpoints on the first signal and dies at once on a second.
+#include "headlab/common/files.h"
 #include "headlab/sweep/sweep.h"
 
 #include <fcntl.h>
@@ -125,19 +126,6 @@ struct SignalScope {
     sigaction(SIGTERM, &old_term, nullptr);
   }
 };
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
-}
 
 // The last non-empty line of a log, with progress-line carriage returns resolved.
 std::string last_log_line(const fs::path& log) {

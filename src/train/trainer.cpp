@@ -1,3 +1,4 @@
+#include "headlab/common/files.h"
 #include "headlab/train/trainer.h"
 
 #include <unistd.h>
@@ -51,19 +52,6 @@ struct SignalScope {
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-void write_file_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string());
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
 }
 
 // metrics.csv on resume: keep the header and the rows up to `step`, drop the rest (they are

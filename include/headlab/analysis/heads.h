@@ -1,0 +1,146 @@
+// Per-head analysis: what each attention head does and how much the model needs it, measured
+// over N batches of a data split (deterministic: batch i of the split, in order).
+//   importance   Michel et al. 2019: I_h = E_x |dL(x)/dxi_h|, one gradient per example x
+//                (L(x) = the example's mean loss over its scored targets), raw and l2-normalised
+//                per layer (their default);
+//   ablation     change of the loss (and accuracy) when head h alone is gated to 0;
+//   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
+//                on delimiters, and how often the most-attended token is a gold relation;
+//   similarity   Jensen-Shannon distance between heads' rows on the same queries, [L*H, L*H].
+// Heads are numbered index(layer, head) = layer * n_heads + head everywhere. The model's gates
+// are restored and its gradient slabs left zeroed. A pruning loop calls analyze_heads() directly;
+// `headlab analyze` writes the result with write_heads_csv/write_heads_h5 (docs/analysis.md).
+//   HeadScores s = analyze_heads(model, *dataset, Split::val, 8, {.batch_size = 32});
+//   double i = s.importance_normalized[s.index(layer, head)];
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headlab/data/batch.h"
+#include "headlab/nn/model.h"
+
+namespace headlab {
+
+struct AnalysisOptions {
+  int64_t batch_size = 32;
+  bool importance = true;
+  bool ablation = true;    // one extra forward per head and batch: usually the costliest part
+  bool attention = true;   // attention statistics and gold agreement
+  bool similarity = true;  // JS matrix: (L*H)^2/2 pairs per query row
+  // Per-example gate gradients come from one backward per batch (dL/dout . out / gate, split by
+  // example); a head whose gate is 0 has out = 0, so any zero gate switches to one backward per
+  // example. Set to force that slower path.
+  bool importance_by_rows = false;
+  // A token that marks padding in data without key_padding (the grammar task's <pad>): query rows
+  // holding it are left out of the attention statistics. -1 = none.
+  int32_t pad_token = -1;
+};
+
+struct HeadScores {
+  int64_t n_layers = 0, n_heads = 0;
+  int64_t n_batches = 0;
+  int64_t n_examples = 0;    // examples with at least one scored target (the others are skipped)
+  int64_t n_targets = 0;     // scored targets (tokens, or labels for the encoder)
+  int64_t n_query_rows = 0;  // query rows the attention statistics average over
+  double loss = 0;           // unmasked model: mean loss over scored targets, as evaluate()
+  double accuracy = -1;      // -1 when the task has no accuracy
+
+  // One value per head (size L*H); NaN where not measured or not applicable to the data.
+  std::vector<double> gate;
+  std::vector<double> importance, importance_normalized;
+  std::vector<double> ablation_loss_delta, ablation_accuracy_delta;  // masked - unmasked
+  std::vector<double> entropy, distance, confidence, delimiter_mass;
+  std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement,
+      antecedent_agreement, delimiter_agreement;
+  std::vector<double> js_nearest;  // smallest JS distance to any other head
+
+  std::vector<double> js_distance;  // [L*H, L*H], symmetric, zero diagonal; empty if not measured
+
+  // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples.
+  std::vector<double> example_loss;           // [E] mean loss of the unmasked model
+  std::vector<double> example_accuracy;       // [E] fraction correct, or empty
+  std::vector<double> example_gate_grad;      // [E, L*H] dL(x_e)/dxi_h, signed
+  std::vector<double> example_ablation_loss;  // [L*H, E] loss of e with head h masked
+
+  int64_t n_total() const { return n_layers * n_heads; }
+  int64_t index(int64_t layer, int64_t head) const { return layer * n_heads + head; }
+};
+
+// The per-head columns of heads.csv and heads.h5, in order, declared once.
+struct HeadColumn {
+  const char* name;
+  std::vector<double> HeadScores::*values;
+  const char* doc;
+};
+const std::vector<HeadColumn>& head_columns();
+
+template <typename T>
+HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
+                         const AnalysisOptions& options);
+
+// Files of a run folder: heads.csv (layer,head,<head_columns()>; empty cell = NaN),
+// heads_similarity.csv (the JS matrix, rows and columns labelled L<l>H<h>) and heads.h5.
+void write_heads_csv(const std::string& path, const HeadScores& scores);
+void write_similarity_csv(const std::string& path, const HeadScores& scores);
+struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes
+  std::string checkpoint, split, config_toml;
+  int64_t step = 0, batch_size = 0;
+};
+void write_heads_h5(const std::string& path, const HeadScores& scores, const HeadsFileInfo& info);
+
+// The attention of every head on example `example` of the split, i.e. row example % batch_size
+// of batch example / batch_size: probs [L,H,T,T] row-major, and that row as a batch of one.
+struct AttentionExample {
+  int64_t n_layers = 0, n_heads = 0, seq_len = 0;
+  std::vector<double> probs;
+  Batch row;
+};
+template <typename T>
+AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
+                                   int64_t batch_size);
+
+// ---- the statistics on probability tensors (analyze_heads calls these; tests use them) -------
+
+// What the statistics read besides A: which query rows count and the optional gold fields, all
+// [B,T] and row-major; any pointer may be null (null query_rows = every row counts).
+struct AttentionBatchInfo {
+  int64_t batch_size = 0, seq_len = 0;
+  bool causal = true;
+  const uint8_t* query_rows = nullptr;   // 1 = average over this query row
+  const uint8_t* key_padding = nullptr;  // 1 = real token
+  const int32_t* gold_head = nullptr;
+  const int32_t* gold_antecedent = nullptr;
+  const uint8_t* is_delimiter = nullptr;
+};
+
+// Running sums over batches, one slot per head (size L*H); finish_attention_stats() divides.
+struct AttentionSums {
+  std::vector<double> rows, entropy, distance, confidence, delimiter_mass;
+  std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit,
+      antecedent_n, antecedent_hit, delimiter_n, delimiter_hit;
+  std::vector<double> js_sum;  // [L*H, L*H]
+  int64_t js_rows = 0;
+  explicit AttentionSums(int64_t n_total_heads = 0);
+};
+
+// Adds layer `layer`'s probabilities A [B,H,T,T] (rows sum to 1 over visible keys) into slots
+// layer*H .. layer*H + H-1.
+template <typename T>
+void accumulate_attention_stats(const Tensor<T>& probs, int64_t layer, const AttentionBatchInfo& info,
+                                AttentionSums& sums);
+// Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A) on each
+// counted query row.
+template <typename T>
+void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
+                            AttentionSums& sums);
+// Means into scores' attention columns and js_nearest (NaN where nothing was counted) and
+// js_distance (left empty when no JS rows were added).
+void finish_attention_stats(const AttentionSums& sums, HeadScores& scores);
+
+// Jensen-Shannon distance sqrt(JSD) with base-2 logs, in [0, 1], of two distributions over n.
+template <typename T>
+double js_distance(const T* p, const T* q, int64_t n);
+
+}  // namespace headlab

@@ -1,0 +1,237 @@
+// Statistics of attention probabilities, per head, summed over query rows (and then divided in
+// finish_attention_stats). For a counted query row t of example b and head h, with p = A[b,h,t,:]
+// and a = argmax_s p[s] (the first maximum):
+//   entropy     -sum_s p[s] ln p[s]           (nats; 0 for one-hot, ln n for uniform over n keys)
+//   distance    sum_s p[s] |t - s|            (tokens)
+//   confidence  max_s p[s]                    (Voita et al.)
+//   delimiter   sum_s p[s] is_delimiter[s]
+//   agreement   a == t-1 (previous token), a == gold_head[t] (the syntactic head), gold_head[a]
+//               == t (a dependent), a == gold_antecedent[t], is_delimiter[a]; each counted only
+//               over rows where the relation exists and is visible from t (a causal decoder
+//               cannot attend forward, so a determiner's head noun, which follows it, is not
+//               scored as its head, but the noun attending back to its determiner scores as a
+//               dependent).
+// JS distance between heads i and j on a row: sqrt(JSD(p_i, p_j)) with base-2 logs, in [0, 1],
+// via JSD = H(m) - (H(p_i) + H(p_j))/2, m = (p_i + p_j)/2, so each pair costs one log per key
+// (the rows' entropies are computed once). Identical rows give m == p bit for bit, so exactly 0.
+// Parallel over heads (stats) or head pairs (JS); every slot is summed by one thread in row
+// order, so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// -sum p ln p over the first n entries, in index order (the JS identity relies on the order).
+template <typename T>
+double entropy_of(const T* p, int64_t n) {
+  double h = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    const double x = static_cast<double>(p[s]);
+    if (x > 0) h -= x * std::log(x);
+  }
+  return h;
+}
+
+void check_probs_shape(const char* who, const Shape& shape, const AttentionBatchInfo& info) {
+  HEADLAB_CHECK(shape.rank == 4 && shape[0] == info.batch_size && shape[2] == info.seq_len &&
+                    shape[3] == info.seq_len,
+                who << ": probabilities of shape " << shape.str() << " do not match B=" << info.batch_size
+                    << ", T=" << info.seq_len << " (expected [B,H,T,T])");
+}
+
+}  // namespace
+
+AttentionSums::AttentionSums(int64_t n)
+    : rows(n), entropy(n), distance(n), confidence(n), delimiter_mass(n), previous_n(n), previous_hit(n),
+      head_n(n), head_hit(n), dependent_n(n), dependent_hit(n), antecedent_n(n), antecedent_hit(n),
+      delimiter_n(n), delimiter_hit(n), js_sum(n * n) {}
+
+template <typename T>
+double js_distance(const T* p, const T* q, int64_t n) {
+  double jsd = 0;
+  for (int64_t s = 0; s < n; ++s) {
+    const double a = static_cast<double>(p[s]), b = static_cast<double>(q[s]), m = 0.5 * (a + b);
+    if (a > 0) jsd += 0.5 * a * std::log(a / m);
+    if (b > 0) jsd += 0.5 * b * std::log(b / m);
+  }
+  return std::sqrt(std::clamp(jsd / std::log(2.0), 0.0, 1.0));
+}
+
+template <typename T>
+void accumulate_attention_stats(const Tensor<T>& probs, int64_t layer, const AttentionBatchInfo& info,
+                                AttentionSums& sums) {
+  check_probs_shape("accumulate_attention_stats", probs.shape(), info);
+  HEADLAB_CHECK(probs.is_contiguous(), "accumulate_attention_stats: probabilities must be contiguous");
+  const int64_t B = info.batch_size, T_ = info.seq_len, H = probs.size(1);
+  HEADLAB_CHECK(layer >= 0 && (layer + 1) * H <= static_cast<int64_t>(sums.rows.size()),
+                "accumulate_attention_stats: layer " << layer << " x " << H << " heads does not fit "
+                                                     << sums.rows.size() << " slots");
+  auto real = [&](int64_t b, int64_t s) { return info.key_padding == nullptr || info.key_padding[b * T_ + s] != 0; };
+  auto visible = [&](int64_t b, int64_t t, int64_t s) { return s >= 0 && (!info.causal || s <= t) && real(b, s); };
+  // has_dependent[b,t]: some token visible from t has t as its gold head.
+  std::vector<uint8_t> has_dependent(info.gold_head ? B * T_ : 0);
+  if (info.gold_head)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < T_; ++s) {
+        const int32_t g = info.gold_head[b * T_ + s];
+        if (g >= 0 && g < T_ && g != s && visible(b, g, s)) has_dependent[b * T_ + g] = 1;
+      }
+
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < H; ++h) {
+    const int64_t slot = layer * H + h;
+    double rows = 0, entropy = 0, distance = 0, confidence = 0, delimiter_mass = 0;
+    int64_t prev_n = 0, prev_hit = 0, head_n = 0, head_hit = 0, dep_n = 0, dep_hit = 0, ante_n = 0, ante_hit = 0,
+            delim_n = 0, delim_hit = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < T_; ++t) {
+        if (info.query_rows && !info.query_rows[b * T_ + t]) continue;
+        const T* p = probs.data() + ((b * H + h) * T_ + t) * T_;
+        const int64_t n_keys = info.causal ? t + 1 : T_;  // A is 0 past the diagonal when causal
+        double best = -1, dist = 0, delim = 0;
+        int64_t arg = 0;
+        for (int64_t s = 0; s < n_keys; ++s) {
+          const double x = static_cast<double>(p[s]);
+          if (x > best) best = x, arg = s;
+          dist += x * static_cast<double>(std::abs(t - s));
+          if (info.is_delimiter && info.is_delimiter[b * T_ + s]) delim += x;
+        }
+        rows += 1;
+        entropy += entropy_of(p, n_keys);
+        distance += dist;
+        confidence += best;
+        delimiter_mass += delim;
+        if (visible(b, t, t - 1)) prev_n++, prev_hit += arg == t - 1;
+        if (info.gold_head) {
+          const int32_t g = info.gold_head[b * T_ + t];
+          if (g >= 0 && g < T_ && g != t && visible(b, t, g)) head_n++, head_hit += arg == g;
+          if (has_dependent[b * T_ + t]) dep_n++, dep_hit += arg != t && info.gold_head[b * T_ + arg] == t;
+        }
+        if (info.gold_antecedent) {
+          const int32_t g = info.gold_antecedent[b * T_ + t];
+          if (g >= 0 && g < T_ && g != t && visible(b, t, g)) ante_n++, ante_hit += arg == g;
+        }
+        if (info.is_delimiter) delim_n++, delim_hit += info.is_delimiter[b * T_ + arg] != 0;
+      }
+    }
+    sums.rows[slot] += rows;
+    sums.entropy[slot] += entropy;
+    sums.distance[slot] += distance;
+    sums.confidence[slot] += confidence;
+    sums.delimiter_mass[slot] += delimiter_mass;
+    sums.previous_n[slot] += prev_n, sums.previous_hit[slot] += prev_hit;
+    sums.head_n[slot] += head_n, sums.head_hit[slot] += head_hit;
+    sums.dependent_n[slot] += dep_n, sums.dependent_hit[slot] += dep_hit;
+    sums.antecedent_n[slot] += ante_n, sums.antecedent_hit[slot] += ante_hit;
+    sums.delimiter_n[slot] += delim_n, sums.delimiter_hit[slot] += delim_hit;
+  }
+}
+
+template <typename T>
+void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
+                            AttentionSums& sums) {
+  HEADLAB_CHECK(!probs.empty(), "accumulate_js_distance: no layers");
+  const int64_t B = info.batch_size, T_ = info.seq_len, H = probs[0].size(1);
+  const auto L = static_cast<int64_t>(probs.size()), N = L * H;
+  HEADLAB_CHECK(static_cast<int64_t>(sums.js_sum.size()) == N * N,
+                "accumulate_js_distance: " << N << " heads do not fit sums of " << sums.js_sum.size() << " pairs");
+  for (const Tensor<T>& p : probs) {
+    check_probs_shape("accumulate_js_distance", p.shape(), info);
+    HEADLAB_CHECK(p.size(1) == H && p.is_contiguous(),
+                  "accumulate_js_distance: every layer needs contiguous [B," << H << ",T,T] probabilities");
+  }
+  std::vector<int64_t> rows;  // b * T + t of each counted query row
+  for (int64_t r = 0; r < B * T_; ++r)
+    if (!info.query_rows || info.query_rows[r]) rows.push_back(r);
+  const auto R = static_cast<int64_t>(rows.size());
+  auto row_of = [&](int64_t head, int64_t r) {
+    const int64_t b = rows[r] / T_, t = rows[r] % T_, l = head / H, h = head % H;
+    return probs[l].data() + ((b * H + h) * T_ + t) * T_;
+  };
+  auto keys_of = [&](int64_t r) { return info.causal ? rows[r] % T_ + 1 : T_; };
+  std::vector<double> row_entropy(N * R);  // [head, row]
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t r = 0; r < R; ++r) row_entropy[i * R + r] = entropy_of(row_of(i, r), keys_of(r));
+
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t j = i + 1; j < N; ++j) pairs.emplace_back(i, j);
+  const double ln2 = std::log(2.0);
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < static_cast<int64_t>(pairs.size()); ++k) {
+    const auto [i, j] = pairs[static_cast<size_t>(k)];
+    double total = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const T* p = row_of(i, r);
+      const T* q = row_of(j, r);
+      double h_mix = 0;
+      for (int64_t s = 0, n = keys_of(r); s < n; ++s) {
+        const double m = 0.5 * (static_cast<double>(p[s]) + static_cast<double>(q[s]));
+        if (m > 0) h_mix -= m * std::log(m);
+      }
+      const double jsd = (h_mix - 0.5 * (row_entropy[i * R + r] + row_entropy[j * R + r])) / ln2;
+      total += std::sqrt(std::clamp(jsd, 0.0, 1.0));
+    }
+    sums.js_sum[i * N + j] += total;
+    sums.js_sum[j * N + i] += total;
+  }
+  sums.js_rows += R;
+}
+
+void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
+  const auto N = static_cast<int64_t>(sums.rows.size());
+  HEADLAB_CHECK(N == scores.n_total(),
+                "finish_attention_stats: " << N << " slots for " << scores.n_total() << " heads");
+  auto mean = [](double sum, double n) { return n > 0 ? sum / n : kNaN; };
+  auto resize = [&](std::vector<double>& v) { v.assign(static_cast<size_t>(N), kNaN); };
+  for (auto* v : {&scores.entropy, &scores.distance, &scores.confidence, &scores.delimiter_mass,
+                  &scores.previous_token_agreement, &scores.syntactic_head_agreement, &scores.dependent_agreement,
+                  &scores.antecedent_agreement, &scores.delimiter_agreement, &scores.js_nearest})
+    resize(*v);
+  for (int64_t i = 0; i < N; ++i) {
+    const double rows = sums.rows[i];
+    scores.entropy[i] = mean(sums.entropy[i], rows);
+    scores.distance[i] = mean(sums.distance[i], rows);
+    scores.confidence[i] = mean(sums.confidence[i], rows);
+    scores.delimiter_mass[i] = sums.delimiter_n[i] > 0 ? mean(sums.delimiter_mass[i], rows) : kNaN;
+    auto rate = [&](int64_t hit, int64_t n) { return mean(static_cast<double>(hit), static_cast<double>(n)); };
+    scores.previous_token_agreement[i] = rate(sums.previous_hit[i], sums.previous_n[i]);
+    scores.syntactic_head_agreement[i] = rate(sums.head_hit[i], sums.head_n[i]);
+    scores.dependent_agreement[i] = rate(sums.dependent_hit[i], sums.dependent_n[i]);
+    scores.antecedent_agreement[i] = rate(sums.antecedent_hit[i], sums.antecedent_n[i]);
+    scores.delimiter_agreement[i] = rate(sums.delimiter_hit[i], sums.delimiter_n[i]);
+  }
+  scores.js_distance.clear();
+  if (sums.js_rows == 0) return;
+  scores.js_distance.resize(static_cast<size_t>(N * N));
+  for (int64_t i = 0; i < N; ++i) {
+    double nearest = kNaN;
+    for (int64_t j = 0; j < N; ++j) {
+      const double d = i == j ? 0.0 : sums.js_sum[i * N + j] / static_cast<double>(sums.js_rows);
+      scores.js_distance[i * N + j] = d;
+      if (j != i && !(d >= nearest)) nearest = d;
+    }
+    scores.js_nearest[i] = nearest;
+  }
+}
+
+#define HEADLAB_INSTANTIATE(T)                                                                               \
+  template double js_distance<T>(const T*, const T*, int64_t);                                               \
+  template void accumulate_attention_stats<T>(const Tensor<T>&, int64_t, const AttentionBatchInfo&,         \
+                                              AttentionSums&);                                               \
+  template void accumulate_js_distance<T>(const std::vector<Tensor<T>>&, const AttentionBatchInfo&,          \
+                                          AttentionSums&);
+HEADLAB_INSTANTIATE(float)
+HEADLAB_INSTANTIATE(double)
+#undef HEADLAB_INSTANTIATE
+
+}  // namespace headlab

@@ -1,0 +1,320 @@
+// analyze_heads: one pass over N batches of a split. Per batch:
+//   1. the unmasked model, attention probabilities kept: per-example losses, attention
+//      statistics and JS distances; with a backward, the per-example gate gradients;
+//   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
+//   3. (ablation) one forward per head with that head's gate set to 0.
+// Per-example gate gradients from one backward: the loss of a batch is the mean over its N
+// scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. The
+// attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:], and examples do not interact (no batch
+// statistics anywhere in the model), so
+//   dL_b/dxi_h = (N / N_b) sum_{t,d} dL/dout[b,t,h,d] * out[b,t,h,d] / xi_h.
+// That needs xi_h != 0; a zero gate falls back to one backward per example, where the gates'
+// own gradient is dL_b/dxi directly.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/common/error.h"
+#include "headlab/ops/attention.h"
+#include "headlab/ops/cross_entropy.h"
+
+namespace headlab {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Model input for `rows` batch rows starting at `row` (the encoder's targets are the labels).
+template <typename T>
+ModelInput input_rows(const Model<T>& model, const Batch& batch, int64_t row, int64_t rows) {
+  const int64_t T_ = batch.seq_len;
+  const bool encoder = model.spec().kind == ModelKind::encoder;
+  ModelInput in;
+  in.batch_size = rows;
+  in.seq_len = T_;
+  in.tokens = batch.tokens.data() + row * T_;
+  in.targets = encoder ? batch.labels.data() + row : batch.targets.data() + row * T_;
+  in.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data() + row * T_;
+  return in;
+}
+
+// Loss sum, scored targets and correct predictions of each example, from a forward's logits
+// (decoder [B*T, V], encoder [B, n_classes]).
+template <typename T>
+void example_stats(const Model<T>& model, const Tensor<T>& logits, const ModelInput& in,
+                   std::vector<CrossEntropyStats>& out) {
+  const bool decoder = model.spec().kind == ModelKind::decoder;
+  const int64_t per_example = decoder ? in.seq_len : 1;
+  out.resize(static_cast<size_t>(in.batch_size));
+  for (int64_t b = 0; b < in.batch_size; ++b)
+    out[static_cast<size_t>(b)] =
+        cross_entropy_stats(logits.narrow(0, b * per_example, per_example), in.targets + b * per_example, -1);
+}
+
+// Query rows the attention statistics count: real tokens (key_padding, pad_token) of scored
+// examples that see at least two keys (a row with a single visible key, like a decoder's first
+// token, says nothing about the head).
+void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const std::vector<CrossEntropyStats>& examples,
+                     std::vector<uint8_t>& rows) {
+  const int64_t B = batch.batch_size, T_ = batch.seq_len;
+  rows.assign(static_cast<size_t>(B * T_), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    if (examples[static_cast<size_t>(b)].n_valid == 0) continue;
+    auto real = [&](int64_t t) {
+      return (batch.key_padding.empty() || batch.key_padding[b * T_ + t] != 0) && batch.tokens[b * T_ + t] != pad_token;
+    };
+    int64_t total = 0;
+    for (int64_t t = 0; t < T_; ++t) total += real(t);
+    int64_t seen = 0;
+    for (int64_t t = 0; t < T_; ++t) {
+      seen += real(t);
+      rows[b * T_ + t] = real(t) && (causal ? seen : total) >= 2;
+    }
+  }
+}
+
+// Restores a value when the scope ends, also when a forward throws, so the model leaves
+// analyze_heads with the gates it came in with.
+template <typename V>
+struct RestoreOnExit {
+  V& ref;
+  V saved;
+  explicit RestoreOnExit(V& r) : ref(r), saved(r) {}
+  ~RestoreOnExit() { ref = saved; }
+  RestoreOnExit(const RestoreOnExit&) = delete;
+  RestoreOnExit& operator=(const RestoreOnExit&) = delete;
+};
+
+}  // namespace
+
+template <typename T>
+HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
+                         const AnalysisOptions& options) {
+  const ModelSpec& spec = model.spec();
+  const int64_t L = spec.n_layers, H = spec.n_heads, N = L * H, B = options.batch_size;
+  HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
+  const int64_t covering = dataset.eval_batches(split, B);
+  if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
+  HEADLAB_CHECK(n_batches > 0, "analyze: the " << split_name(split) << " split of " << dataset.name()
+                                               << " has no natural size; give a number of batches");
+  const bool causal = spec.kind == ModelKind::decoder;
+  const bool has_accuracy = dataset.has_accuracy();
+
+  HeadScores s;
+  s.n_layers = L;
+  s.n_heads = H;
+  s.n_batches = n_batches;
+  for (auto& column : head_columns()) (s.*column.values).assign(static_cast<size_t>(N), kNaN);
+  bool zero_gate = false;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      const double g = static_cast<double>(model.gates().value(static_cast<int>(l))(h));
+      s.gate[s.index(l, h)] = g;
+      zero_gate = zero_gate || g == 0;
+    }
+  const bool by_rows = options.importance && (options.importance_by_rows || zero_gate);
+
+  Arena arena;
+  Tape<T> tape(arena);
+  Batch batch = dataset.make_batch(B);
+  AttentionSums sums(N);
+  std::vector<uint8_t> query_rows;
+  std::vector<CrossEntropyStats> examples, masked;
+  std::vector<Tensor<T>> probs;
+  std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
+  std::vector<double> masked_loss(static_cast<size_t>(N)), masked_correct(static_cast<size_t>(N));
+  std::vector<std::vector<double>> ablation_examples(static_cast<size_t>(N));
+  double loss_sum = 0;
+  int64_t n_correct = 0;
+
+  for (int64_t i = 0; i < n_batches; ++i) {
+    dataset.fill_batch(split, i, batch);
+    const ModelInput in = input_rows(model, batch, 0, B);
+
+    // 1. The unmasked model (with a backward when the gradients come from this pass).
+    const bool backward = options.importance && !by_rows;
+    tape.set_grad_enabled(backward);
+    ForwardOptions forward;
+    forward.keep_probs = options.attention || options.similarity;
+    ModelOutput<T> out = model.forward(tape, in, forward);
+    example_stats(model, out.logits.value(), in, examples);
+    int64_t batch_targets = 0;
+    for (const CrossEntropyStats& e : examples) {
+      batch_targets += e.n_valid;
+      if (e.n_valid == 0) continue;
+      loss_sum += e.loss_sum;
+      n_correct += e.n_correct;
+      s.example_loss.push_back(e.mean_loss());
+      if (has_accuracy) s.example_accuracy.push_back(static_cast<double>(e.n_correct) / static_cast<double>(e.n_valid));
+    }
+    s.n_targets += batch_targets;
+    if (options.attention || options.similarity) {
+      mark_query_rows(batch, causal, options.pad_token, examples, query_rows);
+      AttentionBatchInfo info;
+      info.batch_size = B;
+      info.seq_len = batch.seq_len;
+      info.causal = causal;
+      info.query_rows = query_rows.data();
+      info.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data();
+      info.gold_head = batch.gold_head.empty() ? nullptr : batch.gold_head.data();
+      info.gold_antecedent = batch.gold_antecedent.empty() ? nullptr : batch.gold_antecedent.data();
+      info.is_delimiter = batch.is_delimiter.empty() ? nullptr : batch.is_delimiter.data();
+      probs.clear();
+      for (int64_t l = 0; l < L; ++l) probs.push_back(attention_probs(model.attention_outputs()[l]));
+      if (options.attention)
+        for (int64_t l = 0; l < L; ++l) accumulate_attention_stats(probs[l], l, info, sums);
+      if (options.similarity) accumulate_js_distance(probs, info, sums);
+      for (uint8_t r : query_rows) s.n_query_rows += r;
+    }
+    if (backward && batch_targets > 0) {
+      tape.backward(out.loss);
+      batch_grad.assign(static_cast<size_t>(B * N), 0.0);  // [b, head]
+      for (int64_t l = 0; l < L; ++l) {
+        const Tensor<T>& a = model.attention_outputs()[l].value();  // [B,T,H,Dh]
+        const Tensor<T>& da = model.attention_outputs()[l].grad();
+        if (da.empty()) continue;
+        const int64_t rows = a.size(0) * a.size(1), Dh = a.size(3);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t h = 0; h < H; ++h) {
+            const T* x = a.data() + (r * H + h) * Dh;
+            const T* dx = da.data() + (r * H + h) * Dh;
+            double dot = 0;
+            for (int64_t d = 0; d < Dh; ++d) dot += static_cast<double>(dx[d]) * static_cast<double>(x[d]);
+            batch_grad[(r / batch.seq_len) * N + s.index(l, h)] += dot;
+          }
+      }
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t n_b = examples[static_cast<size_t>(b)].n_valid;
+        if (n_b == 0) continue;
+        const double scale = static_cast<double>(batch_targets) / static_cast<double>(n_b);
+        for (int64_t k = 0; k < N; ++k) s.example_gate_grad.push_back(batch_grad[b * N + k] * scale / s.gate[k]);
+      }
+    }
+    tape.reset();
+
+    // 2. One backward per example: the gates' gradient is dL_b/dxi itself.
+    if (by_rows) {
+      tape.set_grad_enabled(true);
+      for (int64_t b = 0; b < B; ++b) {
+        if (examples[static_cast<size_t>(b)].n_valid == 0) continue;
+        model.gates().zero_grad();
+        ForwardOptions row_forward;
+        row_forward.gate_grads = true;
+        tape.backward(model.forward(tape, input_rows(model, batch, b, 1), row_forward).loss);
+        tape.reset();
+        for (int64_t l = 0; l < L; ++l)
+          for (int64_t h = 0; h < H; ++h)
+            s.example_gate_grad.push_back(static_cast<double>(model.gates().grad(static_cast<int>(l))(h)));
+      }
+    }
+
+    // 3. Ablation: each head alone gated to 0, on the same batch.
+    if (options.ablation) {
+      tape.set_grad_enabled(false);
+      for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h) {
+          {
+            T& gate = model.gates().value(static_cast<int>(l))(h);
+            RestoreOnExit<T> restore(gate);
+            gate = T(0);
+            ModelOutput<T> m = model.forward(tape, in, {});
+            example_stats(model, m.logits.value(), in, masked);
+            tape.reset();
+          }
+          const int64_t k = s.index(l, h);
+          for (const CrossEntropyStats& e : masked) {
+            if (e.n_valid == 0) continue;
+            masked_loss[k] += e.loss_sum;
+            masked_correct[k] += static_cast<double>(e.n_correct);
+            ablation_examples[k].push_back(e.mean_loss());
+          }
+        }
+    }
+  }
+  model.params().zero_grad();
+  model.gates().zero_grad();
+
+  s.n_examples = static_cast<int64_t>(s.example_loss.size());
+  HEADLAB_CHECK(s.n_targets > 0, "analyze: " << n_batches << " batches of the " << split_name(split) << " split of "
+                                             << dataset.name() << " hold no scored target");
+  const double n_targets = static_cast<double>(s.n_targets);
+  s.loss = loss_sum / n_targets;
+  if (has_accuracy) s.accuracy = static_cast<double>(n_correct) / n_targets;
+
+  if (options.importance) {
+    for (int64_t e = 0; e < s.n_examples; ++e)
+      for (int64_t k = 0; k < N; ++k) importance_sum[k] += std::abs(s.example_gate_grad[e * N + k]);
+    for (int64_t k = 0; k < N; ++k) s.importance[k] = importance_sum[k] / static_cast<double>(s.n_examples);
+    // Michel et al.: divide by the l2 norm of the layer's importances.
+    for (int64_t l = 0; l < L; ++l) {
+      double norm = 0;
+      for (int64_t h = 0; h < H; ++h) norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
+      norm = std::sqrt(norm);
+      for (int64_t h = 0; h < H; ++h)
+        s.importance_normalized[s.index(l, h)] = norm > 0 ? s.importance[s.index(l, h)] / norm : 0.0;
+    }
+  }
+  if (options.ablation) {
+    for (int64_t k = 0; k < N; ++k) {
+      s.ablation_loss_delta[k] = masked_loss[k] / n_targets - s.loss;
+      if (has_accuracy) s.ablation_accuracy_delta[k] = masked_correct[k] / n_targets - s.accuracy;
+      s.example_ablation_loss.insert(s.example_ablation_loss.end(), ablation_examples[k].begin(),
+                                     ablation_examples[k].end());
+    }
+  }
+  // Unmeasured columns stay NaN: sums without rows divide to NaN, and no JS rows leave no matrix.
+  finish_attention_stats(sums, s);
+  return s;
+}
+
+template <typename T>
+AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
+                                   int64_t batch_size) {
+  HEADLAB_CHECK(example >= 0, "analyze: example " << example << " must be >= 0");
+  HEADLAB_CHECK(batch_size > 0, "analyze: batch_size=" << batch_size << " must be positive");
+  const int64_t covering = dataset.eval_batches(split, batch_size), b = example % batch_size;
+  HEADLAB_CHECK(covering == 0 || example / batch_size < covering,
+                "analyze: example " << example << " is past the end of the " << split_name(split) << " split ("
+                                    << covering * batch_size << " rows)");
+  Batch batch = dataset.make_batch(batch_size);
+  dataset.fill_batch(split, example / batch_size, batch);
+  AttentionExample out;
+  out.n_layers = model.spec().n_layers;
+  out.n_heads = model.spec().n_heads;
+  out.seq_len = batch.seq_len;
+  out.row = dataset.make_batch(1);
+  const int64_t T_ = batch.seq_len;
+  auto copy_row = [&](const auto& from, auto& to, int64_t width) {
+    if (!from.empty()) std::copy(from.begin() + b * width, from.begin() + (b + 1) * width, to.begin());
+  };
+  copy_row(batch.tokens, out.row.tokens, T_);
+  copy_row(batch.targets, out.row.targets, T_);
+  copy_row(batch.labels, out.row.labels, 1);
+  copy_row(batch.key_padding, out.row.key_padding, T_);
+  copy_row(batch.gold_head, out.row.gold_head, T_);
+  copy_row(batch.gold_antecedent, out.row.gold_antecedent, T_);
+  copy_row(batch.is_delimiter, out.row.is_delimiter, T_);
+
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  ForwardOptions forward;
+  forward.keep_probs = true;
+  model.forward(tape, input_rows(model, out.row, 0, 1), forward);
+  const int64_t H = out.n_heads;
+  out.probs.resize(static_cast<size_t>(out.n_layers * H * T_ * T_));
+  for (int64_t l = 0; l < out.n_layers; ++l) {
+    const Tensor<T> a = attention_probs(model.attention_outputs()[l]);  // [1,H,T,T]
+    for (int64_t i = 0; i < H * T_ * T_; ++i) out.probs[l * H * T_ * T_ + i] = static_cast<double>(a.data()[i]);
+  }
+  tape.reset();
+  return out;
+}
+
+template HeadScores analyze_heads<float>(Model<float>&, const Dataset&, Split, int64_t, const AnalysisOptions&);
+template HeadScores analyze_heads<double>(Model<double>&, const Dataset&, Split, int64_t, const AnalysisOptions&);
+template AttentionExample attention_example<float>(Model<float>&, const Dataset&, Split, int64_t, int64_t);
+template AttentionExample attention_example<double>(Model<double>&, const Dataset&, Split, int64_t, int64_t);
+
+}  // namespace headlab

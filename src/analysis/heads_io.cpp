@@ -1,0 +1,121 @@
+// The per-head column table and the files `headlab analyze` writes (docs/analysis.md):
+//   heads.csv             layer,head,<one column per head_columns() entry>; NaN = empty cell
+//   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
+//   heads.h5              heads/<column> float64 [L,H], similarity/js_distance [L*H, L*H],
+//                         examples/... per-example arrays, provenance as root attributes
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/common/error.h"
+#include "headlab/io/checkpoint.h"
+
+namespace headlab {
+
+const std::vector<HeadColumn>& head_columns() {
+  static const std::vector<HeadColumn> columns = {
+      {"gate", &HeadScores::gate, "the head's gate in the checkpoint (0 = pruned)"},
+      {"importance", &HeadScores::importance, "E_x |dL(x)/dgate| (Michel et al.), nats"},
+      {"importance_normalized", &HeadScores::importance_normalized, "importance / l2 norm of its layer's importances"},
+      {"ablation_loss_delta", &HeadScores::ablation_loss_delta, "loss with this head alone masked - loss, nats"},
+      {"ablation_accuracy_delta", &HeadScores::ablation_accuracy_delta, "accuracy masked - accuracy (tasks with one)"},
+      {"entropy", &HeadScores::entropy, "mean entropy of the attention rows, nats"},
+      {"distance", &HeadScores::distance, "mean sum_s A[t,s] |t-s|, tokens"},
+      {"confidence", &HeadScores::confidence, "mean max_s A[t,s] (Voita et al.)"},
+      {"delimiter_mass", &HeadScores::delimiter_mass, "mean attention on delimiter tokens (tasks with delimiters)"},
+      {"previous_token_agreement", &HeadScores::previous_token_agreement, "fraction of rows whose argmax is t-1"},
+      {"syntactic_head_agreement", &HeadScores::syntactic_head_agreement, "argmax is the gold syntactic head"},
+      {"dependent_agreement", &HeadScores::dependent_agreement, "argmax is a gold dependent of t"},
+      {"antecedent_agreement", &HeadScores::antecedent_agreement, "argmax is gold_antecedent (pronouns)"},
+      {"delimiter_agreement", &HeadScores::delimiter_agreement, "argmax is a delimiter"},
+      {"js_nearest", &HeadScores::js_nearest, "smallest JS distance to another head, in [0, 1]"},
+  };
+  return columns;
+}
+
+namespace {
+
+std::string format_value(double v) {
+  if (std::isnan(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string head_label(const HeadScores& s, int64_t k) {
+  return "L" + std::to_string(k / s.n_heads) + "H" + std::to_string(k % s.n_heads);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  HEADLAB_CHECK(out, "analyze: cannot write " << path);
+  out << text;
+  out.close();
+  HEADLAB_CHECK(out, "analyze: writing " << path << " failed");
+}
+
+}  // namespace
+
+void write_heads_csv(const std::string& path, const HeadScores& s) {
+  std::string text = "layer,head";
+  for (const HeadColumn& c : head_columns()) text += std::string(",") + c.name;
+  text += "\n";
+  for (int64_t l = 0; l < s.n_layers; ++l)
+    for (int64_t h = 0; h < s.n_heads; ++h) {
+      text += std::to_string(l) + "," + std::to_string(h);
+      for (const HeadColumn& c : head_columns()) text += "," + format_value((s.*c.values)[s.index(l, h)]);
+      text += "\n";
+    }
+  write_text(path, text);
+}
+
+void write_similarity_csv(const std::string& path, const HeadScores& s) {
+  const int64_t N = s.n_total();
+  HEADLAB_CHECK(static_cast<int64_t>(s.js_distance.size()) == N * N,
+                "analyze: no similarity matrix to write (" << s.js_distance.size() << " values for " << N << " heads)");
+  std::string text = "head";
+  for (int64_t j = 0; j < N; ++j) text += "," + head_label(s, j);
+  text += "\n";
+  for (int64_t i = 0; i < N; ++i) {
+    text += head_label(s, i);
+    for (int64_t j = 0; j < N; ++j) text += "," + format_value(s.js_distance[i * N + j]);
+    text += "\n";
+  }
+  write_text(path, text);
+}
+
+void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {
+  const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total(), E = s.n_examples;
+  CheckpointWriter w;
+  for (const HeadColumn& c : head_columns()) w.add_array("heads/" + std::string(c.name), (s.*c.values).data(), {L, H});
+  if (static_cast<int64_t>(s.js_distance.size()) == N * N)
+    w.add_array("similarity/js_distance", s.js_distance.data(), {N, N});
+  if (E > 0) {
+    w.add_array("examples/loss", s.example_loss.data(), {E});
+    if (static_cast<int64_t>(s.example_accuracy.size()) == E)
+      w.add_array("examples/accuracy", s.example_accuracy.data(), {E});
+    if (static_cast<int64_t>(s.example_gate_grad.size()) == E * N)
+      w.add_array("examples/gate_grad", s.example_gate_grad.data(), {E, L, H});
+    if (static_cast<int64_t>(s.example_ablation_loss.size()) == N * E)
+      w.add_array("examples/ablation_loss", s.example_ablation_loss.data(), {L, H, E});
+  }
+  w.set_string_attr("contents", "head analysis (headlab analyze)");
+  w.set_string_attr("checkpoint", info.checkpoint);
+  w.set_string_attr("split", info.split);
+  w.set_string_attr("config", info.config_toml);
+  w.set_int_attr("step", info.step);
+  w.set_int_attr("batch_size", info.batch_size);
+  w.set_int_attr("n_layers", L);
+  w.set_int_attr("n_heads", H);
+  w.set_int_attr("n_batches", s.n_batches);
+  w.set_int_attr("n_examples", E);
+  w.set_int_attr("n_targets", s.n_targets);
+  w.set_int_attr("n_query_rows", s.n_query_rows);
+  w.set_double_attr("loss", s.loss);
+  w.set_double_attr("accuracy", s.accuracy);
+  w.commit(path);
+}
+
+}  // namespace headlab

@@ -1,0 +1,263 @@
+// headlab analyze CHECKPOINT [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
+//                            [--dump-example I]... [--no-ablation] [--no-similarity] [--threads N]
+// Per-head importance, ablation, attention statistics and similarity over a data split, written
+// to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
+// heads.csv, heads_similarity.csv, heads.h5, and for each --dump-example I the attention maps
+// attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. docs/analysis.md.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/common/parallel.h"
+#include "headlab/data/tasks.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// RUN for RUN/checkpoints/X.h5, else the checkpoint's own folder.
+fs::path run_folder(const fs::path& checkpoint) {
+  const fs::path dir = fs::absolute(checkpoint).lexically_normal().parent_path();
+  return dir.filename() == "checkpoints" ? dir.parent_path() : dir;
+}
+
+// A readable label for a token: the byte for text, the word for grammar, CLS/SEP/PAD for classify.
+class TokenNames {
+ public:
+  TokenNames(const Config& config, int64_t vocab_size) : task_(config.data.task), vocab_(vocab_size) {
+    if (task_ == "grammar")
+      for (const GrammarWord& w : grammar_lexicon(vocab_size)) words_.push_back(w.text);
+  }
+  std::string operator()(int32_t token) const {
+    if (task_ == "text") {
+      if (token == '\n') return "\\n";
+      if (token >= 32 && token < 127) return std::string(1, static_cast<char>(token));
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", token & 0xff);
+      return buf;
+    }
+    if (task_ == "grammar" && token >= 0 && token < static_cast<int32_t>(words_.size())) return words_[token];
+    if (task_ == "classify") {
+      if (token == vocab_ - 3) return "CLS";
+      if (token == vocab_ - 2) return "SEP";
+      if (token == vocab_ - 1) return "PAD";
+    }
+    return std::to_string(token);
+  }
+
+ private:
+  std::string task_;
+  int64_t vocab_;
+  std::vector<std::string> words_;
+};
+
+// CSV field: quoted when it holds a comma, quote or line break.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  HEADLAB_CHECK(out, "analyze: cannot write " << path.string());
+}
+
+// attention_example_I.csv: layer,head,query,k0..k{T-1} (one attention row per line);
+// attention_example_I_tokens.csv: position,token,text,real,target,label,gold_head,gold_antecedent,
+// is_delimiter (empty where the task has no such field; real = 0 for padding, from key_padding or
+// the pad token); attention_example_I.h5: the same arrays.
+void dump_example(const fs::path& dir, int64_t example, const AttentionExample& a, const TokenNames& names,
+                  int32_t pad_token, const std::string& checkpoint, const std::string& split) {
+  const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len;
+  const Batch& r = a.row;
+  const std::string stem = "attention_example_" + std::to_string(example);
+  std::string text = "layer,head,query";
+  for (int64_t s = 0; s < T_; ++s) text += ",k" + std::to_string(s);
+  text += "\n";
+  char buf[32];
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T_; ++t) {
+        text += std::to_string(l) + "," + std::to_string(h) + "," + std::to_string(t);
+        const double* row = a.probs.data() + ((l * H + h) * T_ + t) * T_;
+        for (int64_t s = 0; s < T_; ++s) {
+          std::snprintf(buf, sizeof buf, ",%.5g", row[s]);
+          text += buf;
+        }
+        text += "\n";
+      }
+  write_file(dir / (stem + ".csv"), text);
+
+  auto field = [&](const auto& v, int64_t i) {
+    return v.empty() ? std::string() : std::to_string(static_cast<int64_t>(v[i]));
+  };
+  text = "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
+  for (int64_t t = 0; t < T_; ++t) {
+    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(names(r.tokens[t])) + "," +
+            (r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t)) + "," +
+            field(r.targets, t) + "," +
+            (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," + field(r.gold_antecedent, t) +
+            "," + field(r.is_delimiter, t) + "\n";
+  }
+  write_file(dir / (stem + "_tokens.csv"), text);
+
+  CheckpointWriter w;
+  w.add_array("attention", a.probs.data(), {L, H, T_, T_});
+  auto add_ints = [&](const char* name, const auto& v) {
+    if (v.empty()) return;
+    std::vector<int64_t> x(v.begin(), v.end());
+    w.add_array(name, x.data(), {static_cast<int64_t>(x.size())});
+  };
+  add_ints("tokens", r.tokens);
+  add_ints("targets", r.targets);
+  add_ints("labels", r.labels);
+  add_ints("gold_head", r.gold_head);
+  add_ints("gold_antecedent", r.gold_antecedent);
+  if (!r.key_padding.empty()) w.add_array("key_padding", r.key_padding.data(), {T_});
+  if (!r.is_delimiter.empty()) w.add_array("is_delimiter", r.is_delimiter.data(), {T_});
+  w.set_string_attr("contents", "attention maps of one example (headlab analyze --dump-example)");
+  w.set_string_attr("checkpoint", checkpoint);
+  w.set_string_attr("split", split);
+  w.set_int_attr("example", example);
+  w.commit((dir / (stem + ".h5")).string());
+}
+
+// One right-aligned column of the summary table: printf `format`, or "-" for NaN, in `width`.
+std::string cell(double v, const char* format, int width) {
+  char text[32], out[48];
+  if (std::isnan(v)) std::snprintf(text, sizeof text, "-");
+  else std::snprintf(text, sizeof text, format, v);
+  std::snprintf(out, sizeof out, "%*s", width, text);
+  return out;
+}
+
+void print_summary(const HeadScores& s) {
+  bool gold = false;
+  for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
+  std::printf("layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token%s\n",
+              gold ? "  syntactic_head  dependent  antecedent" : "");
+  for (int64_t l = 0; l < s.n_layers; ++l)
+    for (int64_t h = 0; h < s.n_heads; ++h) {
+      const int64_t k = s.index(l, h);
+      std::string line = cell(static_cast<double>(l), "%.0f", 5) + cell(static_cast<double>(h), "%.0f", 5) +
+                         cell(s.gate[k], "%.3g", 6) + cell(s.importance[k], "%.3g", 11) +
+                         cell(s.importance_normalized[k], "%.2f", 7) + cell(s.ablation_loss_delta[k], "%+.4f", 16) +
+                         cell(s.entropy[k], "%.3f", 9) + cell(s.distance[k], "%.2f", 10) +
+                         cell(s.confidence[k], "%.3f", 12) + cell(s.previous_token_agreement[k], "%.3f", 12);
+      if (gold)
+        line += cell(s.syntactic_head_agreement[k], "%.3f", 16) + cell(s.dependent_agreement[k], "%.3f", 11) +
+                cell(s.antecedent_agreement[k], "%.3f", 12);
+      std::printf("%s\n", line.c_str());
+    }
+}
+
+}  // namespace
+
+int run_analyze(int argc, char** argv) {
+  cxxopts::Options options("headlab analyze",
+                           "Per-head importance, ablation, attention statistics and similarity of a checkpoint.");
+  options.positional_help("CHECKPOINT");
+  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+      "split", "val, test or train", cxxopts::value<std::string>()->default_value("val"))(
+      "batches", "batches to analyze (default: the whole split, or train.eval_batches for generated tasks)",
+      cxxopts::value<int64_t>())("batch-size", "rows per batch (default: train.batch_size)", cxxopts::value<int64_t>())(
+      "out", "folder for the files (default: the checkpoint's run folder)", cxxopts::value<std::string>())(
+      "dump-example", "also write every head's attention on example I of the split (repeatable)",
+      cxxopts::value<std::vector<int64_t>>())("no-ablation", "skip the per-head ablation")(
+      "no-similarity", "skip the head-by-head JS distance matrix")(
+      "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
+      "threads", "worker threads (default: the checkpoint's train.threads)",
+      cxxopts::value<int>())("h,help", "show this help");
+  options.parse_positional({"checkpoint"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab analyze CHECKPOINT [--split val])");
+  const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
+  HEADLAB_CHECK(split_arg == "val" || split_arg == "test" || split_arg == "train",
+                "--split must be val, test or train, got '" << split_arg << "'");
+  const Split split = split_arg == "val" ? Split::val : split_arg == "test" ? Split::test : Split::train;
+  const Config config = checkpoint_config(path);
+  set_num_threads(args.count("threads") ? args["threads"].as<int>() : resolved_threads(config));
+  Model<float> model(model_spec(config));
+  const RunProgress progress = load_training_checkpoint(path, model, nullptr);
+  auto dataset = make_dataset(config);
+
+  AnalysisOptions o;
+  o.batch_size = args.count("batch-size") ? args["batch-size"].as<int64_t>() : config.train.batch_size;
+  HEADLAB_CHECK(o.batch_size > 0, "--batch-size must be positive, got " << o.batch_size);
+  o.ablation = !args.count("no-ablation");
+  o.similarity = !args.count("no-similarity");
+  o.importance_by_rows = args.count("importance-by-rows") > 0;
+  if (config.data.task == "grammar") {  // rows are padded with <pad> but carry no key_padding
+    const std::vector<GrammarWord> lexicon = grammar_lexicon(dataset->vocab_size());
+    for (size_t i = 0; i < lexicon.size(); ++i)
+      if (lexicon[i].word_class == WordClass::pad) o.pad_token = static_cast<int32_t>(i);
+  }
+  const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
+                  : dataset->eval_batches(split, o.batch_size) > 0 ? 0 : config.train.eval_batches;
+  const std::vector<int64_t> dump =
+      args.count("dump-example") ? args["dump-example"].as<std::vector<int64_t>>() : std::vector<int64_t>{};
+  for (int64_t example : dump) {  // before the long part
+    const int64_t covering = dataset->eval_batches(split, o.batch_size);
+    HEADLAB_CHECK(example >= 0 && (covering == 0 || example < covering * o.batch_size),
+                  "--dump-example " << example << " is outside the " << split_arg << " split (0 .. "
+                                    << covering * o.batch_size - 1 << ")");
+  }
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : run_folder(path);
+  fs::create_directories(out);
+
+  const HeadScores s = analyze_heads(model, *dataset, split, n, o);
+  std::printf("checkpoint %s (step %lld), %s split: %lld batches of %lld, %lld examples, %lld targets, "
+              "%lld query rows\n",
+              path.c_str(), static_cast<long long>(progress.step), split_arg.c_str(),
+              static_cast<long long>(s.n_batches), static_cast<long long>(o.batch_size),
+              static_cast<long long>(s.n_examples), static_cast<long long>(s.n_targets),
+              static_cast<long long>(s.n_query_rows));
+  if (s.accuracy >= 0) std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
+  else std::printf("loss %.4f\n", s.loss);
+  print_summary(s);
+
+  write_heads_csv((out / "heads.csv").string(), s);
+  if (o.similarity) write_similarity_csv((out / "heads_similarity.csv").string(), s);
+  HeadsFileInfo info;
+  info.checkpoint = path;
+  info.split = split_arg;
+  info.config_toml = to_toml(config);
+  info.step = progress.step;
+  info.batch_size = o.batch_size;
+  write_heads_h5((out / "heads.h5").string(), s, info);
+  std::printf("wrote %s/heads.csv%s and heads.h5\n", out.string().c_str(),
+              o.similarity ? ", heads_similarity.csv" : "");
+
+  if (!dump.empty()) {
+    const TokenNames names(config, dataset->vocab_size());
+    for (int64_t example : dump) {
+      dump_example(out, example, attention_example(model, *dataset, split, example, o.batch_size), names,
+                   o.pad_token, path, split_arg);
+      std::printf("wrote %s/attention_example_%lld.csv (+ _tokens.csv, .h5)\n", out.string().c_str(),
+                  static_cast<long long>(example));
+    }
+  }
+  return 0;
+}
+
+}  // namespace headlab::cli

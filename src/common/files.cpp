@@ -1,0 +1,22 @@
+#include "headlab/common/files.h"
+
+#include <fstream>
+
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  const std::filesystem::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string() << " (disk full or not writable?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  HEADLAB_CHECK(!ec, "cannot rename " << tmp.string() << " to " << path.string() << ": " << ec.message());
+}
+
+}  // namespace headlab

@@ -1,0 +1,457 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/data/tasks.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+#include "headlab/train/trainer.h"
+#include "support/scratch.h"
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Probabilities [1,H,T,T] filled by rule(h, t, s).
+template <typename Rule>
+std::vector<double> make_probs(int64_t H, int64_t T, Rule rule) {
+  std::vector<double> p(static_cast<size_t>(H * T * T));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t s = 0; s < T; ++s) p[(h * T + t) * T + s] = rule(h, t, s);
+  return p;
+}
+
+HeadScores empty_scores(int64_t L, int64_t H) {
+  HeadScores s;
+  s.n_layers = L;
+  s.n_heads = H;
+  return s;
+}
+
+ModelSpec tiny_spec(ModelKind kind, int64_t vocab, int64_t n_heads, int64_t n_kv_heads, int64_t T) {
+  ModelSpec s;
+  s.kind = kind;
+  s.vocab_size = vocab;
+  s.d_model = 8;
+  s.n_heads = n_heads;
+  s.n_kv_heads = n_kv_heads;
+  s.d_head = 8 / n_heads;
+  s.n_layers = 2;
+  s.d_mlp = 16;
+  s.max_seq_len = T;
+  s.n_classes = 2;
+  s.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
+  return s;
+}
+
+// Non-trivial parameters and gates in [0.5, 1.5), so every path carries gradient.
+template <typename T>
+void randomize(Model<T>& model, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int64_t i = 0; i < model.params().slab_size(); ++i) model.params().values()[i] = static_cast<T>(u(rng));
+  for (int i = 0; i < model.gates().size(); ++i)
+    for (int64_t h = 0; h < model.gates().value(i).numel(); ++h)
+      model.gates().value(i).data()[h] = static_cast<T>(1 + u(rng));
+}
+
+// A tiny generated task for a decoder (k_relation) or an encoder (classify, with padding).
+std::unique_ptr<Dataset> tiny_task(ModelKind kind, int64_t T) {
+  TaskOptions o;
+  o.seq_len = T;
+  if (kind == ModelKind::decoder) {
+    o.task = "k_relation";
+    o.vocab_size = 11;
+    o.offsets = {1, 2};
+  } else {
+    o.task = "classify";
+    o.vocab_size = 16;
+    o.min_len = 1;  // rows of different lengths: some padding in every batch
+  }
+  o.eval_examples = 64;
+  return make_task(o);
+}
+
+// The loss of batch row b alone (the example's mean loss), without a backward.
+template <typename T>
+double example_loss(Model<T>& model, const Batch& batch, int64_t b) {
+  const int64_t T_ = batch.seq_len;
+  const bool encoder = model.spec().kind == ModelKind::encoder;
+  ModelInput in{1, T_, batch.tokens.data() + b * T_,
+                encoder ? batch.labels.data() + b : batch.targets.data() + b * T_,
+                batch.key_padding.empty() ? nullptr : batch.key_padding.data() + b * T_};
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  return static_cast<double>(model.forward(tape, in, {}).loss.value()(0));
+}
+
+// Michel's importance by central differences: mean over the batch's rows of |dL_b/dgate|.
+std::vector<double> finite_difference_importance(Model<double>& model, const Batch& batch) {
+  const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
+  std::vector<double> importance(static_cast<size_t>(L * H));
+  const double step = 1e-5;
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      double& gate = model.gates().value(static_cast<int>(l))(h);
+      const double saved = gate;
+      for (int64_t b = 0; b < batch.batch_size; ++b) {
+        gate = saved + step;
+        const double up = example_loss(model, batch, b);
+        gate = saved - step;
+        const double down = example_loss(model, batch, b);
+        importance[l * H + h] += std::abs(up - down) / (2 * step) / static_cast<double>(batch.batch_size);
+      }
+      gate = saved;
+    }
+  return importance;
+}
+
+// A k_relation model with offset 1 (target = the previous token), trained once for the tests
+// that need a trained checkpoint.
+struct TrainedRun {
+  test::ScratchDir scratch{"analysis"};
+  fs::path run = scratch.dir / "run";
+  TrainedRun() {
+    Config c;
+    c.model.vocab_size = 8;
+    c.model.d_model = 16;
+    c.model.n_heads = 2;
+    c.model.n_layers = 1;
+    c.model.max_seq_len = 16;
+    c.data.task = "k_relation";
+    c.data.seq_len = 16;
+    c.data.offsets = {1};
+    c.data.vocab_size = 8;
+    c.train.steps = 300;
+    c.train.batch_size = 16;
+    c.train.lr = 1e-2;
+    c.train.warmup_steps = 20;
+    c.train.eval_every = 0;
+    c.train.eval_batches = 2;
+    c.train.checkpoint_every = 0;
+    c.train.threads = 1;
+    RunOptions o;
+    o.out_dir = run.string();
+    o.quiet = true;
+    run_training(c, o);
+  }
+  std::string checkpoint() const { return (run / "checkpoints" / "best.h5").string(); }
+};
+
+const TrainedRun& trained_run() {
+  static const TrainedRun run;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("attention statistics of uniform and one-hot rows have their known values", "[analysis]") {
+  // Head 0 is uniform over 4 keys; head 1 attends to the previous token (token 0 to itself).
+  const int64_t H = 2, T = 4;
+  const auto probs = make_probs(H, T, [](int64_t h, int64_t t, int64_t s) {
+    return h == 0 ? 0.25 : (s == std::max<int64_t>(t - 1, 0) ? 1.0 : 0.0);
+  });
+  const std::vector<int32_t> gold_head = {-1, 0, 1, 1};  // 1 and 2 and 3 hang off 0, 1, 1
+  const std::vector<uint8_t> delimiter = {0, 0, 0, 1};
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = T;
+  info.causal = false;
+  info.gold_head = gold_head.data();
+  info.is_delimiter = delimiter.data();
+  AttentionSums sums(H);
+  const Tensor<double> A(const_cast<double*>(probs.data()), {1, H, T, T});
+  accumulate_attention_stats(A, 0, info, sums);
+  accumulate_js_distance(std::vector<Tensor<double>>{A}, info, sums);
+  HeadScores s = empty_scores(1, H);
+  finish_attention_stats(sums, s);
+
+  CHECK(s.entropy[0] == Approx(std::log(4.0)));
+  CHECK(s.confidence[0] == Approx(0.25));
+  CHECK(s.distance[0] == Approx((1.5 + 1 + 1 + 1.5) / 4));  // sum_s |t-s| / 4 for t = 0..3
+  CHECK(s.delimiter_mass[0] == Approx(0.25));
+  CHECK(s.previous_token_agreement[0] == Approx(1.0 / 3));  // argmax = first maximum = key 0
+  CHECK(s.entropy[1] == 0.0);
+  CHECK(s.confidence[1] == 1.0);
+  CHECK(s.distance[1] == Approx(3.0 / 4));
+  CHECK(s.delimiter_mass[1] == 0.0);
+  CHECK(s.previous_token_agreement[1] == 1.0);
+  CHECK(s.syntactic_head_agreement[1] == Approx(2.0 / 3));  // rows 1, 2 right, row 3 (head 1) wrong
+  CHECK(s.delimiter_agreement[1] == 0.0);
+  CHECK(std::isnan(s.antecedent_agreement[1]));  // no gold_antecedent given
+  // JS between uniform(4) and a one-hot: m = (5/8, 1/8, 1/8, 1/8), H2(m) = 1.548795 bits,
+  // JSD = H2(m) - (2 + 0)/2, distance = sqrt(0.548795).
+  CHECK(s.js_distance[1] == Approx(std::sqrt(0.625 * std::log2(1 / 0.625) + 3 * 0.125 * 3 - 1)).epsilon(1e-12));
+  CHECK(s.js_distance[2] == s.js_distance[1]);
+  CHECK(s.js_distance[0] == 0.0);
+  CHECK(s.js_nearest[0] == s.js_distance[1]);
+}
+
+TEST_CASE("causal rows are scored only where the query rows say, over the visible keys", "[analysis]") {
+  // One causal head, uniform over the t + 1 visible keys; the first row is not counted.
+  const int64_t T = 5;
+  const auto probs = make_probs(1, T, [](int64_t, int64_t t, int64_t s) { return s <= t ? 1.0 / (t + 1) : 0.0; });
+  const std::vector<uint8_t> rows = {0, 1, 1, 1, 1};
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = T;
+  info.causal = true;
+  info.query_rows = rows.data();
+  AttentionSums sums(1);
+  accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {1, 1, T, T}), 0, info, sums);
+  HeadScores s = empty_scores(1, 1);
+  finish_attention_stats(sums, s);
+  CHECK(sums.rows[0] == 4);
+  CHECK(s.entropy[0] == Approx((std::log(2.0) + std::log(3.0) + std::log(4.0) + std::log(5.0)) / 4));
+  CHECK(s.confidence[0] == Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4));
+  CHECK(std::isnan(s.delimiter_mass[0]));  // no delimiters in this batch
+  CHECK(std::isnan(s.js_nearest[0]));      // no JS pass, and no other head
+}
+
+TEST_CASE("JS distance is 0 for identical rows and 1 for disjoint one-hot rows", "[analysis]") {
+  const double a[4] = {0.1, 0.2, 0.3, 0.4}, one[4] = {1, 0, 0, 0}, other[4] = {0, 0, 1, 0};
+  CHECK(js_distance(a, a, 4) == 0.0);
+  CHECK(js_distance(one, other, 4) == Approx(1.0).epsilon(1e-15));
+  CHECK(js_distance(a, one, 4) == Approx(js_distance(one, a, 4)));
+  // The accumulated form (entropies reused) gives exactly 0 for two identical heads.
+  const auto probs = make_probs(2, 3, [](int64_t, int64_t t, int64_t s) { return (t + s) % 3 == 0 ? 0.7 : 0.15; });
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = 3;
+  info.causal = false;
+  AttentionSums sums(2);
+  accumulate_js_distance(std::vector<Tensor<double>>{Tensor<double>(const_cast<double*>(probs.data()), {1, 2, 3, 3})},
+                         info, sums);
+  CHECK(sums.js_sum[1] == 0.0);
+  CHECK(sums.js_rows == 3);
+}
+
+TEST_CASE("importance equals the mean absolute per-example gate gradient by central differences",
+          "[analysis][grad]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const auto heads = GENERATE(std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{4, 2});
+  const int64_t T = 8, B = 3;
+  auto data = tiny_task(kind, T);
+  Model<double> model(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, heads.first, heads.second, T));
+  randomize(model, 7);
+  AnalysisOptions o;
+  o.batch_size = B;
+  const HeadScores fast = analyze_heads(model, *data, Split::val, 1, o);
+  o.importance_by_rows = true;
+  const HeadScores by_rows = analyze_heads(model, *data, Split::val, 1, o);
+
+  Batch batch = data->make_batch(B);
+  data->fill_batch(Split::val, 0, batch);
+  const std::vector<double> expected = finite_difference_importance(model, batch);
+  REQUIRE(fast.n_examples == B);
+  double worst = 0;
+  for (int64_t k = 0; k < fast.n_total(); ++k) {
+    INFO("head " << k << ": analysis " << fast.importance[k] << ", by rows " << by_rows.importance[k]
+                 << ", finite differences " << expected[k]);
+    worst = std::max(worst, std::abs(fast.importance[k] - expected[k]) / std::max(expected[k], 1e-3));
+    CHECK(by_rows.importance[k] == Approx(fast.importance[k]).epsilon(1e-10));
+  }
+  CHECK(worst <= 1e-6);
+  // Per layer, the normalised importances have unit l2 norm.
+  for (int64_t l = 0; l < fast.n_layers; ++l) {
+    double norm = 0;
+    for (int64_t h = 0; h < fast.n_heads; ++h) norm += std::pow(fast.importance_normalized[fast.index(l, h)], 2);
+    CHECK(norm == Approx(1.0));
+  }
+  // The gradient slabs are left zeroed and the gates untouched.
+  CHECK(model.gates().grads()[0] == 0.0);
+  CHECK(fast.gate[0] == static_cast<double>(model.gates().value(0)(0)));
+}
+
+TEST_CASE("ablating a head whose gate is already 0 changes nothing, and its importance is its gradient",
+          "[analysis]") {
+  const int64_t T = 8, B = 4;
+  auto data = tiny_task(ModelKind::decoder, T);
+  Model<double> model(tiny_spec(ModelKind::decoder, 11, 2, 2, T));
+  randomize(model, 11);
+  model.gates().value(1)(0) = 0.0;  // head 0 of layer 1 is pruned
+  AnalysisOptions o;
+  o.batch_size = B;
+  const HeadScores s = analyze_heads(model, *data, Split::val, 2, o);
+  const int64_t pruned = s.index(1, 0), E = s.n_examples;
+  CHECK(s.ablation_loss_delta[pruned] == 0.0);
+  CHECK(s.ablation_accuracy_delta[pruned] == 0.0);
+  for (int64_t e = 0; e < E; ++e) CHECK(s.example_ablation_loss[pruned * E + e] == s.example_loss[e]);
+  for (int64_t k = 0; k < s.n_total(); ++k)
+    if (k != pruned) CHECK(s.ablation_loss_delta[k] != 0.0);
+  // A zero gate switches the importance to one backward per example; it still matches
+  // central differences around xi = 0 (for the first batch).
+  const HeadScores first = analyze_heads(model, *data, Split::val, 1, o);
+  Batch batch = data->make_batch(B);
+  data->fill_batch(Split::val, 0, batch);
+  const std::vector<double> expected = finite_difference_importance(model, batch);
+  for (int64_t k = 0; k < s.n_total(); ++k)
+    CHECK(first.importance[k] == Approx(expected[k]).epsilon(1e-6).margin(1e-9));
+  CHECK(model.gates().value(1)(0) == 0.0);
+}
+
+TEST_CASE("the encoder's statistics skip padded positions and rows without a label", "[analysis]") {
+  const int64_t T = 12, B = 10;
+  auto data = tiny_task(ModelKind::encoder, T);
+  Model<float> model(tiny_spec(ModelKind::encoder, 16, 2, 2, T));
+  model.params().init(3);
+  AnalysisOptions o;
+  o.batch_size = B;
+  // The whole split: 64 val examples in 7 batches, whose last 6 rows have no label (skipped).
+  const HeadScores s = analyze_heads(model, *data, Split::val, 0, o);
+  CHECK(s.n_batches == 7);
+  int64_t real = 0;
+  Batch batch = data->make_batch(B);
+  for (int64_t i = 0; i < 7; ++i) {
+    data->fill_batch(Split::val, i, batch);
+    for (int64_t b = 0; b < B; ++b)
+      if (batch.labels[b] >= 0)
+        for (int64_t t = 0; t < T; ++t) real += batch.key_padding[b * T + t];
+  }
+  CHECK(s.n_examples == 64);
+  CHECK(s.n_targets == 64);
+  CHECK(s.n_query_rows == real);
+  CHECK(real < 64 * T);  // some padding was skipped
+  CHECK(s.accuracy >= 0);
+  for (int64_t k = 0; k < s.n_total(); ++k) {
+    CHECK(s.entropy[k] > 0);
+    CHECK(s.entropy[k] <= std::log(static_cast<double>(T)));
+    CHECK(std::isnan(s.delimiter_mass[k]));
+    CHECK(s.antecedent_agreement[k] >= 0);  // classify's gold_antecedent: the aligned item
+    CHECK(std::isfinite(s.ablation_accuracy_delta[k]));
+  }
+  REQUIRE(static_cast<int64_t>(s.js_distance.size()) == s.n_total() * s.n_total());
+  CHECK(s.js_distance[1] > 0);
+  CHECK(s.js_distance[1] <= 1);
+}
+
+TEST_CASE("a model trained to copy the previous token has a previous-token head that carries the loss",
+          "[analysis]") {
+  const TrainedRun& run = trained_run();
+  const Config config = checkpoint_config(run.checkpoint());
+  Model<float> model(model_spec(config));
+  load_training_checkpoint(run.checkpoint(), model, nullptr);
+  auto data = make_dataset(config);
+  AnalysisOptions o;
+  o.batch_size = 16;
+  const HeadScores s = analyze_heads(model, *data, Split::val, 8, o);
+  REQUIRE(s.loss < 0.05);
+  int64_t best = 0;  // the head whose removal hurts most
+  for (int64_t k = 1; k < s.n_total(); ++k)
+    if (s.ablation_loss_delta[k] > s.ablation_loss_delta[best]) best = k;
+  INFO("head " << best << ": ablation " << s.ablation_loss_delta[best] << ", previous-token agreement "
+               << s.previous_token_agreement[best] << ", distance " << s.distance[best]);
+  CHECK(s.ablation_loss_delta[best] > 0.5);
+  CHECK(s.previous_token_agreement[best] > 0.95);
+  CHECK(s.distance[best] == Approx(1.0).margin(0.2));
+  CHECK(s.ablation_accuracy_delta[best] < -0.1);
+}
+
+TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable heads.h5 and attention maps",
+          "[analysis]") {
+  const TrainedRun& run = trained_run();
+  test::ScratchDir out("analysis_cli");
+  const test::CommandResult r = test::run_headlab(
+      {"analyze", run.checkpoint(), "--batches", "4", "--out", out.dir.string(), "--dump-example", "5"},
+      out.dir / "log.txt", {{"OMP_NUM_THREADS", "1"}});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+
+  std::istringstream csv(test::read_file(out.dir / "heads.csv"));
+  std::string header, line;
+  std::getline(csv, header);
+  std::string expected = "layer,head";
+  for (const HeadColumn& c : head_columns()) expected += std::string(",") + c.name;
+  CHECK(header == expected);
+  CHECK(header.rfind("layer,head,gate,importance,importance_normalized,ablation_loss_delta,", 0) == 0);
+  int rows = 0;
+  while (std::getline(csv, line)) ++rows;
+  CHECK(rows == 2);  // 1 layer x 2 heads
+  CHECK(test::read_file(out.dir / "heads_similarity.csv").rfind("head,L0H0,L0H1\nL0H0,0,", 0) == 0);
+
+  CheckpointReader h5((out.dir / "heads.h5").string());
+  CHECK(h5.shape("heads/importance") == Shape{1, 2});
+  CHECK(h5.shape("similarity/js_distance") == Shape{2, 2});
+  const int64_t E = h5.int_attr("n_examples");
+  CHECK(E == 4 * 16);
+  CHECK(h5.shape("examples/ablation_loss") == Shape{1, 2, E});
+  CHECK(h5.shape("examples/gate_grad") == Shape{E, 1, 2});
+  CHECK(h5.string_attr("split") == "val");
+  const std::vector<double> importance = h5.read_array<double>("heads/importance");
+  CHECK(importance[0] >= 0);
+
+  CheckpointReader maps((out.dir / "attention_example_5.h5").string());
+  REQUIRE(maps.shape("attention") == Shape{1, 2, 16, 16});
+  const std::vector<double> a = maps.read_array<double>("attention");
+  double row_sum = 0;
+  for (int s = 0; s < 16; ++s) row_sum += a[7 * 16 + s];  // head 0, query 7
+  CHECK(row_sum == Approx(1.0).epsilon(1e-5));
+  CHECK(maps.read_array<int64_t>("tokens").size() == 16);
+  std::istringstream map_csv(test::read_file(out.dir / "attention_example_5.csv"));
+  std::getline(map_csv, header);
+  CHECK(header.rfind("layer,head,query,k0,k1,", 0) == 0);
+  rows = 0;
+  while (std::getline(map_csv, line)) ++rows;
+  CHECK(rows == 2 * 16);
+  CHECK(test::read_file(out.dir / "attention_example_5_tokens.csv")
+            .rfind("position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n0,", 0) == 0);
+
+  // Without --out the files go to the run folder (the parent of checkpoints/).
+  const test::CommandResult here = test::run_headlab(
+      {"analyze", run.checkpoint(), "--batches", "1", "--no-ablation", "--no-similarity"}, out.dir / "here.txt");
+  INFO(here.output);
+  CHECK(here.code == 0);
+  CHECK(fs::exists(run.run / "heads.csv"));
+  CHECK(fs::exists(run.run / "heads.h5"));
+  CHECK(!fs::exists(run.run / "heads_similarity.csv"));
+
+  // A bad split is one line and exit code 2.
+  const test::CommandResult bad =
+      test::run_headlab({"analyze", run.checkpoint(), "--split", "dev"}, out.dir / "bad.txt");
+  CHECK(bad.code == 2);
+  CHECK(bad.output.find("--split must be val, test or train") != std::string::npos);
+}
+
+TEST_CASE("on the grammar task every gold agreement is measured and padding rows are skipped", "[analysis]") {
+  TaskOptions t;
+  t.task = "grammar";
+  t.seq_len = 40;
+  t.eval_examples = 16;
+  auto data = make_task(t);
+  ModelSpec spec = tiny_spec(ModelKind::decoder, data->vocab_size(), 2, 2, 40);
+  Model<float> model(spec);
+  model.params().init(5);
+  AnalysisOptions o;
+  o.batch_size = 8;
+  o.ablation = false;
+  o.pad_token = 0;  // <pad>
+  const HeadScores s = analyze_heads(model, *data, Split::val, 2, o);
+  int64_t rows = 0;  // non-pad tokens after the first of each row
+  Batch batch = data->make_batch(8);
+  for (int64_t i = 0; i < 2; ++i) {
+    data->fill_batch(Split::val, i, batch);
+    for (int64_t r = 0; r < 8 * 40; ++r) rows += r % 40 > 0 && batch.tokens[r] != 0;
+  }
+  CHECK(s.n_query_rows == rows);
+  CHECK(rows < 16 * 39);  // the rows did end in padding
+  for (int64_t k = 0; k < s.n_total(); ++k) {
+    for (const auto* v : {&s.syntactic_head_agreement, &s.dependent_agreement, &s.antecedent_agreement,
+                          &s.delimiter_agreement, &s.delimiter_mass, &s.previous_token_agreement}) {
+      CHECK((*v)[k] >= 0);
+      CHECK((*v)[k] <= 1);
+    }
+    CHECK(std::isnan(s.ablation_loss_delta[k]));
+    CHECK(std::isnan(s.ablation_accuracy_delta[k]));  // grammar has no accuracy
+  }
+}
