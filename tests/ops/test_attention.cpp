@@ -395,3 +395,123 @@ TEST_CASE("attention rejects bad shapes with one-line messages", "[ops][attentio
   REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 4}), {}, var({5})),
                       "attention: gates [5] must be [n_heads]=[8]");
 }
+
+TEMPLATE_TEST_CASE("attention matches the naive loop reference at the fused kernel's vector widths",
+                   "[ops][attention]", float, double) {
+  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
+  // d_head 16..128 fill whole 512-bit vectors (48: a 32-lane tile plus a 16-lane one); T = 45
+  // leaves a partial 8-row block and a partial key tile.
+  Case c{2, 45, 4, GENERATE(as<int64_t>{}, 4, 2, 1), GENERATE(as<int64_t>{}, 16, 32, 48, 64, 128),
+         GENERATE(true, false), Gates::pruned, GENERATE(Padding::none, Padding::mixed, Padding::all_of_last), true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 51);
+  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 53);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Run<TestType> got = run_tape(in, options, dout);
+  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
+  require_close("out", got.out, want.out, tol);
+  require_close("probs", got.probs, want.probs, tol);
+  require_close("dq", got.dq, want.dq, tol);
+  require_close("dk", got.dk, want.dk, tol);
+  require_close("dv", got.dv, want.dv, tol);
+  require_close("dgates", got.dgates, want.dgates, tol);
+}
+
+TEST_CASE("attention with d_head 16 and 32 is bit-identical on 1 or 2 threads", "[ops][attention]") {
+  // The same property as above on the widths the bench runs (full vectors, many 8-row blocks).
+  const Case c{3, 100, 4, GENERATE(as<int64_t>{}, 4, 1), GENERATE(as<int64_t>{}, 16, 32), GENERATE(true, false),
+               Gates::gated, Padding::mixed, true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<float> in = make_inputs<float>(arena, c, 61);
+  const Tensor<float> dout = random_tensor<float>(arena, {c.B, c.T, c.H, c.Dh}, 62);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const int previous = num_threads();
+  set_num_threads(2);
+  const Run<float> first = run_tape(in, options, dout);
+  set_num_threads(1);
+  const Run<float> serial = run_tape(in, options, dout);
+  set_num_threads(previous);
+  CHECK(same_bits(first.out, serial.out));
+  CHECK(same_bits(first.probs, serial.probs));
+  CHECK(same_bits(first.dq, serial.dq));
+  CHECK(same_bits(first.dk, serial.dk));
+  CHECK(same_bits(first.dv, serial.dv));
+  CHECK(same_bits(first.dgates, serial.dgates));
+}
+
+TEMPLATE_TEST_CASE("a backward that recomputes A from the row stats equals one that reads the saved A, bit for bit",
+                   "[ops][attention]", float, double) {
+  // The tape saves only (row max, 1/sum) and recomputes A; the kernels can also keep A and read
+  // it back. Both must give the same bits: the recomputation repeats the forward's arithmetic.
+  const Case c{2, 77, 4, 2, GENERATE(as<int64_t>{}, 8, 32), GENERATE(true, false), Gates::pruned, Padding::mixed,
+               true};
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 71);
+  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 72);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Tensor<TestType> workspace =
+      arena.empty<TestType>({num_threads(), attention_workspace_size(c.T, c.Dh)});
+  const Tensor<TestType> probs = arena.empty<TestType>({c.B, c.H, c.T, c.T});
+  const Tensor<TestType> stats = arena.empty<TestType>({c.B, c.H, c.T, 2});
+  const Tensor<TestType> partials = arena.empty<TestType>({c.B, c.H});
+  Tensor<TestType> out[2], dq[2], dk[2], dv[2], dgates[2];
+  for (int kept = 0; kept < 2; ++kept) {
+    out[kept] = arena.empty<TestType>({c.B, c.T, c.H, c.Dh});
+    dq[kept] = arena.zeros<TestType>({c.B, c.T, c.H, c.Dh});
+    dk[kept] = arena.zeros<TestType>({c.B, c.T, c.Hkv, c.Dh});
+    dv[kept] = arena.zeros<TestType>({c.B, c.T, c.Hkv, c.Dh});
+    dgates[kept] = arena.zeros<TestType>({c.H});
+    attention_forward(out[kept], probs, stats, in.q, in.k, in.v, in.gates, options, workspace);
+    attention_backward(dq[kept], dk[kept], dv[kept], dgates[kept], dout, in.q, in.k, in.v, in.gates,
+                       kept ? probs : Tensor<TestType>(), stats, options, workspace, partials);
+  }
+  CHECK(same_bits(to_vector(out[0]), to_vector(out[1])));
+  CHECK(same_bits(to_vector(dq[0]), to_vector(dq[1])));
+  CHECK(same_bits(to_vector(dk[0]), to_vector(dk[1])));
+  CHECK(same_bits(to_vector(dv[0]), to_vector(dv[1])));
+  CHECK(same_bits(to_vector(dgates[0]), to_vector(dgates[1])));
+}
+
+TEST_CASE("attention probabilities recomputed for attention_probs equal the kept ones, bit for bit",
+          "[ops][attention]") {
+  const Case c{2, 50, 4, 2, 16, true, Gates::gated, Padding::mixed, true};
+  Arena arena;
+  const Inputs<float> in = make_inputs<float>(arena, c, 81);
+  const Tensor<float> dout = random_tensor<float>(arena, {c.B, c.T, c.H, c.Dh}, 82);
+  const std::vector<uint8_t> pad = make_padding(c);
+  AttentionOptions options = make_options(c, pad);
+  const Run<float> recomputed = run_tape(in, options, dout);
+  options.keep_probs = true;
+  const Run<float> kept = run_tape(in, options, dout);
+  CHECK(same_bits(recomputed.probs, kept.probs));
+  CHECK(same_bits(recomputed.out, kept.out));
+  CHECK(same_bits(recomputed.dq, kept.dq));
+}
+
+TEST_CASE("the first kernel API (A saved, scratch given) matches the tape", "[ops][attention]") {
+  const Case c{2, 40, 4, 2, 16, true, Gates::gated, Padding::mixed, true};
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 91);
+  const Tensor<double> dout = random_tensor<double>(arena, {c.B, c.T, c.H, c.Dh}, 92);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Run<double> tape = run_tape(in, options, dout);
+  const Tensor<double> out = arena.empty<double>({c.B, c.T, c.H, c.Dh}), probs = arena.empty<double>({c.B, c.H, c.T, c.T});
+  const Tensor<double> dq = arena.zeros<double>({c.B, c.T, c.H, c.Dh}), dk = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}),
+                       dv = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}), dgates = arena.zeros<double>({c.H});
+  attention_forward(out, probs, in.q, in.k, in.v, in.gates, options);
+  attention_backward(dq, dk, dv, dgates, dout, in.q, in.k, in.v, in.gates, probs, options,
+                     arena.empty<double>({num_threads(), c.T, c.T}), arena.empty<double>({c.B, c.H}));
+  CHECK(same_bits(to_vector(out), tape.out));
+  CHECK(same_bits(to_vector(probs), tape.probs));
+  CHECK(same_bits(to_vector(dq), tape.dq));
+  CHECK(same_bits(to_vector(dk), tape.dk));
+  CHECK(same_bits(to_vector(dv), tape.dv));
+  CHECK(same_bits(to_vector(dgates), tape.dgates));
+}
