@@ -24,6 +24,7 @@ constexpr Verb kVerbs[] = {
     {"eval", headlab::cli::run_eval, "evaluate a checkpoint on the val or test split"},
     {"sample", headlab::cli::run_sample, "generate text from a decoder checkpoint"},
     {"info", headlab::cli::run_info, "show the build, BLIS kernels, and a checkpoint's or config's model"},
+    {"bench", headlab::cli::run_bench, "training speed on random tokens (one JSON line, like torch_ref.py)"},
     {"sweep", headlab::cli::run_sweep, "train every point of a grid over config keys, then aggregate over seeds"},
     {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
     {"analyze", headlab::cli::run_analyze, "per-head importance, ablation and attention statistics -> heads.csv"},

@@ -9,6 +9,7 @@ int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_sample(int argc, char** argv);
 int run_info(int argc, char** argv);
+int run_bench(int argc, char** argv);
 int run_sweep(int argc, char** argv);
 int run_plot(int argc, char** argv);
 int run_analyze(int argc, char** argv);

@@ -93,7 +93,7 @@ TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every
 
 TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
   Scratch s;
-  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze"}) {
+  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench"}) {
     const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
     INFO(verb << ": " << r.output);
     CHECK(r.code == 0);
