@@ -168,6 +168,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
       for (uint8_t r : query_rows) s.n_query_rows += r;
     }
     if (backward && batch_targets > 0) {
+      for (const Var<T>& a : model.attention_outputs()) tape.retain_grad(a);
       tape.backward(out.loss);
       batch_grad.assign(static_cast<size_t>(B * N), 0.0);  // [b, head]
       for (int64_t l = 0; l < L; ++l) {

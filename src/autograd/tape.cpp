@@ -5,6 +5,7 @@ namespace headlab {
 template <typename T>
 Tape<T>::Tape(Arena& arena) : arena_(&arena) {
   nodes_.reserve(1024);
+  free_grads_.reserve(kMaxGradSizes);
 }
 
 template <typename T>
@@ -58,8 +59,50 @@ template <typename T>
 Tensor<T> Tape<T>::input_grad(const Node<T>& node, int i) {
   Node<T>& input = nodes_[node.inputs[i]];
   if (!input.requires_grad) return {};
-  if (input.grad.empty()) input.grad = arena_->zeros<T>(input.value.shape());
+  if (input.grad.empty()) {
+    const size_t bytes = static_cast<size_t>(input.value.numel()) * sizeof(T);
+    if (void* reused = take_free_grad(bytes)) {
+      input.grad = Tensor<T>(static_cast<T*>(reused), input.value.shape());
+      input.grad.fill(T(0));
+    } else {
+      input.grad = arena_->zeros<T>(input.value.shape());
+    }
+  }
   return input.grad;
+}
+
+template <typename T>
+void Tape<T>::retain_grad(Var<T> v) {
+  HEADLAB_CHECK(v.tape == this, "retain_grad: the Var belongs to another tape");
+  nodes_[v.id].retain_grad = true;
+}
+
+template <typename T>
+void* Tape<T>::take_free_grad(size_t bytes) {
+  for (FreeGrads& f : free_grads_)
+    if (f.bytes == bytes && f.head != nullptr) {
+      void* p = f.head;
+      f.head = *static_cast<void**>(p);
+      return p;
+    }
+  return nullptr;
+}
+
+template <typename T>
+void Tape<T>::recycle_grad(Node<T>& node) {
+  // Only buffers input_grad made: op outputs' gradients, contiguous, big enough for a link.
+  const size_t bytes = static_cast<size_t>(node.grad.numel()) * sizeof(T);
+  if (node.retain_grad || node.backward == nullptr || bytes < sizeof(void*) || !node.grad.is_contiguous()) return;
+  FreeGrads* list = nullptr;
+  for (FreeGrads& f : free_grads_)
+    if (f.bytes == bytes) list = &f;
+  if (list == nullptr) {
+    if (free_grads_.size() == kMaxGradSizes) return;  // rare sizes just stay in the arena
+    list = &free_grads_.emplace_back(FreeGrads{bytes, nullptr});
+  }
+  *static_cast<void**>(static_cast<void*>(node.grad.data())) = list->head;
+  list->head = node.grad.data();
+  node.grad = Tensor<T>();  // reading it later sees "no gradient", not another node's numbers
 }
 
 template <typename T>
@@ -72,15 +115,19 @@ void Tape<T>::backward(Var<T> loss) {
   if (root.grad.empty()) root.grad = arena_->zeros<T>(root.value.shape());
   root.grad.data()[0] += T(1);
   for (int32_t id = loss.id; id >= 0; --id) {
-    const Node<T>& n = nodes_[id];
+    Node<T>& n = nodes_[id];
     // A node nothing flowed into contributes nothing; leaves have no backward.
-    if (n.backward != nullptr && !n.grad.empty()) n.backward(*this, n);
+    if (n.backward != nullptr && !n.grad.empty()) {
+      n.backward(*this, n);
+      recycle_grad(n);
+    }
   }
 }
 
 template <typename T>
 void Tape<T>::reset() {
   nodes_.clear();
+  free_grads_.clear();  // the buffers go with the arena
   arena_->reset();
 }
 

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "headlab/ops/elementwise.h"
 #include "support/gradcheck.h"
 #include "support/random.h"
@@ -54,6 +56,38 @@ TEST_CASE("backward rejects a loss with more than one element", "[autograd]") {
   double x_data[] = {1.0, 2.0};
   Var<double> x = tape.leaf_with_grad(Tensor<double>(x_data, {2}));
   REQUIRE_THROWS_WITH(tape.backward(scale(x, 2.0)), Catch::Contains("must have one element, got shape [2]"));
+}
+
+TEST_CASE("dead intermediate gradients are recycled within a step; retain_grad keeps one", "[autograd]") {
+  Arena arena;
+  Tape<double> tape(arena);
+  auto x0 = test::random_tensor<double>(arena, {64, 32}, 3);
+  const size_t before = arena.bytes_in_use();
+  Var<double> x = tape.leaf_with_grad(x0);
+  // A chain of same-shaped intermediates: y_k = 0.5 y_{k-1} * x.
+  Var<double> y = x, kept;
+  for (int k = 0; k < 12; ++k) {
+    y = mul(scale(y, 0.5), x);
+    if (k == 5) kept = y;
+  }
+  tape.retain_grad(kept);
+  const size_t forward_bytes = arena.bytes_in_use() - before;
+  tape.backward(sum(y));
+  // Each of the 24 intermediates' gradients is a [64, 32] buffer; recycled, a few suffice.
+  const size_t grad_bytes = arena.bytes_in_use() - before - forward_bytes;
+  CHECK(grad_bytes <= 6 * 64 * 32 * sizeof(double));
+  // The retained intermediate kept its gradient: d sum(y_11) / d y_5 = prod over k=6..11 of 0.5 x.
+  REQUIRE_FALSE(kept.grad().empty());
+  for (int64_t i = 0; i < 64 * 32; i += 97) {
+    const double xi = x0.data()[i];
+    CHECK(kept.grad().data()[i] == Approx(std::pow(0.5 * xi, 6)).epsilon(1e-12));
+  }
+  CHECK(y.grad().empty());  // recycled: reads as "no gradient", never as another node's numbers
+  // And x's gradient is still right: y = 0.5^12 x^13, dy/dx = 13 0.5^12 x^12.
+  for (int64_t i = 0; i < 64 * 32; i += 97) {
+    const double xi = x0.data()[i];
+    CHECK(x.grad().data()[i] == Approx(13 * std::pow(0.5, 12) * std::pow(xi, 12)).epsilon(1e-10));
+  }
 }
 
 // An op with a deliberately wrong backward (sign flipped), to show the checker can fail.

@@ -8,6 +8,12 @@
 // leaves made with leaf(value, grad) accumulate into the caller's persistent buffer (parameter
 // gradients), which the caller zeroes between optimizer steps.
 //
+// Memory: once a node's backward has run, its gradient is dead, so backward() recycles that
+// buffer for a later input_grad of the same size (the gradients of a transformer come in a few
+// sizes). This halves the arena's peak. A caller that wants an intermediate gradient after
+// backward() marks the node with retain_grad() first (otherwise it reads as empty); leaves'
+// gradients are never recycled.
+//
 //   Tape<float> tape(arena);
 //   Var<float> w = tape.leaf(weight, weight_grad);  Var<float> x = tape.constant(input);
 //   Var<float> loss = mean(matmul(x, w));  tape.backward(loss);  ...  tape.reset();
@@ -50,6 +56,7 @@ struct Node {
   Tensor<T> value;
   Tensor<T> grad;
   bool requires_grad = false;
+  bool retain_grad = false;  // keep `grad` readable after backward (see Tape::retain_grad)
   BackwardFn<T> backward = nullptr;
   int n_inputs = 0;
   int32_t inputs[kMaxOpInputs] = {};
@@ -84,6 +91,9 @@ class Tape {
   // input needs no gradient. Ops' backwards call this and accumulate into the result.
   Tensor<T> input_grad(const Node<T>& node, int i);
 
+  // Keeps v's gradient readable after backward() (intermediate gradients are recycled).
+  void retain_grad(Var<T> v);
+
   // Seeds d(loss)/d(loss) = 1 (loss must have one element) and runs the backward functions in
   // reverse order.
   void backward(Var<T> loss);
@@ -95,8 +105,19 @@ class Tape {
   size_t size() const { return nodes_.size(); }
 
  private:
+  // Dead gradient buffers of one byte size, as an intrusive list: the first bytes of a free
+  // buffer hold the next one. At most kMaxGradSizes sizes, so recycling never allocates.
+  struct FreeGrads {
+    size_t bytes;
+    void* head;
+  };
+  static constexpr size_t kMaxGradSizes = 64;
+  void* take_free_grad(size_t bytes);
+  void recycle_grad(Node<T>& node);
+
   Arena* arena_;
   std::vector<Node<T>> nodes_;
+  std::vector<FreeGrads> free_grads_;
   bool grad_enabled_ = true;
 };
 
