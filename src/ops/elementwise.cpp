@@ -52,7 +52,7 @@ namespace {
 // Applies out[i] = fn(i) in parallel static slices.
 template <typename Fn>
 void parallel_for(int64_t n, Fn fn) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
