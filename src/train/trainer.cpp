@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -139,6 +140,8 @@ RunResult run_training(const Config& config, const RunOptions& options) {
   Batch eval_batch = dataset->make_batch(tc.batch_size);
   TrainingContext ctx{model, *optimizer, *dataset, batch, tape, schedule_options(config), tc.grad_accum,
                       tc.grad_clip, static_cast<uint64_t>(tc.seed)};
+  std::optional<BatchPrefetcher> prefetcher;
+  if (tc.prefetch) ctx.prefetcher = &prefetcher.emplace(*dataset, Split::train, tc.batch_size);
 
   const bool tty = !options.quiet && isatty(STDERR_FILENO);
   const double start = now_seconds(), elapsed_before = progress.elapsed_s;
@@ -219,6 +222,15 @@ RunResult run_training(const Config& config, const RunOptions& options) {
   result.step = progress.step;
   result.elapsed_s = now_seconds() - start;
   result.tokens_per_s = run_tokens / std::max(result.elapsed_s, 1e-9);
+  if (prefetcher) {
+    const BatchPrefetcher::Stats d = prefetcher->stats();
+    result.batches = d.batches;
+    result.batches_ready = d.ready;
+    result.data_wait_s = d.wait_s;
+    if (!options.quiet && d.batches > 1)
+      std::fprintf(stderr, "data: %lld of %lld training batches were ready when their step began; %.3f ms waited in all\n",
+                   static_cast<long long>(d.ready), static_cast<long long>(d.batches), 1e3 * d.wait_s);
+  }
   return result;
 }
 

@@ -126,6 +126,21 @@ TEST_CASE("a run stopped between checkpoints and resumed ends bit-identical to a
         all_model_tensors(checkpoint_path((s.dir / "straight").string(), 12)));
 }
 
+TEST_CASE("prefetching batches in the background changes nothing: runs with and without it are bit-identical", "[train]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.grad_accum = 2;
+  c.train.prefetch = true;
+  const RunResult with = run_training(c, quiet_run(s.dir / "with"));
+  c.train.prefetch = false;
+  const RunResult without = run_training(c, quiet_run(s.dir / "without"));
+  CHECK(metrics_without_timing(s.dir / "with") == metrics_without_timing(s.dir / "without"));
+  CHECK(all_model_tensors(checkpoint_path((s.dir / "with").string(), 12)) ==
+        all_model_tensors(checkpoint_path((s.dir / "without").string(), 12)));
+  CHECK(with.batches == 24);  // 12 steps x 2 micro-batches
+  CHECK(without.batches == 0);
+}
+
 TEST_CASE("a NaN loss stops the run with a clear message and keeps the last good checkpoint", "[train][faults]") {
   Scratch s;
   Config c = tiny_config(s);

@@ -60,6 +60,7 @@ using IntList = std::vector<int64_t>;
   X(steps, int64_t, 1000, positive(), "optimizer steps")                                                             \
   X(batch_size, int64_t, 16, positive(), "sequences per micro-batch (B)")                                            \
   X(grad_accum, int64_t, 1, positive(), "micro-batches summed per step (tokens/step = B * T * grad_accum)")          \
+  X(prefetch, bool, true, any(), "fill the next batch on a background thread while a step runs (results are identical either way)")                                                                            \
   X(seed, int64_t, 0, non_negative(), "seed for initialization and dropout")                                         \
   X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum")     \
   X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                        \

@@ -9,6 +9,7 @@
 
 #include "headlab/autograd/tape.h"
 #include "headlab/data/batch.h"
+#include "headlab/data/prefetch.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
 #include "headlab/optim/schedule.h"
@@ -25,6 +26,9 @@ struct TrainingContext {
   int64_t grad_accum = 1;
   double grad_clip = 0;  // 0 = off
   uint64_t seed = 0;     // train.seed
+  // When set, batches come from it (filled in the background); otherwise `batch` is filled
+  // inline. Same batches either way.
+  BatchPrefetcher* prefetcher = nullptr;
 };
 
 struct StepStats {

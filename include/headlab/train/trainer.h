@@ -37,6 +37,10 @@ struct RunResult {
   double final_val_loss = -1;
   double tokens_per_s = 0;  // over the whole run
   double elapsed_s = 0;
+  // Background batch filling (train.prefetch): batches asked for, how many were already filled,
+  // and the time the steps waited for the rest. All zero without prefetching.
+  int64_t batches = 0, batches_ready = 0;
+  double data_wait_s = 0;
 };
 
 // The metrics.csv header (one place: the writer and the tests read it).
