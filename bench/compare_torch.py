@@ -15,12 +15,20 @@ time, and prints tokens/s of both and their ratio. Then it checks the speed targ
   gemm      achieved training GFLOP/s at d_model 512 / BLIS sgemm 2048^3 GFLOP/s, the latter
             measured by `headlab bench --gemm` next to every d512 pair (>= 0.7)
 
+Ratios between two headlab configurations (heads, threads, seq) come from points run
+interleaved in their own group, paired run by run. The report also gives tokens per CPU-second
+(robust to other load for 1-thread runs: use --threads 1 when the machine is shared), the number
+of cores other processes used meanwhile ("other cores busy": above ~0.1 the 2-thread figures are
+contended), and for misses the "ceiling": the ratio headlab would reach if its whole step ran at
+BLIS's 2048^3 sgemm rate measured in the same run.
+
 Nothing is installed: it assumes `apt-get install -y python3-torch` and a built headlab.
 Raw JSON lines of every run go to --log (default /tmp/compare_torch-<time>.jsonl).
 
-  /usr/bin/python3 bench/compare_torch.py                    # full run (about 20-30 min idle)
-  /usr/bin/python3 bench/compare_torch.py --quick            # 5 grid points + targets, ~5 min
-  /usr/bin/python3 bench/compare_torch.py --headlab build-bench/headlab --reps 5
+  /usr/bin/python3 bench/compare_torch.py                    # full run (about 30 min idle)
+  /usr/bin/python3 bench/compare_torch.py --quick            # 5 grid points + targets, ~4 min idle
+  /usr/bin/python3 bench/compare_torch.py --headlab build-bench/headlab --headlab-b /tmp/fix/headlab
+  /usr/bin/python3 bench/compare_torch.py --from-log /tmp/compare_torch-....jsonl   # report again
 """
 import argparse
 import datetime
@@ -35,6 +43,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("--headlab", default=None, help="headlab binary (default: $HEADLAB, build/headlab, build-bench/headlab)")
+p.add_argument("--headlab-b", default=None,
+               help="a second headlab binary (e.g. a branch with a fix), run in the same alternation; "
+                    "reported as its own table and targets")
 p.add_argument("--torch-ref", default=os.path.join(ROOT, "..", "shared", "bench", "torch_ref.py"))
 p.add_argument("--python", default="/usr/bin/python3", help="interpreter for torch_ref.py (Debian's torch)")
 p.add_argument("--config", default=os.path.join(ROOT, "configs", "bench.toml"))
@@ -49,6 +60,7 @@ p.add_argument("--batch", type=int, default=16)
 p.add_argument("--only", default="", help="comma list of parts to run: grid,heads,threads,seq (default all)")
 p.add_argument("--wait-idle", type=float, default=0.0,
                help="before each pair, wait up to this many seconds for other processes to use < 0.3 cores")
+p.add_argument("--from-log", default=None, help="print the report of an earlier run's --log, run nothing")
 p.add_argument("--log", default=None, help="JSON lines of every run (default /tmp/compare_torch-<time>.jsonl)")
 args = p.parse_args()
 
@@ -69,9 +81,9 @@ def find_headlab():
     sys.exit("compare_torch: no headlab binary found (build it, or pass --headlab)")
 
 
-HEADLAB = find_headlab()
-LOG = args.log or f"/tmp/compare_torch-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-log_file = open(LOG, "w")
+HEADLAB = args.headlab if args.from_log else find_headlab()
+LOG = args.from_log or args.log or f"/tmp/compare_torch-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
+log_file = None if args.from_log else open(LOG, "w")
 
 
 def note(msg):
@@ -125,8 +137,8 @@ def torch_cmd(pt, steps_):
             str(args.warmup), "--threads", str(pt["threads"]), "--tag", pt["key"]]
 
 
-def headlab_cmd(pt, steps_):
-    return [HEADLAB, "bench", args.config, "--set", f"model.d_model={pt['d']}", "--set", f"model.n_heads={pt['h']}",
+def headlab_cmd(pt, steps_, binary=None):
+    return [binary or HEADLAB, "bench", args.config, "--set", f"model.d_model={pt['d']}", "--set", f"model.n_heads={pt['h']}",
             "--set", f"model.n_layers={args.layers}", "--seq", str(pt["T"]), "--batch", str(args.batch), "--threads",
             str(pt["threads"]), "--steps", str(steps_), "--warmup", str(args.warmup), "--tag", pt["key"]]
 
@@ -147,14 +159,18 @@ def measure(pts, steps_=None, with_gemm=False):
     """Alternates torch and headlab on each point of `pts` (interleaved), `reps` times."""
     steps_ = steps_ or steps
     for pt in pts:
-        results.setdefault(pt["key"], dict(pt=pt, torch=[], headlab=[], gemm=[]))
+        results.setdefault(pt["key"], dict(pt=pt, torch=[], headlab=[], headlab_b=[], gemm=[]))
     for rep in range(reps):
         wait_idle()
-        order = ("torch", "headlab") if rep % 2 == 0 else ("headlab", "torch")
+        order = ["torch", "headlab"] + (["headlab_b"] if args.headlab_b else [])
+        if rep % 2:
+            order.reverse()
         for pt in pts:
             res = results[pt["key"]]
             for kind in order:
-                out = run(torch_cmd(pt, steps_) if kind == "torch" else headlab_cmd(pt, steps_), kind, pt["key"])
+                cmd = (torch_cmd(pt, steps_) if kind == "torch" else
+                       headlab_cmd(pt, steps_, args.headlab_b if kind == "headlab_b" else None))
+                out = run(cmd, kind, pt["key"])
                 if "error" not in out:
                     res[kind].append(out)
             if with_gemm:
@@ -163,9 +179,10 @@ def measure(pts, steps_=None, with_gemm=False):
                     res["gemm"].append(out)
     for pt in pts:
         s = summary(pt["key"])
+        b = summary(pt["key"], "headlab_b") if args.headlab_b else None
         note(f"{pt['key']:<28} torch {fmt(s['torch_tps'], 0):>8} tok/s  headlab {fmt(s['headlab_tps'], 0):>8} tok/s  "
-             f"ratio {fmt(s['ratio'], 2):>5}  (per CPU-s ratio {fmt(s['cpu_ratio'], 2)}; other cores busy: "
-             f"{fmt(s['foreign'], 2)})")
+             f"ratio {fmt(s['ratio'], 2):>5}" + (f"  B {fmt(b['headlab_tps'], 0)} tok/s ratio {fmt(b['ratio'], 2)}" if b else "")
+             + f"  (per CPU-s ratio {fmt(s['cpu_ratio'], 2)}; other cores busy: {fmt(s['foreign'], 2)})")
 
 
 def cpu_tps(o):
@@ -179,10 +196,12 @@ def cpu_tps(o):
     return cfg.get("batch", args.batch) * cfg.get("seq", args.seq) / (own * statistics.mean(ms) / 1e3)
 
 
-def summary(name):
+def summary(name, hk="headlab"):
+    """Medians of one point; hk picks the headlab binary ("headlab" or "headlab_b")."""
     r = results.get(name)
     if r is None:
         return None
+    r = dict(r, headlab=r[hk])
     def stat(kind, key):
         return med([o.get(key) for o in r[kind]])
     s = dict(name=name, pt=r["pt"], torch_tps=stat("torch", "tokens_per_s"), headlab_tps=stat("headlab", "tokens_per_s"),
@@ -212,7 +231,38 @@ def point(d, h, T=None, threads=None, group="grid"):
     return dict(d=d, h=h, T=T, threads=threads, name=name, group=group, key=f"{group}:{name}")
 
 
+def parse_key(k):
+    """"seq:d256/h8/T512/t2" -> the point() it names."""
+    group, name = k.split(":", 1)
+    d, h, T, t = (int(part[1:]) for part in name.split("/"))
+    return point(d, h, T=T, threads=t, group=group)
+
+
+def main_from_log():
+    global HEADLAB
+    grid_points = []
+    for line in open(args.from_log):
+        rec = json.loads(line)
+        pt = parse_key(rec["point"])
+        res = results.setdefault(pt["key"], dict(pt=pt, torch=[], headlab=[], headlab_b=[], gemm=[]))
+        if "error" not in rec["result"]:
+            res[rec["kind"]].append(rec["result"])
+        if rec["kind"] == "headlab" and HEADLAB is None:
+            HEADLAB = rec["cmd"][0]
+        if rec["kind"] == "headlab_b":
+            args.headlab_b = rec["cmd"][0]
+        if pt["group"] == "grid" and (pt["d"], pt["h"]) not in grid_points:
+            grid_points.append((pt["d"], pt["h"]))
+    info = f"blis kernels {next((o['blis_kernels'] for r in results.values() for o in r['headlab']), '?')}"
+    report(grid_points, info, 0.0)
+    if args.headlab_b:
+        print("\n\nB (--headlab-b), from the same runs of torch:\n")
+        report(grid_points, info, 0.0, "headlab_b", args.headlab_b)
+
+
 def main():
+    if args.from_log:
+        return main_from_log()
     start = time.time()
     if args.quick:
         grid = [(128, 8), (256, 1), (256, 8), (256, 16), (512, 8)]
@@ -234,6 +284,10 @@ def main():
         measure([point(256, 8, T=64, group="seq"), point(256, 8, T=512, group="seq")], steps_=max(4, steps // 2))
     elapsed = time.time() - start
     report(grid, head, elapsed)
+    if args.headlab_b:
+        print("\n\nB (--headlab-b), from the same runs of torch:\n")
+        head_b = subprocess.run([args.headlab_b, "info"], capture_output=True, text=True).stdout
+        report(grid, head_b, elapsed, "headlab_b", args.headlab_b)
 
 
 def target(ok):
@@ -242,7 +296,7 @@ def target(ok):
 
 def pair_ratio(key_a, key_b, field, kind="headlab"):
     """Median over repetitions of field(a) / field(b), pairing run i of a with run i of b
-    (measured back to back in one group), so load drift cancels; falls back to medians."""
+    (measured back to back in one group), so load drift cancels."""
     a, b = results.get(key_a), results.get(key_b)
     if not a or not b:
         return None
@@ -252,14 +306,16 @@ def pair_ratio(key_a, key_b, field, kind="headlab"):
     return statistics.median(rs) if rs else None
 
 
-def report(grid, info, elapsed):
+def report(grid, info, elapsed, hk="headlab", binary=None):
     out = []
     w = out.append
+    def summary(name):  # this report's headlab binary
+        return globals()["summary"](name, hk)
     w(f"compare_torch: {datetime.datetime.now().isoformat(timespec='seconds')}, "
       f"{elapsed / 60:.1f} min, reps {reps}, steps {steps} (+{args.warmup} warm-up), "
       f"{args.layers} layers, batch {args.batch}")
     blis = [l.split()[-1] for l in info.splitlines() if l.startswith("blis kernels")]
-    w(f"headlab: {HEADLAB} (BLIS kernels {blis[0] if blis else '?'}); torch_ref forces BLIS_ARCH_TYPE=0 (skx)")
+    w(f"headlab: {binary or HEADLAB} (BLIS kernels {blis[0] if blis else '?'}); torch_ref forces BLIS_ARCH_TYPE=0 (skx)")
     w(f"raw runs: {LOG}")
     w("")
     w("| group | d_model | heads | T | threads | torch tok/s | headlab tok/s | ratio | torch ms | headlab ms "
@@ -280,9 +336,16 @@ def report(grid, info, elapsed):
     w("")
     w("Targets (ratios from this run; medians):")
     key = lambda *a, **k: point(*a, **k)["key"]
+    gemm_all = med([o.get("gflops") for k in results for o in results[k]["gemm"]])
+
+    def ceiling(s):
+        """The ratio headlab would reach if its whole step ran at BLIS's 2048^3 sgemm rate."""
+        return gemm_all / s["torch_gflops"] if gemm_all and s and s["torch_gflops"] else None
+
     c = summary(key(256, 8))
     if c and c["ratio"]:
-        w(f"- tokens/s >= 2x PyTorch at d256/h8: {c['ratio']:.2f}x -> {target(c['ratio'] >= 2)}")
+        w(f"- tokens/s >= 2x PyTorch at d256/h8: {c['ratio']:.2f}x -> {target(c['ratio'] >= 2)}"
+          + (f" (ceiling at the sgemm rate: {ceiling(c):.2f}x)" if ceiling(c) else ""))
     misses, worst, n = [], None, 0
     for d, h in grid:
         s = summary(key(d, h))
@@ -293,13 +356,14 @@ def report(grid, info, elapsed):
         if worst is None or s["ratio"] / need < worst[0]:
             worst = (s["ratio"] / need, f"d{d}/h{h} {s['ratio']:.2f}x (needs {need})")
         if s["ratio"] < need:
-            misses.append(f"d{d}/h{h} {s['ratio']:.2f}x")
+            cl = ceiling(s)
+            misses.append(f"d{d}/h{h} {s['ratio']:.2f}x" + (f" (ceiling {cl:.2f}x)" if cl else ""))
     if worst:
         w(f"- >= 1.5x PyTorch at every grid point (1.2x at d512/h1-4), {n} points: {target(not misses)}; "
           f"tightest {worst[1]}" + (f"; misses: {', '.join(misses)}" if misses else ""))
     for group in ("heads", "grid"):
         a, b = key(256, 16, group=group), key(256, 1, group=group)
-        r = pair_ratio(a, b, "step_ms_median")
+        r = pair_ratio(a, b, "step_ms_median", hk)
         if r is not None:
             rt = pair_ratio(a, b, "step_ms_median", "torch")
             w(f"- step(16 heads) / step(1 head) at d256 <= 1.2 ({group} points): headlab {r:.2f} "
@@ -308,7 +372,6 @@ def report(grid, info, elapsed):
     gem = [summary(key(512, h)) for h in (1, 2, 4, 8, 16)]
     gem = [s for s in gem if s and s["headlab_gflops"]]
     gemm_runs = [o.get("gflops") for k in results for o in results[k]["gemm"]]
-    gemm_all = med(gemm_runs)
     if gem and gemm_all:
         fr = [(s["pt"]["h"], s["headlab_gflops"] / gemm_all, s["torch_gflops"] / gemm_all if s["torch_gflops"] else None)
               for s in gem]
@@ -324,12 +387,12 @@ def report(grid, info, elapsed):
         w(f"- peak RSS <= half of PyTorch's: d256/h8 {fmt(c['rss_ratio'] if c else None, 2)}, worst "
           f"{worst_rss['pt']['name']} {worst_rss['rss_ratio']:.2f} -> {target(worst_rss['rss_ratio'] <= 0.5)}; "
           f"allocations per steady-state step: max {allocs:g} -> {target(allocs == 0)}")
-    r = pair_ratio(key(256, 8, threads=2, group="threads"), key(256, 8, threads=1, group="threads"), "tokens_per_s")
+    r = pair_ratio(key(256, 8, threads=2, group="threads"), key(256, 8, threads=1, group="threads"), "tokens_per_s", hk)
     if r is not None:
         rt = pair_ratio(key(256, 8, threads=2, group="threads"), key(256, 8, threads=1, group="threads"), "tokens_per_s",
                         "torch")
         w(f"- 2 threads >= 1.8x 1 thread at d256/h8: headlab {r:.2f}x (torch {fmt(rt, 2)}x) -> {target(r >= 1.8)}")
-    r = pair_ratio(key(256, 8, T=512, group="seq"), key(256, 8, T=64, group="seq"), "tokens_per_s")
+    r = pair_ratio(key(256, 8, T=512, group="seq"), key(256, 8, T=64, group="seq"), "tokens_per_s", hk)
     if r is not None:
         rt = pair_ratio(key(256, 8, T=512, group="seq"), key(256, 8, T=64, group="seq"), "tokens_per_s", "torch")
         w(f"- tokens/s at T512 >= 60% of T64 (d256/h8, batch {args.batch}): headlab {r:.0%} "
