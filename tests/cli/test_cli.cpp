@@ -77,6 +77,19 @@ TEST_CASE("train, eval, sample and info work end to end on a tiny run", "[cli]")
   CHECK_THAT(info.output, Catch::Contains("attention (qkv + proj)"));
 }
 
+TEST_CASE("--set takes TOML arrays, commas and all", "[cli]") {
+  Scratch s;
+  for (const std::string value : {"[2,5]", "[2, 5]"}) {
+    const fs::path out = s.dir / "run";
+    fs::remove_all(out);
+    const auto r = run_headlab({"train", s.config.string(), "--set", "data.offsets=" + value, "--set", "train.steps=1",
+                                "--out", out.string()}, s.dir / "log.txt");
+    INFO("--set data.offsets=" << value << " printed: " << r.output);
+    CHECK(r.code == 0);
+    CHECK_THAT(test::read_file(out / "config.toml"), Catch::Contains("offsets = [ 2, 5 ]") || Catch::Contains("offsets = [2, 5]"));
+  }
+}
+
 TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every verb that reads one", "[cli]") {
   Scratch s;
   const fs::path bad = s.write("bad.h5", "this is not an HDF5 file");
