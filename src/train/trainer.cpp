@@ -121,6 +121,8 @@ RunResult run_training(const Config& config, const RunOptions& options) {
     progress = load_training_checkpoint(resume_path, model, optimizer.get());
     HEADLAB_CHECK(progress.step <= tc.steps,
                   resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
+    if (!options.quiet)
+      std::fprintf(stderr, "resuming from step %lld (%s)\n", static_cast<long long>(progress.step), resume_path.c_str());
   }
 
   fs::create_directories(ckpt_dir);
