@@ -404,6 +404,8 @@ def read_prune(path):
             row["heads_per_layer"] = [int(n) for n in r["heads_per_layer"].split()]
         except (TypeError, ValueError):
             fail(f"{path}: line {i} has a malformed number")
+        if sum(row["heads_per_layer"]) != row["heads_kept"] or len(r["pruned_heads"].split()) != row["heads_pruned"]:
+            fail(f"{path}: line {i}: heads_per_layer must sum to heads_kept and pruned_heads list heads_pruned heads")
         if r["strategy"] not in PRUNE_STRATEGIES:
             fail(f"{path}: line {i}: unknown strategy '{r['strategy']}' (expected {'|'.join(PRUNE_STRATEGIES)})")
         if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]):
@@ -450,7 +452,7 @@ def by_round(files, value):
     return out
 
 
-def plot_prune_curves(series, out_dir, title_prefix, n_files, written):
+def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written):
     """prune_<metric>.png: the metric against the fraction of heads pruned, one curve per strategy."""
     all_rows = [r for files in series.values() for rows in files for r in rows]
     total_heads = all_rows[0]["heads_pruned"] + all_rows[0]["heads_kept"]
@@ -474,7 +476,8 @@ def plot_prune_curves(series, out_dir, title_prefix, n_files, written):
                         linestyle=style, marker="D", markersize=6, label=series_label(key, files))
                 for lam, r in ends:
                     ax.annotate(f"\u03bb={lam:g}", (r["fraction_pruned"], r[metric]), textcoords="offset points",
-                                xytext=(6, 6), fontsize=8, color=color)
+                                xytext=(6, 6), fontsize=8, color=color,
+                                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
                 continue
             points = by_round(files, lambda r: r[metric])
             xs, means = [p[0] for p in points], [p[1] for p in points]
@@ -493,12 +496,12 @@ def plot_prune_curves(series, out_dir, title_prefix, n_files, written):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
                   title_fontsize=7)
-        ax.set_title(f"{title_prefix}{METRICS[metric][0]} as heads are pruned ({n_files} prune.csv files)",
+        ax.set_title(f"{title_prefix}{METRICS[metric][0]} as heads are pruned ({n_files} prune.csv files){subtitle}",
                      fontsize=10)
         save(fig, os.path.join(out_dir, f"prune_{metric}.png"), written)
 
 
-def plot_prune_heads_per_layer(series, out_dir, title_prefix, written):
+def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written):
     """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda)."""
     keys = list(series)
     n_cols = min(3, len(keys))
@@ -532,7 +535,7 @@ def plot_prune_heads_per_layer(series, out_dir, title_prefix, written):
     for j in range(len(keys), n_rows * n_cols):
         axes[j // n_cols][j % n_cols].set_visible(False)
     fig.colorbar(image, ax=axes.ravel().tolist(), label="heads left in the layer", shrink=0.8)
-    fig.suptitle(f"{title_prefix}heads left per layer as pruning proceeds, by strategy", fontsize=10)
+    fig.suptitle(f"{title_prefix}heads left per layer as pruning proceeds, by strategy{subtitle}", fontsize=10)
     save(fig, os.path.join(out_dir, "prune_heads_per_layer.png"), written)
 
 
@@ -540,9 +543,15 @@ def plot_prune(folder, out_dir, title_prefix, written):
     paths = find_prune_files(folder)
     if not paths:
         return
-    series = prune_series([read_prune(p) for p in paths])
-    plot_prune_curves(series, out_dir, title_prefix, len(paths), written)
-    plot_prune_heads_per_layer(series, out_dir, title_prefix, written)
+    files = [read_prune(p) for p in paths]
+    shapes = {(len(r["heads_per_layer"]), r["heads_kept"] + r["heads_pruned"]) for rows in files for r in rows}
+    if len(shapes) > 1:
+        fail(f"{folder}: its prune.csv files are of different models (layers, heads): {sorted(shapes)}")
+    series = prune_series(files)
+    context = describe_config(read_config(folder))
+    subtitle = f"\n{context}" if context else ""
+    plot_prune_curves(series, out_dir, title_prefix, subtitle, len(paths), written)
+    plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
 
 
 def plot_analysis(run_dir, out_dir, title_prefix, chosen_heads, written):
