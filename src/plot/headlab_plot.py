@@ -45,6 +45,7 @@ except ImportError:
     tomllib = None
 
 SEED_KEYS = ("train.seed", "data.seed")
+NOTES = []  # lines for stdout, printed only when every figure was drawn (an error stays one line)
 
 # What each logged quantity is, with its unit, for axis labels and titles.
 METRICS = {
@@ -250,7 +251,7 @@ def plot_heads(run_dir, out_dir, title_prefix, written):
         ax.set_title(f"{title_prefix}{column.replace('_', ' ')} per head{note}", fontsize=10)
         save(fig, os.path.join(out_dir, f"heads_{column}.png"), written)
     if skipped:
-        print(f"{path}: no heatmap for {', '.join(skipped)}")
+        NOTES.append(f"{path}: no heatmap for {', '.join(skipped)}")
 
 
 def plot_head_similarity(run_dir, out_dir, title_prefix, written):
@@ -862,8 +863,8 @@ def main():
         written = plot_sweep(args.path, args.x, chosen_heads)
     else:
         written = plot_run(args.path, args.x, chosen_heads)
-    for path in written:
-        print(path)
+    for line in NOTES + written:
+        print(line)
 
 
 if __name__ == "__main__":

@@ -139,6 +139,7 @@ TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]")
   c.data.offsets = {1};
   c.data.vocab_size = 8;
   c.train.steps = 40;
+  c.train.warmup_steps = 5;
   c.train.batch_size = 8;
   c.train.eval_every = 0;
   c.train.eval_batches = 1;
