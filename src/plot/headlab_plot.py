@@ -266,10 +266,10 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
     values = [[number(r[l]) if number(r[l]) is not None else math.nan for l in labels] for r in rows]
     ticks = [re.sub(r"L(\d+)H(\d+)", r"\1:\2", l) for l in labels]
     n = len(labels)
-    size = min(3 + 0.45 * n, 16)
+    size = min(max(5.0, 3 + 0.45 * n), 16)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
     image = heatmap(ax, values, vmin=0.0, vmax=1.0, annotate=n <= 16, fmt="{:.2f}")
-    fig.colorbar(image, ax=ax, label="Jensen-Shannon distance (0 = same attention, 1 = disjoint)")
+    fig.colorbar(image, ax=ax, label="Jensen-Shannon distance\n(0 = same attention, 1 = disjoint)")
     cell_ticks(ax, ticks, ticks, rotate_x=True)
     per_layer = sum(1 for l in labels if l.startswith("L0H"))
     for boundary in range(per_layer, n, per_layer or n):  # lines between layers
@@ -277,8 +277,9 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
         ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
     ax.set_xlabel("head (layer:head)")
     ax.set_ylabel("head (layer:head)")
-    ax.set_title(f"{title_prefix}how differently pairs of heads attend\n"
-                 "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", fontsize=10)
+    ax.set_title(f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
+        "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", int(11 * size)),
+                 fontsize=10)
     save(fig, os.path.join(out_dir, "heads_similarity.png"), written)
 
 
