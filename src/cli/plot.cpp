@@ -1,7 +1,8 @@
-// headlab plot PATH [--x-axis tokens|step]: PNG figures of a run folder or a sweep folder, written to
-// PATH/plots/ by src/plot/headlab_plot.py (matplotlib, Agg backend; docs/sweeps.md lists the
-// figures). For a sweep folder, DIR/results.csv and DIR/summary.md are rewritten first, so the
-// figures and the tables always agree. The script is found through $HEADLAB_PLOT_SCRIPT, next to
+// headlab plot PATH [--x-axis tokens|step] [--heads L:H,...]: PNG figures of a run folder, a sweep
+// folder, or a folder of prune results, written to PATH/plots/ by src/plot/headlab_plot.py
+// (matplotlib, Agg backend; docs/sweeps.md lists the figures). The script decides what PATH holds
+// and checks --heads. For a sweep folder, DIR/results.csv and DIR/summary.md are rewritten first,
+// so the figures and the tables always agree. The script is found through $HEADLAB_PLOT_SCRIPT, next to
 // this executable, or in ../src/plot/ from it; the interpreter is $HEADLAB_PYTHON, else
 // /usr/bin/python3 (where Debian's python3-matplotlib lives), else python3 on PATH.
 #include <sys/wait.h>
@@ -99,10 +100,12 @@ void run_script(const std::string& python, const std::vector<std::string>& args)
 
 int run_plot(int argc, char** argv) {
   cxxopts::Options options("headlab plot",
-                           "Draw PNG figures of a run folder or a sweep folder into PATH/plots/ (see docs/sweeps.md).");
+                           "Draw PNG figures of a run folder, a sweep folder or prune results into PATH/plots/ "
+                           "(see docs/sweeps.md).");
   options.positional_help("PATH");
-  options.add_options()("path", "run folder or sweep folder", cxxopts::value<std::string>())(
+  options.add_options()("path", "run folder, sweep folder, or prune results", cxxopts::value<std::string>())(
       "x,x-axis", "x axis of the curves: tokens or step", cxxopts::value<std::string>()->default_value("tokens"))(
+      "heads", "attention maps of these heads only, e.g. 0:1,2:3 (layer:head)", cxxopts::value<std::string>())(
       "h,help", "show this help");
   options.parse_positional({"path"});
   auto args = options.parse(argc, argv);
@@ -116,16 +119,10 @@ int run_plot(int argc, char** argv) {
   std::error_code ec;
   HEADLAB_CHECK(fs::is_directory(path, ec), "no such folder: " << path);
   HEADLAB_CHECK(!fs::is_empty(path, ec), path << " is empty: nothing to plot");
-  const fs::path dir(path);
-  if (fs::exists(dir / "grid.csv")) {
-    aggregate_sweep(path);  // the figures read results.csv: keep it current
-  } else {
-    HEADLAB_CHECK(fs::exists(dir / "metrics.csv"),
-                  path << " holds neither metrics.csv (a run folder) nor grid.csv (a sweep folder)");
-    HEADLAB_CHECK(read_run_metrics((dir / "metrics.csv").string()).last_step > 0,
-                  (dir / "metrics.csv").string() << " has no rows yet: nothing to plot");
-  }
-  run_script(find_python(), {find_plot_script(), path, "--x", x});
+  if (fs::exists(fs::path(path) / "grid.csv")) aggregate_sweep(path);  // the figures read results.csv
+  std::vector<std::string> script_args = {find_plot_script(), path, "--x", x};
+  if (args.count("heads")) script_args.insert(script_args.end(), {"--heads", args["heads"].as<std::string>()});
+  run_script(find_python(), script_args);
   return 0;
 }
 

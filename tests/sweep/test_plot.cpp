@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "headlab/train/trainer.h"
 #include "support/scratch.h"
 
 using Catch::Matchers::Contains;
@@ -58,6 +59,8 @@ void check_png(const fs::path& path) {
   CHECK(bytes.substr(bytes.size() - 8, 4) == "IEND");
 }
 
+uint32_t png_width(const fs::path& path) { return big_endian_u32(read_file(path), 16); }
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
   std::istringstream in(text);
@@ -66,18 +69,131 @@ std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+// `headlab plot ARGS...` fails with exit code 2 and one line naming the problem.
+void check_one_line_error(const std::vector<std::string>& args, const fs::path& log, const std::string& expected,
+                          const std::map<std::string, std::string>& env = {}) {
+  const auto r = run_plot(args, log, env);
+  INFO(r.output);
+  CHECK(r.code == 2);
+  const std::vector<std::string> lines = lines_of(r.output);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], StartsWith("headlab plot: error: ") && Contains(expected));
+}
+
+const char* const kPruneHeader =
+    "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
+    "val_loss,val_accuracy,val_bpb,pruned_heads\n";
+
 }  // namespace
 
-TEST_CASE("plotting the fixture run writes its loss, metric and per-head PNGs", "[plot]") {
+TEST_CASE("plotting the fixture run writes its loss, metric, per-head, similarity and attention PNGs", "[plot]") {
   Scratch s;
   const fs::path run = s.dir / "run_small";
   const auto r = run_plot({run.string()}, s.dir / "log.txt");
   INFO(r.output);
   REQUIRE(r.code == 0);
-  for (const char* name : {"loss.png", "val_accuracy.png", "val_bpb.png", "heads_importance.png",
-                           "heads_attn_entropy.png"})
+  for (const char* name : {"loss.png", "val_accuracy.png", "val_bpb.png", "heads_importance.png", "heads_entropy.png",
+                           "heads_ablation_loss_delta.png", "heads_similarity.png", "attention_example_0.png"})
     check_png(run / "plots" / name);
   CHECK_THAT(r.output, Contains("run_small/plots/loss.png"));  // the written files are listed
+  // Columns without a picture to draw are skipped, and stdout says so.
+  CHECK(!fs::exists(run / "plots" / "heads_gate.png"));
+  CHECK(!fs::exists(run / "plots" / "heads_syntactic_head_agreement.png"));
+  CHECK_THAT(r.output, Contains("no heatmap for gate (every head 1)") &&
+                           Contains("syntactic_head_agreement (no values)"));
+}
+
+TEST_CASE("--heads draws only the chosen heads' attention maps; a bad choice is one line and exit code 2",
+          "[plot]") {
+  Scratch s;
+  const fs::path run = s.dir / "run_small", figure = run / "plots" / "attention_example_0.png";
+  const fs::path log = s.dir / "log.txt";
+  auto r = run_plot({run.string()}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  check_png(figure);
+  const uint32_t all_heads_width = png_width(figure);  // 2 layers x 4 heads: 4 panels wide
+  r = run_plot({run.string(), "--heads", "1:2"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  check_png(figure);
+  CHECK(png_width(figure) < all_heads_width * 2 / 3);  // one panel
+
+  check_one_line_error({run.string(), "--heads", "2:0"}, log, "--heads 2:0: ");
+  check_one_line_error({run.string(), "--heads", "1-2"}, log, "--heads: expected layer:head pairs");
+  check_one_line_error({(s.dir / "prune_small").string(), "--heads", "0:0"}, log, "has no attention_example_");
+}
+
+TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]") {
+  // The run_small fixture imitates analyze's files; this checks the real ones read the same way.
+  test::ScratchDir s("plot_analyze");
+  const fs::path run = s.dir / "run";
+  Config c;
+  c.model.vocab_size = 8;
+  c.model.d_model = 16;
+  c.model.n_heads = 2;
+  c.model.n_layers = 1;
+  c.model.max_seq_len = 16;
+  c.data.task = "k_relation";
+  c.data.seq_len = 16;
+  c.data.offsets = {1};
+  c.data.vocab_size = 8;
+  c.train.steps = 40;
+  c.train.warmup_steps = 5;
+  c.train.batch_size = 8;
+  c.train.eval_every = 0;
+  c.train.eval_batches = 1;
+  c.train.checkpoint_every = 0;
+  c.train.threads = 1;
+  RunOptions o;
+  o.out_dir = run.string();
+  o.quiet = true;
+  run_training(c, o);
+  const auto analyzed = test::run_headlab({"analyze", (run / "checkpoints" / "best.h5").string(), "--batches", "1",
+                                           "--no-ablation", "--dump-example", "0"},
+                                          s.dir / "analyze.txt", {{"OMP_NUM_THREADS", "1"}});
+  INFO(analyzed.output);
+  REQUIRE(analyzed.code == 0);
+  const auto r = run_plot({run.string()}, s.dir / "log.txt");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  for (const char* name : {"loss.png", "heads_importance.png", "heads_similarity.png", "attention_example_0.png"})
+    check_png(run / "plots" / name);
+}
+
+TEST_CASE("plotting prune results draws a curve per strategy and the heads left per layer", "[plot]") {
+  Scratch s;
+  const fs::path run = s.dir / "prune_small", log = s.dir / "log.txt";
+  auto r = run_plot({run.string()}, log);  // a run folder: every prune/*/prune.csv
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  for (const char* name : {"prune_val_accuracy.png", "prune_val_loss.png", "prune_heads_per_layer.png"})
+    check_png(run / "plots" / name);
+  CHECK(!fs::exists(run / "plots" / "prune_val_bpb.png"));  // the fixture's val_bpb cells are empty
+  CHECK(!fs::exists(run / "plots" / "loss.png"));           // no metrics.csv: only the prune figures
+
+  r = run_plot({(run / "prune").string()}, log);  // a folder of invocations
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  check_png(run / "prune" / "plots" / "prune_val_accuracy.png");
+  const fs::path one = run / "prune" / "l0_lambda0.003";  // one invocation's folder
+  r = run_plot({one.string()}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  check_png(one / "plots" / "prune_val_loss.png");
+}
+
+TEST_CASE("a malformed prune.csv is one line and exit code 2", "[plot]") {
+  Scratch s;
+  const fs::path log = s.dir / "log.txt", bad = s.dir / "prune_small" / "prune" / "random_seed1" / "prune.csv";
+  std::ofstream(bad) << "strategy,seed,finetune_steps,recompute,round,heads_pruned,fraction_pruned,heads_kept,"
+                        "heads_per_layer,val_loss,val_accuracy,val_bpb,pruned_heads\n"
+                        "random,1,0,0,0,0,0,16,4 4 4 4,1.2,0.64,,\n";
+  check_one_line_error({(s.dir / "prune_small").string()}, log, "random_seed1/prune.csv: not a headlab prune.csv");
+  std::ofstream(bad) << kPruneHeader << "magnitude,0,0,0,,0,0,0,16,4 4 4 4,1.2,0.64,,\n";
+  check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2: unknown strategy 'magnitude'");
+  std::ofstream(bad) << kPruneHeader << "random,1,0,0,,0,0,zero,16,4 4 4 4,1.2,0.64,,\n";
+  check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2 has a malformed number");
 }
 
 TEST_CASE("plotting the fixture sweep writes overlaid curves, final metrics with error bars and heatmaps",
@@ -100,12 +216,7 @@ TEST_CASE("plot errors are one line and exit code 2", "[plot]") {
   const fs::path log = s.dir / "log.txt";
   auto one_line_error = [&](const std::vector<std::string>& args, const std::string& expected,
                             const std::map<std::string, std::string>& env = {}) {
-    const auto r = run_plot(args, log, env);
-    INFO(r.output);
-    CHECK(r.code == 2);
-    const std::vector<std::string> lines = lines_of(r.output);
-    REQUIRE(lines.size() == 1);
-    CHECK_THAT(lines[0], StartsWith("headlab plot: error: ") && Contains(expected));
+    check_one_line_error(args, log, expected, env);
   };
   one_line_error({(s.dir / "missing").string()}, "no such folder: ");
   fs::create_directories(s.dir / "empty");
