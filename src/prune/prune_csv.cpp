@@ -22,7 +22,10 @@ std::string number(const char* format, double v) {
 template <typename Seq, typename Fn>
 std::string joined(const Seq& items, Fn item) {
   std::string text;
-  for (const auto& x : items) text += (text.empty() ? "" : " ") + item(x);
+  for (const auto& x : items) {
+    if (!text.empty()) text += ' ';
+    text += item(x);
+  }
   return text;
 }
 
