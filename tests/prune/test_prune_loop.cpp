@@ -119,6 +119,10 @@ TEST_CASE("fine-tuning between rounds trains the model but never reopens a prune
   CHECK(tuned.rounds[1].metric.loss != plain.rounds[1].metric.loss);
   const Model<float>& model = *tuned.checkpoint.model;
   for (const LayerHead& x : tuned.rounds.back().pruned) CHECK(model.gates().value(static_cast<int>(x.layer))(x.head) == 0.0f);
+  float open_sum = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) open_sum += model.gates().value(l)(h);
+  CHECK(open_sum == 2.0f);  // the two kept heads are still exactly 1
   int64_t changed = 0;
   for (int64_t i = 0; i < model.params().slab_size(); ++i)
     changed += model.params().values()[i] != original.model->params().values()[i];
@@ -153,12 +157,15 @@ TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", 
   INFO("closed with lambda 1e-4: " << tiny.rounds[1].pruned.size() << ", with lambda 1: " << large.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() > tiny.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() >= 2);
-  // The gates are binary after the run.
+  // The gates are binary after the run, and the run is a pure function of its seed.
   for (int l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) {
       const float g = large.checkpoint.model->gates().value(l)(h);
       CHECK((g == 0.0f || g == 1.0f));
     }
+  const Pruned again(o);
+  CHECK(again.rounds[1].pruned == large.rounds[1].pruned);
+  CHECK(again.rounds[1].metric.loss == large.rounds[1].metric.loss);
 }
 
 TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pruned heads", "[prune]") {
