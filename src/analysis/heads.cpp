@@ -16,6 +16,7 @@
 
 #include "headlab/analysis/heads.h"
 #include "headlab/common/error.h"
+#include "headlab/data/tasks.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
 
@@ -87,6 +88,14 @@ struct RestoreOnExit {
 };
 
 }  // namespace
+
+int32_t unkeyed_pad_token(const std::string& task, const Dataset& dataset) {
+  if (task != "grammar") return -1;
+  const std::vector<GrammarWord> lexicon = grammar_lexicon(dataset.vocab_size());
+  for (size_t i = 0; i < lexicon.size(); ++i)
+    if (lexicon[i].word_class == WordClass::pad) return static_cast<int32_t>(i);
+  return -1;
+}
 
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,

@@ -27,12 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// RUN for RUN/checkpoints/X.h5, else the checkpoint's own folder.
-fs::path run_folder(const fs::path& checkpoint) {
-  const fs::path dir = fs::absolute(checkpoint).lexically_normal().parent_path();
-  return dir.filename() == "checkpoints" ? dir.parent_path() : dir;
-}
-
 // A readable label for a token: the byte for text, the word for grammar, CLS/SEP/PAD for classify.
 class TokenNames {
  public:
@@ -195,11 +189,12 @@ int run_analyze(int argc, char** argv) {
   HEADLAB_CHECK(split_arg == "val" || split_arg == "test" || split_arg == "train",
                 "--split must be val, test or train, got '" << split_arg << "'");
   const Split split = split_arg == "val" ? Split::val : split_arg == "test" ? Split::test : Split::train;
-  const Config config = checkpoint_config(path);
+  OpenedCheckpoint opened = open_checkpoint(path);
+  const Config& config = opened.config;
   set_num_threads(args.count("threads") ? args["threads"].as<int>() : resolved_threads(config));
-  Model<float> model(model_spec(config));
-  const RunProgress progress = load_training_checkpoint(path, model, nullptr);
-  auto dataset = make_dataset(config);
+  Model<float>& model = *opened.model;
+  const RunProgress& progress = opened.progress;
+  const std::unique_ptr<Dataset>& dataset = opened.dataset;
 
   AnalysisOptions o;
   o.batch_size = args.count("batch-size") ? args["batch-size"].as<int64_t>() : config.train.batch_size;
@@ -207,13 +202,9 @@ int run_analyze(int argc, char** argv) {
   o.ablation = !args.count("no-ablation");
   o.similarity = !args.count("no-similarity");
   o.importance_by_rows = args.count("importance-by-rows") > 0;
-  if (config.data.task == "grammar") {  // rows are padded with <pad> but carry no key_padding
-    const std::vector<GrammarWord> lexicon = grammar_lexicon(dataset->vocab_size());
-    for (size_t i = 0; i < lexicon.size(); ++i)
-      if (lexicon[i].word_class == WordClass::pad) o.pad_token = static_cast<int32_t>(i);
-  }
+  o.pad_token = unkeyed_pad_token(config.data.task, *dataset);
   const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
-                  : dataset->eval_batches(split, o.batch_size) > 0 ? 0 : config.train.eval_batches;
+                                          : default_eval_batches(config, *dataset, split, o.batch_size);
   const std::vector<int64_t> dump =
       args.count("dump-example") ? args["dump-example"].as<std::vector<int64_t>>() : std::vector<int64_t>{};
   for (int64_t example : dump) {  // before the long part
@@ -222,7 +213,7 @@ int run_analyze(int argc, char** argv) {
                   "--dump-example " << example << " is outside the " << split_arg << " split (0 .. "
                                     << covering * o.batch_size - 1 << ")");
   }
-  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : run_folder(path);
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
   fs::create_directories(out);
 
   const HeadScores s = analyze_heads(model, *dataset, split, n, o);

@@ -28,16 +28,17 @@ int run_eval(int argc, char** argv) {
   const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
   HEADLAB_CHECK(split_arg == "val" || split_arg == "test", "--split must be val or test, got '" << split_arg << "'");
   const Split split = split_arg == "val" ? Split::val : Split::test;
-  const Config config = checkpoint_config(path);
+  OpenedCheckpoint opened = open_checkpoint(path);
+  const Config& config = opened.config;
   set_num_threads(resolved_threads(config));
-  Model<float> model(model_spec(config));
-  const RunProgress progress = load_training_checkpoint(path, model, nullptr);
-  auto dataset = make_dataset(config);
+  Model<float>& model = *opened.model;
+  const RunProgress& progress = opened.progress;
+  const std::unique_ptr<Dataset>& dataset = opened.dataset;
   Arena arena;
   Tape<float> tape(arena);
   Batch batch = dataset->make_batch(config.train.batch_size);
   const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
-                  : dataset->eval_batches(split, batch.batch_size) > 0 ? 0 : config.train.eval_batches;
+                                          : default_eval_batches(config, *dataset, split, batch.batch_size);
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
   std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(), static_cast<long long>(progress.step),
               split_arg.c_str(), static_cast<long long>(e.n_targets));

@@ -13,5 +13,6 @@ int run_bench(int argc, char** argv);
 int run_sweep(int argc, char** argv);
 int run_plot(int argc, char** argv);
 int run_analyze(int argc, char** argv);
+int run_prune(int argc, char** argv);
 
 }  // namespace headlab::cli

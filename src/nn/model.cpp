@@ -121,7 +121,8 @@ Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(sp
 }
 
 template <typename T>
-ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt) {
+ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
+                                 const Var<T>* gate_vars) {
   const ModelSpec& s = spec_;
   const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
   const int64_t H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head;
@@ -157,7 +158,9 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
     Var<T> qkv = reshape(project(h, blk.qkv), {B, T_, H + 2 * Hkv, Dh});
     Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
     const int gi = static_cast<int>(l);
-    Var<T> gates = opt.gate_grads ? tape.leaf(gates_.value(gi), gates_.grad(gi)) : tape.constant(gates_.value(gi));
+    Var<T> gates = gate_vars != nullptr ? gate_vars[l]
+                 : opt.gate_grads    ? tape.leaf(gates_.value(gi), gates_.grad(gi))
+                                     : tape.constant(gates_.value(gi));
     Var<T> a = attention(q, k, v, attn_opt, gates);
     attention_outputs_.push_back(a);
     x = add(x, drop(project(reshape(a, {B, T_, H * Dh}), blk.proj), l, 1));

@@ -1,6 +1,9 @@
 #include "headlab/train/checkpointing.h"
 
+#include <filesystem>
+
 #include "headlab/io/checkpoint.h"
+#include "headlab/train/setup.h"
 
 namespace headlab {
 
@@ -66,6 +69,22 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
   p.log_loss_steps = r.int_attr("log_loss_steps");
   p.tokens_seen = r.int_attr("tokens_seen");
   return p;
+}
+
+OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std::string>& overrides) {
+  OpenedCheckpoint c;
+  c.config = checkpoint_config(path);
+  if (!overrides.empty()) c.config = parse_config_text(to_toml(c.config), path + " (config attribute)", overrides);
+  c.model = std::make_unique<Model<float>>(model_spec(c.config));
+  c.progress = load_training_checkpoint(path, *c.model, nullptr);
+  c.dataset = make_dataset(c.config);
+  return c;
+}
+
+std::string checkpoint_run_folder(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(path).lexically_normal().parent_path();
+  return (dir.filename() == "checkpoints" ? dir.parent_path() : dir).string();
 }
 
 }  // namespace headlab

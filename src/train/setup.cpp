@@ -94,6 +94,10 @@ ScheduleOptions schedule_options(const Config& config) {
   return s;
 }
 
+int64_t default_eval_batches(const Config& config, const Dataset& dataset, Split split, int64_t batch_size) {
+  return dataset.eval_batches(split, batch_size) > 0 ? 0 : config.train.eval_batches;
+}
+
 int resolved_threads(const Config& config) {
   return config.train.threads > 0 ? static_cast<int>(config.train.threads) : num_threads();
 }

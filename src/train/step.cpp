@@ -30,13 +30,15 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
     ForwardOptions options;
     options.training = true;
     options.dropout_seed = hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
-    ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, *batch), options);
+    const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
+    ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, *batch), options, gates);
     const double loss = out.loss.value()(0);
     HEADLAB_CHECK(std::isfinite(loss), "training diverged: loss is " << loss << " at step " << step
                                                                      << " (try a lower train.lr)");
     stats.loss += loss / static_cast<double>(ctx.grad_accum);
     // Gradients of the mean over micro-batches: each backward is scaled by 1/grad_accum.
-    ctx.tape.backward(scale(out.loss, 1.0 / static_cast<double>(ctx.grad_accum)));
+    const Var<float> objective = ctx.gate_sampler ? add(out.loss, ctx.gate_sampler->penalty(ctx.tape)) : out.loss;
+    ctx.tape.backward(scale(objective, 1.0 / static_cast<double>(ctx.grad_accum)));
     ctx.tape.reset();
     for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? batch->labels : batch->targets)
       stats.tokens += target >= 0;

@@ -13,8 +13,8 @@
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
-#include "headlab/train/trainer.h"
 #include "support/scratch.h"
+#include "support/trained_run.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -119,38 +119,8 @@ std::vector<double> finite_difference_importance(Model<double>& model, const Bat
 
 // A k_relation model with offset 1 (target = the previous token), trained once for the tests
 // that need a trained checkpoint.
-struct TrainedRun {
-  test::ScratchDir scratch{"analysis"};
-  fs::path run = scratch.dir / "run";
-  TrainedRun() {
-    Config c;
-    c.model.vocab_size = 8;
-    c.model.d_model = 16;
-    c.model.n_heads = 2;
-    c.model.n_layers = 1;
-    c.model.max_seq_len = 16;
-    c.data.task = "k_relation";
-    c.data.seq_len = 16;
-    c.data.offsets = {1};
-    c.data.vocab_size = 8;
-    c.train.steps = 300;
-    c.train.batch_size = 16;
-    c.train.lr = 1e-2;
-    c.train.warmup_steps = 20;
-    c.train.eval_every = 0;
-    c.train.eval_batches = 2;
-    c.train.checkpoint_every = 0;
-    c.train.threads = 1;
-    RunOptions o;
-    o.out_dir = run.string();
-    o.quiet = true;
-    run_training(c, o);
-  }
-  std::string checkpoint() const { return (run / "checkpoints" / "best.h5").string(); }
-};
-
-const TrainedRun& trained_run() {
-  static const TrainedRun run;
+const test::TrainedRun& trained_run() {
+  static const test::TrainedRun run("analysis", test::k_relation_config(1, 2, {1}, 300));
   return run;
 }
 
@@ -338,7 +308,7 @@ TEST_CASE("the encoder's statistics skip padded positions and rows without a lab
 
 TEST_CASE("a model trained to copy the previous token has a previous-token head that carries the loss",
           "[analysis]") {
-  const TrainedRun& run = trained_run();
+  const test::TrainedRun& run = trained_run();
   const Config config = checkpoint_config(run.checkpoint());
   Model<float> model(model_spec(config));
   load_training_checkpoint(run.checkpoint(), model, nullptr);
@@ -360,7 +330,7 @@ TEST_CASE("a model trained to copy the previous token has a previous-token head 
 
 TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable heads.h5 and attention maps",
           "[analysis]") {
-  const TrainedRun& run = trained_run();
+  const test::TrainedRun& run = trained_run();
   test::ScratchDir out("analysis_cli");
   const test::CommandResult r = test::run_headlab(
       {"analyze", run.checkpoint(), "--batches", "4", "--out", out.dir.string(), "--dump-example", "5"},

@@ -191,3 +191,37 @@ TEST_CASE("model specs with impossible head layouts are rejected with one line",
   spec.n_kv_heads = 3;
   REQUIRE_THROWS_WITH(Model<float>(spec), Catch::Contains("n_kv_heads=3 does not divide n_heads=4"));
 }
+
+TEST_CASE("gates passed as tape variables act as the model's gates and receive their gradient", "[nn][model]") {
+  const ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 2);
+  Model<double> model(spec);
+  randomize(model, 13);
+  TinyBatch batch(spec, 6);
+  Arena arena;
+  Tape<double> tape(arena);
+  model.params().zero_grad();
+  model.gates().zero_grad();
+  const ModelOutput<double> own = model.forward(tape, batch.input(), {.gate_grads = true});
+  tape.backward(own.loss);
+  const double own_loss = own.loss.value()(0);
+  const std::vector<double> own_grads(model.gates().grads(), model.gates().grads() + model.gates().slab_size());
+  tape.reset();
+
+  // The same values as Vars with their own gradient buffers; the model's gates are then set to
+  // 0 to show that they are not read.
+  std::vector<Tensor<double>> values, grads;
+  std::vector<Var<double>> vars;
+  for (int l = 0; l < model.gates().size(); ++l) {
+    values.push_back(arena.empty<double>({spec.n_heads}));
+    grads.push_back(arena.zeros<double>({spec.n_heads}));
+    for (int64_t h = 0; h < spec.n_heads; ++h) values.back()(h) = model.gates().value(l)(h);
+  }
+  for (int l = 0; l < model.gates().size(); ++l) model.gates().value(l).fill(0.0);
+  for (int l = 0; l < model.gates().size(); ++l) vars.push_back(tape.leaf(values[l], grads[l]));
+  const ModelOutput<double> given = model.forward(tape, batch.input(), {}, vars.data());
+  tape.backward(given.loss);
+  CHECK(given.loss.value()(0) == own_loss);
+  for (int l = 0; l < model.gates().size(); ++l)
+    for (int64_t h = 0; h < spec.n_heads; ++h)
+      CHECK(grads[l](h) == own_grads[static_cast<size_t>(model.gates().offset(l) + h)]);
+}

@@ -76,6 +76,10 @@ struct HeadColumn {
 };
 const std::vector<HeadColumn>& head_columns();
 
+// The token that marks padding in a task's rows when they carry no key_padding (the grammar
+// task's <pad>), for AnalysisOptions::pad_token; -1 for every other task.
+int32_t unkeyed_pad_token(const std::string& task, const Dataset& dataset);
+
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options);

@@ -79,7 +79,12 @@ class Model {
   Parameters<T>& gates() { return gates_; }
   const Parameters<T>& gates() const { return gates_; }
 
-  ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);
+  // gate_vars: null = the gates in gates() (leaves with options.gate_grads, else constants);
+  // otherwise n_layers Vars of shape [n_heads] on `tape` used as the gates of this forward (L0
+  // pruning's sampled gates). An argument rather than a ForwardOptions field: Vars are typed by
+  // T and the options are not.
+  ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
+                         const Var<T>* gate_vars = nullptr);
   // The attention outputs of the last forward, one per layer (for attention_probs()).
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
 

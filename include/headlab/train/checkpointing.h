@@ -10,8 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "headlab/data/batch.h"
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
@@ -38,5 +41,18 @@ Config checkpoint_config(const std::string& path);
 // Loads parameters and gates into `model` (and the optimizer's state when given). Every tensor
 // must be present with the model's shape; a mismatch is one line naming the tensor and shapes.
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer);
+
+// A checkpoint opened for evaluation, analysis or pruning: its config (with `overrides` applied,
+// "key=value" as --set takes them), the model with its parameters and gates, and its dataset.
+struct OpenedCheckpoint {
+  Config config;
+  std::unique_ptr<Model<float>> model;
+  RunProgress progress;
+  std::unique_ptr<Dataset> dataset;
+};
+OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The run folder of a checkpoint: RUN for RUN/checkpoints/X.h5, else the checkpoint's own folder.
+std::string checkpoint_run_folder(const std::string& path);
 
 }  // namespace headlab

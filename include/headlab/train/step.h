@@ -16,6 +16,18 @@
 
 namespace headlab {
 
+// Trainable head gates for train_step (L0 pruning, prune/l0_gates.h). For each micro-batch the
+// forward uses sample()'s gates instead of the model's fixed gates, and penalty() is added to the
+// loss before the backward; the sampler owns its parameters and their update.
+class GateSampler {
+ public:
+  virtual ~GateSampler() = default;
+  // n_layers Vars of shape [n_heads] on `tape`, for micro-batch `micro` of step `step`.
+  virtual const Var<float>* sample(Tape<float>& tape, int64_t step, int64_t micro) = 0;
+  // The penalty on the gates (a [1] Var on `tape`), added to each micro-batch's loss.
+  virtual Var<float> penalty(Tape<float>& tape) = 0;
+};
+
 struct TrainingContext {
   Model<float>& model;
   Optimizer<float>& optimizer;
@@ -29,10 +41,11 @@ struct TrainingContext {
   // When set, batches come from it (filled in the background); otherwise `batch` is filled
   // inline. Same batches either way.
   BatchPrefetcher* prefetcher = nullptr;
+  GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
 };
 
 struct StepStats {
-  double loss = 0;       // mean over the step's micro-batches
+  double loss = 0;       // mean over the step's micro-batches (without a gate penalty)
   double grad_norm = 0;  // global norm before clipping
   double lr = 0;
   int64_t tokens = 0;    // tokens (or examples, for the encoder) that carried a target

@@ -1,0 +1,52 @@
+// L0 head gates (Voita et al. 2019): one input-independent Hard Concrete gate per head
+// (ops/hard_concrete.h), resampled for every micro-batch, trained with the model so that
+//   loss = cross-entropy + lambda * sum over heads of P(g_h != 0)
+// and then binarised: gate = 1 where g_h != 0 is more probable than g_h = 0, else 0.
+// log_alpha lives in its own Parameters ("blocks/<l>/attn/log_alpha" [n_heads]), updated by its
+// own Adam (no weight decay); the model's optimizer never sees it. The sampled gates multiply
+// the model's fixed gates, so a head already pruned in the checkpoint stays pruned.
+//   L0Gates l0(model, {.lambda = 0.01, .lr = 0.1, .init = 3.0, .seed = 1});
+//   ctx.gate_sampler = &l0;  for (...) { l0.zero_grad(); train_step(ctx, step); l0.step(); }
+//   l0.binarise_into(model);
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headlab/nn/model.h"
+#include "headlab/optim/optimizer.h"
+#include "headlab/train/step.h"
+
+namespace headlab {
+
+struct L0Options {
+  double lambda = 0;  // penalty weight
+  double lr = 0.1;    // Adam learning rate of log_alpha
+  double init = 3.0;  // initial log_alpha of every head
+  uint64_t seed = 0;  // noise: u of (step, micro-batch, layer, head) is a hash of this seed
+};
+
+class L0Gates final : public GateSampler {
+ public:
+  L0Gates(const Model<float>& model, const L0Options& options);
+
+  const Var<float>* sample(Tape<float>& tape, int64_t step, int64_t micro) override;
+  Var<float> penalty(Tape<float>& tape) override;
+
+  void zero_grad() { log_alpha_.zero_grad(); }
+  void step() { optimizer_.step(options_.lr); }
+  // model.gates() *= the binarised gates (hard_concrete_eval_gate of each log_alpha).
+  void binarise_into(Model<float>& model) const;
+
+  Parameters<float>& log_alpha() { return log_alpha_; }
+  const Parameters<float>& log_alpha() const { return log_alpha_; }
+
+ private:
+  const Model<float>& model_;
+  L0Options options_;
+  Parameters<float> log_alpha_;
+  AdamW<float> optimizer_;
+  std::vector<Var<float>> leaves_, gates_;  // of the last sample(); capacity kept (no allocation)
+};
+
+}  // namespace headlab

@@ -1,0 +1,88 @@
+// Head pruning by masks: a pruned head's gate is set to 0 (no head is removed from the tensors).
+//   iterative (importance, random, entropy, confidence, ablation): round 0 is the model as
+//     loaded; each round prunes the max(1, round(F * total heads)) active heads with the lowest
+//     score (never a layer's last active head), fine-tunes K steps with the gates fixed,
+//     evaluates, and optionally recomputes the scores, until every layer has one head left;
+//   l0 (Voita et al. 2019): round 0, then round 1 after fine-tuning with Hard Concrete gates and
+//     an L0 penalty (prune/l0_gates.h), gates binarised.
+// Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare.
+// Deterministic: same checkpoint, options, seed and thread count give bit-identical rounds.
+//   std::vector<PruneRound> rounds = prune_heads(model, config, *dataset, options, step);
+//   write_file_atomically(dir / "prune.csv", prune_csv(rounds, options));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "headlab/data/batch.h"
+#include "headlab/io/config.h"
+#include "headlab/nn/model.h"
+#include "headlab/train/evaluate.h"
+
+namespace headlab {
+
+enum class PruneStrategy { importance, random, entropy, confidence, ablation, l0 };
+PruneStrategy parse_prune_strategy(const std::string& name);  // throws naming the choices
+const char* prune_strategy_name(PruneStrategy strategy);
+
+struct PruneOptions {
+  PruneStrategy strategy = PruneStrategy::importance;
+  double step_frac = 0.1;        // F, in (0, 1): fraction of all heads pruned per round
+  int64_t finetune_steps = 0;    // K: training steps after each round's pruning
+  bool recompute = false;        // scores again after every round (after fine-tuning)
+  uint64_t seed = 0;             // random order, fine-tuning dropout, L0 noise
+  Split split = Split::val;      // the metric's split
+  int64_t eval_batches = 0;      // batches 0..n-1 of `split`; 0 = default_eval_batches()
+  int64_t score_batches = 0;     // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
+  // l0 only.
+  double lambda = 0;             // penalty weight, >= 0
+  int64_t l0_steps = 200;        // fine-tuning steps with the stochastic gates
+  double l0_lr = 0.1;            // Adam learning rate of log_alpha
+  double l0_init = 3.0;          // initial log_alpha: P(g != 0) = 0.98, the gates start open
+};
+
+// Throws headlab::Error (one line naming the option) on options outside their range.
+void validate(const PruneOptions& options);
+
+struct LayerHead {
+  int64_t layer = 0, head = 0;
+  bool operator==(const LayerHead&) const = default;
+};
+
+struct PruneRound {
+  int64_t round = 0;
+  std::vector<int64_t> heads_per_layer;  // active (gate != 0) heads per layer
+  std::vector<LayerHead> pruned;         // every head with gate 0 so far, in pruning order
+  EvalStats metric;                      // on options.split
+  int64_t heads_total() const;
+};
+
+// Runs the strategy's schedule on `model` (left with the last round's gates and fine-tuned
+// parameters). Fine-tuning uses config.train's optimizer, batch size, accumulation and clipping
+// at the constant rate train.lr; its steps are numbered from `start_step` (the checkpoint's step:
+// the data continues where training stopped). on_round is called after each round is evaluated.
+std::vector<PruneRound> prune_heads(Model<float>& model, const Config& config, const Dataset& dataset,
+                                    const PruneOptions& options, int64_t start_step,
+                                    const std::function<void(const PruneRound&)>& on_round = {});
+
+// One score per head (index layer * n_heads + head) of the model as it is; the lowest is pruned
+// first (the sign conventions are in prune_loop.cpp). Not for l0.
+std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
+                                const PruneOptions& options);
+
+// The `count` heads to prune next: active heads in ascending (score, index) order, skipping any
+// whose layer would be left without an active head. Fewer when fewer can go.
+std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
+                                    int64_t n_heads, int64_t count);
+
+// prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
+extern const char* const kPruneCsvHeader;
+std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
+// "<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>]": the default output folder's name. The
+// seed appears where it changes the result (random order, fine-tuning, L0).
+std::string prune_run_name(const PruneOptions& options);
+
+}  // namespace headlab

@@ -1,0 +1,118 @@
+// headlab prune CHECKPOINT --strategy importance|random|entropy|confidence|ablation|l0
+//                          [--step-frac 0.1] [--finetune-steps K] [--recompute] [--seed N]
+//                          [--split val|test] [--batches N] [--score-batches N]
+//                          [--lambda X] [--l0-steps N] [--l0-lr X] [--out DIR] [--set train.key=value]...
+// Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
+// after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint).
+// DIR defaults to <run folder>/prune/<prune_run_name()>. docs/pruning-verb.md.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/error.h"
+#include "headlab/common/files.h"
+#include "headlab/common/parallel.h"
+#include "headlab/prune/prune_loop.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+namespace fs = std::filesystem;
+
+int run_prune(int argc, char** argv) {
+  cxxopts::Options options("headlab prune", "Prune attention heads of a checkpoint by masking their gates.");
+  options.positional_help("CHECKPOINT");
+  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+      "strategy", "importance, random, entropy, confidence, ablation or l0", cxxopts::value<std::string>())(
+      "step-frac", "fraction of all heads pruned per round", cxxopts::value<double>()->default_value("0.1"))(
+      "finetune-steps", "training steps after each round", cxxopts::value<int64_t>()->default_value("0"))(
+      "recompute", "recompute the scores after every round")(
+      "seed", "seed for the random order, fine-tuning dropout and L0 noise",
+      cxxopts::value<uint64_t>()->default_value("0"))(
+      "split", "split the metric is measured on: val or test", cxxopts::value<std::string>()->default_value("val"))(
+      "batches", "batches of the split at every round (default: the whole split, or train.eval_batches)",
+      cxxopts::value<int64_t>())("score-batches", "training batches the scores are measured on (default: train.eval_batches)",
+                                 cxxopts::value<int64_t>())(
+      "lambda", "l0: penalty weight", cxxopts::value<double>())(
+      "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
+      "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
+      "out", "output folder (default: <run folder>/prune/<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>])",
+      cxxopts::value<std::string>())(
+      "set", "override a train.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
+  options.parse_positional({"checkpoint"});
+  auto args = options.parse(argc, argv);
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return 0;
+  }
+  // Every check before anything is read or written.
+  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab prune CHECKPOINT --strategy S)");
+  HEADLAB_CHECK(args.count("strategy"), "no --strategy given (importance, random, entropy, confidence, ablation or l0)");
+  PruneOptions o;
+  o.strategy = parse_prune_strategy(args["strategy"].as<std::string>());
+  const bool l0 = o.strategy == PruneStrategy::l0;
+  o.step_frac = args["step-frac"].as<double>();
+  o.finetune_steps = args["finetune-steps"].as<int64_t>();
+  o.recompute = args.count("recompute") > 0;
+  o.seed = args["seed"].as<uint64_t>();
+  const std::string split_arg = args["split"].as<std::string>();
+  HEADLAB_CHECK(split_arg == "val" || split_arg == "test", "--split must be val or test, got '" << split_arg << "'");
+  o.split = split_arg == "val" ? Split::val : Split::test;
+  if (args.count("batches")) {
+    o.eval_batches = args["batches"].as<int64_t>();
+    HEADLAB_CHECK(o.eval_batches > 0, "--batches must be positive, got " << o.eval_batches);
+  }
+  if (args.count("score-batches")) {
+    o.score_batches = args["score-batches"].as<int64_t>();
+    HEADLAB_CHECK(o.score_batches > 0, "--score-batches must be positive, got " << o.score_batches);
+  }
+  HEADLAB_CHECK(l0 || !(args.count("lambda") || args.count("l0-steps") || args.count("l0-lr")),
+                "--lambda, --l0-steps and --l0-lr apply only to --strategy l0");
+  HEADLAB_CHECK(!l0 || !(args.count("finetune-steps") || args.count("recompute") || args.count("step-frac")),
+                "--strategy l0 fine-tunes --l0-steps steps once; --finetune-steps, --recompute and --step-frac do "
+                "not apply");
+  HEADLAB_CHECK(!l0 || args.count("lambda"), "--strategy l0 needs --lambda X (X >= 0)");
+  if (l0) o.lambda = args["lambda"].as<double>();
+  o.l0_steps = args["l0-steps"].as<int64_t>();
+  o.l0_lr = args["l0-lr"].as<double>();
+  validate(o);
+  const std::vector<std::string> overrides =
+      args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  for (const std::string& s : overrides)
+    HEADLAB_CHECK(s.rfind("train.", 0) == 0, "--set " << s << ": only train.* keys can change (the model and data "
+                                                        "are the checkpoint's)");
+  const std::string path = args["checkpoint"].as<std::string>();
+  HEADLAB_CHECK(fs::is_regular_file(path), "checkpoint " << path << " does not exist");
+  OpenedCheckpoint opened = open_checkpoint(path, overrides);
+  set_num_threads(resolved_threads(opened.config));
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>())
+                                         : fs::path(checkpoint_run_folder(path)) / "prune" / prune_run_name(o);
+
+  fs::create_directories(out);
+  std::printf("pruning %s (step %lld) by %s -> %s\n", path.c_str(), static_cast<long long>(opened.progress.step),
+              prune_strategy_name(o.strategy), out.string().c_str());
+  std::vector<PruneRound> done;
+  const std::vector<PruneRound> rounds =
+      prune_heads(*opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const PruneRound& r) {
+        done.push_back(r);
+        write_file_atomically(out / "prune.csv", prune_csv(done, o));
+        std::string layers;
+        for (int64_t c : r.heads_per_layer) layers += " " + std::to_string(c);
+        std::printf("round %lld: %zu heads pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
+                    r.pruned.size(), layers.c_str(), split_arg.c_str(), r.metric.loss);
+        std::fflush(stdout);
+      });
+  RunProgress progress = opened.progress;
+  progress.step += l0 ? o.l0_steps : o.finetune_steps * (static_cast<int64_t>(rounds.size()) - 1);
+  save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, nullptr, progress);
+  std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
+  return 0;
+}
+
+}  // namespace headlab::cli

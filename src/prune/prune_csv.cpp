@@ -1,0 +1,90 @@
+// Names and files of a pruning run: strategy names, prune.csv, the default folder name.
+#include <cstdio>
+#include <string>
+
+#include "headlab/common/error.h"
+#include "headlab/prune/prune_loop.h"
+
+namespace headlab {
+
+namespace {
+
+constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance, PruneStrategy::random, PruneStrategy::entropy,
+                                         PruneStrategy::confidence, PruneStrategy::ablation, PruneStrategy::l0};
+
+std::string number(const char* format, double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Space-separated, so a cell never needs CSV quoting.
+template <typename Seq, typename Fn>
+std::string joined(const Seq& items, Fn item) {
+  std::string text;
+  for (const auto& x : items) {
+    if (!text.empty()) text += ' ';
+    text += item(x);
+  }
+  return text;
+}
+
+}  // namespace
+
+const char* prune_strategy_name(PruneStrategy strategy) {
+  switch (strategy) {
+    case PruneStrategy::importance: return "importance";
+    case PruneStrategy::random: return "random";
+    case PruneStrategy::entropy: return "entropy";
+    case PruneStrategy::confidence: return "confidence";
+    case PruneStrategy::ablation: return "ablation";
+    case PruneStrategy::l0: return "l0";
+  }
+  return "unknown";
+}
+
+PruneStrategy parse_prune_strategy(const std::string& name) {
+  for (PruneStrategy s : kStrategies)
+    if (name == prune_strategy_name(s)) return s;
+  HEADLAB_CHECK(false, "--strategy must be importance, random, entropy, confidence, ablation or l0, got '" << name
+                                                                                                          << "'");
+  return PruneStrategy::importance;
+}
+
+const char* const kPruneCsvHeader =
+    "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
+    "val_loss,val_accuracy,val_bpb,pruned_heads";
+
+std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options) {
+  const bool l0 = options.strategy == PruneStrategy::l0;
+  // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
+  const std::string fixed = std::string(prune_strategy_name(options.strategy)) + "," + std::to_string(options.seed) +
+                            "," + std::to_string(l0 ? options.l0_steps : options.finetune_steps) + "," +
+                            (options.recompute ? "1" : "0") + "," + (l0 ? number("%g", options.lambda) : "");
+  std::string text = std::string(kPruneCsvHeader) + "\n";
+  for (const PruneRound& r : rounds) {
+    const int64_t kept = r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
+    const EvalStats& m = r.metric;
+    text += fixed + "," + std::to_string(r.round) + "," + std::to_string(pruned) + "," +
+            number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)) + "," +
+            std::to_string(kept) + "," + joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }) +
+            "," + number("%.9g", m.loss) + "," + (m.accuracy >= 0 ? number("%.9g", m.accuracy) : "") + "," +
+            (m.bits_per_byte >= 0 ? number("%.9g", m.bits_per_byte) : "") + "," +
+            joined(r.pruned, [](const LayerHead& x) { return std::to_string(x.layer) + ":" + std::to_string(x.head); }) +
+            "\n";
+  }
+  return text;
+}
+
+std::string prune_run_name(const PruneOptions& options) {
+  const bool l0 = options.strategy == PruneStrategy::l0;
+  std::string name = prune_strategy_name(options.strategy);
+  if (!l0 && options.finetune_steps > 0) name += "_ft" + std::to_string(options.finetune_steps);
+  if (!l0 && options.recompute) name += "_recompute";
+  if (options.strategy == PruneStrategy::random || options.finetune_steps > 0 || l0)
+    name += "_seed" + std::to_string(options.seed);
+  if (l0) name += "_lambda" + number("%g", options.lambda);
+  return name;
+}
+
+}  // namespace headlab

@@ -1,0 +1,214 @@
+// The pruning schedules: scores per strategy, the choice of heads, fine-tuning between rounds,
+// and the L0 run. Scores come from analyze_heads() on batches 0..n-1 of the *training* split:
+// choosing heads by their effect on the split the curve is then measured on would let the
+// selection fit that split (ablation most of all, which is exactly a greedy search on it).
+#include "headlab/prune/prune_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/common/hash.h"
+#include "headlab/prune/l0_gates.h"
+#include "headlab/train/setup.h"
+#include "headlab/train/step.h"
+
+namespace headlab {
+
+namespace {
+
+// Sign conventions, so that "lowest score is pruned first" holds for every strategy:
+//   importance  Michel et al.'s normalised importance (l2 per layer, their default for ranking
+//               across layers): the head whose gate the loss is least sensitive to goes first.
+//   ablation    loss(head alone masked) - loss: the head whose removal raises the loss least
+//               (or lowers it) goes first.
+//   entropy     minus the mean attention entropy: the most spread-out (unfocused) head goes
+//               first. Voita et al. find the heads that matter (positional, syntactic, rare
+//               words) attend sharply; a near-uniform head is a bag-of-words average that the
+//               residual stream and the other heads can stand in for.
+//   confidence  Voita et al.'s confidence (mean max attention weight): the least confident head
+//               goes first, by the same finding.
+//   random      a uniform draw per head from the seed: a seeded permutation, the same in every
+//               round (with --recompute there is nothing to recompute).
+std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy) {
+  std::vector<double> scores;
+  switch (strategy) {
+    case PruneStrategy::importance: return s.importance_normalized;
+    case PruneStrategy::ablation: return s.ablation_loss_delta;
+    case PruneStrategy::confidence: return s.confidence;
+    case PruneStrategy::entropy:
+      for (double e : s.entropy) scores.push_back(-e);
+      return scores;
+    default: break;
+  }
+  HEADLAB_CHECK(false, "prune: strategy " << prune_strategy_name(strategy) << " has no analysis scores");
+  return scores;
+}
+
+std::vector<uint8_t> active_heads(const Model<float>& model) {
+  const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
+  std::vector<uint8_t> active(static_cast<size_t>(L * H));
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) active[l * H + h] = model.gates().value(static_cast<int>(l))(h) != 0.0f;
+  return active;
+}
+
+// A round's record from the model's gates (the pruned list keeps the order heads went in).
+PruneRound record_round(Model<float>& model, int64_t round, const std::vector<LayerHead>& pruned,
+                        const Dataset& dataset, const PruneOptions& options, int64_t eval_batches, Batch& batch,
+                        Tape<float>& tape) {
+  const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
+  const std::vector<uint8_t> active = active_heads(model);
+  PruneRound r;
+  r.round = round;
+  r.pruned = pruned;
+  for (int64_t l = 0; l < L; ++l) r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
+  r.metric = evaluate(model, dataset, options.split, eval_batches, batch, tape);
+  return r;
+}
+
+// The constant-rate schedule of all fine-tuning: train.lr from the first step, no warmup.
+ScheduleOptions finetune_schedule(const Config& config) {
+  ScheduleOptions s;
+  s.lr = config.train.lr;
+  s.decay = LrDecay::constant;
+  return s;
+}
+
+}  // namespace
+
+int64_t PruneRound::heads_total() const { return std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0}); }
+
+void validate(const PruneOptions& o) {
+  HEADLAB_CHECK(o.step_frac > 0 && o.step_frac < 1, "--step-frac must be in (0, 1), got " << o.step_frac);
+  HEADLAB_CHECK(o.finetune_steps >= 0, "--finetune-steps must be >= 0, got " << o.finetune_steps);
+  HEADLAB_CHECK(o.eval_batches >= 0, "--batches must be positive, got " << o.eval_batches);
+  HEADLAB_CHECK(o.score_batches >= 0, "--score-batches must be positive, got " << o.score_batches);
+  HEADLAB_CHECK(o.lambda >= 0 && std::isfinite(o.lambda), "--lambda must be >= 0, got " << o.lambda);
+  HEADLAB_CHECK(o.l0_steps > 0, "--l0-steps must be positive, got " << o.l0_steps);
+  HEADLAB_CHECK(o.l0_lr > 0 && std::isfinite(o.l0_lr), "--l0-lr must be positive, got " << o.l0_lr);
+  HEADLAB_CHECK(std::isfinite(o.l0_init), "--l0-init must be finite, got " << o.l0_init);
+}
+
+std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
+                                const PruneOptions& options) {
+  const int64_t n = model.spec().n_layers * model.spec().n_heads;
+  std::vector<double> scores;
+  if (options.strategy == PruneStrategy::random) {
+    for (int64_t k = 0; k < n; ++k)
+      scores.push_back(static_cast<double>(splitmix64(hash_combine(options.seed, static_cast<uint64_t>(k))) >> 11) *
+                       0x1.0p-53);
+    return scores;
+  }
+  AnalysisOptions a;
+  a.batch_size = config.train.batch_size;
+  a.importance = options.strategy == PruneStrategy::importance;
+  a.ablation = options.strategy == PruneStrategy::ablation;
+  a.attention = options.strategy == PruneStrategy::entropy || options.strategy == PruneStrategy::confidence;
+  a.similarity = false;
+  a.pad_token = unkeyed_pad_token(config.data.task, dataset);
+  const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
+  scores = strategy_scores(analyze_heads(model, dataset, Split::train, batches, a), options.strategy);
+  const std::vector<uint8_t> active = active_heads(model);
+  for (int64_t k = 0; k < n; ++k)
+    HEADLAB_CHECK(!active[k] || std::isfinite(scores[k]),
+                  "prune: " << prune_strategy_name(options.strategy) << " has no score for layer "
+                            << k / model.spec().n_heads << " head " << k % model.spec().n_heads
+                            << " (no attention rows counted?)");
+  return scores;
+}
+
+std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
+                                    int64_t n_heads, int64_t count) {
+  const int64_t n = static_cast<int64_t>(active.size());
+  std::vector<int64_t> order, per_layer(static_cast<size_t>(n / n_heads)), chosen;
+  for (int64_t k = 0; k < n; ++k)
+    if (active[k]) {
+      order.push_back(k);
+      ++per_layer[k / n_heads];
+    }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
+  for (int64_t k : order) {
+    if (static_cast<int64_t>(chosen.size()) == count) break;
+    if (per_layer[k / n_heads] <= 1) continue;  // the layer's last head stays
+    --per_layer[k / n_heads];
+    chosen.push_back(k);
+  }
+  return chosen;
+}
+
+std::vector<PruneRound> prune_heads(Model<float>& model, const Config& config, const Dataset& dataset,
+                                    const PruneOptions& options, int64_t start_step,
+                                    const std::function<void(const PruneRound&)>& on_round) {
+  validate(options);
+  const int64_t H = model.spec().n_heads, n = model.spec().n_layers * H;
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset.make_batch(config.train.batch_size);
+  const int64_t eval_batches = options.eval_batches > 0 ? options.eval_batches
+                                                        : default_eval_batches(config, dataset, options.split,
+                                                                               config.train.batch_size);
+  std::vector<PruneRound> rounds;
+  auto finish_round = [&](int64_t round, const std::vector<LayerHead>& pruned) {
+    rounds.push_back(record_round(model, round, pruned, dataset, options, eval_batches, batch, tape));
+    if (on_round) on_round(rounds.back());
+  };
+  std::vector<LayerHead> pruned;
+  std::vector<uint8_t> active = active_heads(model);
+  for (int64_t k = 0; k < n; ++k)
+    if (!active[k]) pruned.push_back({k / H, k % H});  // already masked in the checkpoint
+  finish_round(0, pruned);
+
+  // Fine-tuning: the model's optimizer over model.params() only; the gates are a separate
+  // Parameters that no optimizer holds, so pruned heads stay at exactly 0. Dropout draws mix
+  // train.seed with the prune seed.
+  auto optimizer = make_optimizer(config, model.params());
+  TrainingContext ctx{model,  *optimizer, dataset, batch, tape, finetune_schedule(config), config.train.grad_accum,
+                      config.train.grad_clip, hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
+  int64_t step = start_step;
+
+  if (options.strategy == PruneStrategy::l0) {
+    L0Options l0_options;
+    l0_options.lambda = options.lambda;
+    l0_options.lr = options.l0_lr;
+    l0_options.init = options.l0_init;
+    l0_options.seed = options.seed;
+    L0Gates l0(model, l0_options);
+    ctx.gate_sampler = &l0;
+    for (int64_t i = 0; i < options.l0_steps; ++i, ++step) {
+      l0.zero_grad();
+      train_step(ctx, step);
+      l0.step();
+    }
+    l0.binarise_into(model);
+    const std::vector<uint8_t> open = active_heads(model);
+    for (int64_t k = 0; k < n; ++k)
+      if (active[k] && !open[k]) pruned.push_back({k / H, k % H});
+    finish_round(1, pruned);
+    return rounds;
+  }
+
+  const int64_t per_round = std::max<int64_t>(1, std::llround(options.step_frac * static_cast<double>(n)));
+  auto some_layer_has_two = [&] {
+    for (int64_t l = 0; l < n / H; ++l)
+      if (std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1) > 1) return true;
+    return false;
+  };
+  std::vector<double> scores = head_scores(model, config, dataset, options);
+  for (int64_t round = 1; some_layer_has_two(); ++round) {
+    if (options.recompute && round > 1) scores = head_scores(model, config, dataset, options);
+    const std::vector<int64_t> chosen = heads_to_prune(scores, active, H, per_round);
+    for (int64_t k : chosen) {
+      model.gates().value(static_cast<int>(k / H))(k % H) = 0.0f;
+      active[k] = 0;
+      pruned.push_back({k / H, k % H});
+    }
+    for (int64_t i = 0; i < options.finetune_steps; ++i, ++step) train_step(ctx, step);
+    finish_round(round, pruned);
+  }
+  return rounds;
+}
+
+}  // namespace headlab

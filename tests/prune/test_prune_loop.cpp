@@ -1,0 +1,250 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headlab/prune/prune_loop.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/evaluate.h"
+#include "support/scratch.h"
+#include "support/trained_run.h"
+
+using namespace headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 2 layers x 4 heads trained to copy the previous token (k_relation, offset 1) for 200 steps:
+// a loss near 1e-3 that some heads carry, so pruning moves it.
+const test::TrainedRun& trained_run() {
+  static const test::TrainedRun run("prune", test::k_relation_config(2, 4, {1}, 200));
+  return run;
+}
+
+PruneOptions fast_options(PruneStrategy strategy) {
+  PruneOptions o;
+  o.strategy = strategy;
+  o.step_frac = 0.25;  // 2 of 8 heads per round
+  o.eval_batches = 2;
+  o.score_batches = 2;
+  return o;
+}
+
+struct Pruned {
+  OpenedCheckpoint checkpoint = open_checkpoint(trained_run().checkpoint());
+  std::vector<PruneRound> rounds;
+  explicit Pruned(const PruneOptions& o) {
+    rounds = prune_heads(*checkpoint.model, checkpoint.config, *checkpoint.dataset, o, checkpoint.progress.step);
+  }
+};
+
+EvalStats unpruned_metric(int64_t batches) {
+  OpenedCheckpoint c = open_checkpoint(trained_run().checkpoint());
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = c.dataset->make_batch(c.config.train.batch_size);
+  return evaluate(*c.model, *c.dataset, Split::val, batches, batch, tape);
+}
+
+int count_lines(const std::string& text) {
+  std::istringstream in(text);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts at the unpruned metric", "[prune]") {
+  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::random, PruneStrategy::entropy,
+                                          PruneStrategy::confidence, PruneStrategy::ablation);
+  INFO("strategy " << prune_strategy_name(strategy));
+  Pruned p(fast_options(strategy));
+  const std::vector<PruneRound>& rounds = p.rounds;
+  const EvalStats unpruned = unpruned_metric(2);
+  REQUIRE(rounds.size() == 4);  // 8 -> 6 -> 4 -> 2 heads
+  CHECK(rounds[0].metric.loss == unpruned.loss);  // exactly: the same batches, the same model
+  CHECK(rounds[0].metric.accuracy == unpruned.accuracy);
+  CHECK(rounds[0].pruned.empty());
+  CHECK(rounds[0].heads_per_layer == std::vector<int64_t>{4, 4});
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    CHECK(rounds[r].round == static_cast<int64_t>(r));
+    for (int64_t c : rounds[r].heads_per_layer) CHECK(c >= 1);
+    CHECK(rounds[r].heads_total() + static_cast<int64_t>(rounds[r].pruned.size()) == 8);
+    if (r > 0) {
+      CHECK(rounds[r].pruned.size() == rounds[r - 1].pruned.size() + 2);
+      // Cumulative: the earlier rounds' heads come first, in the same order.
+      CHECK(std::equal(rounds[r - 1].pruned.begin(), rounds[r - 1].pruned.end(), rounds[r].pruned.begin()));
+    }
+  }
+  CHECK(rounds.back().heads_per_layer == std::vector<int64_t>{1, 1});
+  CHECK(rounds.back().metric.loss != unpruned.loss);
+  // The model is left with exactly the last round's mask.
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) {
+      const bool pruned = std::find(rounds.back().pruned.begin(), rounds.back().pruned.end(), LayerHead{l, h}) !=
+                          rounds.back().pruned.end();
+      CHECK(p.checkpoint.model->gates().value(static_cast<int>(l))(h) == (pruned ? 0.0f : 1.0f));
+    }
+}
+
+TEST_CASE("random pruning is identical for the same seed and differs across seeds", "[prune]") {
+  PruneOptions o = fast_options(PruneStrategy::random);
+  o.seed = 1;
+  const Pruned a(o), b(o);
+  o.seed = 2;
+  const Pruned c(o);
+  REQUIRE(a.rounds.size() == b.rounds.size());
+  for (size_t r = 0; r < a.rounds.size(); ++r) {
+    CHECK(a.rounds[r].pruned == b.rounds[r].pruned);
+    CHECK(a.rounds[r].metric.loss == b.rounds[r].metric.loss);
+  }
+  CHECK(a.rounds.back().pruned != c.rounds.back().pruned);
+}
+
+TEST_CASE("fine-tuning between rounds trains the model but never reopens a pruned gate", "[prune]") {
+  PruneOptions o = fast_options(PruneStrategy::importance);
+  o.finetune_steps = 3;
+  o.recompute = true;  // importance of a model with zero gates: the per-example backward path
+  Pruned tuned(o);
+  const Pruned plain(fast_options(PruneStrategy::importance));
+  const OpenedCheckpoint original = open_checkpoint(trained_run().checkpoint());
+  REQUIRE(tuned.rounds.size() == 4);
+  CHECK(tuned.rounds[0].metric.loss == plain.rounds[0].metric.loss);
+  CHECK(tuned.rounds[1].pruned == plain.rounds[1].pruned);  // round 1 uses the unpruned scores either way
+  CHECK(tuned.rounds[1].metric.loss != plain.rounds[1].metric.loss);
+  const Model<float>& model = *tuned.checkpoint.model;
+  for (const LayerHead& x : tuned.rounds.back().pruned) CHECK(model.gates().value(static_cast<int>(x.layer))(x.head) == 0.0f);
+  float open_sum = 0;
+  for (int l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) open_sum += model.gates().value(l)(h);
+  CHECK(open_sum == 2.0f);  // the two kept heads are still exactly 1
+  int64_t changed = 0;
+  for (int64_t i = 0; i < model.params().slab_size(); ++i)
+    changed += model.params().values()[i] != original.model->params().values()[i];
+  CHECK(changed > model.params().count() / 2);
+}
+
+TEST_CASE("heads are chosen by ascending score, ties by index, never a layer's last head", "[prune]") {
+  // 2 layers x 3 heads; layer 0 holds the three lowest scores.
+  const std::vector<double> scores = {0.1, 0.2, 0.3, 0.5, 0.2, 0.9};
+  const std::vector<uint8_t> all(6, 1);
+  CHECK(heads_to_prune(scores, all, 3, 1) == std::vector<int64_t>{0});
+  CHECK(heads_to_prune(scores, all, 3, 2) == std::vector<int64_t>{0, 1});
+  CHECK(heads_to_prune(scores, all, 3, 3) == std::vector<int64_t>{0, 1, 4});  // 2 would empty layer 0
+  CHECK(heads_to_prune(scores, all, 3, 10) == std::vector<int64_t>{0, 1, 4, 3});
+  const std::vector<uint8_t> some = {0, 1, 1, 1, 0, 1};
+  CHECK(heads_to_prune(scores, some, 3, 10) == std::vector<int64_t>{1, 3});
+  CHECK(heads_to_prune(scores, {0, 0, 1, 0, 0, 1}, 3, 10).empty());
+}
+
+TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", "[prune][l0]") {
+  PruneOptions o = fast_options(PruneStrategy::l0);
+  o.l0_steps = 40;
+  o.l0_lr = 0.2;  // Adam moves log_alpha about lr per step: from 3 past -0.79 within the run
+  o.seed = 5;
+  o.lambda = 1e-4;
+  const Pruned tiny(o);
+  o.lambda = 1.0;
+  const Pruned large(o);
+  REQUIRE(tiny.rounds.size() == 2);
+  REQUIRE(large.rounds.size() == 2);
+  CHECK(tiny.rounds[0].metric.loss == unpruned_metric(2).loss);
+  INFO("closed with lambda 1e-4: " << tiny.rounds[1].pruned.size() << ", with lambda 1: " << large.rounds[1].pruned.size());
+  CHECK(large.rounds[1].pruned.size() > tiny.rounds[1].pruned.size());
+  CHECK(large.rounds[1].pruned.size() >= 2);
+  // The gates are binary after the run, and the run is a pure function of its seed.
+  for (int l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) {
+      const float g = large.checkpoint.model->gates().value(l)(h);
+      CHECK((g == 0.0f || g == 1.0f));
+    }
+  const Pruned again(o);
+  CHECK(again.rounds[1].pruned == large.rounds[1].pruned);
+  CHECK(again.rounds[1].metric.loss == large.rounds[1].metric.loss);
+}
+
+TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pruned heads", "[prune]") {
+  PruneOptions o = fast_options(PruneStrategy::ablation);
+  const Pruned p(o);
+  const std::string csv = prune_csv(p.rounds, o);
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line ==
+        "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
+        "val_loss,val_accuracy,val_bpb,pruned_heads");
+  std::getline(in, line);
+  CHECK(line.rfind("ablation,0,0,0,,0,0,0,8,4 4,", 0) == 0);
+  CHECK(line.substr(line.size() - 2) == ",,");  // k_relation: accuracy but no bits per byte; nothing pruned
+  std::getline(in, line);
+  CHECK(line.rfind("ablation,0,0,0,,1,2,0.25,6,", 0) == 0);
+  CHECK(count_lines(csv) == 5);
+  o.strategy = PruneStrategy::l0;
+  o.lambda = 0.5;
+  CHECK(prune_csv(p.rounds, o).find("\nl0,0,200,0,0.5,0,") != std::string::npos);
+  CHECK(prune_run_name(o) == "l0_seed0_lambda0.5");
+  CHECK(prune_run_name(fast_options(PruneStrategy::entropy)) == "entropy");
+  PruneOptions tuned = fast_options(PruneStrategy::random);
+  tuned.finetune_steps = 5;
+  tuned.recompute = true;
+  tuned.seed = 3;
+  CHECK(prune_run_name(tuned) == "random_ft5_recompute_seed3");
+}
+
+TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; bad input is one line and exit 2",
+          "[prune]") {
+  const test::TrainedRun& run = trained_run();
+  test::ScratchDir logs("prune_cli");
+  const fs::path prune_dir = run.run / "prune";
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> bad = {
+      {{"prune", run.checkpoint(), "--strategy", "magnitude"}, "--strategy must be importance, random"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "0"}, "--step-frac must be in (0, 1)"},
+      {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},
+      {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda=-1"}, "--lambda must be >= 0"},
+      {{"prune", run.checkpoint(), "--strategy", "l0"}, "needs --lambda"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"}, "only train.* keys"},
+  };
+  for (const Case& c : bad) {
+    const test::CommandResult r = test::run_headlab(c.args, logs.dir / "bad.txt");
+    INFO(c.args[3] << ": " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+    CHECK_FALSE(fs::exists(prune_dir));
+  }
+
+  const test::CommandResult r = test::run_headlab(
+      {"prune", run.checkpoint(), "--strategy", "importance", "--step-frac", "0.25", "--batches", "2",
+       "--score-batches", "2"},
+      logs.dir / "good.txt", {{"OMP_NUM_THREADS", "1"}});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const fs::path out = prune_dir / "importance";
+  const std::string csv = test::read_file(out / "prune.csv");
+  CHECK(count_lines(csv) == 5);
+  CHECK(csv.find("\nimportance,0,0,0,,3,6,0.75,2,1 1,") != std::string::npos);
+  // The masked checkpoint evaluates to the last row's loss.
+  const test::CommandResult e =
+      test::run_headlab({"eval", (out / "pruned.h5").string(), "--batches", "2"}, logs.dir / "eval.txt");
+  INFO(e.output);
+  REQUIRE(e.code == 0);
+  const std::string last = csv.substr(csv.rfind("\nimportance,") + 1);
+  std::vector<std::string> cells;
+  std::istringstream row(last);
+  for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() >= 11);
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "loss %.4f", std::stod(cells[10]));
+  CHECK_THAT(e.output, Catch::Contains(expected));
+  fs::remove_all(prune_dir);
+}
