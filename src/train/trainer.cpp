@@ -88,8 +88,18 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-RunResult run_training(const Config& config, const RunOptions& options) {
+namespace {
+// The run's config: the given one, with the model section of the init_from checkpoint if any.
+Config run_config(const Config& given, const RunOptions& options) {
+  Config config = given;
+  if (!options.init_from.empty()) config.model = checkpoint_config(options.init_from).model;
   validate(config);
+  return config;
+}
+}  // namespace
+
+RunResult run_training(const Config& given, const RunOptions& options) {
+  const Config config = run_config(given, options);
   HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
   const fs::path dir = options.out_dir, ckpt_dir = dir / "checkpoints", metrics_path = dir / "metrics.csv";
   const TrainConfig& tc = config.train;
@@ -121,6 +131,8 @@ RunResult run_training(const Config& config, const RunOptions& options) {
     HEADLAB_CHECK(progress.step <= tc.steps,
                   resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
   }
+  if (resume_path.empty() && !options.init_from.empty())
+    load_training_checkpoint(options.init_from, model, nullptr);  // step 0, zero moments
 
   fs::create_directories(ckpt_dir);
   write_file_atomically(dir / "config.toml", to_toml(config));
