@@ -66,13 +66,13 @@ double js_distance(const T* p, const T* q, int64_t n) {
 }
 
 template <typename T>
-void accumulate_attention_stats(const Tensor<T>& probs, int64_t layer, const AttentionBatchInfo& info,
+void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, const AttentionBatchInfo& info,
                                 AttentionSums& sums) {
   check_probs_shape("accumulate_attention_stats", probs.shape(), info);
   HEADLAB_CHECK(probs.is_contiguous(), "accumulate_attention_stats: probabilities must be contiguous");
   const int64_t B = info.batch_size, T_ = info.seq_len, H = probs.size(1);
-  HEADLAB_CHECK(layer >= 0 && (layer + 1) * H <= static_cast<int64_t>(sums.rows.size()),
-                "accumulate_attention_stats: layer " << layer << " x " << H << " heads does not fit "
+  HEADLAB_CHECK(first_slot >= 0 && first_slot + H <= static_cast<int64_t>(sums.rows.size()),
+                "accumulate_attention_stats: slots " << first_slot << " + " << H << " heads do not fit "
                                                      << sums.rows.size() << " slots");
   auto real = [&](int64_t b, int64_t s) { return info.key_padding == nullptr || info.key_padding[b * T_ + s] != 0; };
   auto visible = [&](int64_t b, int64_t t, int64_t s) { return s >= 0 && (!info.causal || s <= t) && real(b, s); };
@@ -87,7 +87,7 @@ void accumulate_attention_stats(const Tensor<T>& probs, int64_t layer, const Att
 
 #pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < H; ++h) {
-    const int64_t slot = layer * H + h;
+    const int64_t slot = first_slot + h;
     double rows = 0, entropy = 0, distance = 0, confidence = 0, delimiter_mass = 0;
     int64_t prev_n = 0, prev_hit = 0, head_n = 0, head_hit = 0, dep_n = 0, dep_hit = 0, ante_n = 0, ante_hit = 0,
             delim_n = 0, delim_hit = 0;
@@ -139,22 +139,26 @@ template <typename T>
 void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
                             AttentionSums& sums) {
   HEADLAB_CHECK(!probs.empty(), "accumulate_js_distance: no layers");
-  const int64_t B = info.batch_size, T_ = info.seq_len, H = probs[0].size(1);
-  const auto L = static_cast<int64_t>(probs.size()), N = L * H;
+  const int64_t B = info.batch_size, T_ = info.seq_len;
+  std::vector<std::pair<int64_t, int64_t>> head_at;  // (layer, head) of each head index, layer by layer
+  for (size_t l = 0; l < probs.size(); ++l) {
+    const Tensor<T>& p = probs[l];
+    check_probs_shape("accumulate_js_distance", p.shape(), info);
+    HEADLAB_CHECK(p.is_contiguous(), "accumulate_js_distance: every layer needs contiguous [B,H,T,T] probabilities");
+    for (int64_t h = 0; h < p.size(1); ++h) head_at.emplace_back(static_cast<int64_t>(l), h);
+  }
+  const auto N = static_cast<int64_t>(head_at.size());
   HEADLAB_CHECK(static_cast<int64_t>(sums.js_sum.size()) == N * N,
                 "accumulate_js_distance: " << N << " heads do not fit sums of " << sums.js_sum.size() << " pairs");
-  for (const Tensor<T>& p : probs) {
-    check_probs_shape("accumulate_js_distance", p.shape(), info);
-    HEADLAB_CHECK(p.size(1) == H && p.is_contiguous(),
-                  "accumulate_js_distance: every layer needs contiguous [B," << H << ",T,T] probabilities");
-  }
   std::vector<int64_t> rows;  // b * T + t of each counted query row
   for (int64_t r = 0; r < B * T_; ++r)
     if (!info.query_rows || info.query_rows[r]) rows.push_back(r);
   const auto R = static_cast<int64_t>(rows.size());
   auto row_of = [&](int64_t head, int64_t r) {
-    const int64_t b = rows[r] / T_, t = rows[r] % T_, l = head / H, h = head % H;
-    return probs[l].data() + ((b * H + h) * T_ + t) * T_;
+    const int64_t b = rows[r] / T_, t = rows[r] % T_;
+    const auto [l, h] = head_at[static_cast<size_t>(head)];
+    const int64_t H = probs[static_cast<size_t>(l)].size(1);
+    return probs[static_cast<size_t>(l)].data() + ((b * H + h) * T_ + t) * T_;
   };
   auto keys_of = [&](int64_t r) { return info.causal ? rows[r] % T_ + 1 : T_; };
   std::vector<double> row_entropy(N * R);  // [head, row]

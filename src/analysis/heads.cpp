@@ -97,11 +97,24 @@ int32_t unkeyed_pad_token(const std::string& task, const Dataset& dataset) {
   return -1;
 }
 
+int64_t HeadScores::first_head(int64_t layer) const {
+  if (layer_heads.empty()) return layer * n_heads;
+  int64_t k = 0;
+  for (int64_t l = 0; l < layer; ++l) k += layer_heads[l];
+  return k;
+}
+
+int64_t HeadScores::layer_of(int64_t k) const {
+  int64_t l = 0;
+  while (l + 1 < n_layers && first_head(l + 1) <= k) ++l;
+  return l;
+}
+
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options) {
   const ModelSpec& spec = model.spec();
-  const int64_t L = spec.n_layers, H = spec.n_heads, N = L * H, B = options.batch_size;
+  const int64_t L = spec.n_layers, N = spec.total_heads(), B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
   const int64_t covering = dataset.eval_batches(split, B);
   if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
@@ -112,12 +125,13 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
 
   HeadScores s;
   s.n_layers = L;
-  s.n_heads = H;
+  s.layer_heads = spec.layer_heads;
+  for (int64_t l = 0; l < L; ++l) s.n_heads = std::max(s.n_heads, spec.heads_in_layer(l));
   s.n_batches = n_batches;
   for (auto& column : head_columns()) (s.*column.values).assign(static_cast<size_t>(N), kNaN);
   bool zero_gate = false;
   for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < H; ++h) {
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
       const double g = static_cast<double>(model.gates().value(static_cast<int>(l))(h));
       s.gate[s.index(l, h)] = g;
       zero_gate = zero_gate || g == 0;
@@ -172,7 +186,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
       probs.clear();
       for (int64_t l = 0; l < L; ++l) probs.push_back(attention_probs(model.attention_outputs()[l]));
       if (options.attention)
-        for (int64_t l = 0; l < L; ++l) accumulate_attention_stats(probs[l], l, info, sums);
+        for (int64_t l = 0; l < L; ++l) accumulate_attention_stats(probs[l], s.index(l, 0), info, sums);
       if (options.similarity) accumulate_js_distance(probs, info, sums);
       for (uint8_t r : query_rows) s.n_query_rows += r;
     }
@@ -184,7 +198,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         const Tensor<T>& a = model.attention_outputs()[l].value();  // [B,T,H,Dh]
         const Tensor<T>& da = model.attention_outputs()[l].grad();
         if (da.empty()) continue;
-        const int64_t rows = a.size(0) * a.size(1), Dh = a.size(3);
+        const int64_t rows = a.size(0) * a.size(1), H = a.size(2), Dh = a.size(3);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t h = 0; h < H; ++h) {
             const T* x = a.data() + (r * H + h) * Dh;
@@ -214,7 +228,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         tape.backward(model.forward(tape, input_rows(model, batch, b, 1), row_forward).loss);
         tape.reset();
         for (int64_t l = 0; l < L; ++l)
-          for (int64_t h = 0; h < H; ++h)
+          for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
             s.example_gate_grad.push_back(static_cast<double>(model.gates().grad(static_cast<int>(l))(h)));
       }
     }
@@ -223,7 +237,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     if (options.ablation) {
       tape.set_grad_enabled(false);
       for (int64_t l = 0; l < L; ++l)
-        for (int64_t h = 0; h < H; ++h) {
+        for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
           {
             T& gate = model.gates().value(static_cast<int>(l))(h);
             RestoreOnExit<T> restore(gate);
@@ -259,9 +273,9 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     // Michel et al.: divide by the l2 norm of the layer's importances.
     for (int64_t l = 0; l < L; ++l) {
       double norm = 0;
-      for (int64_t h = 0; h < H; ++h) norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
+      for (int64_t h = 0; h < s.heads_in_layer(l); ++h) norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
       norm = std::sqrt(norm);
-      for (int64_t h = 0; h < H; ++h)
+      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
         s.importance_normalized[s.index(l, h)] = norm > 0 ? s.importance[s.index(l, h)] / norm : 0.0;
     }
   }
@@ -291,7 +305,10 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
   dataset.fill_batch(split, example / batch_size, batch);
   AttentionExample out;
   out.n_layers = model.spec().n_layers;
-  out.n_heads = model.spec().n_heads;
+  for (int64_t l = 0; l < out.n_layers; ++l) {
+    out.layer_heads.push_back(model.spec().heads_in_layer(l));
+    out.n_heads = std::max(out.n_heads, out.layer_heads.back());
+  }
   out.seq_len = batch.seq_len;
   out.row = dataset.make_batch(1);
   const int64_t T_ = batch.seq_len;
@@ -313,10 +330,10 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
   forward.keep_probs = true;
   model.forward(tape, input_rows(model, out.row, 0, 1), forward);
   const int64_t H = out.n_heads;
-  out.probs.resize(static_cast<size_t>(out.n_layers * H * T_ * T_));
+  out.probs.assign(static_cast<size_t>(out.n_layers * H * T_ * T_), kNaN);  // NaN: heads a layer lacks
   for (int64_t l = 0; l < out.n_layers; ++l) {
-    const Tensor<T> a = attention_probs(model.attention_outputs()[l]);  // [1,H,T,T]
-    for (int64_t i = 0; i < H * T_ * T_; ++i) out.probs[l * H * T_ * T_ + i] = static_cast<double>(a.data()[i]);
+    const Tensor<T> a = attention_probs(model.attention_outputs()[l]);  // [1,H_l,T,T]
+    for (int64_t i = 0; i < a.numel(); ++i) out.probs[l * H * T_ * T_ + i] = static_cast<double>(a.data()[i]);
   }
   tape.reset();
   return out;

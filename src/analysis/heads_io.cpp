@@ -1,8 +1,10 @@
 // The per-head column table and the files `headlab analyze` writes (docs/analysis.md):
 //   heads.csv             layer,head,<one column per head_columns() entry>; NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
-//   heads.h5              heads/<column> float64 [L,H], similarity/js_distance [L*H, L*H],
+//   heads.h5              heads/<column> float64 [L,H], similarity/js_distance [N, N],
 //                         examples/... per-example arrays, provenance as root attributes
+// N heads in all; when layers differ in heads (a pruned model) H is the widest layer's, the
+// [.., L, H, ..] arrays hold NaN for the heads a layer lacks and heads.h5 adds layer_heads [L].
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -45,7 +47,21 @@ std::string format_value(double v) {
 }
 
 std::string head_label(const HeadScores& s, int64_t k) {
-  return "L" + std::to_string(k / s.n_heads) + "H" + std::to_string(k % s.n_heads);
+  const int64_t l = s.layer_of(k);
+  return "L" + std::to_string(l) + "H" + std::to_string(k - s.first_head(l));
+}
+
+// Values laid out [outer, N, inner] in head order as [outer, L, H, inner], NaN where layer l has
+// fewer than H heads (the same values when every layer has H).
+std::vector<double> by_layer(const HeadScores& s, const std::vector<double>& values, int64_t outer, int64_t inner) {
+  const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total();
+  std::vector<double> out(static_cast<size_t>(outer * L * H * inner), std::nan(""));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
+        for (int64_t i = 0; i < inner; ++i)
+          out[((o * L + l) * H + h) * inner + i] = values[(o * N + s.index(l, h)) * inner + i];
+  return out;
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -63,7 +79,7 @@ void write_heads_csv(const std::string& path, const HeadScores& s) {
   for (const HeadColumn& c : head_columns()) text += std::string(",") + c.name;
   text += "\n";
   for (int64_t l = 0; l < s.n_layers; ++l)
-    for (int64_t h = 0; h < s.n_heads; ++h) {
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
       text += std::to_string(l) + "," + std::to_string(h);
       for (const HeadColumn& c : head_columns()) text += "," + format_value((s.*c.values)[s.index(l, h)]);
       text += "\n";
@@ -89,7 +105,9 @@ void write_similarity_csv(const std::string& path, const HeadScores& s) {
 void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {
   const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total(), E = s.n_examples;
   CheckpointWriter w;
-  for (const HeadColumn& c : head_columns()) w.add_array("heads/" + std::string(c.name), (s.*c.values).data(), {L, H});
+  for (const HeadColumn& c : head_columns())
+    w.add_array("heads/" + std::string(c.name), by_layer(s, s.*c.values, 1, 1).data(), {L, H});
+  if (!s.layer_heads.empty()) w.add_array("layer_heads", s.layer_heads);
   if (static_cast<int64_t>(s.js_distance.size()) == N * N)
     w.add_array("similarity/js_distance", s.js_distance.data(), {N, N});
   if (E > 0) {
@@ -97,9 +115,9 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
     if (static_cast<int64_t>(s.example_accuracy.size()) == E)
       w.add_array("examples/accuracy", s.example_accuracy.data(), {E});
     if (static_cast<int64_t>(s.example_gate_grad.size()) == E * N)
-      w.add_array("examples/gate_grad", s.example_gate_grad.data(), {E, L, H});
+      w.add_array("examples/gate_grad", by_layer(s, s.example_gate_grad, E, 1).data(), {E, L, H});
     if (static_cast<int64_t>(s.example_ablation_loss.size()) == N * E)
-      w.add_array("examples/ablation_loss", s.example_ablation_loss.data(), {L, H, E});
+      w.add_array("examples/ablation_loss", by_layer(s, s.example_ablation_loss, 1, E).data(), {L, H, E});
   }
   w.set_string_attr("contents", "head analysis (headlab analyze)");
   w.set_string_attr("checkpoint", info.checkpoint);

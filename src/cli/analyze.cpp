@@ -86,7 +86,7 @@ void dump_example(const fs::path& dir, int64_t example, const AttentionExample& 
   text += "\n";
   char buf[32];
   for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < H; ++h)
+    for (int64_t h = 0; h < a.layer_heads[l]; ++h)
       for (int64_t t = 0; t < T_; ++t) {
         text += std::to_string(l) + "," + std::to_string(h) + "," + std::to_string(t);
         const double* row = a.probs.data() + ((l * H + h) * T_ + t) * T_;
@@ -147,7 +147,7 @@ void print_summary(const HeadScores& s) {
   std::printf("layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token%s\n",
               gold ? "  syntactic_head  dependent  antecedent" : "");
   for (int64_t l = 0; l < s.n_layers; ++l)
-    for (int64_t h = 0; h < s.n_heads; ++h) {
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
       const int64_t k = s.index(l, h);
       std::string line = cell(static_cast<double>(l), "%.0f", 5) + cell(static_cast<double>(h), "%.0f", 5) +
                          cell(s.gate[k], "%.3g", 6) + cell(s.importance[k], "%.3g", 11) +

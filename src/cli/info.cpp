@@ -34,6 +34,11 @@ void print_model(const Config& config, const Model<float>& model) {
               config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads,
               (long long)s.d_head, (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size,
               (long long)s.max_seq_len, config.model.positions.c_str());
+  if (!s.layer_heads.empty()) {  // a physically pruned model
+    std::printf("layer heads ");
+    for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
+    std::printf(" (of %lld; %lld heads in all)\n", (long long)s.n_heads, (long long)s.total_heads());
+  }
   std::printf("data         task %s, seq_len %lld\n", config.data.task.c_str(), (long long)config.data.seq_len);
   std::map<std::string, int64_t> counts;
   for (const ParamSpec& p : model.params().specs()) counts[component(p.name)] += p.shape.numel();

@@ -99,7 +99,7 @@ int run_prune(int argc, char** argv) {
               prune_strategy_name(o.strategy), out.string().c_str());
   std::vector<PruneRound> done;
   const std::vector<PruneRound> rounds =
-      prune_heads(*opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const PruneRound& r) {
+      iterative_prune(*opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const PruneRound& r) {
         done.push_back(r);
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
         std::string layers;

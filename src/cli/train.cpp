@@ -1,4 +1,4 @@
-// headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--out DIR]
+// headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--init CHECKPOINT] [--out DIR]
 #include <cstdio>
 #include <filesystem>
 
@@ -17,6 +17,8 @@ int run_train(int argc, char** argv) {
   options.add_options()("config", "config file", cxxopts::value<std::string>())(
       "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "resume", "continue a run: auto (newest checkpoint in --out) or a checkpoint path", cxxopts::value<std::string>())(
+      "init", "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model)",
+      cxxopts::value<std::string>())(
       "out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())("h,help", "show this help");
   options.parse_positional({"config"});
   auto args = options.parse(argc, argv);
@@ -32,6 +34,9 @@ int run_train(int argc, char** argv) {
   run.out_dir = args.count("out") ? args["out"].as<std::string>()
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
   run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
+  run.init_from = args.count("init") ? args["init"].as<std::string>() : "";
+  if (!run.init_from.empty())
+    std::fprintf(stderr, "initializing from %s (its model section replaces the config's)\n", run.init_from.c_str());
   std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
   const RunResult r = run_training(config, run);
   std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",

@@ -271,6 +271,21 @@ void validate_config(const Config& config, const Origins& origins) {
   if (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)
     fail(cat("model.n_kv_heads=", m.n_kv_heads, " does not divide model.n_heads=", m.n_heads),
          {"model.n_kv_heads", "model.n_heads"}, origins);
+  if (!m.layer_heads.empty()) {
+    if (static_cast<int64_t>(m.layer_heads.size()) != m.n_layers)
+      fail(cat("model.layer_heads has ", m.layer_heads.size(), " entries but model.n_layers=", m.n_layers,
+               ": one per layer, or [] for model.n_heads in every layer"),
+           {"model.layer_heads", "model.n_layers"}, origins);
+    for (size_t l = 0; l < m.layer_heads.size(); ++l)
+      if (m.layer_heads[l] > m.n_heads)
+        fail(cat("model.layer_heads[", l, "]=", m.layer_heads[l], " exceeds model.n_heads=", m.n_heads),
+             {"model.layer_heads", "model.n_heads"}, origins);
+    // Query heads sharing a K/V head (GQA/MQA) cannot drop their K/V rows one by one.
+    if (m.n_kv_heads > 0 && m.n_kv_heads != m.n_heads)
+      fail(cat("model.layer_heads needs multi-head attention (model.n_kv_heads = 0 or model.n_heads), got "
+               "model.n_kv_heads=", m.n_kv_heads, "; mask GQA/MQA heads with gates instead"),
+           {"model.layer_heads", "model.n_kv_heads"}, origins);
+  }
   if (d.seq_len > m.max_seq_len)
     fail(cat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
          {"data.seq_len", "model.max_seq_len"}, origins);

@@ -41,11 +41,21 @@ void validate(const ModelSpec& s) {
                 "model: an encoder needs n_classes >= 2, got " << s.n_classes);
   HEADLAB_CHECK(s.positions != Positions::sinusoidal || s.d_model % 2 == 0,
                 "model: sinusoidal positions need an even d_model, got " << s.d_model);
+  if (s.layer_heads.empty()) return;
+  HEADLAB_CHECK(static_cast<int64_t>(s.layer_heads.size()) == s.n_layers,
+                "model: layer_heads has " << s.layer_heads.size() << " entries, n_layers=" << s.n_layers
+                                          << " (one per layer, or none)");
+  // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
+  HEADLAB_CHECK(s.n_kv_heads == s.n_heads, "model: layer_heads needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
+                                               << s.n_kv_heads << ", n_heads=" << s.n_heads << "; mask heads with gates instead");
+  for (size_t l = 0; l < s.layer_heads.size(); ++l)
+    HEADLAB_CHECK(s.layer_heads[l] >= 1 && s.layer_heads[l] <= s.n_heads,
+                  "model: layer_heads[" << l << "]=" << s.layer_heads[l] << " is outside [1, n_heads=" << s.n_heads << "]");
 }
 
 std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
   validate(s);
-  const int64_t C = s.d_model, H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head;
+  const int64_t C = s.d_model, Dh = s.d_head;
   // GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers).
   const double std = s.init_std, residual_std = s.init_std / std::sqrt(2.0 * static_cast<double>(s.n_layers));
   std::vector<ParamSpec> p;
@@ -61,6 +71,7 @@ std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
     p.push_back({name + "/bias", {C}, Init::zeros, 0.0, ParamKind::norm});
   };
   for (int64_t l = 0; l < s.n_layers; ++l) {
+    const int64_t H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
     norm_layer(block_name(l, "ln1"));
     linear_layer(block_name(l, "attn/qkv"), (H + 2 * Hkv) * Dh, C, std);
     linear_layer(block_name(l, "attn/proj"), C, H * Dh, residual_std);
@@ -81,7 +92,7 @@ namespace {
 std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
   std::vector<ParamSpec> g;
   for (int64_t l = 0; l < s.n_layers; ++l)
-    g.push_back({block_name(l, "attn/gates"), {s.n_heads}, Init::ones, 0.0, ParamKind::weight});
+    g.push_back({block_name(l, "attn/gates"), {s.heads_in_layer(l)}, Init::ones, 0.0, ParamKind::weight});
   return g;
 }
 }  // namespace
@@ -124,8 +135,7 @@ template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                  const Var<T>* gate_vars) {
   const ModelSpec& s = spec_;
-  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
-  const int64_t H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head;
+  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model, Dh = s.d_head;
   HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
                 "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
   auto param = [&](int i) { return tape.leaf(params_.value(i), params_.grad(i)); };
@@ -153,6 +163,7 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
   attention_outputs_.clear();
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const BlockIndex& blk = index_.blocks[l];
+    const int64_t H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
     // x += proj(attention(q, k, v)), q/k/v cut from one fused projection without copies.
     Var<T> h = norm(x, blk.ln1);
     Var<T> qkv = reshape(project(h, blk.qkv), {B, T_, H + 2 * Hkv, Dh});
@@ -197,12 +208,15 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
 template <typename T>
 double Model<T>::forward_flops_per_token(int64_t seq_len) const {
   const ModelSpec& s = spec_;
-  const double C = s.d_model, H = s.n_heads, Hkv = s.n_kv_heads, Dh = s.d_head, F = s.d_mlp;
+  const double C = s.d_model, Dh = s.d_head, F = s.d_mlp;
   // 2 flops per multiply-add: projections, MLP, attention scores and A*V (full T x T, as the
-  // PyTorch reference counts), LM head.
-  const double per_layer = 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * seq_len;
-  const double head = s.kind == ModelKind::decoder ? 2 * C * s.vocab_size : 0;
-  return s.n_layers * per_layer + head;
+  // PyTorch reference counts), LM head. Layers may differ in heads (a pruned model).
+  double flops = s.kind == ModelKind::decoder ? 2 * C * s.vocab_size : 0;
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const double H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
+    flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * seq_len;
+  }
+  return flops;
 }
 
 template class Model<float>;

@@ -139,10 +139,13 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
   return chosen;
 }
 
-std::vector<PruneRound> prune_heads(Model<float>& model, const Config& config, const Dataset& dataset,
+std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
                                     const PruneOptions& options, int64_t start_step,
                                     const std::function<void(const PruneRound&)>& on_round) {
   validate(options);
+  HEADLAB_CHECK(model.spec().layer_heads.empty(),
+                "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
+                "checkpoint it came from, whose gates mask heads instead");
   const int64_t H = model.spec().n_heads, n = model.spec().n_layers * H;
   Arena arena;
   Tape<float> tape(arena);

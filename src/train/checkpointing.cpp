@@ -39,6 +39,25 @@ Config checkpoint_config(const std::string& path) {
   return parse_config_text(r.string_attr("config"), path + " (config attribute)");
 }
 
+Config pruned_config(const Config& config, const ModelSpec& spec) {
+  Config c = config;
+  c.model.layer_heads = spec.layer_heads;
+  c.model.d_head = spec.d_head;  // n_heads stays the unpruned count, but say the width outright
+  validate(c);
+  // Nothing but the head counts may differ: the parameter tables must agree name for name.
+  const std::vector<ParamSpec> want = parameter_specs(spec), got = parameter_specs(model_spec(c));
+  bool same = want.size() == got.size();
+  for (size_t i = 0; same && i < want.size(); ++i) same = want[i].name == got[i].name && want[i].shape == got[i].shape;
+  HEADLAB_CHECK(same, "pruned checkpoint: the config's model section does not describe this model (other than in its heads)");
+  return c;
+}
+
+void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step) {
+  RunProgress progress;
+  progress.step = step;
+  save_training_checkpoint(path, pruned_config(config, model.spec()), model, nullptr, progress);
+}
+
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer) {
   CheckpointReader r(path);
   auto read = [&](const std::string& name, const Tensor<float>& into) {

@@ -89,8 +89,18 @@ std::string format_duration(double s) {
 
 }  // namespace
 
-RunResult run_training(const Config& config, const RunOptions& options) {
+namespace {
+// The run's config: the given one, with the model section of the init_from checkpoint if any.
+Config run_config(const Config& given, const RunOptions& options) {
+  Config config = given;
+  if (!options.init_from.empty()) config.model = checkpoint_config(options.init_from).model;
   validate(config);
+  return config;
+}
+}  // namespace
+
+RunResult run_training(const Config& given, const RunOptions& options) {
+  const Config config = run_config(given, options);
   HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
   const fs::path dir = options.out_dir, ckpt_dir = dir / "checkpoints", metrics_path = dir / "metrics.csv";
   const TrainConfig& tc = config.train;
@@ -124,6 +134,8 @@ RunResult run_training(const Config& config, const RunOptions& options) {
     if (!options.quiet)
       std::fprintf(stderr, "resuming from step %lld (%s)\n", static_cast<long long>(progress.step), resume_path.c_str());
   }
+  if (resume_path.empty() && !options.init_from.empty())
+    load_training_checkpoint(options.init_from, model, nullptr);  // step 0, zero moments
 
   fs::create_directories(ckpt_dir);
   write_file_atomically(dir / "config.toml", to_toml(config));

@@ -11,6 +11,7 @@
 #include "headlab/analysis/heads.h"
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "support/scratch.h"
@@ -424,4 +425,62 @@ TEST_CASE("on the grammar task every gold agreement is measured and padding rows
     CHECK(std::isnan(s.ablation_loss_delta[k]));
     CHECK(std::isnan(s.ablation_accuracy_delta[k]));  // grammar has no accuracy
   }
+}
+
+TEST_CASE("a physically pruned model's head scores equal its masked twin's on the surviving heads",
+          "[analysis][prune]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const int64_t T = 6;
+  auto data = tiny_task(kind, T);
+  Model<double> masked(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, 4, 4, T));
+  randomize(masked, 3);
+  for (auto [layer, head] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 3}}) masked.gates().value(layer)(head) = 0.0;
+  const HeadKeepMask keep = heads_with_nonzero_gates(masked);
+  Model<double> pruned = prune_heads(masked, keep);
+  AnalysisOptions o;
+  o.batch_size = 8;
+  const HeadScores a = analyze_heads(masked, *data, Split::val, 2, o);
+  const HeadScores b = analyze_heads(pruned, *data, Split::val, 2, o);
+  REQUIRE(b.n_total() == 5);
+  CHECK(b.layer_heads == std::vector<int64_t>{3, 2});
+  CHECK(b.n_heads == 3);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-12));
+  // Old index of each surviving head, in the pruned model's order.
+  std::vector<int64_t> old_index;
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h)
+      if (keep[l][h]) old_index.push_back(a.index(l, h));
+  auto same = [](double x, double y) {
+    return (std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= 1e-9 * std::max(1.0, std::abs(x));
+  };
+  for (const HeadColumn& c : head_columns()) {
+    // The masked heads still attend (a gate scales the output, not A), so they take part in the
+    // masked model's nearest-head search and per-layer importance norm; the rest must agree.
+    if (std::string(c.name) == "js_nearest" || std::string(c.name) == "importance_normalized") continue;
+    for (int64_t k = 0; k < 5; ++k) {
+      INFO(c.name << " of pruned head " << k << ": masked " << (a.*c.values)[old_index[k]] << ", pruned "
+                  << (b.*c.values)[k]);
+      CHECK(same((a.*c.values)[old_index[k]], (b.*c.values)[k]));
+    }
+  }
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      CHECK(same(a.js_distance[old_index[i] * a.n_total() + old_index[j]], b.js_distance[i * 5 + j]));
+
+  // heads.csv has a row per head of each layer; heads.h5 pads layer 1 (2 of 3 heads) with NaN.
+  test::ScratchDir dir("analysis_ragged");
+  write_heads_csv((dir.dir / "heads.csv").string(), b);
+  write_similarity_csv((dir.dir / "heads_similarity.csv").string(), b);
+  write_heads_h5((dir.dir / "heads.h5").string(), b, {});
+  std::istringstream csv(test::read_file(dir.dir / "heads.csv"));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(csv, line);) rows.push_back(line.substr(0, line.find(',', line.find(',') + 1)));
+  CHECK(rows == std::vector<std::string>{"layer,head", "0,0", "0,1", "0,2", "1,0", "1,1"});
+  CHECK_THAT(test::read_file(dir.dir / "heads_similarity.csv"), Catch::StartsWith("head,L0H0,L0H1,L0H2,L1H0,L1H1\n"));
+  CheckpointReader h5((dir.dir / "heads.h5").string());
+  CHECK(h5.shape("heads/gate") == Shape{2, 3});
+  const std::vector<double> gate = h5.read_array<double>("heads/gate");
+  CHECK(gate[3] == b.gate[3]);
+  CHECK(std::isnan(gate[5]));
+  CHECK(h5.read_array<int64_t>("layer_heads") == std::vector<int64_t>{3, 2});
 }

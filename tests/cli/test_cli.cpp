@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "headlab/nn/prune.h"
+#include "headlab/train/checkpointing.h"
+#include "headlab/train/setup.h"
 #include "support/scratch.h"
 
 using namespace headlab;
@@ -45,6 +48,7 @@ TEST_CASE("an invalid config is one line and exit code 2, and nothing is written
       {"model.d_model=abc", "model.d_model must be an integer"},
       {"data.seq_len=64", "data.seq_len"},
       {"model.n_layers=0", "model.n_layers"},
+      {"model.layer_heads=[3]", "model.layer_heads[0]=3 exceeds model.n_heads=2"},
   };
   for (const Case& c : cases) {
     const auto r = run_headlab({"train", s.config.string(), "--set", c.set, "--out", out.string()}, s.dir / "log.txt");
@@ -88,6 +92,59 @@ TEST_CASE("--set takes TOML arrays, commas and all", "[cli]") {
     CHECK(r.code == 0);
     CHECK_THAT(test::read_file(out / "config.toml"), Catch::Contains("offsets = [ 2, 5 ]") || Catch::Contains("offsets = [2, 5]"));
   }
+}
+
+namespace {
+// The line of `output` that starts with `prefix` ("loss "), or "".
+std::string line_starting(const std::string& output, const std::string& prefix) {
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(prefix, 0) == 0) return line;
+  return "";
+}
+}  // namespace
+
+TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train --init, and scores as its masked model",
+          "[cli][prune]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  const auto train = run_headlab({"train", s.config.string(), "--set", "model.n_heads=4", "--set", "model.n_layers=2",
+                                  "--out", out.string()},
+                                 s.dir / "train.log");
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+  const std::string trained = (out / "checkpoints" / "step_00000004.h5").string();
+  const Config config = checkpoint_config(trained);
+  Model<float> model(model_spec(config));
+  const RunProgress progress = load_training_checkpoint(trained, model, nullptr);
+  for (auto [layer, head] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}}) model.gates().value(layer)(head) = 0.0f;
+  const std::string masked = (s.dir / "masked.h5").string(), pruned = (s.dir / "pruned.h5").string();
+  save_training_checkpoint(masked, config, model, nullptr, progress);
+  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step);
+
+  const auto eval_masked = run_headlab({"eval", masked, "--split", "test"}, s.dir / "eval_masked.log");
+  const auto eval_pruned = run_headlab({"eval", pruned, "--split", "test"}, s.dir / "eval_pruned.log");
+  INFO(eval_masked.output << eval_pruned.output);
+  REQUIRE(eval_pruned.code == 0);
+  CHECK(line_starting(eval_pruned.output, "loss ") == line_starting(eval_masked.output, "loss "));
+  CHECK_FALSE(line_starting(eval_pruned.output, "loss ").empty());
+
+  const auto info = run_headlab({"info", pruned}, s.dir / "info.log");
+  CHECK(info.code == 0);
+  CHECK_THAT(info.output, Catch::Contains("layer heads  L0 2 L1 3 (of 4; 5 heads in all)"));
+  CHECK(run_headlab({"sample", pruned, "--prompt", "the ", "--tokens", "5"}, s.dir / "sample.log").code == 0);
+  const auto analyze =
+      run_headlab({"analyze", pruned, "--batches", "1", "--out", (s.dir / "analysis").string()}, s.dir / "analyze.log");
+  INFO(analyze.output);
+  CHECK(analyze.code == 0);
+  CHECK(count_lines(test::read_file(s.dir / "analysis" / "heads.csv")) == 1 + 5);
+  const auto finetune = run_headlab({"train", s.config.string(), "--init", pruned, "--set", "train.steps=2", "--out",
+                                     (s.dir / "finetune").string()},
+                                    s.dir / "finetune.log");
+  INFO(finetune.output);
+  CHECK(finetune.code == 0);
+  CHECK(checkpoint_config((s.dir / "finetune" / "checkpoints" / "step_00000002.h5").string()).model.layer_heads ==
+        std::vector<int64_t>{2, 3});
 }
 
 TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every verb that reads one", "[cli]") {

@@ -9,66 +9,24 @@
 #include "headlab/nn/model.h"
 #include "support/alloc_counter.h"
 #include "support/gradcheck.h"
+#include "support/tiny_model.h"
 
 using namespace headlab;
 
-namespace {
+using test::randomize;
+using test::tiny_spec;
+using test::TinyBatch;
 
-ModelSpec tiny_spec(ModelKind kind, int64_t n_heads, int64_t n_kv_heads) {
-  ModelSpec s;
-  s.kind = kind;
-  s.vocab_size = 11;
-  s.d_model = 8;
-  s.n_heads = n_heads;
-  s.n_kv_heads = n_kv_heads;
-  s.d_head = 8 / n_heads;
-  s.n_layers = 2;
-  s.d_mlp = 16;
-  s.max_seq_len = 8;
-  s.n_classes = 3;
-  return s;
-}
-
-struct TinyBatch {
-  int64_t B = 2, T = 5;
-  std::vector<int32_t> tokens, targets;
-  std::vector<uint8_t> padding;
-  explicit TinyBatch(const ModelSpec& s, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng() % s.vocab_size));
-    if (s.kind == ModelKind::decoder) {
-      for (int64_t i = 0; i < B * T; ++i) targets.push_back(i == 3 ? -1 : static_cast<int32_t>(rng() % s.vocab_size));
-    } else {
-      for (int64_t b = 0; b < B; ++b) targets.push_back(static_cast<int32_t>(rng() % s.n_classes));
-      padding.assign(B * T, 1);
-      padding[B * T - 1] = padding[B * T - 2] = 0;  // the last row ends in two pad tokens
-    }
-  }
-  ModelInput input() const {
-    return {B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()};
-  }
-};
-
-// Gives every parameter (and gate) a non-trivial value, so LayerNorm gains and biases are not
-// the degenerate 1/0 of the init and every path carries gradient.
-template <typename T>
-void randomize(Model<T>& model, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  for (int64_t i = 0; i < model.params().slab_size(); ++i) model.params().values()[i] = static_cast<T>(u(rng));
-  for (int i = 0; i < model.gates().size(); ++i) {
-    Tensor<T> g = model.gates().value(i);
-    for (int64_t h = 0; h < g.numel(); ++h) g.data()[h] = static_cast<T>(0.5 + u(rng));
-  }
-}
-
-}  // namespace
-
-TEST_CASE("model gradients match central differences for every parameter and head gate", "[nn][model][grad]") {
+TEST_CASE("model gradients match central differences for every parameter and head gate, ragged layers included",
+          "[nn][model][grad]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
-  const auto heads = GENERATE(std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{4, 2},
-                              std::pair<int64_t, int64_t>{4, 1});
-  ModelSpec spec = tiny_spec(kind, heads.first, heads.second);
+  struct Heads {
+    int64_t n_heads, n_kv_heads;
+    std::vector<int64_t> layer_heads;  // ragged: a physically pruned model
+  };
+  const Heads heads = GENERATE(Heads{2, 2, {}}, Heads{4, 2, {}}, Heads{4, 1, {}}, Heads{4, 4, {1, 3}});
+  ModelSpec spec = tiny_spec(kind, heads.n_heads, heads.n_kv_heads);
+  spec.layer_heads = heads.layer_heads;
   spec.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
   spec.tie_embeddings = kind == ModelKind::decoder;
   Model<double> model(spec);
@@ -99,7 +57,7 @@ TEST_CASE("model gradients match central differences for every parameter and hea
                                            result);
   }
   for (int i = 0; i < model.gates().size(); ++i) {
-    std::vector<int64_t> indices(spec.n_heads);
+    std::vector<int64_t> indices(model.gates().value(i).numel());
     std::iota(indices.begin(), indices.end(), model.gates().offset(i));
     test::compare_with_central_differences(loss, model.gates().values(), model.gates().grads(), indices, 1000 + i,
                                            options, result);
@@ -224,4 +182,39 @@ TEST_CASE("gates passed as tape variables act as the model's gates and receive t
   for (int l = 0; l < model.gates().size(); ++l)
     for (int64_t h = 0; h < spec.n_heads; ++h)
       CHECK(grads[l](h) == own_grads[static_cast<size_t>(model.gates().offset(l) + h)]);
+}
+
+TEST_CASE("per-layer head counts shape the parameters, the gates and the flop count", "[nn][model]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);  // d_head 2
+  spec.layer_heads = {1, 3};
+  const Model<float> model(spec);
+  const int64_t C = spec.d_model, Dh = spec.d_head;
+  CHECK(model.params().value("blocks/0/attn/qkv/weight").shape() == Shape{3 * 1 * Dh, C});
+  CHECK(model.params().value("blocks/0/attn/qkv/bias").shape() == Shape{3 * 1 * Dh});
+  CHECK(model.params().value("blocks/0/attn/proj/weight").shape() == Shape{C, 1 * Dh});
+  CHECK(model.params().value("blocks/1/attn/qkv/weight").shape() == Shape{3 * 3 * Dh, C});
+  CHECK(model.params().value("blocks/1/attn/proj/weight").shape() == Shape{C, 3 * Dh});
+  CHECK(model.gates().value(0).numel() == 1);
+  CHECK(model.gates().value(1).numel() == 3);
+  CHECK(spec.total_heads() == 4);
+  // Per-layer terms add up: a {1, 3} model costs the mean of a {1, 1} and a {3, 3} one.
+  ModelSpec ones = spec, threes = spec;
+  ones.layer_heads = {1, 1};
+  threes.layer_heads = {3, 3};
+  const double T = 5;
+  CHECK(model.forward_flops_per_token(T) ==
+        Approx((Model<float>(ones).forward_flops_per_token(T) + Model<float>(threes).forward_flops_per_token(T)) / 2));
+}
+
+TEST_CASE("impossible per-layer head counts are rejected with one line", "[nn][model]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
+  spec.layer_heads = {2};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads has 1 entries, n_layers=2"));
+  spec.layer_heads = {2, 5};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads[1]=5 is outside [1, n_heads=4]"));
+  spec.layer_heads = {0, 1};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads[0]=0"));
+  spec = tiny_spec(ModelKind::decoder, 4, 2);
+  spec.layer_heads = {2, 2};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads needs multi-head attention"));
 }

@@ -38,7 +38,7 @@ struct Pruned {
   OpenedCheckpoint checkpoint = open_checkpoint(trained_run().checkpoint());
   std::vector<PruneRound> rounds;
   explicit Pruned(const PruneOptions& o) {
-    rounds = prune_heads(*checkpoint.model, checkpoint.config, *checkpoint.dataset, o, checkpoint.progress.step);
+    rounds = iterative_prune(*checkpoint.model, checkpoint.config, *checkpoint.dataset, o, checkpoint.progress.step);
   }
 };
 

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
+#include "headlab/train/evaluate.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
 #include "headlab/train/trainer.h"
@@ -224,4 +226,90 @@ TEST_CASE("a checkpoint round trip restores parameters, gates and optimizer stat
   for (size_t i = 0; i < sa.size(); ++i)
     CHECK(std::equal(sa[i].second.data(), sa[i].second.data() + sa[i].second.numel(), sb[i].second.data()));
   CHECK(checkpoint_config(path) == c);
+}
+
+namespace {
+
+// A trained-looking model of tiny_config with heads 0, 2 and 3 of layer 1 masked, and its
+// physically pruned twin (layer_heads = [4, 1]).
+struct MaskedAndPruned {
+  Model<float> masked, pruned;
+  explicit MaskedAndPruned(const Config& c) : masked(model_spec(c)), pruned(make(masked)) {}
+  static Model<float> make(Model<float>& masked) {
+    masked.params().init(5);
+    for (int64_t h : {0, 2, 3}) masked.gates().value(1)(h) = 0.0f;
+    return prune_heads(masked, heads_with_nonzero_gates(masked));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimizer state, same outputs",
+          "[train][checkpoint][prune]") {
+  Scratch s;
+  const Config c = tiny_config(s);
+  MaskedAndPruned m(c);
+  const std::string path = (s.dir / "pruned.h5").string();
+  save_pruned_checkpoint(path, c, m.pruned, 42);
+
+  const Config saved = checkpoint_config(path);
+  CHECK(saved.model.layer_heads == std::vector<int64_t>{4, 1});
+  CHECK(saved.model.d_head == c.model.d_model / c.model.n_heads);  // explicit, not 0
+  CHECK(saved.train == c.train);
+  CHECK_FALSE(CheckpointReader(path).has_attr("optimizer"));
+  Model<float> loaded(model_spec(saved));
+  CHECK(load_training_checkpoint(path, loaded, nullptr).step == 42);
+  REQUIRE(loaded.params().slab_size() == m.pruned.params().slab_size());
+  CHECK(std::equal(m.pruned.params().values(), m.pruned.params().values() + m.pruned.params().slab_size(),
+                   loaded.params().values()));
+  // Resuming it as a training run needs optimizer state: a clear error, not zero moments in disguise.
+  auto optimizer = make_optimizer(saved, loaded.params());
+  CHECK_THROWS_WITH(load_training_checkpoint(path, loaded, optimizer.get()),
+                    Catch::Contains("optimizer state is for 'none'"));
+
+  // The loaded pruned model scores the validation split as the masked one does.
+  auto dataset = make_dataset(c);
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset->make_batch(c.train.batch_size);
+  const EvalStats masked = evaluate(m.masked, *dataset, Split::val, 2, batch, tape);
+  const EvalStats pruned = evaluate(loaded, *dataset, Split::val, 2, batch, tape);
+  CHECK(pruned.loss == Approx(masked.loss).epsilon(1e-5));
+
+  // A config that differs in more than the heads does not describe the model.
+  Config other = c;
+  other.model.d_model = 64;
+  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42),
+                    Catch::Contains("does not describe this model"));
+}
+
+TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero optimizer moments",
+          "[train][checkpoint][prune]") {
+  Scratch s;
+  const Config c = tiny_config(s);
+  MaskedAndPruned m(c);
+  const std::string path = (s.dir / "pruned.h5").string();
+  save_pruned_checkpoint(path, c, m.pruned, 12);
+
+  RunOptions o = quiet_run(s.dir / "finetune");
+  o.init_from = path;
+  Config short_run = c;  // the model section comes from the checkpoint
+  short_run.train.steps = 4;
+  const RunResult r = run_training(short_run, o);
+  CHECK(r.end == RunEnd::finished);
+  CHECK(r.step == 4);
+  const std::string last = checkpoint_path((s.dir / "finetune").string(), 4);
+  const Config saved = checkpoint_config(last);
+  CHECK(saved.model.layer_heads == std::vector<int64_t>{4, 1});
+  Model<float> tuned(model_spec(saved));
+  auto optimizer = make_optimizer(saved, tuned.params());
+  CHECK(load_training_checkpoint(last, tuned, optimizer.get()).step == 4);
+  CHECK(optimizer->step_count() == 4);  // the moments started at zero at step 0
+  CHECK_FALSE(std::equal(tuned.params().values(), tuned.params().values() + tuned.params().slab_size(),
+                         m.pruned.params().values()));  // it trained
+  // Resuming the fine-tuning run with --init again picks up its own newest checkpoint.
+  RunOptions resume = o;
+  resume.resume = "auto";
+  short_run.train.steps = 6;
+  CHECK(run_training(short_run, resume).step == 6);
 }

@@ -6,8 +6,10 @@
 //   ablation     change of the loss (and accuracy) when head h alone is gated to 0;
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
 //                on delimiters, and how often the most-attended token is a gold relation;
-//   similarity   Jensen-Shannon distance between heads' rows on the same queries, [L*H, L*H].
-// Heads are numbered index(layer, head) = layer * n_heads + head everywhere. The model's gates
+//   similarity   Jensen-Shannon distance between heads' rows on the same queries, [N, N].
+// Heads are numbered index(layer, head) = (heads of the layers before) + head everywhere, which is
+// layer * n_heads + head unless layers differ in heads (a physically pruned model, nn/prune.h);
+// N = n_total() heads in all. The model's gates
 // are restored and its gradient slabs left zeroed. A pruning loop calls analyze_heads() directly;
 // `headlab analyze` writes the result with write_heads_csv/write_heads_h5 (docs/analysis.md).
 //   HeadScores s = analyze_heads(model, *dataset, Split::val, 8, {.batch_size = 32});
@@ -28,7 +30,7 @@ struct AnalysisOptions {
   bool importance = true;
   bool ablation = true;    // one extra forward per head and batch: usually the costliest part
   bool attention = true;   // attention statistics and gold agreement
-  bool similarity = true;  // JS matrix: (L*H)^2/2 pairs per query row
+  bool similarity = true;  // JS matrix: N^2/2 pairs per query row
   // Per-example gate gradients come from one backward per batch (dL/dout . out / gate, split by
   // example); a head whose gate is 0 has out = 0, so any zero gate switches to one backward per
   // example. Set to force that slower path.
@@ -39,7 +41,8 @@ struct AnalysisOptions {
 };
 
 struct HeadScores {
-  int64_t n_layers = 0, n_heads = 0;
+  int64_t n_layers = 0, n_heads = 0;  // n_heads: of the widest layer
+  std::vector<int64_t> layer_heads;   // heads of each layer when the model sets them; empty = n_heads each
   int64_t n_batches = 0;
   int64_t n_examples = 0;    // examples with at least one scored target (the others are skipped)
   int64_t n_targets = 0;     // scored targets (tokens, or labels for the encoder)
@@ -47,7 +50,7 @@ struct HeadScores {
   double loss = 0;           // unmasked model: mean loss over scored targets, as evaluate()
   double accuracy = -1;      // -1 when the task has no accuracy
 
-  // One value per head (size L*H); NaN where not measured or not applicable to the data.
+  // One value per head (size N, in index() order); NaN where not measured or not applicable to the data.
   std::vector<double> gate;
   std::vector<double> importance, importance_normalized;
   std::vector<double> ablation_loss_delta, ablation_accuracy_delta;  // masked - unmasked
@@ -56,16 +59,19 @@ struct HeadScores {
       antecedent_agreement, delimiter_agreement;
   std::vector<double> js_nearest;  // smallest JS distance to any other head
 
-  std::vector<double> js_distance;  // [L*H, L*H], symmetric, zero diagonal; empty if not measured
+  std::vector<double> js_distance;  // [N, N], symmetric, zero diagonal; empty if not measured
 
   // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples.
   std::vector<double> example_loss;           // [E] mean loss of the unmasked model
   std::vector<double> example_accuracy;       // [E] fraction correct, or empty
-  std::vector<double> example_gate_grad;      // [E, L*H] dL(x_e)/dxi_h, signed
-  std::vector<double> example_ablation_loss;  // [L*H, E] loss of e with head h masked
+  std::vector<double> example_gate_grad;      // [E, N] dL(x_e)/dxi_h, signed
+  std::vector<double> example_ablation_loss;  // [N, E] loss of e with head h masked
 
-  int64_t n_total() const { return n_layers * n_heads; }
-  int64_t index(int64_t layer, int64_t head) const { return layer * n_heads + head; }
+  int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
+  int64_t first_head(int64_t layer) const;  // index(layer, 0)
+  int64_t n_total() const { return first_head(n_layers); }
+  int64_t index(int64_t layer, int64_t head) const { return first_head(layer) + head; }
+  int64_t layer_of(int64_t k) const;  // the layer of head index k
 };
 
 // The per-head columns of heads.csv and heads.h5, in order, declared once.
@@ -84,8 +90,9 @@ template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options);
 
-// Files of a run folder: heads.csv (layer,head,<head_columns()>; empty cell = NaN),
-// heads_similarity.csv (the JS matrix, rows and columns labelled L<l>H<h>) and heads.h5.
+// Files of a run folder: heads.csv (layer,head,<head_columns()>; empty cell = NaN; one row per
+// head of each layer), heads_similarity.csv (the JS matrix, rows and columns labelled L<l>H<h>)
+// and heads.h5 (per-head arrays [L, n_heads], NaN where a layer has fewer heads).
 void write_heads_csv(const std::string& path, const HeadScores& scores);
 void write_similarity_csv(const std::string& path, const HeadScores& scores);
 struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes
@@ -95,9 +102,11 @@ struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes
 void write_heads_h5(const std::string& path, const HeadScores& scores, const HeadsFileInfo& info);
 
 // The attention of every head on example `example` of the split, i.e. row example % batch_size
-// of batch example / batch_size: probs [L,H,T,T] row-major, and that row as a batch of one.
+// of batch example / batch_size: probs [L,H,T,T] row-major (H = n_heads, the widest layer's; NaN
+// rows for heads a layer lacks), and that row as a batch of one.
 struct AttentionExample {
   int64_t n_layers = 0, n_heads = 0, seq_len = 0;
+  std::vector<int64_t> layer_heads;  // heads of each layer
   std::vector<double> probs;
   Batch row;
 };
@@ -119,23 +128,23 @@ struct AttentionBatchInfo {
   const uint8_t* is_delimiter = nullptr;
 };
 
-// Running sums over batches, one slot per head (size L*H); finish_attention_stats() divides.
+// Running sums over batches, one slot per head (size N); finish_attention_stats() divides.
 struct AttentionSums {
   std::vector<double> rows, entropy, distance, confidence, delimiter_mass;
   std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit,
       antecedent_n, antecedent_hit, delimiter_n, delimiter_hit;
-  std::vector<double> js_sum;  // [L*H, L*H]
+  std::vector<double> js_sum;  // [N, N]
   int64_t js_rows = 0;
   explicit AttentionSums(int64_t n_total_heads = 0);
 };
 
-// Adds layer `layer`'s probabilities A [B,H,T,T] (rows sum to 1 over visible keys) into slots
-// layer*H .. layer*H + H-1.
+// Adds one layer's probabilities A [B,H,T,T] (rows sum to 1 over visible keys) into slots
+// first_slot .. first_slot + H-1 (first_slot = HeadScores::index(layer, 0)).
 template <typename T>
-void accumulate_attention_stats(const Tensor<T>& probs, int64_t layer, const AttentionBatchInfo& info,
+void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, const AttentionBatchInfo& info,
                                 AttentionSums& sums);
-// Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A) on each
-// counted query row.
+// Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A, layers may
+// differ in H; heads numbered layer by layer) on each counted query row.
 template <typename T>
 void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
                             AttentionSums& sums);

@@ -28,6 +28,8 @@ using IntList = std::vector<int64_t>;
   X(n_kv_heads, int64_t, 0, non_negative(), "key/value heads (Hkv): 0 = n_heads (MHA), 1 = MQA, else GQA")           \
   X(d_head, int64_t, 0, non_negative(), "width of one head (Dh): 0 = d_model / n_heads")                             \
   X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                      \
+  X(layer_heads, IntList, (IntList{}), positive(),                                                                   \
+    "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every layer") \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                     \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                             \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")        \

@@ -5,7 +5,8 @@
 //   encoder: pooled [B,C] (first token or mean over real tokens), logits [B,n_classes]
 // Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
 // one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
-// gradient is Michel et al.'s head importance. Every parameter is declared once, in
+// gradient is Michel et al.'s head importance. A physically pruned model (nn/prune.h) has fewer
+// heads in some layers: spec.layer_heads, read through heads_in_layer(l). Every parameter is declared once, in
 // parameter_specs(); names are module paths such as "blocks/0/attn/qkv/weight".
 //   Model<float> model(spec); model.params().init(seed);
 //   ModelOutput<float> out = model.forward(tape, input, {.training = true, .dropout_seed = s});
@@ -44,6 +45,17 @@ struct ModelSpec {
   double init_std = 0.02;  // GPT-2: N(0, 0.02); residual projections / sqrt(2 n_layers)
   int64_t n_classes = 2;  // encoder
   Pooling pooling = Pooling::first;
+  // Query heads of each layer (a pruned model); empty = n_heads in every layer. Only with MHA
+  // (n_kv_heads == n_heads): each layer then has as many K/V heads as query heads.
+  std::vector<int64_t> layer_heads;
+
+  int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
+  int64_t kv_heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_kv_heads : layer_heads[layer]; }
+  int64_t total_heads() const {
+    int64_t n = 0;
+    for (int64_t l = 0; l < n_layers; ++l) n += heads_in_layer(l);
+    return n;
+  }
 };
 
 // One batch as the model sees it. Pointers stay valid for the step (the backward reads them).
@@ -75,7 +87,7 @@ class Model {
   const ModelSpec& spec() const { return spec_; }
   Parameters<T>& params() { return params_; }
   const Parameters<T>& params() const { return params_; }
-  // Per-layer head gates, "blocks/<l>/attn/gates" [n_heads]; not trained by the optimizer.
+  // Per-layer head gates, "blocks/<l>/attn/gates" [heads_in_layer(l)]; not trained by the optimizer.
   Parameters<T>& gates() { return gates_; }
   const Parameters<T>& gates() const { return gates_; }
 

@@ -7,7 +7,7 @@
 //     an L0 penalty (prune/l0_gates.h), gates binarised.
 // Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare.
 // Deterministic: same checkpoint, options, seed and thread count give bit-identical rounds.
-//   std::vector<PruneRound> rounds = prune_heads(model, config, *dataset, options, step);
+//   std::vector<PruneRound> rounds = iterative_prune(model, config, *dataset, options, step);
 //   write_file_atomically(dir / "prune.csv", prune_csv(rounds, options));
 #pragma once
 
@@ -64,7 +64,7 @@ struct PruneRound {
 // parameters). Fine-tuning uses config.train's optimizer, batch size, accumulation and clipping
 // at the constant rate train.lr; its steps are numbered from `start_step` (the checkpoint's step:
 // the data continues where training stopped). on_round is called after each round is evaluated.
-std::vector<PruneRound> prune_heads(Model<float>& model, const Config& config, const Dataset& dataset,
+std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
                                     const PruneOptions& options, int64_t start_step,
                                     const std::function<void(const PruneRound&)>& on_round = {});
 

@@ -38,6 +38,16 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 // The config a checkpoint was trained with.
 Config checkpoint_config(const std::string& path);
 
+// A physically pruned model (nn/prune.h) as an ordinary checkpoint that eval, sample, info,
+// analyze and `train --init` load: `config` (the unpruned model's) gets model.layer_heads and an
+// explicit model.d_head from the model's spec; no optimizer state is written (the moments of the
+// unpruned shapes mean nothing here; a run started from it with --init begins with zero moments);
+// `step` records the step of the model it was pruned from. Throws if config and model disagree
+// on anything but the head counts.
+void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step);
+// `config` with the model section describing `spec`'s head counts (what save_pruned_checkpoint stores).
+Config pruned_config(const Config& config, const ModelSpec& spec);
+
 // Loads parameters and gates into `model` (and the optimizer's state when given). Every tensor
 // must be present with the model's shape; a mismatch is one line naming the tensor and shapes.
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer);

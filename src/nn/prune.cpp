@@ -1,0 +1,106 @@
+// Physical head pruning: copy a model's parameters into a smaller one, head by head. In layer l
+// (H heads before, H' after, kept old indices k_0 < ... < k_{H'-1}, MHA so Hkv = H):
+//   qkv weight [(3H) Dh, C] -> [(3H') Dh, C]: within each of the q, k and v blocks, new head j's
+//                              Dh rows are old head k_j's (the bias alike);
+//   proj weight [C, H Dh]   -> [C, H' Dh]: new head j's Dh columns are old head k_j's;
+//   gates [H]               -> [H']: gates[k_j].
+// Everything else (embeddings, norms, proj bias, MLP, heads) is copied unchanged.
+#include "headlab/nn/prune.h"
+
+#include <string>
+
+#include "headlab/common/error.h"
+
+namespace headlab {
+
+namespace {
+
+std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
+
+// Copies the Dh-wide slices of the kept heads along `dim`, in `blocks` consecutive blocks of
+// heads (3 for the fused q/k/v rows, 1 for the output projection's columns or the gates).
+template <typename T>
+void copy_kept_heads(const Tensor<T>& to, const Tensor<T>& from, int dim, int64_t blocks, int64_t width,
+                     const std::vector<int64_t>& kept, int64_t old_heads) {
+  const auto new_heads = static_cast<int64_t>(kept.size());
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t j = 0; j < new_heads; ++j)
+      to.narrow(dim, (b * new_heads + j) * width, width)
+          .copy_from(from.narrow(dim, (b * old_heads + kept[static_cast<size_t>(j)]) * width, width));
+}
+
+}  // namespace
+
+template <typename T>
+HeadKeepMask heads_with_nonzero_gates(const Model<T>& model) {
+  HeadKeepMask keep;
+  for (int l = 0; l < model.gates().size(); ++l) {
+    const Tensor<T> g = model.gates().value(l);
+    keep.emplace_back();
+    for (int64_t h = 0; h < g.numel(); ++h) keep.back().push_back(g(h) != T(0));
+  }
+  return keep;
+}
+
+ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep) {
+  validate(spec);
+  HEADLAB_CHECK(spec.n_kv_heads == spec.n_heads,
+                "prune_heads: physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
+                    << spec.n_kv_heads << ", n_heads=" << spec.n_heads << "; mask GQA/MQA heads with gates instead");
+  HEADLAB_CHECK(static_cast<int64_t>(keep.size()) == spec.n_layers,
+                "prune_heads: the keep mask has " << keep.size() << " layers, the model " << spec.n_layers);
+  ModelSpec out = spec;
+  out.layer_heads.clear();
+  bool all_full = true;
+  for (int64_t l = 0; l < spec.n_layers; ++l) {
+    const std::vector<bool>& layer = keep[static_cast<size_t>(l)];
+    HEADLAB_CHECK(static_cast<int64_t>(layer.size()) == spec.heads_in_layer(l),
+                  "prune_heads: the keep mask of layer " << l << " has " << layer.size() << " heads, the layer "
+                                                         << spec.heads_in_layer(l));
+    int64_t kept = 0;
+    for (bool k : layer) kept += k;
+    HEADLAB_CHECK(kept >= 1, "prune_heads: layer " << l << " would keep no head (at least one per layer must remain)");
+    out.layer_heads.push_back(kept);
+    all_full = all_full && kept == spec.n_heads;
+  }
+  if (all_full) out.layer_heads.clear();  // an unpruned model keeps the plain spec
+  validate(out);
+  return out;
+}
+
+template <typename T>
+Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
+  const ModelSpec& spec = model.spec();
+  Model<T> pruned(pruned_spec(spec, keep));
+  const Parameters<T>& from = model.params();
+  Parameters<T>& to = pruned.params();
+  std::vector<std::string> per_head;  // the tensors copy_kept_heads fills
+  for (int64_t l = 0; l < spec.n_layers; ++l) {
+    std::vector<int64_t> kept;
+    for (size_t h = 0; h < keep[static_cast<size_t>(l)].size(); ++h)
+      if (keep[static_cast<size_t>(l)][h]) kept.push_back(static_cast<int64_t>(h));
+    const int64_t H = spec.heads_in_layer(l), Dh = spec.d_head;
+    const std::string qkv_weight = block_name(l, "attn/qkv/weight"), qkv_bias = block_name(l, "attn/qkv/bias"),
+                      proj_weight = block_name(l, "attn/proj/weight");
+    copy_kept_heads(to.value(qkv_weight), from.value(qkv_weight), 0, 3, Dh, kept, H);
+    if (spec.bias) copy_kept_heads(to.value(qkv_bias), from.value(qkv_bias), 0, 3, Dh, kept, H);
+    copy_kept_heads(to.value(proj_weight), from.value(proj_weight), 1, 1, Dh, kept, H);
+    copy_kept_heads(pruned.gates().value(static_cast<int>(l)), model.gates().value(static_cast<int>(l)), 0, 1, 1, kept,
+                    H);
+    per_head.insert(per_head.end(), {qkv_weight, qkv_bias, proj_weight});
+  }
+  for (int i = 0; i < to.size(); ++i) {
+    const std::string& name = to.spec(i).name;
+    bool done = false;
+    for (const std::string& n : per_head) done = done || n == name;
+    if (!done) to.value(i).copy_from(from.value(name));
+  }
+  return pruned;
+}
+
+template HeadKeepMask heads_with_nonzero_gates<float>(const Model<float>&);
+template HeadKeepMask heads_with_nonzero_gates<double>(const Model<double>&);
+template Model<float> prune_heads<float>(const Model<float>&, const HeadKeepMask&);
+template Model<double> prune_heads<double>(const Model<double>&, const HeadKeepMask&);
+
+}  // namespace headlab

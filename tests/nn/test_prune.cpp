@@ -1,0 +1,136 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "headlab/nn/prune.h"
+#include "support/tiny_model.h"
+
+using namespace headlab;
+using test::randomize;
+using test::tiny_spec;
+using test::TinyBatch;
+
+namespace {
+
+// Logits of a forward without grad, copied out.
+template <typename T>
+std::vector<T> logits_of(Model<T>& model, const TinyBatch& batch) {
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  const Tensor<T> logits = model.forward(tape, batch.input(), {}).logits.value();
+  std::vector<T> out(logits.data(), logits.data() + logits.numel());
+  tape.reset();
+  return out;
+}
+
+template <typename T>
+double max_abs_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  REQUIRE(a.size() == b.size());
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return d;
+}
+
+// A 3-layer MHA model with 4 heads (d_head 2): non-trivial parameters and gates, then a
+// different set of heads gated to 0 in each layer (2, 1 and 3 heads).
+template <typename T>
+Model<T> masked_model(ModelKind kind) {
+  ModelSpec spec = tiny_spec(kind, 4, 4);
+  spec.n_layers = 3;
+  spec.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
+  Model<T> model(spec);
+  randomize(model, 21);
+  const std::vector<std::vector<int64_t>> masked = {{1, 3}, {0}, {0, 1, 2}};
+  for (int l = 0; l < 3; ++l)
+    for (int64_t h : masked[static_cast<size_t>(l)]) model.gates().value(l)(h) = T(0);
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("a masked model and its physically pruned twin give the same logits", "[nn][prune]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  TinyBatch batch(tiny_spec(kind, 4, 4), 3);
+
+  Model<float> masked = masked_model<float>(kind);
+  const HeadKeepMask keep = heads_with_nonzero_gates(masked);
+  Model<float> pruned = prune_heads(masked, keep);
+  CHECK(pruned.spec().layer_heads == std::vector<int64_t>{2, 3, 1});
+  // Each removed head took its 3 Dh rows of the q/k/v weight (and bias) and Dh columns of proj.
+  const int64_t C = masked.spec().d_model, Dh = masked.spec().d_head, removed = 6;
+  CHECK(masked.params().count() - pruned.params().count() == removed * (3 * Dh * C + 3 * Dh + C * Dh));
+  // Surviving gates are copied (randomize gave them values in [0.5, 1.5), not 1).
+  CHECK(pruned.gates().value(1)(0) == masked.gates().value(1)(1));
+  CHECK(pruned.gates().value(2)(0) == masked.gates().value(2)(3));
+  const double float_diff = max_abs_difference(logits_of(masked, batch), logits_of(pruned, batch));
+  INFO("float: max |masked - pruned| = " << float_diff);
+  CHECK(float_diff <= 1e-5);
+
+  Model<double> masked_d = masked_model<double>(kind);
+  Model<double> pruned_d = prune_heads(masked_d, heads_with_nonzero_gates(masked_d));
+  const double double_diff = max_abs_difference(logits_of(masked_d, batch), logits_of(pruned_d, batch));
+  INFO("double: max |masked - pruned| = " << double_diff);
+  CHECK(double_diff <= 1e-13);
+}
+
+TEST_CASE("pruning a pruned model, or keeping every head, gives the same model again", "[nn][prune]") {
+  Model<double> masked = masked_model<double>(ModelKind::decoder);
+  Model<double> pruned = prune_heads(masked, heads_with_nonzero_gates(masked));
+  Model<double> again = prune_heads(pruned, heads_with_nonzero_gates(pruned));  // all kept
+  CHECK(again.spec().layer_heads == pruned.spec().layer_heads);
+  REQUIRE(again.params().slab_size() == pruned.params().slab_size());
+  CHECK(std::equal(pruned.params().values(), pruned.params().values() + pruned.params().slab_size(),
+                   again.params().values()));
+  // A full model that keeps every head keeps the plain spec (no layer_heads).
+  Model<double> full(tiny_spec(ModelKind::decoder, 2, 2));
+  CHECK(prune_heads(full, heads_with_nonzero_gates(full)).spec().layer_heads.empty());
+}
+
+TEST_CASE("a gate of zero removes the head's contribution exactly", "[nn][prune]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const ModelSpec spec = tiny_spec(kind, 4, 4);
+  TinyBatch batch(spec, 8);
+  const int layer = 1;
+  const int64_t head = 2, Dh = spec.d_head, H = spec.n_heads;
+  Model<float> masked(spec);
+  randomize(masked, 4);
+  masked.gates().value(layer)(head) = 0.0f;
+  const std::vector<float> reference = logits_of(masked, batch);
+
+  // The masked head's q/k/v rows and bias perturbed: not one bit of the logits changes.
+  Model<float> perturbed(spec);
+  randomize(perturbed, 4);
+  perturbed.gates().value(layer)(head) = 0.0f;
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  const Tensor<float> qkv = perturbed.params().value("blocks/1/attn/qkv/weight");
+  const Tensor<float> qkv_bias = perturbed.params().value("blocks/1/attn/qkv/bias");
+  for (int64_t block = 0; block < 3; ++block)
+    for (int64_t r = (block * H + head) * Dh; r < (block * H + head + 1) * Dh; ++r) {
+      qkv_bias(r) += u(rng);
+      for (int64_t c = 0; c < spec.d_model; ++c) qkv(r, c) += u(rng);
+    }
+  CHECK(logits_of(perturbed, batch) == reference);
+
+  // Gate 1 with the head's output-projection columns zeroed: the same logits, bit for bit.
+  Model<float> zeroed(spec);
+  randomize(zeroed, 4);
+  zeroed.gates().value(layer)(head) = 1.0f;
+  zeroed.params().value("blocks/1/attn/proj/weight").narrow(1, head * Dh, Dh).fill(0.0f);
+  CHECK(logits_of(zeroed, batch) == reference);
+}
+
+TEST_CASE("a keep mask that empties a layer, has the wrong shape or meets GQA is one line", "[nn][prune]") {
+  Model<float> model(tiny_spec(ModelKind::decoder, 4, 4));
+  CHECK_THROWS_WITH(prune_heads(model, {{true, false, false, false}, {false, false, false, false}}),
+                    Catch::Contains("layer 1 would keep no head"));
+  CHECK_THROWS_WITH(prune_heads(model, {{true, true, true, true}}), Catch::Contains("keep mask has 1 layers"));
+  CHECK_THROWS_WITH(prune_heads(model, {{true, true}, {true, true, true, true}}),
+                    Catch::Contains("keep mask of layer 0 has 2 heads"));
+  Model<float> gqa(tiny_spec(ModelKind::decoder, 4, 2));
+  CHECK_THROWS_WITH(prune_heads(gqa, heads_with_nonzero_gates(gqa)), Catch::Contains("needs multi-head attention"));
+}

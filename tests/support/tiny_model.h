@@ -1,0 +1,64 @@
+// A tiny model and batch for model-level tests (d_model 8, 2 layers, vocab 11, B=2, T=5):
+//   ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 2);   // n_heads 4, n_kv_heads 2
+//   Model<double> model(spec); randomize(model, 5);         // every parameter and gate non-trivial
+//   TinyBatch batch(spec, 9); model.forward(tape, batch.input(), {});
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "headlab/nn/model.h"
+
+namespace headlab::test {
+
+inline ModelSpec tiny_spec(ModelKind kind, int64_t n_heads, int64_t n_kv_heads) {
+  ModelSpec s;
+  s.kind = kind;
+  s.vocab_size = 11;
+  s.d_model = 8;
+  s.n_heads = n_heads;
+  s.n_kv_heads = n_kv_heads;
+  s.d_head = 8 / n_heads;
+  s.n_layers = 2;
+  s.d_mlp = 16;
+  s.max_seq_len = 8;
+  s.n_classes = 3;
+  return s;
+}
+
+// Random tokens and targets (one ignored decoder target; encoder rows with two trailing pads).
+struct TinyBatch {
+  int64_t B = 2, T = 5;
+  std::vector<int32_t> tokens, targets;
+  std::vector<uint8_t> padding;
+  explicit TinyBatch(const ModelSpec& s, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng() % s.vocab_size));
+    if (s.kind == ModelKind::decoder) {
+      for (int64_t i = 0; i < B * T; ++i) targets.push_back(i == 3 ? -1 : static_cast<int32_t>(rng() % s.vocab_size));
+    } else {
+      for (int64_t b = 0; b < B; ++b) targets.push_back(static_cast<int32_t>(rng() % s.n_classes));
+      padding.assign(B * T, 1);
+      padding[B * T - 1] = padding[B * T - 2] = 0;  // the last row ends in two pad tokens
+    }
+  }
+  ModelInput input() const {
+    return {B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()};
+  }
+};
+
+// Gives every parameter (and gate) a non-trivial value, so LayerNorm gains and biases are not
+// the degenerate 1/0 of the init and every path carries gradient. Gates land in [0.5, 1.5).
+template <typename T>
+void randomize(Model<T>& model, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int64_t i = 0; i < model.params().slab_size(); ++i) model.params().values()[i] = static_cast<T>(u(rng));
+  for (int i = 0; i < model.gates().size(); ++i) {
+    Tensor<T> g = model.gates().value(i);
+    for (int64_t h = 0; h < g.numel(); ++h) g.data()[h] = static_cast<T>(0.5 + u(rng));
+  }
+}
+
+}  // namespace headlab::test
