@@ -5,6 +5,7 @@
 // Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
 // after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint).
 // DIR defaults to <run folder>/prune/<prune_run_name()>. docs/pruning-verb.md.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -15,6 +16,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
+#include "headlab/nn/prune.h"
 #include "headlab/prune/prune_loop.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -112,6 +114,19 @@ int run_prune(int argc, char** argv) {
   progress.step += l0 ? o.l0_steps : o.finetune_steps * (static_cast<int64_t>(rounds.size()) - 1);
   save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, nullptr, progress);
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
+  // The same model with the masked heads physically removed, when that is possible: MHA, and
+  // every layer keeps a head (L0 may close a whole layer).
+  const HeadKeepMask keep = heads_with_nonzero_gates(*opened.model);
+  const bool layer_emptied =
+      std::any_of(keep.begin(), keep.end(), [](const std::vector<bool>& l) { return std::none_of(l.begin(), l.end(), [](bool k) { return k; }); });
+  const ModelSpec& spec = opened.model->spec();
+  if (spec.n_kv_heads == spec.n_heads && !layer_emptied) {
+    save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, prune_heads(*opened.model, keep),
+                           progress.step);
+    std::printf("wrote %s/pruned_small.h5 (heads removed from the tensors)\n", out.string().c_str());
+  } else {
+    std::printf("no pruned_small.h5: %s\n", layer_emptied ? "a layer has no head left" : "heads share key/value heads (GQA/MQA)");
+  }
   return 0;
 }
 

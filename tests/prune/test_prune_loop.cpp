@@ -246,5 +246,13 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
   char expected[32];
   std::snprintf(expected, sizeof expected, "loss %.4f", std::stod(cells[10]));
   CHECK_THAT(e.output, Catch::Contains(expected));
+  // Its physically pruned twin (one head per layer left in the tensors) evaluates the same.
+  const test::CommandResult small =
+      test::run_headlab({"eval", (out / "pruned_small.h5").string(), "--batches", "2"}, logs.dir / "eval_small.txt");
+  INFO(small.output);
+  REQUIRE(small.code == 0);
+  CHECK_THAT(small.output, Catch::Contains(expected));
+  const test::CommandResult info = test::run_headlab({"info", (out / "pruned_small.h5").string()}, logs.dir / "info.txt");
+  CHECK_THAT(info.output, Catch::Contains("layer heads  L0 1 L1 1"));
   fs::remove_all(prune_dir);
 }
