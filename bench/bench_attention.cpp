@@ -16,7 +16,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +27,7 @@
 #include "headlab/common/parallel.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/ops/attention.h"
+#include "headlab/ops/fast_exp.h"
 
 using namespace headlab;
 
@@ -63,27 +63,13 @@ Tensor<float> block(const Tensor<float>& m, int64_t r0, int64_t r1, int64_t c0, 
   return m.narrow(0, r0, r1 - r0).narrow(1, c0, c1 - c0);
 }
 
-float softmax_exp(float x) {  // the library's float exp
-  x = x < -87.0f ? -87.0f : x;
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-}
-
 void softmax_row(float* row, int64_t n, int64_t width) {
   float max = -1e30f, sum = 0.0f;
 #pragma omp simd reduction(max : max)
   for (int64_t s = 0; s < n; ++s) max = row[s] > max ? row[s] : max;
 #pragma omp simd reduction(+ : sum)
   for (int64_t s = 0; s < n; ++s) {
-    row[s] = softmax_exp(row[s] - max);
+    row[s] = fast_exp(row[s] - max);
     sum += row[s];
   }
   const float inv = 1.0f / sum;

@@ -18,9 +18,9 @@
 // Determinism: every sum has a fixed order (a tile's lanes are independent, its FMAs run in index
 // order, lane folds are a fixed tree), and no value depends on the thread.
 #include "attention_kernels.h"
+#include "headlab/ops/fast_exp.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -216,23 +216,10 @@ void add_rows(HeadView<T> x, const Problem& p, const T* __restrict src) {
 // ---- softmax ---------------------------------------------------------------------------------
 
 // exp(x) for the softmax, where x = score - row max <= 0. Double (tests) uses std::exp; float uses
-// a vectorisable Cephes-style expf, since glibc's scalar expf would cost more than the products at
-// d_head 16: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split), e^r by a degree-6 polynomial, 2^n
-// through the exponent bits. About 2 ulp; x below -87 clamps (e^-87 is 1e-38 beside the max's 1).
+// fast_exp (ops/fast_exp.h), since glibc's scalar expf would cost more than the products at
+// d_head 16.
 inline double softmax_exp(double x) { return std::exp(x); }
-inline float softmax_exp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest via 1.5 * 2^23
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-}
+inline float softmax_exp(float x) { return fast_exp(x); }
 
 // Row loops run over whole vectors: lanes past the last visible key hold finite scores (the tiles
 // computed them) and are masked by select, so there is no scalar tail. Partial sums and maxima
@@ -382,7 +369,7 @@ void block_rowsum(const T* __restrict s, const T* __restrict g, int64_t ld, int6
 // templates (one exp, one 1/sum product, lane-ordered sums, the same fixed fold), except that
 // e^x scales by 2^k with vscalefps, which needs no clamp and flushes x < -103 to 0.
 
-inline __m512 exp16(__m512 x) {  // e^x for x <= 0: softmax_exp's reduction and polynomial
+inline __m512 exp16(__m512 x) {  // e^x for x <= 0: fast_exp's reduction and polynomial (ops/fast_exp.h)
   const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);

@@ -3,7 +3,8 @@
 // thread count. Reductions over rows split columns across threads for the same reason.
 #include "headlab/ops/elementwise.h"
 
-#include <bit>
+#include "headlab/ops/fast_exp.h"
+
 #include <cmath>
 #include <cstdint>
 
@@ -109,33 +110,15 @@ void scale_backward(Tape<T>& tape, const Node<T>& node) {
 // GELU, tanh form: y = x/2 (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi).
 //   dy/dx = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) c (1 + 3 * 0.044715 x^2).
 // In float the same function is computed as y = x s with s = (1 + tanh u)/2 = sigmoid(2u), through
-// an inlined exp, because a libm tanhf call per element kept the loop scalar and made GELU 40%
+// fast_exp (ops/fast_exp.h), because a libm tanhf call per element kept the loop scalar and made GELU 40%
 // of a training step. Double keeps std::tanh: it is the reference the gradient checks use.
 constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
 constexpr double kGeluA = 0.044715;
 
-// e^x for float without libm, vectorisable: x = k ln2 + r, e^r by Cephes' degree-6 polynomial,
-// 2^k from the exponent bits. About 2 ulp; the clamp keeps 2^k a normal number.
-inline float exp_inline(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float round_shift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float k = (x * 1.44269504088896341f + round_shift) - round_shift;
-  float r = k * -0.693359375f + x;  // ln2 split in two for an exact k ln2
-  r = k * 2.12194440e-4f + r;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
-}
-
 // (1 + tanh u) / 2 for the GELU argument u(x).
 inline float gelu_gate(float x) {
   const float u = float(kGeluC) * (x + float(kGeluA) * x * x * x);
-  return 1.0f / (1.0f + exp_inline(-2.0f * u));
+  return 1.0f / (1.0f + fast_exp(-2.0f * u));
 }
 inline double gelu_gate(double x) { return 0.5 * (1.0 + std::tanh(kGeluC * (x + kGeluA * x * x * x))); }
 
