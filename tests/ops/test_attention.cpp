@@ -155,6 +155,28 @@ Var<double> narrow_view(Var<double> x, int dim, int64_t start, int64_t length) {
   return x.tape->last();
 }
 
+// Runs the tape op on case c (inputs from `seed`, upstream gradient from `dout_seed`) and requires
+// the output, the probabilities and every gradient to match the naive loop reference: 1e-5 in
+// float, 1e-12 in double.
+template <typename T>
+void require_matches_naive(const Case& c, uint64_t seed, uint64_t dout_seed) {
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<T> in = make_inputs<T>(arena, c, seed);
+  const Tensor<T> dout = random_tensor<T>(arena, {c.B, c.T, c.H, c.Dh}, dout_seed);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  const Run<T> got = run_tape(in, options, dout);
+  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
+  require_close("out", got.out, want.out, tol);
+  require_close("probs", got.probs, want.probs, tol);
+  require_close("dq", got.dq, want.dq, tol);
+  require_close("dk", got.dk, want.dk, tol);
+  require_close("dv", got.dv, want.dv, tol);
+  if (c.gates != Gates::none) require_close("dgates", got.dgates, want.dgates, tol);
+}
+
 }  // namespace
 
 TEST_CASE("attention forward gives the hand-computed answer on a two-token case", "[ops][attention]") {
@@ -198,47 +220,19 @@ TEST_CASE("attention forward gives the hand-computed answer on a two-token case"
 
 TEMPLATE_TEST_CASE("attention forward and backward match the naive loop reference", "[ops][attention]", float,
                    double) {
-  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
   // T = 70: one causal block, ragged against the vector width.
   Case c{2, 70, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 8, GENERATE(true, false),
          GENERATE(Gates::none, Gates::pruned), GENERATE(Padding::none, Padding::mixed, Padding::all_of_last),
          GENERATE(false, true)};
-  INFO(describe(c));
-  Arena arena;
-  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 11);
-  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 17);
-  const std::vector<uint8_t> pad = make_padding(c);
-  const AttentionOptions options = make_options(c, pad);
-  const Run<TestType> got = run_tape(in, options, dout);
-  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
-  require_close("out", got.out, want.out, tol);
-  require_close("probs", got.probs, want.probs, tol);
-  require_close("dq", got.dq, want.dq, tol);
-  require_close("dk", got.dk, want.dk, tol);
-  require_close("dv", got.dv, want.dv, tol);
-  if (c.gates != Gates::none) require_close("dgates", got.dgates, want.dgates, tol);
+  require_matches_naive<TestType>(c, 11, 17);
 }
 
 TEMPLATE_TEST_CASE("attention matches the naive loop reference across several causal row blocks",
                    "[ops][attention]", float, double) {
-  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
   // Two full blocks and a partial one; few heads, as the naive softmax Jacobian is O(T^3).
   Case c{2, 2 * kAttentionBlock + 20, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned,
          GENERATE(Padding::none, Padding::mixed), true};
-  INFO(describe(c));
-  Arena arena;
-  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 13);
-  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 19);
-  const std::vector<uint8_t> pad = make_padding(c);
-  const AttentionOptions options = make_options(c, pad);
-  const Run<TestType> got = run_tape(in, options, dout);
-  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
-  require_close("out", got.out, want.out, tol);
-  require_close("probs", got.probs, want.probs, tol);
-  require_close("dq", got.dq, want.dq, tol);
-  require_close("dk", got.dk, want.dk, tol);
-  require_close("dv", got.dv, want.dv, tol);
-  require_close("dgates", got.dgates, want.dgates, tol);
+  require_matches_naive<TestType>(c, 13, 19);
 }
 
 TEST_CASE("attention backward matches central differences", "[ops][attention][grad]") {
@@ -398,25 +392,11 @@ TEST_CASE("attention rejects bad shapes with one-line messages", "[ops][attentio
 
 TEMPLATE_TEST_CASE("attention matches the naive loop reference at the fused kernel's vector widths",
                    "[ops][attention]", float, double) {
-  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
   // d_head 16..128 fill whole 512-bit vectors (48: a 32-lane tile plus a 16-lane one); T = 45
   // leaves a partial 8-row block and a partial key tile.
   Case c{2, 45, 4, GENERATE(as<int64_t>{}, 4, 2, 1), GENERATE(as<int64_t>{}, 16, 32, 48, 64, 128),
          GENERATE(true, false), Gates::pruned, GENERATE(Padding::none, Padding::mixed, Padding::all_of_last), true};
-  INFO(describe(c));
-  Arena arena;
-  const Inputs<TestType> in = make_inputs<TestType>(arena, c, 51);
-  const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 53);
-  const std::vector<uint8_t> pad = make_padding(c);
-  const AttentionOptions options = make_options(c, pad);
-  const Run<TestType> got = run_tape(in, options, dout);
-  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding, dout);
-  require_close("out", got.out, want.out, tol);
-  require_close("probs", got.probs, want.probs, tol);
-  require_close("dq", got.dq, want.dq, tol);
-  require_close("dk", got.dk, want.dk, tol);
-  require_close("dv", got.dv, want.dv, tol);
-  require_close("dgates", got.dgates, want.dgates, tol);
+  require_matches_naive<TestType>(c, 51, 53);
 }
 
 TEST_CASE("attention with d_head 16 and 32 is bit-identical on 1 or 2 threads", "[ops][attention]") {
