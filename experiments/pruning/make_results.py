@@ -46,7 +46,7 @@ BOOTSTRAP_SEED = 0
 ALPHA = 0.01
 TOLERANCES = (0.01, 0.05)  # metric drop: relative for loss and bits/byte, absolute (points) for accuracy
 RHO_THRESHOLD = 0.9  # dynamics: first checkpoint whose importance ranking is this close to the final one
-ROLE_THRESHOLD = 0.5  # Voita: a head has a role when its best gold agreement is at least this
+ROLE_THRESHOLD = 0.3  # Voita: a head has a role when its best gold agreement is at least this
 ROLES = {  # role -> heads.csv agreement columns (max over them)
     "positional": ["previous_token_agreement"],
     "syntactic": ["syntactic_head_agreement", "dependent_agreement"],

@@ -30,23 +30,23 @@ JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 
 case $SCALE in
-  full) FINETUNE=20; L0_STEPS=200; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_DIV=1 ;;
+  full) FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_DIV=1 ;;
   dev)  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_DIV=4 ;;
   *) echo "run.sh: SCALE must be full or dev, got '$SCALE'" >&2; exit 2 ;;
 esac
 
-# Per task: batches for the final analysis (the paired tests: about 512 examples), for each
-# checkpoint of the dynamics, for the metric of every prune round, and for the prune scores
-# (training split). Batch sizes are the configs': k_relation 256, classify 64, induction and
-# grammar 32, text 16.
+# Per task: batches for the final analysis (the paired tests: about 1024 examples), for each
+# checkpoint of the dynamics, for the metric of every prune round (about 512 examples), and for
+# the prune scores (training split). Batch sizes are the configs': k_relation 256, classify 64,
+# induction and grammar 32, text 16.
 batches() {  # batches TASK -> "final dynamics metric score"
   local b
   case $1 in
-    k_relation) b="4 2 4 2" ;;
-    induction)  b="16 4 8 4" ;;
-    grammar)    b="16 4 8 4" ;;
-    text)       b="32 8 16 8" ;;
-    classify)   b="8 4 8 4" ;;
+    k_relation) b="4 2 2 2" ;;
+    induction)  b="32 8 16 8" ;;
+    grammar)    b="32 8 16 8" ;;
+    text)       b="64 16 32 16" ;;
+    classify)   b="16 4 8 8" ;;
     *) echo "run.sh: unknown task '$1'" >&2; exit 2 ;;
   esac
   if [[ $SCALE == dev ]]; then set -- $b; b="$(( ($1 + 3) / 4 )) $(( ($2 + 1) / 2 )) $(( ($3 + 1) / 2 )) $(( ($4 + 1) / 2 ))"; fi
@@ -83,7 +83,10 @@ for task in $TASKS; do
         echo "$dir/dynamics/$step heads.h5 ${analyze[*]} $ckpt --batches $dyn_b --no-ablation --out $dir/dynamics/$step"
       fi
     done
-    prune=("$HEADLAB" prune "$final" --batches "$metric_b" --set train.threads=1)
+    # Fine-tuning (after each round, and L0's) runs at the rate training ended at (the last lr of
+    # metrics.csv), not at the schedule's peak train.lr, which first undoes the trained model.
+    lr=$(tail -n 1 "$run/metrics.csv" | cut -d, -f3)
+    prune=("$HEADLAB" prune "$final" --batches "$metric_b" --set train.threads=1 --set "train.lr=$lr")
     scored=(--score-batches "$score_b")
     for strategy in importance ablation entropy confidence; do
       echo "$dir/prune/$strategy pruned.h5 ${prune[*]} --strategy $strategy ${scored[*]} --out $dir/prune/$strategy"
@@ -125,7 +128,7 @@ xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _ < "$jobs_file" || status=$?
 
 # 3. Figures of every task and seed (heads heatmaps, prune curves).
 for task in $TASKS; do
-  for seed in $SEEDS; do "$HEADLAB" plot "$OUT/$task/seed$seed" > /dev/null; done
+  for seed in $SEEDS; do "$HEADLAB" plot "$OUT/$task/seed$seed" > /dev/null || status=1; done
 done
 
 # 4. The tables.
