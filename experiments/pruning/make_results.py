@@ -270,7 +270,7 @@ def group_label(rows):
     r = rows[0]
     label = r["strategy"]
     if r["strategy"] == "l0":
-        return "L0 gates (best lambda)"
+        return f"L0 gates, fine-tuned {r['finetune_steps']} steps (best lambda)"
     if int(r["finetune_steps"]) > 0:
         label += f", fine-tuned {r['finetune_steps']} steps/round"
     if r["recompute"] == "1":
@@ -302,7 +302,7 @@ def fill_prune(out, task):
     digits = 4 if metric != "val_bpb" else 3
     rows = []
     for label, runs in groups.items():
-        if label.startswith("L0"):
+        if label.startswith("L0 gates"):
             by_seed = {}  # seed -> (fraction kept-in-tolerance per tolerance)
             for s, r in runs:
                 by_seed.setdefault(s, []).append(r)

@@ -30,8 +30,8 @@ JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 
 case $SCALE in
-  full) FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_DIV=1 ;;
-  dev)  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_DIV=4 ;;
+  full) STEP_FRAC=0.05; FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_DIV=1 ;;
+  dev)  STEP_FRAC=0.1;  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_DIV=4 ;;
   *) echo "run.sh: SCALE must be full or dev, got '$SCALE'" >&2; exit 2 ;;
 esac
 
@@ -87,16 +87,17 @@ for task in $TASKS; do
     # metrics.csv), not at the schedule's peak train.lr, which first undoes the trained model.
     lr=$(tail -n 1 "$run/metrics.csv" | cut -d, -f3)
     prune=("$HEADLAB" prune "$final" --batches "$metric_b" --set train.threads=1 --set "train.lr=$lr")
-    scored=(--score-batches "$score_b")
+    scored=(--score-batches "$score_b" --step-frac "$STEP_FRAC")
     for strategy in importance ablation entropy confidence; do
       echo "$dir/prune/$strategy pruned.h5 ${prune[*]} --strategy $strategy ${scored[*]} --out $dir/prune/$strategy"
     done
     for r in $RANDOM_SEEDS; do
-      echo "$dir/prune/random_seed$r pruned.h5 ${prune[*]} --strategy random --seed $r --out $dir/prune/random_seed$r"
+      echo "$dir/prune/random_seed$r pruned.h5 ${prune[*]} --strategy random --seed $r --step-frac $STEP_FRAC" \
+           "--out $dir/prune/random_seed$r"
     done
     echo "$dir/prune/importance_ft$FINETUNE pruned.h5 ${prune[*]} --strategy importance ${scored[*]}" \
          "--finetune-steps $FINETUNE --recompute --out $dir/prune/importance_ft$FINETUNE"
-    echo "$dir/prune/random_ft${FINETUNE}_seed1 pruned.h5 ${prune[*]} --strategy random --seed 1" \
+    echo "$dir/prune/random_ft${FINETUNE}_seed1 pruned.h5 ${prune[*]} --strategy random --seed 1 --step-frac $STEP_FRAC" \
          "--finetune-steps $FINETUNE --out $dir/prune/random_ft${FINETUNE}_seed1"
     for lambda in $LAMBDAS; do
       echo "$dir/prune/l0_lambda$lambda pruned.h5 ${prune[*]} --strategy l0 --lambda $lambda --l0-steps $L0_STEPS" \
