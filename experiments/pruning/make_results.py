@@ -353,7 +353,12 @@ def fill_dynamics(out, _):
         for run in runs:
             hit = [step for step, _, rho in run if rho >= RHO_THRESHOLD]
             first.append(hit[0] / run[-1][0] if hit else math.nan)
-        points = "; ".join(f"{f:.2f}: {pm(*mean_std([r[i][2] for r in runs]), 2)}" for i, (_, f, _) in enumerate(runs[0]))
+        rho_at = {}  # step -> rho of every seed that has the checkpoint
+        for run in runs:
+            for step, _, rho in run:
+                rho_at.setdefault(step, []).append(rho)
+        final_step = max(run[-1][0] for run in runs)
+        points = "; ".join(f"{step / final_step:.2f}: {pm(*mean_std(v), 2)}" for step, v in sorted(rho_at.items()))
         rows.append([task, len(runs), points, cell(first, 2) + f" ({sum(not math.isnan(x) for x in first)}/{len(first)})"])
     if not rows:
         return "*(not run: no dynamics analyses)*"
@@ -369,14 +374,18 @@ def plot_dynamics(curves):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for task, runs in curves.items():
-        x = [f for _, f, _ in runs[0]]
-        ys = np.array([[rho for _, _, rho in r] for r in runs])
-        ax.errorbar(x, np.nanmean(ys, axis=0), yerr=np.nanstd(ys, axis=0, ddof=1) if len(runs) > 1 else None,
+        rho_at = {}
+        for run in runs:
+            for _, f, rho in run:
+                rho_at.setdefault(f, []).append(rho)
+        x = sorted(rho_at)
+        stats = [mean_std(rho_at[f]) for f in x]
+        ax.errorbar(x, [m for m, _ in stats], yerr=[0 if math.isnan(s) else s for _, s in stats],
                     marker="o", capsize=3, label=task)
     ax.axhline(RHO_THRESHOLD, color="0.6", linestyle=":")
     ax.set_xlabel("fraction of training (checkpoint step / final step)")
     ax.set_ylabel("Spearman rho with final importance")
-    ax.set_title(f"Head importance ranking along training (mean ± std over seeds)", fontsize=9)
+    ax.set_title("Head importance ranking along training (mean ± std over seeds)", fontsize=9)
     ax.legend(fontsize=8)
     fig.tight_layout()
     os.makedirs(os.path.join(HERE, "figures"), exist_ok=True)
