@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates experiments/pruning/RESULTS.md (issue 7: Michel et al. 2019 and Voita et al. 2019
 # on headlab's models). From the repository root, after building:
-#   experiments/pruning/run.sh                       # everything: about an hour on 2 idle cores
+#   experiments/pruning/run.sh                       # everything: about 35 min on 2 idle cores (estimate)
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p experiments/pruning/run.sh   # a quick end-to-end check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
 # Steps:
@@ -15,6 +15,8 @@
 #      regeneration continues where it stopped; each job leaves log.txt and seconds.txt;
 #   3. headlab plot of every task and seed folder;
 #   4. make_results.py: RESULTS.md and figures/.
+# Skipping looks only at the marker file: after changing a setting here, delete OUT (or the
+# affected folders) to regenerate with it.
 # Layout: OUT/<task>/seed<N>/{heads.csv,heads.h5}  (final checkpoint)
 #         OUT/<task>/seed<N>/dynamics/step_<S>/     (checkpoints along training)
 #         OUT/<task>/seed<N>/prune/<name>/prune.csv (one headlab prune invocation each)
