@@ -9,7 +9,6 @@ the validation curves are copied to experiments/head_count/figures/NAME_*.png.
 
   python3 experiments/head_count/make_results.py runs/head_count
 """
-import csv
 import math
 import os
 import re
@@ -18,38 +17,11 @@ import sys
 import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import common  # noqa: E402
+from common import fail, mean_std, number, pm, write_atomically  # noqa: E402  (experiments/common.py)
+
 ACCURACY_THRESHOLD = 0.99
-
-
-def fail(message):
-    print(f"make_results: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def read_csv(path):
-    if not os.path.exists(path):
-        fail(f"{path} is missing: run the sweep first (experiments/head_count/run.sh)")
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def number(text):
-    return float(text) if text not in ("", None) else math.nan
-
-
-def mean_std(values):
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return math.nan, math.nan
-    m = sum(values) / len(values)
-    s = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else math.nan
-    return m, s
-
-
-def pm(m, s, digits):
-    if math.isnan(m):
-        return "–"
-    return f"{m:.{digits}f} ± {s:.{digits}f}" if not math.isnan(s) else f"{m:.{digits}f}"
 
 
 def steps_to_accuracy(metrics_rows, steps):
@@ -58,6 +30,10 @@ def steps_to_accuracy(metrics_rows, steps):
         if number(row["val_accuracy"]) >= ACCURACY_THRESHOLD:
             return int(row["step"])
     return steps + 1
+
+
+def read_csv(path):
+    return common.read_csv(path, "run the sweep first (experiments/head_count/run.sh)")
 
 
 def sweep_table(out, name):
@@ -133,9 +109,7 @@ def main():
     template = open(os.path.join(HERE, "results.template.md")).read()
     text = re.sub(r"\{\{table (\w+)\}\}", lambda m: sweep_table(out, m.group(1)), template)
     target = os.path.join(HERE, "RESULTS.md")
-    with open(target + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(target + ".tmp", target)
+    write_atomically(target, text)
     print(f"wrote {target}")
 
 

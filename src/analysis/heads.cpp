@@ -2,7 +2,8 @@
 //   1. the unmasked model, attention probabilities kept: per-example losses, attention
 //      statistics and JS distances; with a backward, the per-example gate gradients;
 //   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
-//   3. (ablation) one forward per head with that head's gate set to 0.
+//   3. (ablation) one forward per head with that head's gate set to 0;
+//   4. (layer_only) one forward per head with every other head of its layer set to 0.
 // Per-example gate gradients from one backward: the loss of a batch is the mean over its N
 // scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. The
 // attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:], and examples do not interact (no batch
@@ -75,17 +76,72 @@ void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const s
   }
 }
 
-// Restores a value when the scope ends, also when a forward throws, so the model leaves
-// analyze_heads with the gates it came in with.
-template <typename V>
-struct RestoreOnExit {
-  V& ref;
-  V saved;
-  explicit RestoreOnExit(V& r) : ref(r), saved(r) {}
-  ~RestoreOnExit() { ref = saved; }
-  RestoreOnExit(const RestoreOnExit&) = delete;
-  RestoreOnExit& operator=(const RestoreOnExit&) = delete;
+// Layer l's gates for one masked forward, restored when the scope ends (also when the forward
+// throws), so the model leaves analyze_heads with the gates it came in with.
+//   head_off:  head h alone set to 0 (ablation);
+//   head_only: every head of the layer but h set to 0 (Michel et al.'s Table 2: the layer
+//              reduced to one head). A head already gated 0 stays 0 either way.
+enum class LayerMask { head_off, head_only };
+
+template <typename T>
+class MaskedLayer {
+ public:
+  MaskedLayer(Model<T>& model, int64_t layer, int64_t head, LayerMask mask)
+      : gates_(model.gates().value(static_cast<int>(layer))), saved_(gates_.data(), gates_.data() + gates_.numel()) {
+    for (int64_t g = 0; g < gates_.numel(); ++g)
+      if ((mask == LayerMask::head_off) == (g == head)) gates_.data()[g] = T(0);
+  }
+  ~MaskedLayer() { std::copy(saved_.begin(), saved_.end(), gates_.data()); }
+  MaskedLayer(const MaskedLayer&) = delete;
+  MaskedLayer& operator=(const MaskedLayer&) = delete;
+
+ private:
+  Tensor<T> gates_;
+  std::vector<T> saved_;
 };
+
+// Sums over batches of the per-head masked forwards of one kind (ablation or layer_only).
+struct MaskedSums {
+  std::vector<double> loss, correct;              // [N] over scored targets
+  std::vector<std::vector<double>> example_loss;  // [N][E]
+  explicit MaskedSums(int64_t n_heads)
+      : loss(static_cast<size_t>(n_heads)), correct(static_cast<size_t>(n_heads)),
+        example_loss(static_cast<size_t>(n_heads)) {}
+};
+
+// One forward per head with layer_of(k)'s gates masked as `mask` says, on the batch's input.
+template <typename T>
+void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, LayerMask mask,
+                     std::vector<CrossEntropyStats>& scratch, MaskedSums& sums) {
+  tape.set_grad_enabled(false);
+  for (int64_t l = 0; l < s.n_layers; ++l)
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
+      {
+        MaskedLayer<T> masked(model, l, h, mask);
+        ModelOutput<T> m = model.forward(tape, in, {});
+        example_stats(model, m.logits.value(), in, scratch);
+        tape.reset();
+      }
+      const int64_t k = s.index(l, h);
+      for (const CrossEntropyStats& e : scratch) {
+        if (e.n_valid == 0) continue;
+        sums.loss[k] += e.loss_sum;
+        sums.correct[k] += static_cast<double>(e.n_correct);
+        sums.example_loss[k].push_back(e.mean_loss());
+      }
+    }
+}
+
+// The masked - unmasked columns and the [N, E] per-example losses from the sums.
+void finish_masked(const MaskedSums& sums, const HeadScores& s, bool has_accuracy, std::vector<double>& loss_delta,
+                   std::vector<double>& accuracy_delta, std::vector<double>& example_loss) {
+  const double n_targets = static_cast<double>(s.n_targets);
+  for (int64_t k = 0; k < s.n_total(); ++k) {
+    loss_delta[k] = sums.loss[k] / n_targets - s.loss;
+    if (has_accuracy) accuracy_delta[k] = sums.correct[k] / n_targets - s.accuracy;
+    example_loss.insert(example_loss.end(), sums.example_loss[k].begin(), sums.example_loss[k].end());
+  }
+}
 
 }  // namespace
 
@@ -144,10 +200,9 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   AttentionSums sums(N);
   std::vector<uint8_t> query_rows;
   std::vector<CrossEntropyStats> examples, masked;
+  MaskedSums ablation(options.ablation ? N : 0), layer_only(options.layer_only ? N : 0);
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
-  std::vector<double> masked_loss(static_cast<size_t>(N)), masked_correct(static_cast<size_t>(N));
-  std::vector<std::vector<double>> ablation_examples(static_cast<size_t>(N));
   double loss_sum = 0;
   int64_t n_correct = 0;
 
@@ -234,27 +289,9 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     }
 
     // 3. Ablation: each head alone gated to 0, on the same batch.
-    if (options.ablation) {
-      tape.set_grad_enabled(false);
-      for (int64_t l = 0; l < L; ++l)
-        for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
-          {
-            T& gate = model.gates().value(static_cast<int>(l))(h);
-            RestoreOnExit<T> restore(gate);
-            gate = T(0);
-            ModelOutput<T> m = model.forward(tape, in, {});
-            example_stats(model, m.logits.value(), in, masked);
-            tape.reset();
-          }
-          const int64_t k = s.index(l, h);
-          for (const CrossEntropyStats& e : masked) {
-            if (e.n_valid == 0) continue;
-            masked_loss[k] += e.loss_sum;
-            masked_correct[k] += static_cast<double>(e.n_correct);
-            ablation_examples[k].push_back(e.mean_loss());
-          }
-        }
-    }
+    if (options.ablation) masked_forwards(model, tape, in, s, LayerMask::head_off, masked, ablation);
+    // 4. Each head alone in its layer.
+    if (options.layer_only) masked_forwards(model, tape, in, s, LayerMask::head_only, masked, layer_only);
   }
   model.params().zero_grad();
   model.gates().zero_grad();
@@ -279,14 +316,12 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         s.importance_normalized[s.index(l, h)] = norm > 0 ? s.importance[s.index(l, h)] / norm : 0.0;
     }
   }
-  if (options.ablation) {
-    for (int64_t k = 0; k < N; ++k) {
-      s.ablation_loss_delta[k] = masked_loss[k] / n_targets - s.loss;
-      if (has_accuracy) s.ablation_accuracy_delta[k] = masked_correct[k] / n_targets - s.accuracy;
-      s.example_ablation_loss.insert(s.example_ablation_loss.end(), ablation_examples[k].begin(),
-                                     ablation_examples[k].end());
-    }
-  }
+  if (options.ablation)
+    finish_masked(ablation, s, has_accuracy, s.ablation_loss_delta, s.ablation_accuracy_delta,
+                  s.example_ablation_loss);
+  if (options.layer_only)
+    finish_masked(layer_only, s, has_accuracy, s.layer_only_loss_delta, s.layer_only_accuracy_delta,
+                  s.example_layer_only_loss);
   // Unmeasured columns stay NaN: sums without rows divide to NaN, and no JS rows leave no matrix.
   finish_attention_stats(sums, s);
   return s;

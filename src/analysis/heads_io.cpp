@@ -23,6 +23,10 @@ const std::vector<HeadColumn>& head_columns() {
       {"importance_normalized", &HeadScores::importance_normalized, "importance / l2 norm of its layer's importances"},
       {"ablation_loss_delta", &HeadScores::ablation_loss_delta, "loss with this head alone masked - loss, nats"},
       {"ablation_accuracy_delta", &HeadScores::ablation_accuracy_delta, "accuracy masked - accuracy (tasks with one)"},
+      {"layer_only_loss_delta", &HeadScores::layer_only_loss_delta,
+       "loss with every other head of the layer masked - loss, nats (--layer-only)"},
+      {"layer_only_accuracy_delta", &HeadScores::layer_only_accuracy_delta,
+       "accuracy with every other head of the layer masked - accuracy (--layer-only)"},
       {"entropy", &HeadScores::entropy, "mean entropy of the attention rows, nats"},
       {"distance", &HeadScores::distance, "mean sum_s A[t,s] |t-s|, tokens"},
       {"confidence", &HeadScores::confidence, "mean max_s A[t,s] (Voita et al.)"},
@@ -118,6 +122,8 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
       w.add_array("examples/gate_grad", by_layer(s, s.example_gate_grad, E, 1).data(), {E, L, H});
     if (static_cast<int64_t>(s.example_ablation_loss.size()) == N * E)
       w.add_array("examples/ablation_loss", by_layer(s, s.example_ablation_loss, 1, E).data(), {L, H, E});
+    if (static_cast<int64_t>(s.example_layer_only_loss.size()) == N * E)
+      w.add_array("examples/layer_only_loss", by_layer(s, s.example_layer_only_loss, 1, E).data(), {L, H, E});
   }
   w.set_string_attr("contents", "head analysis (headlab analyze)");
   w.set_string_attr("checkpoint", info.checkpoint);

@@ -1,5 +1,6 @@
 // headlab analyze CHECKPOINT [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
-//                            [--dump-example I]... [--no-ablation] [--no-similarity] [--threads N]
+//                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
+//                            [--threads N]
 // Per-head importance, ablation, attention statistics and similarity over a data split, written
 // to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
 // heads.csv, heads_similarity.csv, heads.h5, and for each --dump-example I the attention maps
@@ -175,6 +176,7 @@ int run_analyze(int argc, char** argv) {
       "dump-example", "also write every head's attention on example I of the split (repeatable)",
       cxxopts::value<std::vector<int64_t>>())("no-ablation", "skip the per-head ablation")(
       "no-similarity", "skip the head-by-head JS distance matrix")(
+      "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
       "threads", "worker threads (default: the checkpoint's train.threads)",
       cxxopts::value<int>())("h,help", "show this help");
@@ -201,6 +203,7 @@ int run_analyze(int argc, char** argv) {
   HEADLAB_CHECK(o.batch_size > 0, "--batch-size must be positive, got " << o.batch_size);
   o.ablation = !args.count("no-ablation");
   o.similarity = !args.count("no-similarity");
+  o.layer_only = args.count("layer-only") > 0;
   o.importance_by_rows = args.count("importance-by-rows") > 0;
   o.pad_token = unkeyed_pad_token(config.data.task, *dataset);
   const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()

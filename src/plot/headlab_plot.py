@@ -167,6 +167,8 @@ HEAD_COLUMNS = {  # heads.csv column -> colourbar label with unit (docs/analysis
     "importance_normalized": "importance / l2 norm of the layer's importances",
     "ablation_loss_delta": "loss with the head masked - loss (nats/token)",
     "ablation_accuracy_delta": "accuracy with the head masked - accuracy (fraction)",
+    "layer_only_loss_delta": "loss with the head alone in its layer - loss (nats/token)",
+    "layer_only_accuracy_delta": "accuracy with the head alone in its layer - accuracy (fraction)",
     "entropy": "attention entropy (nats)",
     "distance": "attention distance sum_s A[t,s] |t-s| (tokens)",
     "confidence": "confidence: mean max_s A[t,s] (probability)",

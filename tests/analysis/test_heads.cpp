@@ -272,6 +272,67 @@ TEST_CASE("ablating a head whose gate is already 0 changes nothing, and its impo
   CHECK(model.gates().value(1)(0) == 0.0);
 }
 
+// The batch's mean loss over its scored targets, as analyze_heads' `loss` (no backward).
+template <typename T>
+double batch_loss(Model<T>& model, const Batch& batch) {
+  const bool encoder = model.spec().kind == ModelKind::encoder;
+  ModelInput in{batch.batch_size, batch.seq_len, batch.tokens.data(),
+                encoder ? batch.labels.data() : batch.targets.data(),
+                batch.key_padding.empty() ? nullptr : batch.key_padding.data()};
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  return static_cast<double>(model.forward(tape, in, {}).loss.value()(0));
+}
+
+TEST_CASE("each head alone in its layer matches masking the layer's other heads by hand", "[analysis]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const int64_t T = 8, B = 4, H = 4;
+  auto data = tiny_task(kind, T);
+  Model<double> model(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, H, H, T));
+  randomize(model, 5);
+  model.gates().value(1)(2) = 0.0;  // an already pruned head: alone in its layer it leaves the layer empty
+  AnalysisOptions o;
+  o.batch_size = B;
+  o.layer_only = true;
+  o.ablation = false;
+  o.similarity = false;
+  const HeadScores s = analyze_heads(model, *data, Split::val, 1, o);
+  REQUIRE(s.n_examples == B);
+  REQUIRE(s.example_layer_only_loss.size() == static_cast<size_t>(2 * H * B));
+  CHECK(std::isnan(s.ablation_loss_delta[0]));
+
+  Batch batch = data->make_batch(B);
+  data->fill_batch(Split::val, 0, batch);
+  const double unmasked = batch_loss(model, batch);
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> saved(static_cast<size_t>(H));
+      for (int64_t g = 0; g < H; ++g) {
+        saved[g] = model.gates().value(static_cast<int>(l))(g);
+        if (g != h) model.gates().value(static_cast<int>(l))(g) = 0.0;
+      }
+      const int64_t k = s.index(l, h);
+      INFO("layer " << l << " head " << h);
+      CHECK(s.layer_only_loss_delta[k] == Approx(batch_loss(model, batch) - unmasked).epsilon(1e-12).margin(1e-14));
+      for (int64_t e = 0; e < B; ++e)
+        CHECK(s.example_layer_only_loss[k * B + e] == Approx(example_loss(model, batch, e)).epsilon(1e-12));
+      for (int64_t g = 0; g < H; ++g) model.gates().value(static_cast<int>(l))(g) = saved[g];
+    }
+  // The gates come back as they were, the zero one included.
+  CHECK(model.gates().value(1)(2) == 0.0);
+  CHECK(static_cast<double>(model.gates().value(0)(1)) == s.gate[s.index(0, 1)]);
+  CHECK(!std::isnan(s.layer_only_accuracy_delta[0]));  // both tasks have an accuracy
+
+  // heads.h5 keeps the per-example losses as [L, H, E].
+  test::ScratchDir dir("analysis_layer_only");
+  write_heads_h5((dir.dir / "heads.h5").string(), s, {});
+  CheckpointReader h5((dir.dir / "heads.h5").string());
+  CHECK(h5.shape("examples/layer_only_loss") == Shape{2, H, B});
+  CHECK(h5.read_array<double>("examples/layer_only_loss") == s.example_layer_only_loss);
+  CHECK(!h5.has("examples/ablation_loss"));
+}
+
 TEST_CASE("the encoder's statistics skip padded positions and rows without a label", "[analysis]") {
   const int64_t T = 12, B = 10;
   auto data = tiny_task(ModelKind::encoder, T);
@@ -334,7 +395,7 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   const test::TrainedRun& run = trained_run();
   test::ScratchDir out("analysis_cli");
   const test::CommandResult r = test::run_headlab(
-      {"analyze", run.checkpoint(), "--batches", "4", "--out", out.dir.string(), "--dump-example", "5"},
+      {"analyze", run.checkpoint(), "--batches", "4", "--out", out.dir.string(), "--dump-example", "5", "--layer-only"},
       out.dir / "log.txt", {{"OMP_NUM_THREADS", "1"}});
   INFO(r.output);
   REQUIRE(r.code == 0);
@@ -358,6 +419,7 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   CHECK(E == 4 * 16);
   CHECK(h5.shape("examples/ablation_loss") == Shape{1, 2, E});
   CHECK(h5.shape("examples/gate_grad") == Shape{E, 1, 2});
+  CHECK(h5.shape("examples/layer_only_loss") == Shape{1, 2, E});
   CHECK(h5.string_attr("split") == "val");
   const std::vector<double> importance = h5.read_array<double>("heads/importance");
   CHECK(importance[0] >= 0);
@@ -439,6 +501,7 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
   Model<double> pruned = prune_heads(masked, keep);
   AnalysisOptions o;
   o.batch_size = 8;
+  o.layer_only = true;
   const HeadScores a = analyze_heads(masked, *data, Split::val, 2, o);
   const HeadScores b = analyze_heads(pruned, *data, Split::val, 2, o);
   REQUIRE(b.n_total() == 5);

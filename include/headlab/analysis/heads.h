@@ -4,6 +4,9 @@
 //                (L(x) = the example's mean loss over its scored targets), raw and l2-normalised
 //                per layer (their default);
 //   ablation     change of the loss (and accuracy) when head h alone is gated to 0;
+//   layer_only   (off by default) the same when h is the only head left on in its layer (every
+//                other head of the layer gated to 0): Michel et al.'s Table 2, a layer reduced
+//                to its best head;
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
 //                on delimiters, and how often the most-attended token is a gold relation;
 //   similarity   Jensen-Shannon distance between heads' rows on the same queries, [N, N].
@@ -29,6 +32,7 @@ struct AnalysisOptions {
   int64_t batch_size = 32;
   bool importance = true;
   bool ablation = true;    // one extra forward per head and batch: usually the costliest part
+  bool layer_only = false; // one more forward per head and batch: each head alone in its layer
   bool attention = true;   // attention statistics and gold agreement
   bool similarity = true;  // JS matrix: N^2/2 pairs per query row
   // Per-example gate gradients come from one backward per batch (dL/dout . out / gate, split by
@@ -54,6 +58,7 @@ struct HeadScores {
   std::vector<double> gate;
   std::vector<double> importance, importance_normalized;
   std::vector<double> ablation_loss_delta, ablation_accuracy_delta;  // masked - unmasked
+  std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its layer - unmasked
   std::vector<double> entropy, distance, confidence, delimiter_mass;
   std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement,
       antecedent_agreement, delimiter_agreement;
@@ -66,6 +71,7 @@ struct HeadScores {
   std::vector<double> example_accuracy;       // [E] fraction correct, or empty
   std::vector<double> example_gate_grad;      // [E, N] dL(x_e)/dxi_h, signed
   std::vector<double> example_ablation_loss;  // [N, E] loss of e with head h masked
+  std::vector<double> example_layer_only_loss;  // [N, E] loss of e with h alone on in its layer
 
   int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
   int64_t first_head(int64_t layer) const;  // index(layer, 0)
