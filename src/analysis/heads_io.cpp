@@ -7,10 +7,10 @@
 // [.., L, H, ..] arrays hold NaN for the heads a layer lacks and heads.h5 adds layer_heads [L].
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "headlab/analysis/heads.h"
+#include "headlab/common/files.h"
 #include "headlab/common/error.h"
 #include "headlab/io/checkpoint.h"
 
@@ -68,14 +68,6 @@ std::vector<double> by_layer(const HeadScores& s, const std::vector<double>& val
   return out;
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  HEADLAB_CHECK(out, "analyze: cannot write " << path);
-  out << text;
-  out.close();
-  HEADLAB_CHECK(out, "analyze: writing " << path << " failed");
-}
-
 }  // namespace
 
 void write_heads_csv(const std::string& path, const HeadScores& s) {
@@ -88,7 +80,7 @@ void write_heads_csv(const std::string& path, const HeadScores& s) {
       for (const HeadColumn& c : head_columns()) text += "," + format_value((s.*c.values)[s.index(l, h)]);
       text += "\n";
     }
-  write_text(path, text);
+  write_file_atomically(path, text);
 }
 
 void write_similarity_csv(const std::string& path, const HeadScores& s) {
@@ -103,7 +95,7 @@ void write_similarity_csv(const std::string& path, const HeadScores& s) {
     for (int64_t j = 0; j < N; ++j) text += "," + format_value(s.js_distance[i * N + j]);
     text += "\n";
   }
-  write_text(path, text);
+  write_file_atomically(path, text);
 }
 
 void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {

@@ -90,9 +90,10 @@ void* Tape<T>::take_free_grad(size_t bytes) {
 
 template <typename T>
 void Tape<T>::recycle_grad(Node<T>& node) {
-  // Only buffers input_grad made: op outputs' gradients, contiguous, big enough for a link.
+  // Called for op outputs only (nodes with a backward), whose gradients input_grad made:
+  // contiguous; skip any too small to hold the link.
   const size_t bytes = static_cast<size_t>(node.grad.numel()) * sizeof(T);
-  if (node.retain_grad || node.backward == nullptr || bytes < sizeof(void*) || !node.grad.is_contiguous()) return;
+  if (node.retain_grad || bytes < sizeof(void*) || !node.grad.is_contiguous()) return;
   FreeGrads* list = nullptr;
   for (FreeGrads& f : free_grads_)
     if (f.bytes == bytes) list = &f;

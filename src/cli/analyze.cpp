@@ -8,17 +8,18 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <cxxopts.hpp>
 
 #include "headlab/analysis/heads.h"
+#include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/checkpointing.h"
+#include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
 #include "verbs.h"
 
@@ -58,21 +59,6 @@ class TokenNames {
   std::vector<std::string> words_;
 };
 
-// CSV field: quoted when it holds a comma, quote or line break.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  HEADLAB_CHECK(out, "analyze: cannot write " << path.string());
-}
-
 // attention_example_I.csv: layer,head,query,k0..k{T-1} (one attention row per line);
 // attention_example_I_tokens.csv: position,token,text,real,target,label,gold_head,gold_antecedent,
 // is_delimiter (empty where the task has no such field; real = 0 for padding, from key_padding or
@@ -97,7 +83,7 @@ void dump_example(const fs::path& dir, int64_t example, const AttentionExample& 
         }
         text += "\n";
       }
-  write_file(dir / (stem + ".csv"), text);
+  write_file_atomically(dir / (stem + ".csv"), text);
 
   auto field = [&](const auto& v, int64_t i) {
     return v.empty() ? std::string() : std::to_string(static_cast<int64_t>(v[i]));
@@ -110,7 +96,7 @@ void dump_example(const fs::path& dir, int64_t example, const AttentionExample& 
             (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," + field(r.gold_antecedent, t) +
             "," + field(r.is_delimiter, t) + "\n";
   }
-  write_file(dir / (stem + "_tokens.csv"), text);
+  write_file_atomically(dir / (stem + "_tokens.csv"), text);
 
   CheckpointWriter w;
   w.add_array("attention", a.probs.data(), {L, H, T_, T_});
@@ -188,9 +174,7 @@ int run_analyze(int argc, char** argv) {
   }
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab analyze CHECKPOINT [--split val])");
   const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
-  HEADLAB_CHECK(split_arg == "val" || split_arg == "test" || split_arg == "train",
-                "--split must be val, test or train, got '" << split_arg << "'");
-  const Split split = split_arg == "val" ? Split::val : split_arg == "test" ? Split::test : Split::train;
+  const Split split = parse_split(split_arg, true);
   OpenedCheckpoint opened = open_checkpoint(path);
   const Config& config = opened.config;
   set_num_threads(args.count("threads") ? args["threads"].as<int>() : resolved_threads(config));

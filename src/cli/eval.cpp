@@ -26,8 +26,7 @@ int run_eval(int argc, char** argv) {
   }
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab eval CHECKPOINT [--split val|test])");
   const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
-  HEADLAB_CHECK(split_arg == "val" || split_arg == "test", "--split must be val or test, got '" << split_arg << "'");
-  const Split split = split_arg == "val" ? Split::val : Split::test;
+  const Split split = parse_split(split_arg, false);
   OpenedCheckpoint opened = open_checkpoint(path);
   const Config& config = opened.config;
   set_num_threads(resolved_threads(config));

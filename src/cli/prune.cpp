@@ -64,8 +64,7 @@ int run_prune(int argc, char** argv) {
   o.recompute = args.count("recompute") > 0;
   o.seed = args["seed"].as<uint64_t>();
   const std::string split_arg = args["split"].as<std::string>();
-  HEADLAB_CHECK(split_arg == "val" || split_arg == "test", "--split must be val or test, got '" << split_arg << "'");
-  o.split = split_arg == "val" ? Split::val : Split::test;
+  o.split = parse_split(split_arg, false);
   if (args.count("batches")) {
     o.eval_batches = args["batches"].as<int64_t>();
     HEADLAB_CHECK(o.eval_batches > 0, "--batches must be positive, got " << o.eval_batches);
@@ -99,11 +98,10 @@ int run_prune(int argc, char** argv) {
   fs::create_directories(out);
   std::printf("pruning %s (step %lld) by %s -> %s\n", path.c_str(), static_cast<long long>(opened.progress.step),
               prune_strategy_name(o.strategy), out.string().c_str());
-  std::vector<PruneRound> done;
-  const std::vector<PruneRound> rounds =
-      iterative_prune(*opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const PruneRound& r) {
-        done.push_back(r);
+  const std::vector<PruneRound> rounds = iterative_prune(
+      *opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const std::vector<PruneRound>& done) {
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
+        const PruneRound& r = done.back();
         std::string layers;
         for (int64_t c : r.heads_per_layer) layers += " " + std::to_string(c);
         std::printf("round %lld: %zu heads pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
@@ -111,7 +109,7 @@ int run_prune(int argc, char** argv) {
         std::fflush(stdout);
       });
   RunProgress progress = opened.progress;
-  progress.step += l0 ? o.l0_steps : o.finetune_steps * (static_cast<int64_t>(rounds.size()) - 1);
+  progress.step = rounds.back().step;
   save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, nullptr, progress);
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
   // The same model with the masked heads physically removed, when that is possible: MHA, and

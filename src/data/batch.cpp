@@ -16,6 +16,14 @@ const char* split_name(Split split) {
   return "unknown";
 }
 
+Split parse_split(const std::string& name, bool allow_train) {
+  if (name == "val") return Split::val;
+  if (name == "test") return Split::test;
+  HEADLAB_CHECK(allow_train && name == "train",
+                "--split must be val" << (allow_train ? ", test or train" : " or test") << ", got '" << name << "'");
+  return Split::train;
+}
+
 Batch::Batch(int64_t B, int64_t T, const BatchLayout& layout) : batch_size(B), seq_len(T) {
   HEADLAB_CHECK(batch_size > 0 && seq_len > 0,
                 "batch: batch_size=" << batch_size << " and seq_len=" << seq_len << " must both be positive");

@@ -17,9 +17,9 @@
 
 namespace headlab {
 
-namespace {
-
 std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
+
+namespace {
 
 // Distinct dropout streams per call site (layer -1 is the embedding).
 uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {

@@ -15,8 +15,6 @@ namespace headlab {
 
 namespace {
 
-std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
-
 // Copies the Dh-wide slices of the kept heads along `dim`, in `blocks` consecutive blocks of
 // heads (3 for the fused q/k/v rows, 1 for the output projection's columns or the gates).
 template <typename T>

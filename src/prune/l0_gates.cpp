@@ -14,7 +14,7 @@ namespace {
 std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec) {
   std::vector<ParamSpec> specs;
   for (int64_t l = 0; l < spec.n_layers; ++l)
-    specs.push_back({"blocks/" + std::to_string(l) + "/attn/log_alpha", {spec.n_heads}, Init::zeros, 0.0,
+    specs.push_back({block_name(l, "attn/log_alpha"), {spec.heads_in_layer(l)}, Init::zeros, 0.0,
                      ParamKind::bias});
   return specs;
 }

@@ -4,6 +4,8 @@
 // selection fit that split (ablation most of all, which is exactly a greedy search on it).
 #include "headlab/prune/prune_loop.h"
 
+#include "headlab/nn/prune.h"
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -47,22 +49,22 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
   return scores;
 }
 
+// heads_with_nonzero_gates flattened: index layer * n_heads + head (the loop's models are uniform).
 std::vector<uint8_t> active_heads(const Model<float>& model) {
-  const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
-  std::vector<uint8_t> active(static_cast<size_t>(L * H));
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < H; ++h) active[l * H + h] = model.gates().value(static_cast<int>(l))(h) != 0.0f;
+  std::vector<uint8_t> active;
+  for (const std::vector<bool>& layer : heads_with_nonzero_gates(model)) active.insert(active.end(), layer.begin(), layer.end());
   return active;
 }
 
 // A round's record from the model's gates (the pruned list keeps the order heads went in).
-PruneRound record_round(Model<float>& model, int64_t round, const std::vector<LayerHead>& pruned,
+PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const std::vector<LayerHead>& pruned,
                         const Dataset& dataset, const PruneOptions& options, int64_t eval_batches, Batch& batch,
                         Tape<float>& tape) {
   const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
   const std::vector<uint8_t> active = active_heads(model);
   PruneRound r;
   r.round = round;
+  r.step = step;
   r.pruned = pruned;
   for (int64_t l = 0; l < L; ++l) r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
   r.metric = evaluate(model, dataset, options.split, eval_batches, batch, tape);
@@ -141,7 +143,7 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 
 std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
                                     const PruneOptions& options, int64_t start_step,
-                                    const std::function<void(const PruneRound&)>& on_round) {
+                                    const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   HEADLAB_CHECK(model.spec().layer_heads.empty(),
                 "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
@@ -154,9 +156,10 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
                                                         : default_eval_batches(config, dataset, options.split,
                                                                                config.train.batch_size);
   std::vector<PruneRound> rounds;
+  int64_t step = start_step;  // fine-tuning steps continue the checkpoint's numbering
   auto finish_round = [&](int64_t round, const std::vector<LayerHead>& pruned) {
-    rounds.push_back(record_round(model, round, pruned, dataset, options, eval_batches, batch, tape));
-    if (on_round) on_round(rounds.back());
+    rounds.push_back(record_round(model, round, step, pruned, dataset, options, eval_batches, batch, tape));
+    if (on_round) on_round(rounds);
   };
   std::vector<LayerHead> pruned;
   std::vector<uint8_t> active = active_heads(model);
@@ -170,7 +173,6 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
   auto optimizer = make_optimizer(config, model.params());
   TrainingContext ctx{model,  *optimizer, dataset, batch, tape, finetune_schedule(config), config.train.grad_accum,
                       config.train.grad_clip, hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
-  int64_t step = start_step;
 
   if (options.strategy == PruneStrategy::l0) {
     L0Options l0_options;

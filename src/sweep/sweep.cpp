@@ -323,7 +323,9 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
       const ModelSpec model = model_spec(point.config);
       validate(model);
       for (const ParamSpec& p : parameter_specs(model)) point.n_params += p.shape.numel();
-      std::string data_key = std::to_string(point.config.model.vocab_size) + "|" + point.config.model.kind;
+      // Everything make_dataset reads: the data section and three model keys.
+      std::string data_key = std::to_string(point.config.model.vocab_size) + "|" + point.config.model.kind + "|" +
+                             std::to_string(point.config.model.n_classes);
       for (const std::string& key : config_keys())
         if (key.rfind("data.", 0) == 0) data_key += "|" + config_value(point.config, key);
       auto [it, inserted] = dataset_errors.emplace(data_key, "");
@@ -349,10 +351,9 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
     if (errors.size() > 1) line += " (" + std::to_string(errors.size()) + " of " + std::to_string(total) + " grid points are invalid)";
     throw Error(line);
   }
-  std::map<std::string, std::string> seen;  // folder name -> the point's overrides
+  std::set<std::string> seen;  // folder names
   for (const SweepPoint& p : points) {
-    auto [it, inserted] = seen.emplace(p.name, "");
-    HEADLAB_CHECK(inserted, "two grid points share the folder name '" << p.name << "': a value is listed twice");
+    HEADLAB_CHECK(seen.insert(p.name).second, "two grid points share the folder name '" << p.name << "': a value is listed twice");
   }
   return points;
 }

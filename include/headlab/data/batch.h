@@ -23,6 +23,9 @@ namespace headlab {
 
 enum class Split { train, val, test };
 const char* split_name(Split split);  // "train", "val", "test"
+// The split named `name` ("val", "test", and "train" when allow_train); a one-line error naming
+// the choices otherwise. For command-line options.
+Split parse_split(const std::string& name, bool allow_train);
 
 // Which optional Batch fields a dataset writes; make_batch sizes exactly these.
 struct BatchLayout {

@@ -124,6 +124,9 @@ class Model {
   std::vector<Var<T>> attention_outputs_;  // capacity kept across steps: no per-step allocation
 };
 
+// A block parameter's name: block_name(1, "attn/gates") = "blocks/1/attn/gates".
+std::string block_name(int64_t layer, const char* rest);
+
 // The parameter table of a spec (what Model allocates), for `headlab info` and tests.
 std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
 void validate(const ModelSpec& spec);  // throws headlab::Error naming the bad field

@@ -54,6 +54,7 @@ struct LayerHead {
 
 struct PruneRound {
   int64_t round = 0;
+  int64_t step = 0;                      // the model's training step after the round (fine-tuning counts)
   std::vector<int64_t> heads_per_layer;  // active (gate != 0) heads per layer
   std::vector<LayerHead> pruned;         // every head with gate 0 so far, in pruning order
   EvalStats metric;                      // on options.split
@@ -63,10 +64,10 @@ struct PruneRound {
 // Runs the strategy's schedule on `model` (left with the last round's gates and fine-tuned
 // parameters). Fine-tuning uses config.train's optimizer, batch size, accumulation and clipping
 // at the constant rate train.lr; its steps are numbered from `start_step` (the checkpoint's step:
-// the data continues where training stopped). on_round is called after each round is evaluated.
+// the data continues where training stopped). on_round gets the rounds so far after each one.
 std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
                                     const PruneOptions& options, int64_t start_step,
-                                    const std::function<void(const PruneRound&)>& on_round = {});
+                                    const std::function<void(const std::vector<PruneRound>&)>& on_round = {});
 
 // One score per head (index layer * n_heads + head) of the model as it is; the lowest is pruned
 // first (the sign conventions are in prune_loop.cpp). Not for l0.
