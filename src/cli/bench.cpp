@@ -206,12 +206,11 @@ int run_bench(int argc, char** argv) {
   RandomTokens dataset(spec.vocab_size, config.data.seq_len, static_cast<uint64_t>(config.data.seed));
   Arena arena;
   Tape<float> tape(arena);
-  Batch batch = dataset.make_batch(tc.batch_size);
+  BatchPrefetcher batches(dataset, Split::train, tc.batch_size, tc.prefetch);
   ScheduleOptions schedule = schedule_options(config);
   schedule.total_steps = std::max<int64_t>(schedule.total_steps, warmup + steps);
   schedule.warmup_steps = std::min(schedule.warmup_steps, schedule.total_steps);
-  TrainingContext ctx{model,    *optimizer, dataset, batch, tape, schedule, tc.grad_accum, tc.grad_clip,
-                      static_cast<uint64_t>(tc.seed)};
+  TrainingContext ctx{model, *optimizer, batches, tape, schedule, tc.grad_accum, tc.grad_clip, static_cast<uint64_t>(tc.seed)};
 
   // Parameter counts as torch_ref counts them (head gates are not trained: not counted).
   const int64_t n_params = model.params().count();
@@ -267,7 +266,7 @@ int run_bench(int argc, char** argv) {
       double t[7];
       t[0] = now_seconds();
       model.params().zero_grad();
-      dataset.fill_batch(Split::train, step, batch);
+      const Batch& batch = batches.get(step);
       t[1] = now_seconds();
       ForwardOptions fo;
       fo.training = true;

@@ -5,13 +5,13 @@
 
 namespace headlab {
 
-BatchPrefetcher::BatchPrefetcher(const Dataset& dataset, Split split, int64_t batch_size)
-    : dataset_(dataset),
-      split_(split),
-      buffers_{dataset.make_batch(batch_size), dataset.make_batch(batch_size)},
-      thread_([this] { worker(); }) {}
+BatchPrefetcher::BatchPrefetcher(const Dataset& dataset, Split split, int64_t batch_size, bool background)
+    : dataset_(dataset), split_(split), buffers_{dataset.make_batch(batch_size), dataset.make_batch(batch_size)} {
+  if (background) thread_ = std::thread([this] { worker(); });
+}
 
 BatchPrefetcher::~BatchPrefetcher() {
+  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -41,6 +41,7 @@ const Batch& BatchPrefetcher::get(int64_t index) {
     dataset_.fill_batch(split_, index, buffers_[next]);
   }
   current_ = next;
+  if (!thread_.joinable()) return buffers_[current_];
   pending_ = index + 1;
   filling_ = true;
   lock.unlock();

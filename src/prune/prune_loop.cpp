@@ -171,7 +171,8 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
   // Parameters that no optimizer holds, so pruned heads stay at exactly 0. Dropout draws mix
   // train.seed with the prune seed.
   auto optimizer = make_optimizer(config, model.params());
-  TrainingContext ctx{model,  *optimizer, dataset, batch, tape, finetune_schedule(config), config.train.grad_accum,
+  BatchPrefetcher batches(dataset, Split::train, config.train.batch_size, config.train.prefetch);
+  TrainingContext ctx{model,  *optimizer, batches, tape, finetune_schedule(config), config.train.grad_accum,
                       config.train.grad_clip, hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
 
   if (options.strategy == PruneStrategy::l0) {

@@ -23,15 +23,12 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
   stats.lr = learning_rate(ctx.schedule, step);
   ctx.model.params().zero_grad();
   for (int64_t micro = 0; micro < ctx.grad_accum; ++micro) {
-    const int64_t index = step * ctx.grad_accum + micro;
-    const Batch* batch = &ctx.batch;
-    if (ctx.prefetcher != nullptr) batch = &ctx.prefetcher->get(index);
-    else ctx.dataset.fill_batch(Split::train, index, ctx.batch);
+    const Batch& batch = ctx.batches.get(step * ctx.grad_accum + micro);
     ForwardOptions options;
     options.training = true;
     options.dropout_seed = hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
     const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
-    ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, *batch), options, gates);
+    ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, batch), options, gates);
     const double loss = out.loss.value()(0);
     HEADLAB_CHECK(std::isfinite(loss), "training diverged: loss is " << loss << " at step " << step
                                                                      << " (try a lower train.lr)");
@@ -40,7 +37,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
     const Var<float> objective = ctx.gate_sampler ? add(out.loss, ctx.gate_sampler->penalty(ctx.tape)) : out.loss;
     ctx.tape.backward(scale(objective, 1.0 / static_cast<double>(ctx.grad_accum)));
     ctx.tape.reset();
-    for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? batch->labels : batch->targets)
+    for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? batch.labels : batch.targets)
       stats.tokens += target >= 0;
   }
   // A data-parallel all-reduce of the gradient slab would go here: every replica then clips and

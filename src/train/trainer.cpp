@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -150,12 +149,10 @@ RunResult run_training(const Config& given, const RunOptions& options) {
 
   Arena arena;
   Tape<float> tape(arena);
-  Batch batch = dataset->make_batch(tc.batch_size);
   Batch eval_batch = dataset->make_batch(tc.batch_size);
-  TrainingContext ctx{model, *optimizer, *dataset, batch, tape, schedule_options(config), tc.grad_accum,
-                      tc.grad_clip, static_cast<uint64_t>(tc.seed)};
-  std::optional<BatchPrefetcher> prefetcher;
-  if (tc.prefetch) ctx.prefetcher = &prefetcher.emplace(*dataset, Split::train, tc.batch_size);
+  BatchPrefetcher batches(*dataset, Split::train, tc.batch_size, tc.prefetch);
+  TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(config), tc.grad_accum, tc.grad_clip,
+                      static_cast<uint64_t>(tc.seed)};
 
   const bool tty = !options.quiet && isatty(STDERR_FILENO);
   const double start = now_seconds(), elapsed_before = progress.elapsed_s;
@@ -236,8 +233,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   result.step = progress.step;
   result.elapsed_s = now_seconds() - start;
   result.tokens_per_s = run_tokens / std::max(result.elapsed_s, 1e-9);
-  if (prefetcher) {
-    const BatchPrefetcher::Stats d = prefetcher->stats();
+  if (tc.prefetch) {
+    const BatchPrefetcher::Stats d = batches.stats();
     result.batches = d.batches;
     result.batches_ready = d.ready;
     result.data_wait_s = d.wait_s;

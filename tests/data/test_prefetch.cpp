@@ -36,7 +36,7 @@ TEST_CASE("prefetched batches equal inline ones, in order and after jumps", "[da
   o.task = "grammar";  // every optional field: gold heads, antecedents, delimiters
   o.seq_len = 32;
   auto dataset = make_task(o);
-  BatchPrefetcher prefetcher(*dataset, Split::train, 8);
+  BatchPrefetcher prefetcher(*dataset, Split::train, 8, /*background=*/true);
   Batch expected = dataset->make_batch(8);
   // Sequential (the background fill is used), a jump forward and back (a resume), sequential again.
   for (int64_t index : {0, 1, 2, 3, 9, 10, 4, 5, 6}) {
@@ -48,7 +48,7 @@ TEST_CASE("prefetched batches equal inline ones, in order and after jumps", "[da
 
 TEST_CASE("the next batch is filled while the caller works, and errors reach the caller", "[data][prefetch]") {
   CountingDataset dataset;
-  BatchPrefetcher prefetcher(dataset, Split::train, 2);
+  BatchPrefetcher prefetcher(dataset, Split::train, 2, /*background=*/true);
   for (int64_t index = 0; index < 4; ++index) {
     CHECK(prefetcher.get(index).tokens[0] == index);
     // A "training step": far longer than filling this batch takes.

@@ -48,10 +48,10 @@ TEST_CASE("a warmed-up training step allocates nothing: no tensors, no heap", "[
   model.params().init(1);
   auto optimizer = make_optimizer(c, model.params());
   RandomBytes data(c.data.seq_len);
-  Batch batch = data.make_batch(c.train.batch_size);
+  BatchPrefetcher batches(data, Split::train, c.train.batch_size, /*background=*/true);
   Arena arena;
   Tape<float> tape(arena);
-  TrainingContext ctx{model, *optimizer, data, batch, tape, schedule_options(c), c.train.grad_accum,
+  TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(c), c.train.grad_accum,
                       c.train.grad_clip, 0};
   train_step(ctx, 0);
   train_step(ctx, 1);
@@ -95,10 +95,10 @@ TEST_CASE("gradient accumulation over two half batches equals one full batch", "
       }
       bool full_;
     } data(batch_size);
-    Batch batch = data.make_batch(batch_size);
+    BatchPrefetcher batches(data, Split::train, batch_size, /*background=*/false);
     Arena arena;
     Tape<float> tape(arena);
-    TrainingContext ctx{model, *optimizer, data, batch, tape, schedule_options(c), accum, 0.0, 0};
+    TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(c), accum, 0.0, 0};
     const double loss = train_step(ctx, 50).loss;  // past warmup: a non-zero learning rate
     return std::pair<double, std::vector<float>>(
         loss, std::vector<float>(model.params().values(), model.params().values() + model.params().slab_size()));

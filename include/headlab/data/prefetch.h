@@ -1,9 +1,10 @@
-// Batch prefetching: while step s trains, a background thread fills the batch step s + 1 will
-// ask for, so data generation is off the critical path. Batches are pure functions of
+// Where training batches come from. With `background` (train.prefetch), while step s trains a
+// thread fills the batch step s + 1 will ask for, so data generation is off the critical path;
+// without it, get() fills the batch in the caller's thread. Batches are pure functions of
 // (seed, split, index) (data/batch.h), so prefetching changes nothing in the results: a run
 // with and without it is bit-identical. Two Batch buffers are allocated once; no allocation per
 // batch. An exception thrown while filling (e.g. a mis-sized batch) is rethrown by get().
-//   BatchPrefetcher batches(dataset, Split::train, 32);
+//   BatchPrefetcher batches(dataset, Split::train, 32, /*background=*/true);
 //   for (step ...) { const Batch& b = batches.get(step); ... }   // b valid until the next get()
 #pragma once
 
@@ -19,13 +20,14 @@ namespace headlab {
 
 class BatchPrefetcher {
  public:
-  BatchPrefetcher(const Dataset& dataset, Split split, int64_t batch_size);
+  BatchPrefetcher(const Dataset& dataset, Split split, int64_t batch_size, bool background);
   ~BatchPrefetcher();
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
   // Batch `index` of the split; then starts filling index + 1 in the background. Asking for an
-  // index other than the one prefetched (the first call, a resume) fills it here instead.
+  // index other than the one prefetched (the first call, a resume, no background thread) fills
+  // it here instead.
   const Batch& get(int64_t index);
 
   struct Stats {
@@ -50,7 +52,7 @@ class BatchPrefetcher {
   bool stop_ = false;
   std::exception_ptr error_;  // from the last fill
   Stats stats_;
-  std::thread thread_;        // last: starts after every other member exists
+  std::thread thread_;        // last: started (if background) after every other member exists
 };
 
 }  // namespace headlab

@@ -1,7 +1,7 @@
 // The training step, in one place. A step is a pure function of (parameters, optimizer state,
 // step number): its batches are dataset batch (step * grad_accum + micro) and its dropout seed
 // mixes train.seed with the step, so a resumed run replays the same steps bit for bit.
-//   TrainingContext ctx{model, *optimizer, *dataset, batch, tape, schedule, grad_accum, clip, seed};
+//   TrainingContext ctx{model, *optimizer, batches, tape, schedule, grad_accum, clip, seed};
 //   StepStats s = train_step(ctx, step);
 #pragma once
 
@@ -31,16 +31,12 @@ class GateSampler {
 struct TrainingContext {
   Model<float>& model;
   Optimizer<float>& optimizer;
-  const Dataset& dataset;
-  Batch& batch;  // refilled in place
+  BatchPrefetcher& batches;  // training batch (step * grad_accum + micro)
   Tape<float>& tape;
   ScheduleOptions schedule;
   int64_t grad_accum = 1;
   double grad_clip = 0;  // 0 = off
   uint64_t seed = 0;     // train.seed
-  // When set, batches come from it (filled in the background); otherwise `batch` is filled
-  // inline. Same batches either way.
-  BatchPrefetcher* prefetcher = nullptr;
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
 };
 
