@@ -64,14 +64,6 @@ void check_contiguous(const char* name, const Tensor<T>& t, const Shape& expecte
 }
 
 template <typename T>
-void check_scratch(const char* name, const Tensor<T>& t, int64_t tokens) {
-  HEADLAB_CHECK(t.rank() == 3 && t.is_contiguous() && t.size(0) >= num_threads() && t.size(1) == tokens &&
-                    t.size(2) == tokens,
-                "attention: " << name << " " << t.shape().str() << " must be contiguous [P, " << tokens << ", "
-                              << tokens << "] with P >= num_threads()=" << num_threads());
-}
-
-template <typename T>
 void check_workspace(const Tensor<T>& w, const Dims& d, bool backward) {
   const int64_t need = attention_workspace_size(d.T, d.Dh, backward);
   HEADLAB_CHECK(w.rank() == 2 && w.is_contiguous() && w.size(0) >= num_threads() && w.size(1) >= need,
@@ -199,32 +191,6 @@ void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T
     }
 }
 
-// The earlier forms: same kernels, workspace allocated here.
-template <typename T>
-void attention_forward(const Tensor<T>& out, const Tensor<T>& probs, const Tensor<T>& q, const Tensor<T>& k,
-                       const Tensor<T>& v, const Tensor<T>& gates, const AttentionOptions& options) {
-  const Dims d = check_inputs(q, k, v, gates);
-  const bool keep = probs.rank() == 4;
-  if (!keep) check_scratch("probs scratch", probs, d.T);
-  Arena arena;
-  const Tensor<T> workspace = arena.empty<T>({num_threads(), attention_workspace_size(d.T, d.Dh, false)});
-  attention_forward(out, keep ? probs : Tensor<T>(), Tensor<T>(), q, k, v, gates, options, workspace);
-}
-
-template <typename T>
-void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T>& dv, const Tensor<T>& dgates,
-                        const Tensor<T>& dout, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                        const Tensor<T>& gates, const Tensor<T>& probs, const AttentionOptions& options,
-                        const Tensor<T>& scratch, const Tensor<T>& gate_partials) {
-  const Dims d = check_inputs(q, k, v, gates);
-  check_contiguous("probs", probs, {d.B, d.H, d.T, d.T});
-  check_scratch("scratch", scratch, d.T);
-  Arena arena;
-  const Tensor<T> workspace = arena.empty<T>({num_threads(), attention_workspace_size(d.T, d.Dh)});
-  attention_backward(dq, dk, dv, dgates, dout, q, k, v, gates, probs, Tensor<T>(), options, workspace,
-                     gate_partials);
-}
-
 namespace {
 
 // Node layout: inputs q, k, v[, gates]; saved[0] = A if kept, saved[1] = stats if the backward
@@ -262,7 +228,8 @@ void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
   Arena& arena = tape.arena();
   const Tensor<T> workspace = workspace_for(arena, q, true);
   const Tensor<T> partials = dgates.empty() ? Tensor<T>() : arena.template empty<T>({q.size(0), q.size(2)});
-  const Tensor<T> probs = backward_reads_probs(q.size(3)) ? node.saved[0] : Tensor<T>();
+  // The forward decided: stats saved = recompute A from them (even if attention_probs kept A since).
+  const Tensor<T> probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>();
   attention_backward(dq, dk, dv, dgates, node.grad, q, tape.node(node.inputs[1]).value,
                      tape.node(node.inputs[2]).value, gates, probs, node.saved[1], node_options(node), workspace,
                      partials);
@@ -327,14 +294,8 @@ Tensor<T> attention_probs(Var<T> out) {
   template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                         \
   template Tensor<T> attention_probs<T>(Var<T>);                                                                 \
   template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,     \
-                                     const Tensor<T>&, const Tensor<T>&, const AttentionOptions&);               \
-  template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,     \
                                      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,                       \
                                      const AttentionOptions&, const Tensor<T>&);                                 \
-  template void attention_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
-                                      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
-                                      const Tensor<T>&, const Tensor<T>&, const AttentionOptions&,               \
-                                      const Tensor<T>&, const Tensor<T>&);                                       \
   template void attention_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
                                       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
                                       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,                      \

@@ -70,37 +70,16 @@ void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T
 // (less than half at any d_head), which is what backward = false gives.
 int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward = true);
 
-// The earlier forms, kept for callers of the first API: they allocate their workspace on every
-// call (a local Arena), so the tape and training use the forms above.
-//   probs: [B,H,T,T] contiguous to keep A, or [P,T,T] contiguous with P >= num_threads()
-//          (the old per-thread scratch, now unused) when A is not needed afterwards.
-template <typename T>
-void attention_forward(const Tensor<T>& out, const Tensor<T>& probs, const Tensor<T>& q, const Tensor<T>& k,
-                       const Tensor<T>& v, const Tensor<T>& gates, const AttentionOptions& options);
-//   probs: the forward's A [B,H,T,T];  scratch: [P,T,T] contiguous, P >= num_threads() (unused).
-template <typename T>
-void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T>& dv, const Tensor<T>& dgates,
-                        const Tensor<T>& dout, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                        const Tensor<T>& gates, const Tensor<T>& probs, const AttentionOptions& options,
-                        const Tensor<T>& scratch, const Tensor<T>& gate_partials);
-
 #define HEADLAB_ATTENTION_EXTERN(T)                                                                         \
   extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);             \
   extern template Tensor<T> attention_probs<T>(Var<T>);                                                     \
-  extern template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
-                                            const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
-                                            const AttentionOptions&);                                       \
   extern template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
                                             const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
                                             const Tensor<T>&, const AttentionOptions&, const Tensor<T>&);   \
   extern template void attention_backward<T>(                                                               \
       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
-      const Tensor<T>&, const AttentionOptions&, const Tensor<T>&, const Tensor<T>&);                       \
-  extern template void attention_backward<T>(                                                               \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
-      const AttentionOptions&, const Tensor<T>&, const Tensor<T>&);
+      const Tensor<T>&, const AttentionOptions&, const Tensor<T>&, const Tensor<T>&);
 HEADLAB_ATTENTION_EXTERN(float)
 HEADLAB_ATTENTION_EXTERN(double)
 #undef HEADLAB_ATTENTION_EXTERN
