@@ -2,8 +2,9 @@
 //   1. the unmasked model, attention probabilities kept: per-example losses, attention
 //      statistics and JS distances; with a backward, the per-example gate gradients;
 //   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
-//   3. (ablation) one forward per head with that head's gate set to 0;
-//   4. (layer_only) one forward per head with every other head of its layer set to 0.
+//   3. (ablation) per head, the model with that head's gate set to 0;
+//   4. (layer_only) per head, the model with every other head of its layer set to 0;
+//   both rerun only the layers from the masked one up (UnmaskedActivations).
 // Per-example gate gradients from one backward: the loss of a batch is the mean over its N
 // scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. The
 // attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:], and examples do not interact (no batch
@@ -76,29 +77,44 @@ void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const s
   }
 }
 
-// Layer l's gates for one masked forward, restored when the scope ends (also when the forward
-// throws), so the model leaves analyze_heads with the gates it came in with.
-//   head_off:  head h alone set to 0 (ablation);
-//   head_only: every head of the layer but h set to 0 (Michel et al.'s Table 2: the layer
-//              reduced to one head). A head already gated 0 stays 0 either way.
-enum class LayerMask { head_off, head_only };
-
+// What every masked forward of a batch starts from, copied out of the unmasked forward (the
+// masked forwards reset the tape): per layer, the residual stream entering the block and the
+// attention output. Masking heads of layer l leaves everything below l and every other head's
+// output in l as it was (a head's output is its own gate times its own A V), so a masked forward
+// only reruns l's output projection and what lies above, on these values with the masked heads'
+// rows set to 0, exactly what the attention op writes for a head whose gate is 0.
 template <typename T>
-class MaskedLayer {
+class UnmaskedActivations {
  public:
-  MaskedLayer(Model<T>& model, int64_t layer, int64_t head, LayerMask mask)
-      : gates_(model.gates().value(static_cast<int>(layer))), saved_(gates_.data(), gates_.data() + gates_.numel()) {
-    for (int64_t g = 0; g < gates_.numel(); ++g)
-      if ((mask == LayerMask::head_off) == (g == head)) gates_.data()[g] = T(0);
+  void save(const Model<T>& model) {
+    arena_.reset();
+    x_.clear();
+    a_.clear();
+    for (size_t l = 0; l < model.block_inputs().size(); ++l) {
+      x_.push_back(copy(model.block_inputs()[l].value()));
+      a_.push_back(copy(model.attention_outputs()[l].value()));
+    }
   }
-  ~MaskedLayer() { std::copy(saved_.begin(), saved_.end(), gates_.data()); }
-  MaskedLayer(const MaskedLayer&) = delete;
-  MaskedLayer& operator=(const MaskedLayer&) = delete;
+  const Tensor<T>& x(int64_t layer) const { return x_[static_cast<size_t>(layer)]; }
+  const Tensor<T>& a(int64_t layer) const { return a_[static_cast<size_t>(layer)]; }
 
  private:
-  Tensor<T> gates_;
-  std::vector<T> saved_;
+  Tensor<T> copy(const Tensor<T>& from) {
+    Tensor<T> to = arena_.empty<T>(from.shape());
+    to.copy_from(from);
+    return to;
+  }
+  Arena arena_;
+  std::vector<Tensor<T>> x_, a_;
 };
+
+// Which heads of the layer a masked forward gates to 0:
+//   head_off:  head h alone (ablation);
+//   head_only: every head of the layer but h (Michel et al.'s Table 2: the layer reduced to one
+//              head). A head already gated 0 stays 0 either way.
+enum class LayerMask { head_off, head_only };
+
+bool masked_by(LayerMask mask, int64_t g, int64_t head) { return (mask == LayerMask::head_off) == (g == head); }
 
 // Sums over batches of the per-head masked forwards of one kind (ablation or layer_only).
 struct MaskedSums {
@@ -109,27 +125,41 @@ struct MaskedSums {
         example_loss(static_cast<size_t>(n_heads)) {}
 };
 
-// One forward per head with layer_of(k)'s gates masked as `mask` says, on the batch's input.
+// One masked forward per head, layer_of(k)'s heads gated as `mask` says, on the batch whose
+// unmasked forward gave `unmasked` and `saved`. A mask that gates no head with a nonzero gate
+// changes nothing, so its forward is the unmasked one and is not run.
 template <typename T>
 void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, LayerMask mask,
+                     const UnmaskedActivations<T>& saved, const std::vector<CrossEntropyStats>& unmasked,
                      std::vector<CrossEntropyStats>& scratch, MaskedSums& sums) {
-  tape.set_grad_enabled(false);
-  for (int64_t l = 0; l < s.n_layers; ++l)
-    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
-      {
-        MaskedLayer<T> masked(model, l, h, mask);
-        ModelOutput<T> m = model.forward(tape, in, {});
+  NoGradGuard<T> no_grad(tape);
+  for (int64_t l = 0; l < s.n_layers; ++l) {
+    const int64_t H = s.heads_in_layer(l);
+    for (int64_t h = 0; h < H; ++h) {
+      bool changes = false;
+      for (int64_t g = 0; g < H; ++g) changes = changes || (masked_by(mask, g, h) && s.gate[s.index(l, g)] != 0);
+      const std::vector<CrossEntropyStats>* stats = &unmasked;
+      if (changes) {
+        const Tensor<T>& a = saved.a(l);  // [B,T,H,Dh]
+        Tensor<T> masked = tape.arena().template empty<T>(a.shape());
+        masked.copy_from(a);
+        for (int64_t g = 0; g < H; ++g)
+          if (masked_by(mask, g, h)) masked.select(2, g).fill(T(0));
+        ModelOutput<T> m =
+            model.forward_from_attention(tape, in, l, tape.constant(saved.x(l)), tape.constant(masked));
         example_stats(model, m.logits.value(), in, scratch);
         tape.reset();
+        stats = &scratch;
       }
       const int64_t k = s.index(l, h);
-      for (const CrossEntropyStats& e : scratch) {
+      for (const CrossEntropyStats& e : *stats) {
         if (e.n_valid == 0) continue;
         sums.loss[k] += e.loss_sum;
         sums.correct[k] += static_cast<double>(e.n_correct);
         sums.example_loss[k].push_back(e.mean_loss());
       }
     }
+  }
 }
 
 // The masked - unmasked columns and the [N, E] per-example losses from the sums.
@@ -201,6 +231,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   std::vector<uint8_t> query_rows;
   std::vector<CrossEntropyStats> examples, masked;
   MaskedSums ablation(options.ablation ? N : 0), layer_only(options.layer_only ? N : 0);
+  UnmaskedActivations<T> unmasked;
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
   double loss_sum = 0;
@@ -217,6 +248,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     forward.keep_probs = options.attention || options.similarity;
     ModelOutput<T> out = model.forward(tape, in, forward);
     example_stats(model, out.logits.value(), in, examples);
+    if (options.ablation || options.layer_only) unmasked.save(model);
     int64_t batch_targets = 0;
     for (const CrossEntropyStats& e : examples) {
       batch_targets += e.n_valid;
@@ -289,9 +321,11 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     }
 
     // 3. Ablation: each head alone gated to 0, on the same batch.
-    if (options.ablation) masked_forwards(model, tape, in, s, LayerMask::head_off, masked, ablation);
+    if (options.ablation)
+      masked_forwards(model, tape, in, s, LayerMask::head_off, unmasked, examples, masked, ablation);
     // 4. Each head alone in its layer.
-    if (options.layer_only) masked_forwards(model, tape, in, s, LayerMask::head_only, masked, layer_only);
+    if (options.layer_only)
+      masked_forwards(model, tape, in, s, LayerMask::head_only, unmasked, examples, masked, layer_only);
   }
   model.params().zero_grad();
   model.gates().zero_grad();

@@ -118,6 +118,7 @@ Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(sp
   if (spec.kind == ModelKind::encoder) index_.head = linear_index("cls_head");
   else index_.head.weight = spec.tie_embeddings ? index_.tok_emb : find("lm_head/weight");
   attention_outputs_.reserve(spec.n_layers);
+  block_inputs_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
     // Vaswani et al.: pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(same).
     sinusoid_ = Buffer(spec.max_seq_len * spec.d_model * sizeof(T));
@@ -134,57 +135,114 @@ Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(sp
 template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                  const Var<T>* gate_vars) {
-  const ModelSpec& s = spec_;
-  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model, Dh = s.d_head;
-  HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
-                "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
-  auto param = [&](int i) { return tape.leaf(params_.value(i), params_.grad(i)); };
-  auto project = [&](Var<T> x, LinearIndex p) {
-    return p.bias >= 0 ? linear(x, param(p.weight), param(p.bias)) : linear(x, param(p.weight));
-  };
-  auto norm = [&](Var<T> x, NormIndex p) { return layer_norm(x, param(p.weight), param(p.bias), s.norm_eps); };
-  auto drop = [&](Var<T> x, int64_t layer, int site) {
-    return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, layer, site)) : x;
-  };
+  return forward_blocks(tape, in, opt, gate_vars, 0, embed(tape, in, opt), Var<T>{});
+}
 
-  // Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch).
-  Var<T> x = embedding(tape, in.tokens, Shape{B, T_}, param(index_.tok_emb));
-  if (s.positions == Positions::learned) {
-    x = add(x, slice(param(index_.pos_emb), 0, 0, T_));
-  } else {
-    x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()), {T_, C})));
-  }
-  x = drop(x, -1, 0);
+template <typename T>
+ModelOutput<T> Model<T>::forward_from_attention(Tape<T>& tape, const ModelInput& in, int64_t layer, const Var<T>& x,
+                                                const Var<T>& a) {
+  HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
+                "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
+  const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
+  const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_in_layer(layer), spec_.d_head};
+  HEADLAB_CHECK(x.shape() == x_shape && a.shape() == a_shape,
+                "model: forward_from_attention of layer " << layer << " needs x " << x_shape.str() << " and a "
+                                                          << a_shape.str() << ", got " << x.shape().str() << " and "
+                                                          << a.shape().str());
+  return forward_blocks(tape, in, {}, nullptr, layer, x, a);
+}
 
-  AttentionOptions attn_opt;
-  attn_opt.causal = s.kind == ModelKind::decoder;
-  attn_opt.key_padding = in.key_padding;
-  attn_opt.keep_probs = opt.keep_probs;
-  attention_outputs_.clear();
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    const BlockIndex& blk = index_.blocks[l];
-    const int64_t H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
-    // x += proj(attention(q, k, v)), q/k/v cut from one fused projection without copies.
-    Var<T> h = norm(x, blk.ln1);
-    Var<T> qkv = reshape(project(h, blk.qkv), {B, T_, H + 2 * Hkv, Dh});
-    Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
+// Reads top to bottom as the whole model: forward() is embed, then this.
+template <typename T>
+ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
+                                        const Var<T>* gate_vars, int64_t first, Var<T> x,
+                                        const Var<T>& first_attention) {
+  attention_outputs_.assign(static_cast<size_t>(first), Var<T>{});
+  block_inputs_.assign(static_cast<size_t>(first), Var<T>{});
+  for (int64_t l = first; l < spec_.n_layers; ++l) {
     const int gi = static_cast<int>(l);
     Var<T> gates = gate_vars != nullptr ? gate_vars[l]
                  : opt.gate_grads    ? tape.leaf(gates_.value(gi), gates_.grad(gi))
                                      : tape.constant(gates_.value(gi));
-    Var<T> a = attention(q, k, v, attn_opt, gates);
+    block_inputs_.push_back(x);
+    Var<T> a = l == first && first_attention.defined() ? first_attention : attend(tape, x, l, in, opt, gates);
     attention_outputs_.push_back(a);
-    x = add(x, drop(project(reshape(a, {B, T_, H * Dh}), blk.proj), l, 1));
-    // x += mlp(x): fc -> activation -> proj.
-    h = project(norm(x, blk.ln2), blk.fc);
-    h = s.activation == Activation::gelu ? gelu(h) : relu(h);
-    x = add(x, drop(project(h, blk.mlp_proj), l, 2));
+    x = finish_block(tape, x, a, l, opt);
   }
-  x = norm(x, index_.ln_f);
+  return output(tape, x, in);
+}
 
+template <typename T>
+Var<T> Model<T>::param(Tape<T>& tape, int index) {
+  return tape.leaf(params_.value(index), params_.grad(index));
+}
+
+template <typename T>
+Var<T> Model<T>::project(Tape<T>& tape, const Var<T>& x, LinearIndex p) {
+  return p.bias >= 0 ? linear(x, param(tape, p.weight), param(tape, p.bias)) : linear(x, param(tape, p.weight));
+}
+
+template <typename T>
+Var<T> Model<T>::norm(Tape<T>& tape, const Var<T>& x, NormIndex p) {
+  return layer_norm(x, param(tape, p.weight), param(tape, p.bias), spec_.norm_eps);
+}
+
+// Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch).
+template <typename T>
+Var<T> Model<T>::embed(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt) {
+  const ModelSpec& s = spec_;
+  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
+  HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
+                "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
+  Var<T> x = embedding(tape, in.tokens, Shape{B, T_}, param(tape, index_.tok_emb));
+  if (s.positions == Positions::learned) {
+    x = add(x, slice(param(tape, index_.pos_emb), 0, 0, T_));
+  } else {
+    x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()), {T_, C})));
+  }
+  return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, -1, 0)) : x;
+}
+
+// attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies.
+template <typename T>
+Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelInput& in, const ForwardOptions& opt,
+                        const Var<T>& gates) {
+  const int64_t B = in.batch_size, T_ = in.seq_len, H = spec_.heads_in_layer(l), Hkv = spec_.kv_heads_in_layer(l);
+  const BlockIndex& blk = index_.blocks[l];
+  Var<T> qkv = reshape(project(tape, norm(tape, x, blk.ln1), blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
+  Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
+  AttentionOptions attn_opt;
+  attn_opt.causal = spec_.kind == ModelKind::decoder;
+  attn_opt.key_padding = in.key_padding;
+  attn_opt.keep_probs = opt.keep_probs;
+  return attention(q, k, v, attn_opt, gates);
+}
+
+// x += proj(a);  x += mlp(x): fc -> activation -> proj.
+template <typename T>
+Var<T> Model<T>::finish_block(Tape<T>& tape, const Var<T>& x_in, const Var<T>& a, int64_t l,
+                              const ForwardOptions& opt) {
+  const ModelSpec& s = spec_;
+  const BlockIndex& blk = index_.blocks[l];
+  auto drop = [&](Var<T> y, int site) {
+    return opt.training && s.dropout > 0 ? dropout(y, s.dropout, dropout_site(opt.dropout_seed, l, site)) : y;
+  };
+  const Shape& as = a.shape();  // [B,T,H,Dh]
+  Var<T> x = add(x_in, drop(project(tape, reshape(a, {as[0], as[1], as[2] * as[3]}), blk.proj), 1));
+  Var<T> h = project(tape, norm(tape, x, blk.ln2), blk.fc);
+  h = s.activation == Activation::gelu ? gelu(h) : relu(h);
+  return add(x, drop(project(tape, h, blk.mlp_proj), 2));
+}
+
+// Decoder: logits of every token; encoder: of the pooled sequence. The loss when there are targets.
+template <typename T>
+ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelInput& in) {
+  const ModelSpec& s = spec_;
+  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
+  Var<T> x = norm(tape, x_in, index_.ln_f);
   ModelOutput<T> out;
   if (s.kind == ModelKind::decoder) {
-    out.logits = project(reshape(x, {B * T_, C}), index_.head);
+    out.logits = project(tape, reshape(x, {B * T_, C}), index_.head);
   } else {
     // pooled [B,C] = P x, with P [B, B*T] picking the first token or averaging real tokens.
     Tensor<T> pool = tape.arena().template zeros<T>({B, B * T_});
@@ -199,7 +257,7 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
         if (in.key_padding == nullptr || in.key_padding[b * T_ + t]) pool(b, b * T_ + t) = T(1) / T(n_real);
     }
     Var<T> pooled = matmul(tape.constant(pool), reshape(x, {B * T_, C}));
-    out.logits = project(pooled, index_.head);
+    out.logits = project(tape, pooled, index_.head);
   }
   if (in.targets != nullptr) out.loss = cross_entropy(out.logits, in.targets, -1);
   return out;

@@ -12,6 +12,7 @@
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/nn/prune.h"
+#include "headlab/ops/cross_entropy.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "support/scratch.h"
@@ -546,4 +547,91 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
   CHECK(gate[3] == b.gate[3]);
   CHECK(std::isnan(gate[5]));
   CHECK(h5.read_array<int64_t>("layer_heads") == std::vector<int64_t>{3, 2});
+}
+
+// Masked forwards by hand, the way analysis used to run them: the layer's gates set, the whole
+// model run on the whole batch. Per example of every batch (those with a scored target), the
+// mean loss; and the loss sum and correct count over all of them.
+struct MaskedReference {
+  std::vector<double> example_loss;
+  double loss_sum = 0, correct = 0;
+};
+
+template <typename T>
+MaskedReference masked_by_hand(Model<T>& model, const Dataset& data, int64_t n_batches, int64_t B, int64_t layer,
+                               const std::vector<bool>& gate_off) {
+  Tensor<T> gates = model.gates().value(static_cast<int>(layer));
+  const std::vector<T> saved(gates.data(), gates.data() + gates.numel());
+  for (int64_t g = 0; g < gates.numel(); ++g)
+    if (gate_off[g]) gates.data()[g] = T(0);
+  MaskedReference r;
+  Batch batch = data.make_batch(B);
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  const bool encoder = model.spec().kind == ModelKind::encoder;
+  for (int64_t i = 0; i < n_batches; ++i) {
+    data.fill_batch(Split::val, i, batch);
+    ModelInput in{B, batch.seq_len, batch.tokens.data(), encoder ? batch.labels.data() : batch.targets.data(),
+                  batch.key_padding.empty() ? nullptr : batch.key_padding.data()};
+    const Tensor<T> logits = model.forward(tape, in, {}).logits.value();
+    const int64_t per = encoder ? 1 : batch.seq_len;
+    for (int64_t b = 0; b < B; ++b) {
+      const CrossEntropyStats e = cross_entropy_stats(logits.narrow(0, b * per, per), in.targets + b * per, -1);
+      if (e.n_valid == 0) continue;
+      r.example_loss.push_back(e.mean_loss());
+      r.loss_sum += e.loss_sum;
+      r.correct += static_cast<double>(e.n_correct);
+    }
+    tape.reset();
+  }
+  std::copy(saved.begin(), saved.end(), gates.data());
+  return r;
+}
+
+TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates and running the whole model",
+          "[analysis]") {
+  // Float (the precision analyze runs in), several batches, padding (encoder), GQA, a physically
+  // pruned model with ragged layers, and zero gates (whose masks change nothing and are skipped).
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const auto variant = GENERATE(as<std::string>{}, "mha", "gqa", "ragged");
+  const int64_t T = 8, B = 5, n_batches = 3, H = 4;
+  auto data = tiny_task(kind, T);
+  ModelSpec spec = tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, H, variant == "gqa" ? 2 : H, T);
+  spec.n_layers = 3;
+  Model<float> full(spec);
+  randomize(full, 17);
+  full.gates().value(1)(3) = 0.0f;
+  std::unique_ptr<Model<float>> pruned;
+  if (variant == "ragged") {
+    pruned = std::make_unique<Model<float>>(prune_heads(full, heads_with_nonzero_gates(full)));
+    pruned->gates().value(2)(1) = 0.0f;  // a zero gate in the pruned model too
+  }
+  Model<float>& model = pruned ? *pruned : full;
+  AnalysisOptions o;
+  o.batch_size = B;
+  o.layer_only = true;
+  o.similarity = false;
+  const HeadScores s = analyze_heads(model, *data, Split::val, n_batches, o);
+  const int64_t E = s.n_examples;
+  REQUIRE(E > 0);
+  const double n_targets = static_cast<double>(s.n_targets);
+  INFO(variant << (kind == ModelKind::decoder ? " decoder" : " encoder"));
+  for (int64_t l = 0; l < spec.n_layers; ++l)
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
+      const int64_t k = s.index(l, h);
+      INFO("layer " << l << " head " << h);
+      std::vector<bool> off(static_cast<size_t>(s.heads_in_layer(l)), false), others(off.size(), true);
+      off[h] = true;
+      others[h] = false;
+      const MaskedReference ablated = masked_by_hand(model, *data, n_batches, B, l, off);
+      const MaskedReference alone = masked_by_hand(model, *data, n_batches, B, l, others);
+      REQUIRE(ablated.example_loss.size() == static_cast<size_t>(E));
+      CHECK(std::equal(ablated.example_loss.begin(), ablated.example_loss.end(), s.example_ablation_loss.begin() + k * E));
+      CHECK(std::equal(alone.example_loss.begin(), alone.example_loss.end(), s.example_layer_only_loss.begin() + k * E));
+      CHECK(s.ablation_loss_delta[k] == ablated.loss_sum / n_targets - s.loss);
+      CHECK(s.layer_only_loss_delta[k] == alone.loss_sum / n_targets - s.loss);
+      CHECK(s.ablation_accuracy_delta[k] == ablated.correct / n_targets - s.accuracy);
+      CHECK(s.layer_only_accuracy_delta[k] == alone.correct / n_targets - s.accuracy);
+    }
 }

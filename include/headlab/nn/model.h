@@ -97,8 +97,18 @@ class Model {
   // T and the options are not.
   ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
                          const Var<T>* gate_vars = nullptr);
-  // The attention outputs of the last forward, one per layer (for attention_probs()).
+  // The rest of a forward from inside block `layer`, given the residual stream x entering that
+  // block [B,T,C] and its attention output a [B,T,H,Dh] instead of computing them: head ablation
+  // passes the unmasked forward's, with the masked heads' rows of a zeroed, and reruns only what
+  // lies above. The blocks above use the model's gates; no dropout. Bit-identical to forward()
+  // when x and a are forward()'s own values.
+  ModelOutput<T> forward_from_attention(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
+                                        const Var<T>& a);
+
+  // Of the last forward, one per layer (undefined Vars below `layer` after forward_from_attention):
+  // each layer's attention output (for attention_probs()) and the residual stream entering it.
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
+  const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
 
   // Multiply-adds per token of one forward pass at sequence length T (for FLOP counts).
   double forward_flops_per_token(int64_t seq_len) const;
@@ -116,12 +126,27 @@ class Model {
     LinearIndex head;  // lm_head (weight only, or tok_emb when tied) or cls_head
   };
 
+  Var<T> param(Tape<T>& tape, int index);
+  Var<T> project(Tape<T>& tape, const Var<T>& x, LinearIndex p);
+  Var<T> norm(Tape<T>& tape, const Var<T>& x, NormIndex p);
+  // The stages of forward(), in order: embeddings; per layer LN1 -> q/k/v -> attention, then
+  // x + proj(a) and the MLP; the final LN and the head.
+  Var<T> embed(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);
+  Var<T> attend(Tape<T>& tape, const Var<T>& x, int64_t layer, const ModelInput& input, const ForwardOptions& options,
+                const Var<T>& gates);
+  Var<T> finish_block(Tape<T>& tape, const Var<T>& x, const Var<T>& a, int64_t layer, const ForwardOptions& options);
+  ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input);
+  // Blocks `first` .. n_layers-1 on x, then the output; `first_attention`, when defined, is block
+  // first's attention output.
+  ModelOutput<T> forward_blocks(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
+                                const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention);
+
   ModelSpec spec_;
   Parameters<T> params_;
   Parameters<T> gates_;
   Index index_;
   Buffer sinusoid_;                        // [max_seq_len, d_model] when positions = sinusoidal
-  std::vector<Var<T>> attention_outputs_;  // capacity kept across steps: no per-step allocation
+  std::vector<Var<T>> attention_outputs_, block_inputs_;  // capacity kept across steps: no per-step allocation
 };
 
 // A block parameter's name: block_name(1, "attn/gates") = "blocks/1/attn/gates".
