@@ -381,16 +381,7 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
   out.seq_len = batch.seq_len;
   out.row = dataset.make_batch(1);
   const int64_t T_ = batch.seq_len;
-  auto copy_row = [&](const auto& from, auto& to, int64_t width) {
-    if (!from.empty()) std::copy(from.begin() + b * width, from.begin() + (b + 1) * width, to.begin());
-  };
-  copy_row(batch.tokens, out.row.tokens, T_);
-  copy_row(batch.targets, out.row.targets, T_);
-  copy_row(batch.labels, out.row.labels, 1);
-  copy_row(batch.key_padding, out.row.key_padding, T_);
-  copy_row(batch.gold_head, out.row.gold_head, T_);
-  copy_row(batch.gold_antecedent, out.row.gold_antecedent, T_);
-  copy_row(batch.is_delimiter, out.row.is_delimiter, T_);
+  copy_row(batch, b, out.row, 0);
 
   Arena arena;
   Tape<T> tape(arena);

@@ -1,6 +1,7 @@
 // Batch allocation and shape checks, and the Dataset defaults. See include/headlab/data/batch.h.
 #include "headlab/data/batch.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "headlab/common/error.h"
@@ -56,5 +57,24 @@ double bits_per_byte(double mean_loss_nats, double bytes_per_token) {
 }
 
 int64_t Dataset::eval_batches(Split, int64_t) const { return 0; }
+
+void copy_row(const Batch& from, int64_t from_row, Batch& to, int64_t to_row) {
+  HEADLAB_CHECK(from.seq_len == to.seq_len && from_row >= 0 && from_row < from.batch_size && to_row >= 0 &&
+                    to_row < to.batch_size,
+                "copy_row: row " << from_row << " of a [" << from.batch_size << ", " << from.seq_len << "] batch to row "
+                                 << to_row << " of a [" << to.batch_size << ", " << to.seq_len << "] batch");
+  auto copy = [&](const auto& src, auto& dst, int64_t width) {
+    HEADLAB_CHECK(src.empty() == dst.empty(), "copy_row: the two batches have different layouts");
+    if (!src.empty()) std::copy_n(src.begin() + from_row * width, width, dst.begin() + to_row * width);
+  };
+  const int64_t T = from.seq_len;
+  copy(from.tokens, to.tokens, T);
+  copy(from.targets, to.targets, T);
+  copy(from.labels, to.labels, 1);
+  copy(from.key_padding, to.key_padding, T);
+  copy(from.gold_head, to.gold_head, T);
+  copy(from.gold_antecedent, to.gold_antecedent, T);
+  copy(from.is_delimiter, to.is_delimiter, T);
+}
 
 }  // namespace headlab

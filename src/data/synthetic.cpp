@@ -85,6 +85,18 @@ void SyntheticTask::write_example(Split split, int64_t example_id, const Example
                                  "data.vocab_size, data.max_len or data.seq_len)");
 }
 
+const Batch* SyntheticTask::eval_set(Split split) const {
+  const int64_t bytes_per_row = seq_len_ * 18 + 4;  // at most: every field of batch.h
+  if (eval_examples_ * bytes_per_row > kMaxCachedEvalBytes) return nullptr;
+  EvalSet& set = eval_sets_[split == Split::val ? 0 : 1];
+  std::call_once(set.once, [&] {
+    Batch rows(eval_examples_, seq_len_, batch_layout());
+    for (int64_t id = 0; id < eval_examples_; ++id) write_example(split, id, row_view(rows, id));
+    set.rows = std::move(rows);
+  });
+  return &set.rows;
+}
+
 void SyntheticTask::fill_batch(Split split, int64_t batch_index, Batch& out) const {
   out.check_shape(task_, seq_len_);  // task_, not name(): a refill must not allocate
   HEADLAB_CHECK(batch_index >= 0, task_ << ": batch_index=" << batch_index << " must be >= 0");
@@ -95,6 +107,7 @@ void SyntheticTask::fill_batch(Split split, int64_t batch_index, Batch& out) con
                     (!layout.is_delimiter || !out.is_delimiter.empty()),
                 task_ << ": batch lacks fields this task writes (make it with dataset.make_batch)");
   const int64_t B = out.batch_size;
+  const Batch* cached = split == Split::train ? nullptr : eval_set(split);
   for (int64_t row = 0; row < B; ++row) {
     const ExampleView v = row_view(out, row);
     int64_t id = batch_index * B + row;
@@ -106,7 +119,8 @@ void SyntheticTask::fill_batch(Split split, int64_t batch_index, Batch& out) con
       reset_row(v, pad_token());  // past the fixed eval set: nothing scored
       continue;
     }
-    write_example(split, id, v);
+    if (cached) copy_row(*cached, id, out, row);
+    else write_example(split, id, v);
   }
 }
 

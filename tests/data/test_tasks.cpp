@@ -122,10 +122,46 @@ TEST_CASE("refilling a synthetic batch allocates nothing", "[data][tasks]") {
     auto d = make_task(o);
     Batch b = d->make_batch(16);
     d->fill_batch(Split::train, 0, b);
+    d->fill_batch(Split::val, 0, b);  // the first val fill draws (and keeps) the whole val set
     const int64_t before = test::heap_allocations();
     for (int64_t i = 1; i < 20; ++i) d->fill_batch(Split::train, i, b);
     d->fill_batch(Split::val, 1, b);
     CHECK(test::heap_allocations() == before);
+  }
+}
+
+TEST_CASE("val and test batches come from the kept eval set exactly as drawing each example gives them",
+          "[data][tasks]") {
+  for (const TaskOptions& o : every_task()) {
+    INFO(o.task);
+    auto d = make_task(o);
+    const auto& task = dynamic_cast<const SyntheticTask&>(*d);
+    const int64_t B = 7;  // does not divide the eval set: the last batch ends in empty rows
+    Batch batch = d->make_batch(B), one = d->make_batch(1);
+    for (Split split : {Split::val, Split::test}) {
+      const int64_t batches = d->eval_batches(split, B);
+      for (int64_t i : {batches - 1, int64_t{0}, batches / 2}) {  // out of order: fill order must not matter
+        d->fill_batch(Split::train, i, batch);                    // dirty the rows first
+        d->fill_batch(split, i, batch);
+        for (int64_t r = 0; r < B; ++r) {
+          const int64_t id = i * B + r;
+          INFO("batch " << i << " row " << r);
+          if (id >= o.eval_examples) {
+            CHECK(row_is_empty(batch, r));
+            continue;
+          }
+          task.write_example(split, id, {o.seq_len, one.tokens.data(), one.targets.data(),
+                                         one.labels.empty() ? nullptr : one.labels.data(),
+                                         one.key_padding.empty() ? nullptr : one.key_padding.data(),
+                                         one.gold_head.empty() ? nullptr : one.gold_head.data(),
+                                         one.gold_antecedent.empty() ? nullptr : one.gold_antecedent.data(),
+                                         one.is_delimiter.empty() ? nullptr : one.is_delimiter.data()});
+          Batch row = d->make_batch(1);
+          copy_row(batch, r, row, 0);
+          CHECK(same_batch(row, one));
+        }
+      }
+    }
   }
 }
 

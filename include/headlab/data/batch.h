@@ -54,6 +54,10 @@ struct Batch {
   void check_shape(const std::string& who, int64_t expected_seq_len) const;
 };
 
+// Copies row `from_row` of `from` into row `to_row` of `to`: every field, for batches of one
+// layout and sequence length.
+void copy_row(const Batch& from, int64_t from_row, Batch& to, int64_t to_row);
+
 // Bits per byte from a mean cross-entropy in nats per token: nats / ln 2 / bytes per token.
 double bits_per_byte(double mean_loss_nats, double bytes_per_token);
 

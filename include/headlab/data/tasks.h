@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,19 @@ class SyntheticTask : public Dataset {
   int64_t seq_len_;
   uint64_t seed_;
   int64_t train_examples_, eval_examples_;
+
+ private:
+  // The val and test sets, drawn on first use and kept for the life of the task: every
+  // evaluation reads the same examples, and drawing them (15 of 16 draws land in another split)
+  // costs more than the model's forward on them. Sets larger than kMaxCachedEvalBytes are drawn
+  // on every fill instead.
+  static constexpr int64_t kMaxCachedEvalBytes = int64_t{256} << 20;
+  struct EvalSet {
+    std::once_flag once;
+    Batch rows;  // [eval_examples, seq_len]
+  };
+  const Batch* eval_set(Split split) const;  // null when too large to cache
+  mutable EvalSet eval_sets_[2];             // val, test
 };
 
 // One constructor per task family (src/data/<family>.cpp); make_task dispatches on the name.
