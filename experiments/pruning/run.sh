@@ -4,6 +4,7 @@
 #   experiments/pruning/run.sh                       # everything: 27 min on 2 cores (measured 2026-11-30)
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p experiments/pruning/run.sh   # a quick end-to-end check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
+#   LIST_JOBS=1 experiments/pruning/run.sh           # print step 2's job lines, run nothing
 # Steps:
 #   1. the base models: headlab sweep experiments/pruning/base_<task>.toml (3 seeds each, every
 #      checkpoint kept), run only when `sweep --dry-run` lists a run that is not finished;
@@ -55,8 +56,9 @@ batches() {  # batches TASK -> "final dynamics metric score"
   echo "$b"
 }
 
-# 1. Base models.
+# 1. Base models (not when only listing the jobs).
 for task in $TASKS; do
+  [[ ${LIST_JOBS:-0} == 1 ]] && break
   sweep=experiments/pruning/base_$task.toml
   if "$HEADLAB" sweep "$sweep" --out "$BASE/base_$task" --dry-run | grep -Eq '^(start|resume) '; then
     "$HEADLAB" sweep "$sweep" --jobs "$JOBS" --out "$BASE/base_$task"
@@ -107,6 +109,9 @@ for task in $TASKS; do
     done
   done
 done >> "$jobs_file"
+
+# LIST_JOBS=1: print the job list and stop (bench/compare_analysis.py times some of these jobs).
+if [[ ${LIST_JOBS:-0} == 1 ]]; then cat "$jobs_file"; exit 0; fi
 
 # Runs one job unless its marker exists; the output goes to DIR/log.txt, the wall time to
 # DIR/seconds.txt. A failed job is reported and the others carry on (xargs then exits 123).

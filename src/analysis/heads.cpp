@@ -4,7 +4,7 @@
 //   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
 //   3. (ablation) per head, the model with that head's gate set to 0;
 //   4. (layer_only) per head, the model with every other head of its layer set to 0;
-//   both rerun only the layers from the masked one up (UnmaskedActivations).
+//   both rerun only the layers from the masked one up (nn/saved_forward.h).
 // Per-example gate gradients from one backward: the loss of a batch is the mean over its N
 // scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. The
 // attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:], and examples do not interact (no batch
@@ -19,6 +19,7 @@
 #include "headlab/analysis/heads.h"
 #include "headlab/common/error.h"
 #include "headlab/data/tasks.h"
+#include "headlab/nn/saved_forward.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
 
@@ -77,37 +78,6 @@ void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const s
   }
 }
 
-// What every masked forward of a batch starts from, copied out of the unmasked forward (the
-// masked forwards reset the tape): per layer, the residual stream entering the block and the
-// attention output. Masking heads of layer l leaves everything below l and every other head's
-// output in l as it was (a head's output is its own gate times its own A V), so a masked forward
-// only reruns l's output projection and what lies above, on these values with the masked heads'
-// rows set to 0, exactly what the attention op writes for a head whose gate is 0.
-template <typename T>
-class UnmaskedActivations {
- public:
-  void save(const Model<T>& model) {
-    arena_.reset();
-    x_.clear();
-    a_.clear();
-    for (size_t l = 0; l < model.block_inputs().size(); ++l) {
-      x_.push_back(copy(model.block_inputs()[l].value()));
-      a_.push_back(copy(model.attention_outputs()[l].value()));
-    }
-  }
-  const Tensor<T>& x(int64_t layer) const { return x_[static_cast<size_t>(layer)]; }
-  const Tensor<T>& a(int64_t layer) const { return a_[static_cast<size_t>(layer)]; }
-
- private:
-  Tensor<T> copy(const Tensor<T>& from) {
-    Tensor<T> to = arena_.empty<T>(from.shape());
-    to.copy_from(from);
-    return to;
-  }
-  Arena arena_;
-  std::vector<Tensor<T>> x_, a_;
-};
-
 // Which heads of the layer a masked forward gates to 0:
 //   head_off:  head h alone (ablation);
 //   head_only: every head of the layer but h (Michel et al.'s Table 2: the layer reduced to one
@@ -130,23 +100,25 @@ struct MaskedSums {
 // changes nothing, so its forward is the unmasked one and is not run.
 template <typename T>
 void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, LayerMask mask,
-                     const UnmaskedActivations<T>& saved, const std::vector<CrossEntropyStats>& unmasked,
+                     const SavedForward<T>& saved, const std::vector<CrossEntropyStats>& unmasked,
                      std::vector<CrossEntropyStats>& scratch, MaskedSums& sums) {
   NoGradGuard<T> no_grad(tape);
+  ModelInput logits_only = in;  // the per-example stats come from the logits: no batch loss needed
+  logits_only.targets = nullptr;
+  std::vector<uint8_t> off;
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const int64_t H = s.heads_in_layer(l);
     for (int64_t h = 0; h < H; ++h) {
       bool changes = false;
-      for (int64_t g = 0; g < H; ++g) changes = changes || (masked_by(mask, g, h) && s.gate[s.index(l, g)] != 0);
+      off.assign(static_cast<size_t>(H), 0);
+      for (int64_t g = 0; g < H; ++g) {
+        off[g] = masked_by(mask, g, h);
+        changes = changes || (off[g] && s.gate[s.index(l, g)] != 0);
+      }
       const std::vector<CrossEntropyStats>* stats = &unmasked;
       if (changes) {
-        const Tensor<T>& a = saved.a(l);  // [B,T,H,Dh]
-        Tensor<T> masked = tape.arena().template empty<T>(a.shape());
-        masked.copy_from(a);
-        for (int64_t g = 0; g < H; ++g)
-          if (masked_by(mask, g, h)) masked.select(2, g).fill(T(0));
-        ModelOutput<T> m =
-            model.forward_from_attention(tape, in, l, tape.constant(saved.x(l)), tape.constant(masked));
+        ModelOutput<T> m = model.forward_from(tape, logits_only, l, tape.constant(saved.block_input(l)),
+                                              tape.constant(saved.attention_without(tape.arena(), l, off)));
         example_stats(model, m.logits.value(), in, scratch);
         tape.reset();
         stats = &scratch;
@@ -231,7 +203,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   std::vector<uint8_t> query_rows;
   std::vector<CrossEntropyStats> examples, masked;
   MaskedSums ablation(options.ablation ? N : 0), layer_only(options.layer_only ? N : 0);
-  UnmaskedActivations<T> unmasked;
+  SavedForward<T> unmasked;  // the unmasked forward of the batch, for the masked ones
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
   double loss_sum = 0;

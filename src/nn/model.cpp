@@ -139,16 +139,17 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
 }
 
 template <typename T>
-ModelOutput<T> Model<T>::forward_from_attention(Tape<T>& tape, const ModelInput& in, int64_t layer, const Var<T>& x,
-                                                const Var<T>& a) {
+ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64_t layer, const Var<T>& x,
+                                      const Var<T>& a) {
   HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
                 "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
   const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
   const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_in_layer(layer), spec_.d_head};
-  HEADLAB_CHECK(x.shape() == x_shape && a.shape() == a_shape,
-                "model: forward_from_attention of layer " << layer << " needs x " << x_shape.str() << " and a "
-                                                          << a_shape.str() << ", got " << x.shape().str() << " and "
-                                                          << a.shape().str());
+  HEADLAB_CHECK(x.shape() == x_shape, "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got "
+                                                                   << x.shape().str());
+  HEADLAB_CHECK(!a.defined() || a.shape() == a_shape, "model: forward_from layer " << layer << " needs a "
+                                                                                  << a_shape.str() << ", got "
+                                                                                  << a.shape().str());
   return forward_blocks(tape, in, {}, nullptr, layer, x, a);
 }
 

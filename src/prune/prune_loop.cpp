@@ -58,8 +58,7 @@ std::vector<uint8_t> active_heads(const Model<float>& model) {
 
 // A round's record from the model's gates (the pruned list keeps the order heads went in).
 PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const std::vector<LayerHead>& pruned,
-                        const Dataset& dataset, const PruneOptions& options, int64_t eval_batches, Batch& batch,
-                        Tape<float>& tape) {
+                        PruningEvaluation& curve, Tape<float>& tape) {
   const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
   const std::vector<uint8_t> active = active_heads(model);
   PruneRound r;
@@ -67,7 +66,7 @@ PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const 
   r.step = step;
   r.pruned = pruned;
   for (int64_t l = 0; l < L; ++l) r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
-  r.metric = evaluate(model, dataset, options.split, eval_batches, batch, tape);
+  r.metric = curve.evaluate(model, tape);
   return r;
 }
 
@@ -151,14 +150,19 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
   const int64_t H = model.spec().n_heads, n = model.spec().n_layers * H;
   Arena arena;
   Tape<float> tape(arena);
-  Batch batch = dataset.make_batch(config.train.batch_size);
   const int64_t eval_batches = options.eval_batches > 0 ? options.eval_batches
                                                         : default_eval_batches(config, dataset, options.split,
                                                                                config.train.batch_size);
+  // Rounds only switch heads off, so each round's evaluation reruns only the layers from the
+  // lowest one pruned in it up, unless fine-tuning changed the parameters since the last.
+  PruningEvaluation curve(dataset, options.split, eval_batches, config.train.batch_size);
   std::vector<PruneRound> rounds;
   int64_t step = start_step;  // fine-tuning steps continue the checkpoint's numbering
+  int64_t evaluated_at = start_step;
   auto finish_round = [&](int64_t round, const std::vector<LayerHead>& pruned) {
-    rounds.push_back(record_round(model, round, step, pruned, dataset, options, eval_batches, batch, tape));
+    if (step != evaluated_at) curve.forget();  // training steps changed the parameters
+    evaluated_at = step;
+    rounds.push_back(record_round(model, round, step, pruned, curve, tape));
     if (on_round) on_round(rounds);
   };
   std::vector<LayerHead> pruned;

@@ -1,35 +1,126 @@
 #include "headlab/train/evaluate.h"
 
-#include "headlab/ops/cross_entropy.h"
+#include <algorithm>
+
 #include "headlab/train/step.h"
 
 namespace headlab {
 
-EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int64_t n_batches, Batch& batch,
-                   Tape<float>& tape) {
-  const int64_t covering = dataset.eval_batches(split, batch.batch_size);
+namespace {
+
+int64_t batches_to_score(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size) {
+  const int64_t covering = dataset.eval_batches(split, batch_size);
   if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
   HEADLAB_CHECK(n_batches > 0, "evaluate: " << dataset.name() << " has no natural split size; give a number of batches");
+  return n_batches;
+}
+
+// Sums of losses over targets (not means over batches: the last batch may be partly empty).
+struct EvalSums {
   double loss_sum = 0;
   int64_t n_valid = 0, n_correct = 0;
+
+  void add(const CrossEntropyStats& s) {
+    loss_sum += s.loss_sum;
+    n_valid += s.n_valid;
+    n_correct += s.n_correct;
+  }
+  EvalStats stats(const Dataset& dataset) const {
+    EvalStats e;
+    e.n_targets = n_valid;
+    e.loss = n_valid ? loss_sum / static_cast<double>(n_valid) : 0.0;
+    if (dataset.has_accuracy()) e.accuracy = n_valid ? static_cast<double>(n_correct) / n_valid : 0.0;
+    if (dataset.bytes_per_token() > 0) e.bits_per_byte = bits_per_byte(e.loss, dataset.bytes_per_token());
+    return e;
+  }
+};
+
+}  // namespace
+
+EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int64_t n_batches, Batch& batch,
+                   Tape<float>& tape) {
+  n_batches = batches_to_score(dataset, split, n_batches, batch.batch_size);
+  EvalSums sums;
   NoGradGuard<float> no_grad(tape);
   for (int64_t i = 0; i < n_batches; ++i) {
     dataset.fill_batch(split, i, batch);
     const ModelInput input = model_input(model, batch);
-    ModelOutput<float> out = model.forward(tape, input, {});
-    // Sum losses over targets (not means over batches): the last batch may be partly empty.
-    const CrossEntropyStats s = cross_entropy_stats(out.logits.value(), input.targets, -1);
-    loss_sum += s.loss_sum;
-    n_valid += s.n_valid;
-    n_correct += s.n_correct;
+    sums.add(cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1));
     tape.reset();
   }
-  EvalStats stats;
-  stats.n_targets = n_valid;
-  stats.loss = n_valid ? loss_sum / static_cast<double>(n_valid) : 0.0;
-  if (dataset.has_accuracy()) stats.accuracy = n_valid ? static_cast<double>(n_correct) / n_valid : 0.0;
-  if (dataset.bytes_per_token() > 0) stats.bits_per_byte = bits_per_byte(stats.loss, dataset.bytes_per_token());
-  return stats;
+  return sums.stats(dataset);
+}
+
+PruningEvaluation::PruningEvaluation(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size,
+                                     int64_t max_saved_bytes)
+    : dataset_(dataset), split_(split), n_batches_(batches_to_score(dataset, split, n_batches, batch_size)),
+      max_saved_bytes_(max_saved_bytes), batch_(dataset.make_batch(batch_size)) {}
+
+void PruningEvaluation::forget() {
+  for (SavedBatch& s : saved_) s.valid = false;
+}
+
+// Where a batch's forward can start, from the gates its saved forward ran with: the lowest layer
+// whose gates changed, `off` flagging the heads switched off there since (the layers above run
+// anew, so their gates may have changed any way). L = nothing changed; -1 = run it whole (a gate
+// of that layer changed other than to 0).
+int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const SavedBatch& saved,
+                                               std::vector<uint8_t>& off) {
+  for (int64_t l = 0; l < model.spec().n_layers; ++l) {
+    const Tensor<float> g = model.gates().value(static_cast<int>(l));
+    const std::vector<float>& was = saved.gates[static_cast<size_t>(l)];
+    off.assign(static_cast<size_t>(g.numel()), 0);
+    bool changed = false;
+    for (int64_t h = 0; h < g.numel(); ++h) {
+      if (g(h) == was[static_cast<size_t>(h)]) continue;
+      if (g(h) != 0.0f) return -1;
+      off[static_cast<size_t>(h)] = 1;
+      changed = true;
+    }
+    if (changed) return l;
+  }
+  return model.spec().n_layers;
+}
+
+EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
+  const int64_t L = model.spec().n_layers;
+  if (saved_.empty()) {
+    const int64_t per_batch = SavedForward<float>::bytes(model.spec(), batch_.batch_size, batch_.seq_len);
+    saved_.resize(static_cast<size_t>(std::min(n_batches_, max_saved_bytes_ / std::max<int64_t>(per_batch, 1))));
+  }
+  EvalSums sums;
+  NoGradGuard<float> no_grad(tape);
+  std::vector<uint8_t> off;
+  for (int64_t i = 0; i < n_batches_; ++i) {
+    dataset_.fill_batch(split_, i, batch_);
+    const ModelInput input = model_input(model, batch_);
+    if (i >= static_cast<int64_t>(saved_.size())) {  // past the memory budget
+      sums.add(cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1));
+      tape.reset();
+      continue;
+    }
+    SavedBatch& saved = saved_[static_cast<size_t>(i)];
+    const int64_t first = saved.valid ? first_changed_layer(model, saved, off) : -1;
+    if (first < 0) {
+      saved.stats = cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1);
+      saved.forward.save(model);
+    } else if (first < L) {
+      const Tensor<float> a = saved.forward.attention_without(tape.arena(), first, off);
+      const ModelOutput<float> out =
+          model.forward_from(tape, input, first, tape.constant(saved.forward.block_input(first)), tape.constant(a));
+      saved.stats = cross_entropy_stats(out.logits.value(), input.targets, -1);
+      saved.forward.save(model, first);
+    }  // else nothing changed: the saved stats are this forward's
+    tape.reset();
+    sums.add(saved.stats);
+    saved.gates.resize(static_cast<size_t>(L));
+    for (int64_t l = 0; l < L; ++l) {
+      const Tensor<float> g = model.gates().value(static_cast<int>(l));
+      saved.gates[static_cast<size_t>(l)].assign(g.data(), g.data() + g.numel());
+    }
+    saved.valid = true;
+  }
+  return sums.stats(dataset_);
 }
 
 }  // namespace headlab

@@ -97,15 +97,15 @@ class Model {
   // T and the options are not.
   ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
                          const Var<T>* gate_vars = nullptr);
-  // The rest of a forward from inside block `layer`, given the residual stream x entering that
-  // block [B,T,C] and its attention output a [B,T,H,Dh] instead of computing them: head ablation
-  // passes the unmasked forward's, with the masked heads' rows of a zeroed, and reruns only what
-  // lies above. The blocks above use the model's gates; no dropout. Bit-identical to forward()
-  // when x and a are forward()'s own values.
-  ModelOutput<T> forward_from_attention(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
-                                        const Var<T>& a);
+  // The rest of a forward from block `layer` on, given the residual stream x entering that block
+  // [B,T,C] (nn/saved_forward.h keeps a forward's), and optionally its attention output a
+  // [B,T,H,Dh] instead of computing it: head ablation passes the unmasked forward's with the
+  // masked heads' rows zeroed. Blocks use the model's gates; no dropout. Bit-identical to
+  // forward() when x (and a) are what forward() computed with these parameters and gates.
+  ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
+                              const Var<T>& a = {});
 
-  // Of the last forward, one per layer (undefined Vars below `layer` after forward_from_attention):
+  // Of the last forward, one per layer (undefined Vars below `layer` after forward_from):
   // each layer's attention output (for attention_probs()) and the residual stream entering it.
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
   const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
