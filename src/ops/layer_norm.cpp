@@ -38,6 +38,25 @@ void row_stats(const T* x, int64_t C, T inv_c, T eps, T* mean, T* rstd) {
   }
 }
 
+// The forward's y = xhat * w + b sends g = dy * w to xhat; xhat = (x - mean) * rstd then spreads
+// it back through x, mean and rstd, which gives two row means: of g and of g * xhat. N rows side
+// by side, each summed in order, as row_stats.
+template <int N, typename T>
+void gradient_means(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, int64_t C, T inv_c,
+                    T* mean_g, T* mean_g_xhat) {
+  T sum_g[N] = {}, sum_g_xhat[N] = {};
+  for (int64_t j = 0; j < C; ++j)
+    for (int r = 0; r < N; ++r) {
+      const T g = dy[r * C + j] * w[j];
+      sum_g[r] += g;
+      sum_g_xhat[r] += g * (x[r * C + j] - mean[r]) * rstd[r];
+    }
+  for (int r = 0; r < N; ++r) {
+    mean_g[r] = sum_g[r] * inv_c;
+    mean_g_xhat[r] = sum_g_xhat[r] * inv_c;
+  }
+}
+
 constexpr int kStatRows = 8;
 
 }  // namespace
@@ -82,23 +101,27 @@ void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T
   const T inv_c = T(1) / static_cast<T>(C);
   if (!dx.empty()) {
     T* d = dx.data();
+    const int64_t groups = (rows + kStatRows - 1) / kStatRows;
 #pragma omp parallel for schedule(static) if (rows * C > kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T *xr = xp + r * C, *gr = g_out + r * C;
-      const T m = mp[r], rs = rp[r];
-      // The forward's y = xhat * w + b sends g = dy * w to xhat; xhat = (x - mean) * rstd then
-      // spreads it back through x, mean and rstd, which gives the two row means below.
-      T sum_g = T(0), sum_g_xhat = T(0);
-      for (int64_t j = 0; j < C; ++j) {
-        const T g = gr[j] * w[j];
-        sum_g += g;
-        sum_g_xhat += g * (xr[j] - m) * rs;
+    for (int64_t group = 0; group < groups; ++group) {
+      const int64_t r0 = group * kStatRows, n = std::min<int64_t>(kStatRows, rows - r0);
+      T mean_g[kStatRows], mean_g_xhat[kStatRows];
+      if (n == kStatRows) {
+        gradient_means<kStatRows>(g_out + r0 * C, xp + r0 * C, w, mp + r0, rp + r0, C, inv_c, mean_g, mean_g_xhat);
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          gradient_means<1>(g_out + (r0 + i) * C, xp + (r0 + i) * C, w, mp + r0 + i, rp + r0 + i, C, inv_c,
+                            mean_g + i, mean_g_xhat + i);
       }
-      const T mean_g = sum_g * inv_c, mean_g_xhat = sum_g_xhat * inv_c;
-      T* dr = d + r * C;
-      for (int64_t j = 0; j < C; ++j) {
-        const T xhat = (xr[j] - m) * rs;
-        dr[j] += rs * (gr[j] * w[j] - mean_g - xhat * mean_g_xhat);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = r0 + i;
+        const T *xr = xp + r * C, *gr = g_out + r * C;
+        const T m = mp[r], rs = rp[r];
+        T* dr = d + r * C;
+        for (int64_t j = 0; j < C; ++j) {
+          const T xhat = (xr[j] - m) * rs;
+          dr[j] += rs * (gr[j] * w[j] - mean_g[i] - xhat * mean_g_xhat[i]);
+        }
       }
     }
   }
