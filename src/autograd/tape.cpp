@@ -72,6 +72,13 @@ Tensor<T> Tape<T>::input_grad(const Node<T>& node, int i) {
 }
 
 template <typename T>
+T* Tape<T>::scratch(int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(T);
+  if (scratch_.bytes() < bytes) scratch_ = Buffer(bytes);
+  return static_cast<T*>(scratch_.data());
+}
+
+template <typename T>
 void Tape<T>::retain_grad(Var<T> v) {
   HEADLAB_CHECK(v.tape == this, "retain_grad: the Var belongs to another tape");
   nodes_[v.id].retain_grad = true;

@@ -13,6 +13,7 @@
 #include "headlab/ops/embedding.h"
 #include "headlab/ops/layer_norm.h"
 #include "headlab/ops/matmul.h"
+#include "headlab/ops/recomputed_linear.h"
 #include "headlab/ops/shape.h"
 
 namespace headlab {
@@ -188,6 +189,18 @@ Var<T> Model<T>::norm(Tape<T>& tape, const Var<T>& x, NormIndex p) {
   return layer_norm(x, param(tape, p.weight), param(tape, p.bias), spec_.norm_eps);
 }
 
+template <typename T>
+Var<T> Model<T>::bias(Tape<T>& tape, LinearIndex p) {
+  return p.bias >= 0 ? param(tape, p.bias) : Var<T>{};
+}
+
+// project(norm(x)), without keeping norm(x) (ops/recomputed_linear.h).
+template <typename T>
+Var<T> Model<T>::norm_project(Tape<T>& tape, const Var<T>& x, NormIndex n, LinearIndex p) {
+  return layer_norm_linear(x, param(tape, n.weight), param(tape, n.bias), spec_.norm_eps, param(tape, p.weight),
+                           bias(tape, p));
+}
+
 // Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch).
 template <typename T>
 Var<T> Model<T>::embed(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt) {
@@ -210,7 +223,7 @@ Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelIn
                         const Var<T>& gates) {
   const int64_t B = in.batch_size, T_ = in.seq_len, H = spec_.heads_in_layer(l), Hkv = spec_.kv_heads_in_layer(l);
   const BlockIndex& blk = index_.blocks[l];
-  Var<T> qkv = reshape(project(tape, norm(tape, x, blk.ln1), blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
+  Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   AttentionOptions attn_opt;
   attn_opt.causal = spec_.kind == ModelKind::decoder;
@@ -219,20 +232,24 @@ Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelIn
   return attention(q, k, v, attn_opt, gates);
 }
 
-// x += proj(a);  x += mlp(x): fc -> activation -> proj.
+// x += proj(a);  x += mlp(x): fc -> activation -> proj. Without dropout, the projections add
+// into the residual stream as one op each, which keeps neither the projection nor gelu(fc).
 template <typename T>
 Var<T> Model<T>::finish_block(Tape<T>& tape, const Var<T>& x_in, const Var<T>& a, int64_t l,
                               const ForwardOptions& opt) {
   const ModelSpec& s = spec_;
   const BlockIndex& blk = index_.blocks[l];
-  auto drop = [&](Var<T> y, int site) {
-    return opt.training && s.dropout > 0 ? dropout(y, s.dropout, dropout_site(opt.dropout_seed, l, site)) : y;
+  const bool dropout_on = opt.training && s.dropout > 0;
+  auto residual = [&](const Var<T>& x, const Var<T>& in, LinearIndex p, int site) {
+    if (!dropout_on) return residual_linear(x, in, param(tape, p.weight), bias(tape, p), LinearInput::plain);
+    return add(x, dropout(project(tape, in, p), s.dropout, dropout_site(opt.dropout_seed, l, site)));
   };
   const Shape& as = a.shape();  // [B,T,H,Dh]
-  Var<T> x = add(x_in, drop(project(tape, reshape(a, {as[0], as[1], as[2] * as[3]}), blk.proj), 1));
-  Var<T> h = project(tape, norm(tape, x, blk.ln2), blk.fc);
-  h = s.activation == Activation::gelu ? gelu(h) : relu(h);
-  return add(x, drop(project(tape, h, blk.mlp_proj), 2));
+  Var<T> x = residual(x_in, reshape(a, {as[0], as[1], as[2] * as[3]}), blk.proj, 1);
+  Var<T> h = norm_project(tape, x, blk.ln2, blk.fc);
+  if (s.activation == Activation::gelu && !dropout_on)
+    return residual_linear(x, h, param(tape, blk.mlp_proj.weight), bias(tape, blk.mlp_proj), LinearInput::gelu);
+  return residual(x, s.activation == Activation::gelu ? gelu(h) : relu(h), blk.mlp_proj, 2);
 }
 
 // Decoder: logits of every token; encoder: of the pooled sequence. The loss when there are targets.
@@ -240,11 +257,11 @@ template <typename T>
 ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelInput& in) {
   const ModelSpec& s = spec_;
   const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
-  Var<T> x = norm(tape, x_in, index_.ln_f);
   ModelOutput<T> out;
   if (s.kind == ModelKind::decoder) {
-    out.logits = project(tape, reshape(x, {B * T_, C}), index_.head);
+    out.logits = norm_project(tape, reshape(x_in, {B * T_, C}), index_.ln_f, index_.head);
   } else {
+    Var<T> x = norm(tape, x_in, index_.ln_f);
     // pooled [B,C] = P x, with P [B, B*T] picking the first token or averaging real tokens.
     Tensor<T> pool = tape.arena().template zeros<T>({B, B * T_});
     for (int64_t b = 0; b < B; ++b) {

@@ -204,9 +204,11 @@ AttentionOptions node_options(const Node<T>& node) {
   return options;
 }
 
+// The kernels' per-thread workspace, in the tape's scratch (reused by every call of the step).
 template <typename T>
-Tensor<T> workspace_for(Arena& arena, const Tensor<T>& q, bool backward) {
-  return arena.template empty<T>({num_threads(), attention_workspace_size(q.size(1), q.size(3), backward)});
+Tensor<T> workspace_for(Tape<T>& tape, const Tensor<T>& q, bool backward) {
+  const int64_t per_thread = attention_workspace_size(q.size(1), q.size(3), backward);
+  return Tensor<T>(tape.scratch(num_threads() * per_thread), {num_threads(), per_thread});
 }
 
 // From this d_head on, the forward saves A for the backward instead of the backward re-running
@@ -224,10 +226,9 @@ void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T> gates = has_gates ? tape.node(node.inputs[3]).value : Tensor<T>();
   const Tensor<T> dq = tape.input_grad(node, 0), dk = tape.input_grad(node, 1), dv = tape.input_grad(node, 2);
   const Tensor<T> dgates = has_gates ? tape.input_grad(node, 3) : Tensor<T>();
-  // Scratch from the step arena, before the parallel region.
-  Arena& arena = tape.arena();
-  const Tensor<T> workspace = workspace_for(arena, q, true);
-  const Tensor<T> partials = dgates.empty() ? Tensor<T>() : arena.template empty<T>({q.size(0), q.size(2)});
+  // Scratch before the parallel region.
+  const Tensor<T> workspace = workspace_for(tape, q, true);
+  const Tensor<T> partials = dgates.empty() ? Tensor<T>() : tape.arena().template empty<T>({q.size(0), q.size(2)});
   // The forward decided: stats saved = recompute A from them (even if attention_probs kept A since).
   const Tensor<T> probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>();
   attention_backward(dq, dk, dv, dgates, node.grad, q, tape.node(node.inputs[1]).value,
@@ -256,7 +257,7 @@ Var<T> attention(Var<T> q, Var<T> k, Var<T> v, const AttentionOptions& options, 
       options.keep_probs || reads_probs ? arena.template empty<T>({d.B, d.H, d.T, d.T}) : Tensor<T>();
   const Tensor<T> stats = backward && !reads_probs ? arena.template empty<T>({d.B, d.H, d.T, 2}) : Tensor<T>();
   attention_forward(out, probs, stats, q.value(), k.value(), v.value(), gates_value, options,
-                    workspace_for(arena, q.value(), false));
+                    workspace_for(tape, q.value(), false));
   Node<T>& node = has_gates ? tape.record(out, attention_node_backward<T>, {q, k, v, gates})
                             : tape.record(out, attention_node_backward<T>, {q, k, v});
   node.saved[0] = probs;
@@ -285,7 +286,7 @@ Tensor<T> attention_probs(Var<T> out) {
   Arena& arena = tape.arena();
   const Tensor<T> probs = arena.template empty<T>({q.size(0), q.size(2), q.size(1), q.size(1)});
   attention_forward(arena.template empty<T>(q.shape()), probs, Tensor<T>(), q, tape.node(node.inputs[1]).value,
-                    tape.node(node.inputs[2]).value, gates, node_options(node), workspace_for(arena, q, false));
+                    tape.node(node.inputs[2]).value, gates, node_options(node), workspace_for(tape, q, false));
   node.saved[0] = probs;
   return probs;
 }

@@ -130,14 +130,28 @@ inline T gelu_derivative(T x) {
   return s + T(2) * x * s * (T(1) - s) * du_dx;
 }
 
+}  // namespace
+
+template <typename T>
+void gelu_forward(const Tensor<T>& x, const Tensor<T>& out) {
+  const T* xv = x.data();
+  T* o = out.data();
+  parallel_for(out.numel(), [&](int64_t i) { o[i] = xv[i] * gelu_gate(xv[i]); });
+}
+
+template <typename T>
+void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx) {
+  const T *g = dy.data(), *xv = x.data();
+  T* d = dx.data();
+  parallel_for(dx.numel(), [&](int64_t i) { d[i] += g[i] * gelu_derivative(xv[i]); });
+}
+
+namespace {
+
 template <typename T>
 void gelu_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
-    const T* x = tape.node(node.inputs[0]).value.data();
-    const T* g = node.grad.data();
-    T* d = dx.data();
-    parallel_for(dx.numel(), [&](int64_t i) { d[i] += g[i] * gelu_derivative(x[i]); });
-  }
+  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty())
+    gelu_backward_kernel(node.grad, tape.node(node.inputs[0]).value, dx);
 }
 
 template <typename T>
@@ -216,9 +230,7 @@ template <typename T>
 Var<T> gelu(Var<T> x) {
   HEADLAB_CHECK(x.value().is_contiguous(), "gelu: input " << x.shape().str() << " must be contiguous");
   Tensor<T> out = x.tape->arena().template empty<T>(x.shape());
-  const T* xv = x.value().data();
-  T* o = out.data();
-  parallel_for(out.numel(), [&](int64_t i) { o[i] = xv[i] * gelu_gate(xv[i]); });
+  gelu_forward(x.value(), out);
   x.tape->record(out, gelu_backward<T>, {x});
   return x.tape->last();
 }
@@ -250,6 +262,8 @@ Var<T> mean(Var<T> x) {
   template Var<T> mul<T>(Var<T>, Var<T>);                                   \
   template Var<T> scale<T>(Var<T>, double);                                 \
   template Var<T> gelu<T>(Var<T>);                                          \
+  template void gelu_forward<T>(const Tensor<T>&, const Tensor<T>&);         \
+  template void gelu_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
   template Var<T> relu<T>(Var<T>);                                          \
   template Var<T> sum<T>(Var<T>);                                           \
   template Var<T> mean<T>(Var<T>);                                          \

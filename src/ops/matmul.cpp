@@ -8,6 +8,24 @@
 
 namespace headlab {
 
+template <typename T>
+void linear_forward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, const Tensor<T>& y) {
+  T beta = T(0);
+  if (!bias.empty()) {  // the bias rides on the GEMM: y = bias rows, then y = 1 * y + x w^T
+    broadcast_rows(bias, y);
+    beta = T(1);
+  }
+  gemm(x, w.transpose(0, 1), y, T(1), beta);
+}
+
+template <typename T>
+void linear_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dx,
+                            const Tensor<T>& dw, const Tensor<T>& dbias) {
+  if (!dx.empty()) gemm(dy, w, dx, T(1), T(1));
+  if (!dw.empty()) gemm(dy.transpose(0, 1), x, dw, T(1), T(1));
+  if (!dbias.empty()) sum_rows_accumulate(dy, dbias);
+}
+
 namespace {
 
 template <typename T>
@@ -34,15 +52,12 @@ void matmul_backward(Tape<T>& tape, const Node<T>& node) {
 //   dx += dy w,  dw += dy^T x,  dbias += sum over rows of dy.
 template <typename T>
 void linear_backward(Tape<T>& tape, const Node<T>& node) {
-  const Tensor<T>& x_value = tape.node(node.inputs[0]).value;
-  const Tensor<T> x = x_value.reshape({x_value.shape().rows(), x_value.shape().last()});
-  const Tensor<T>& w = tape.node(node.inputs[1]).value;
+  const Tensor<T>& x = tape.node(node.inputs[0]).value;
   const Tensor<T> dy = node.grad.reshape({node.grad.shape().rows(), node.grad.shape().last()});
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty())
-    gemm(dy, w, dx.reshape(x.shape()), T(1), T(1));
-  if (Tensor<T> dw = tape.input_grad(node, 1); !dw.empty()) gemm(dy.transpose(0, 1), x, dw, T(1), T(1));
-  if (node.n_inputs == 3)
-    if (Tensor<T> dbias = tape.input_grad(node, 2); !dbias.empty()) sum_rows_accumulate(dy, dbias);
+  const Tensor<T> dx = tape.input_grad(node, 0);
+  linear_backward_kernel(dy, x.reshape({x.shape().rows(), x.shape().last()}), tape.node(node.inputs[1]).value,
+                         dx.empty() ? dx : dx.reshape({x.shape().rows(), x.shape().last()}), tape.input_grad(node, 1),
+                         node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>());
 }
 
 template <typename T>
@@ -56,16 +71,11 @@ Var<T> linear_impl(Var<T> x, Var<T> weight, const Var<T>* bias) {
   Shape ys = xs;
   ys.dims[ys.rank - 1] = w.size(0);
   Tensor<T> y = x.tape->arena().template empty<T>(ys);
-  const Tensor<T> y2 = y.reshape({ys.rows(), ys.last()});
-  T beta = T(0);
-  if (bias != nullptr) {
-    const Tensor<T>& b = bias->value();
-    HEADLAB_CHECK(b.rank() == 1 && b.size(0) == w.size(0),
-                  "linear: bias " << b.shape().str() << " does not match weight " << w.shape().str());
-    broadcast_rows(b, y2);
-    beta = T(1);
-  }
-  gemm(x.value().reshape({xs.rows(), xs.last()}), w.transpose(0, 1), y2, T(1), beta);
+  if (bias != nullptr)
+    HEADLAB_CHECK(bias->value().rank() == 1 && bias->value().size(0) == w.size(0),
+                  "linear: bias " << bias->value().shape().str() << " does not match weight " << w.shape().str());
+  linear_forward(x.value().reshape({xs.rows(), xs.last()}), w, bias != nullptr ? bias->value() : Tensor<T>(),
+                 y.reshape({ys.rows(), ys.last()}));
   if (bias != nullptr) x.tape->record(y, linear_backward<T>, {x, weight, *bias});
   else x.tape->record(y, linear_backward<T>, {x, weight});
   return x.tape->last();
@@ -100,7 +110,10 @@ Var<T> linear(Var<T> x, Var<T> weight) {
 #define HEADLAB_INSTANTIATE(T)                                  \
   template Var<T> matmul<T>(Var<T>, Var<T>, bool, bool);        \
   template Var<T> linear<T>(Var<T>, Var<T>, Var<T>);            \
-  template Var<T> linear<T>(Var<T>, Var<T>);
+  template Var<T> linear<T>(Var<T>, Var<T>);                    \
+  template void linear_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
+  template void linear_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
+                                          const Tensor<T>&, const Tensor<T>&);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

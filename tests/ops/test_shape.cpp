@@ -155,5 +155,6 @@ TEST_CASE("shape ops reject out-of-range dims and mismatched inputs", "[ops][sha
   REQUIRE_THROWS_WITH(transpose(x, 0, 2), Catch::Contains("transpose: dims 0, 2 out of range for [2, 3]"));
   REQUIRE_THROWS_WITH(slice(x, 1, 2, 2), Catch::Contains("slice: [2, 4) is outside dim 1 of [2, 3]"));
   REQUIRE_THROWS_WITH(concat({x, y}, 1), Catch::Contains("concat: input [3, 3] does not match [2, 3] outside dim 1"));
-  REQUIRE_THROWS_WITH(concat({x, x, x, x, x}, 0), Catch::Contains("concat: 5 inputs, want 1 to 4"));
+  static_assert(kMaxOpInputs == 5);
+  REQUIRE_THROWS_WITH(concat({x, x, x, x, x, x}, 0), Catch::Contains("concat: 6 inputs, want 1 to 5"));
 }

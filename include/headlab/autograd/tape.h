@@ -48,7 +48,7 @@ struct Node;
 template <typename T>
 using BackwardFn = void (*)(Tape<T>& tape, const Node<T>& node);
 
-inline constexpr int kMaxOpInputs = 4;
+inline constexpr int kMaxOpInputs = 5;
 inline constexpr int kMaxSaved = 4;
 
 template <typename T>
@@ -100,6 +100,11 @@ class Tape {
   // Forgets all nodes and recycles the arena. Vars from before are invalid afterwards.
   void reset();
 
+  // Memory for values an op computes, uses and drops within one forward or backward call (a
+  // recomputed activation, a workspace): `count` elements, valid until the next scratch() call.
+  // One buffer for the whole tape, grown when a call needs more: no allocation once warmed up.
+  T* scratch(int64_t count);
+
   bool grad_enabled() const { return grad_enabled_; }
   void set_grad_enabled(bool on) { grad_enabled_ = on; }
   size_t size() const { return nodes_.size(); }
@@ -118,6 +123,7 @@ class Tape {
   Arena* arena_;
   std::vector<Node<T>> nodes_;
   std::vector<FreeGrads> free_grads_;
+  Buffer scratch_;
   bool grad_enabled_ = true;
 };
 

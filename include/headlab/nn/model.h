@@ -129,6 +129,8 @@ class Model {
   Var<T> param(Tape<T>& tape, int index);
   Var<T> project(Tape<T>& tape, const Var<T>& x, LinearIndex p);
   Var<T> norm(Tape<T>& tape, const Var<T>& x, NormIndex p);
+  Var<T> bias(Tape<T>& tape, LinearIndex p);  // undefined when the layer has none
+  Var<T> norm_project(Tape<T>& tape, const Var<T>& x, NormIndex n, LinearIndex p);
   // The stages of forward(), in order: embeddings; per layer LN1 -> q/k/v -> attention, then
   // x + proj(a) and the MLP; the final LN and the head.
   Var<T> embed(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);

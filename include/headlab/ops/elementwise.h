@@ -32,6 +32,11 @@ void broadcast_rows(const Tensor<T>& row, const Tensor<T>& out);
 // thread count: threads split columns, never rows).
 template <typename T>
 void sum_rows_accumulate(const Tensor<T>& m, const Tensor<T>& acc);
+// out = gelu(x);  dx += dy * gelu'(x): gelu()'s kernels, for ops that recompute it.
+template <typename T>
+void gelu_forward(const Tensor<T>& x, const Tensor<T>& out);
+template <typename T>
+void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx);
 // dst[i] += src[i] over contiguous tensors of the same size.
 template <typename T>
 void accumulate(const Tensor<T>& src, const Tensor<T>& dst);
