@@ -15,6 +15,13 @@ Tensor<T> maybe_transpose(const Tensor<T>& m, bool transpose) {
   return transpose ? m.transpose(0, 1) : m;
 }
 
+// GEMM's beta for a gradient target: 0 writes C without reading it (a fresh, unzeroed buffer),
+// 1 accumulates. Bit-identical to beta 1 on zeros: BLIS applies beta once, with the first k-block.
+template <typename T>
+constexpr T beta_for(bool overwrite) {
+  return overwrite ? T(0) : T(1);
+}
+
 // ints[0] = transpose_a, ints[1] = transpose_b.
 // Forward was: C = op(A) op(B). With op(A) = A' and op(B) = B':
 //   dA' = dC B'^T  -> if A was transposed, dA = (dC B'^T)^T = B' dC^T, written into dA^T's view.
@@ -24,10 +31,10 @@ void matmul_backward(Tape<T>& tape, const Node<T>& node) {
   const bool transpose_a = node.ints[0], transpose_b = node.ints[1];
   const Tensor<T> a = maybe_transpose(tape.node(node.inputs[0]).value, transpose_a);
   const Tensor<T> b = maybe_transpose(tape.node(node.inputs[1]).value, transpose_b);
-  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty())
-    gemm(node.grad, b.transpose(0, 1), maybe_transpose(da, transpose_a), T(1), T(1));
-  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty())
-    gemm(a.transpose(0, 1), node.grad, maybe_transpose(db, transpose_b), T(1), T(1));
+  if (auto [da, overwrite] = tape.input_grad_target(node, 0); !da.empty())
+    gemm(node.grad, b.transpose(0, 1), maybe_transpose(da, transpose_a), T(1), beta_for<T>(overwrite));
+  if (auto [db, overwrite] = tape.input_grad_target(node, 1); !db.empty())
+    gemm(a.transpose(0, 1), node.grad, maybe_transpose(db, transpose_b), T(1), beta_for<T>(overwrite));
 }
 
 // x [N,in] (rows flattened), w [out,in], bias [out]:  y = x w^T + bias.
@@ -38,9 +45,10 @@ void linear_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T> x = x_value.reshape({x_value.shape().rows(), x_value.shape().last()});
   const Tensor<T>& w = tape.node(node.inputs[1]).value;
   const Tensor<T> dy = node.grad.reshape({node.grad.shape().rows(), node.grad.shape().last()});
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty())
-    gemm(dy, w, dx.reshape(x.shape()), T(1), T(1));
-  if (Tensor<T> dw = tape.input_grad(node, 1); !dw.empty()) gemm(dy.transpose(0, 1), x, dw, T(1), T(1));
+  if (auto [dx, overwrite] = tape.input_grad_target(node, 0); !dx.empty())
+    gemm(dy, w, dx.reshape(x.shape()), T(1), beta_for<T>(overwrite));
+  if (auto [dw, overwrite] = tape.input_grad_target(node, 1); !dw.empty())
+    gemm(dy.transpose(0, 1), x, dw, T(1), beta_for<T>(overwrite));
   if (node.n_inputs == 3)
     if (Tensor<T> dbias = tape.input_grad(node, 2); !dbias.empty()) sum_rows_accumulate(dy, dbias);
 }

@@ -32,8 +32,9 @@ void broadcast_rows(const Tensor<T>& row, const Tensor<T>& out);
 // thread count: threads split columns, never rows).
 template <typename T>
 void sum_rows_accumulate(const Tensor<T>& m, const Tensor<T>& acc);
-// dst[i] += src[i] over contiguous tensors of the same size.
+// dst[i] = src[i] (overwrite) or dst[i] += src[i], over contiguous tensors of the same size:
+// a gradient's first contribution or a later one (Tape::input_grad_target).
 template <typename T>
-void accumulate(const Tensor<T>& src, const Tensor<T>& dst);
+void write_or_accumulate(const Tensor<T>& src, const Tensor<T>& dst, bool overwrite);
 
 }  // namespace headlab
