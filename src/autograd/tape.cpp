@@ -56,17 +56,19 @@ Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward,
 }
 
 template <typename T>
+Tensor<T> Tape<T>::uninitialized_grad(const Shape& shape) {
+  const size_t bytes = static_cast<size_t>(shape.numel()) * sizeof(T);
+  if (void* reused = take_free_grad(bytes)) return Tensor<T>(static_cast<T*>(reused), shape);
+  return arena_->template empty<T>(shape);
+}
+
+template <typename T>
 Tensor<T> Tape<T>::input_grad(const Node<T>& node, int i) {
   Node<T>& input = nodes_[node.inputs[i]];
   if (!input.requires_grad) return {};
   if (input.grad.empty()) {
-    const size_t bytes = static_cast<size_t>(input.value.numel()) * sizeof(T);
-    if (void* reused = take_free_grad(bytes)) {
-      input.grad = Tensor<T>(static_cast<T*>(reused), input.value.shape());
-      input.grad.fill(T(0));
-    } else {
-      input.grad = arena_->zeros<T>(input.value.shape());
-    }
+    input.grad = uninitialized_grad(input.value.shape());
+    input.grad.fill(T(0));
   }
   return input.grad;
 }
@@ -76,6 +78,17 @@ T* Tape<T>::scratch(int64_t count) {
   const size_t bytes = static_cast<size_t>(count) * sizeof(T);
   if (scratch_.bytes() < bytes) scratch_ = Buffer(bytes);
   return static_cast<T*>(scratch_.data());
+}
+
+template <typename T>
+typename Tape<T>::GradTarget Tape<T>::input_grad_target(const Node<T>& node, int i) {
+  Node<T>& input = nodes_[node.inputs[i]];
+  if (!input.requires_grad) return {};
+  // A parameter leaf's buffer is never empty here (leaf() requires one to need a gradient), so
+  // parameters always accumulate.
+  if (!input.grad.empty()) return {input.grad, false};
+  input.grad = uninitialized_grad(input.value.shape());
+  return {input.grad, true};
 }
 
 template <typename T>

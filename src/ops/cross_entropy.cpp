@@ -9,6 +9,7 @@
 // depend on the thread count. The backward writes each row from one thread.
 #include "headlab/ops/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "headlab/common/parallel.h"
@@ -97,8 +98,13 @@ CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* tar
 template <typename T>
 void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
   const int64_t n_valid = node.ints[1];
-  const Tensor<T> dlogits = tape.input_grad(node, 0);
-  if (dlogits.empty() || n_valid == 0) return;  // all ignored: the loss was the constant 0
+  // Every row is written (ignored rows as zeros when overwriting), so dlogits may come unzeroed.
+  const auto [dlogits, overwrite] = tape.input_grad_target(node, 0);
+  if (dlogits.empty()) return;
+  if (n_valid == 0) {  // all ignored: the loss was the constant 0
+    if (overwrite) dlogits.fill(T(0));
+    return;
+  }
   const auto* targets = static_cast<const int32_t*>(node.context);
   const auto ignore_index = static_cast<int32_t>(node.ints[0]);
   const Tensor<T>& logits = tape.node(node.inputs[0]).value;
@@ -110,10 +116,16 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
 #pragma omp parallel for schedule(static) if (rows * V > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t t = targets[r];
-    if (t == ignore_index) continue;
-    const T *xr = x + r * V, row_lse = lse[r];
     T* dr = d + r * V;
-    for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse);
+    if (t == ignore_index) {
+      if (overwrite) std::fill(dr, dr + V, T(0));
+      continue;
+    }
+    const T *xr = x + r * V, row_lse = lse[r];
+    if (overwrite)
+      for (int64_t j = 0; j < V; ++j) dr[j] = g * std::exp(xr[j] - row_lse);
+    else
+      for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse);
     dr[t] -= g;
   }
 }

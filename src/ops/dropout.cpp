@@ -2,7 +2,8 @@
 //   keep(i) = (splitmix64(key + i * golden) >> 11) < (1 - p) * 2^53,  key = splitmix64(seed):
 // the i-th output of a splitmix64 stream; its top 53 bits are a uniform draw in [0, 2^53). The kept
 // fraction is 1 - p up to 2^-53, and any element's bit is known without generating the others.
-// Forward:  y = keep ? x * scale : 0,  scale = 1/(1 - p).   Backward:  dx += keep ? dy * scale : 0.
+// Forward:  y = keep ? x * scale : 0,  scale = 1/(1 - p).   Backward:  dx += keep ? dy * scale : 0
+// (dx = ..., every element, when it is dx's first contribution: Tape::input_grad_target).
 #include "headlab/ops/dropout.h"
 
 #include <cmath>
@@ -31,7 +32,7 @@ struct DropoutMask {
 // ints[0] = seed (bit pattern), scalars[0] = p.
 template <typename T>
 void dropout_backward(Tape<T>& tape, const Node<T>& node) {
-  const Tensor<T> dx = tape.input_grad(node, 0);
+  const auto [dx, overwrite] = tape.input_grad_target(node, 0);
   if (dx.empty()) return;
   const double p = node.scalars[0];
   const DropoutMask mask(static_cast<uint64_t>(node.ints[0]), p);
@@ -39,9 +40,14 @@ void dropout_backward(Tape<T>& tape, const Node<T>& node) {
   const T* g = node.grad.data();
   T* d = dx.data();
   const int64_t n = dx.numel();
+  if (overwrite) {
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i)
-    if (mask.keep(i)) d[i] += g[i] * scale;
+    for (int64_t i = 0; i < n; ++i) d[i] = mask.keep(i) ? g[i] * scale : T(0);
+  } else {
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i)
+      if (mask.keep(i)) d[i] += g[i] * scale;
+  }
 }
 
 }  // namespace

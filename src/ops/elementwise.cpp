@@ -40,12 +40,17 @@ void sum_rows_accumulate(const Tensor<T>& m, const Tensor<T>& acc) {
 }
 
 template <typename T>
-void accumulate(const Tensor<T>& src, const Tensor<T>& dst) {
+void write_or_accumulate(const Tensor<T>& src, const Tensor<T>& dst, bool overwrite) {
   const int64_t n = src.numel();
   const T* s = src.data();
   T* d = dst.data();
+  if (overwrite) {
 #pragma omp parallel for schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+    for (int64_t i = 0; i < n; ++i) d[i] = s[i];
+  } else {
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  }
 }
 
 namespace {
@@ -57,6 +62,15 @@ void parallel_for(int64_t n, Fn fn) {
   for (int64_t i = 0; i < n; ++i) fn(i);
 }
 
+// d[i] = value(i) when the gradient target is to be overwritten, else d[i] += value(i). The
+// branch is outside the loop, so each loop stays as simple as before.
+template <typename T, typename Fn>
+void write_or_accumulate_each(const typename Tape<T>::GradTarget& target, Fn value) {
+  T* d = target.grad.data();
+  if (target.overwrite) parallel_for(target.grad.numel(), [&](int64_t i) { d[i] = value(i); });
+  else parallel_for(target.grad.numel(), [&](int64_t i) { d[i] += value(i); });
+}
+
 template <typename T>
 void check_broadcast(const char* op, const Tensor<T>& a, const Tensor<T>& b) {
   const Shape &as = a.shape(), &bs = b.shape();
@@ -66,13 +80,15 @@ void check_broadcast(const char* op, const Tensor<T>& a, const Tensor<T>& b) {
                        << " (b must match a's trailing dims; both contiguous)");
 }
 
-// a + b: da += dout;  db += dout summed over broadcast rows.
+// a + b: da += dout;  db += dout summed over broadcast rows (a bias-like b stays on input_grad:
+// its gradient is a reduction, and small).
 template <typename T>
 void add_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty()) accumulate(node.grad, da);
-  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
-    if (db.numel() == node.grad.numel()) accumulate(node.grad, db);
-    else sum_rows_accumulate(node.grad, db);
+  if (auto [da, overwrite] = tape.input_grad_target(node, 0); !da.empty()) write_or_accumulate(node.grad, da, overwrite);
+  if (tape.node(node.inputs[1]).value.numel() == node.grad.numel()) {
+    if (auto [db, overwrite] = tape.input_grad_target(node, 1); !db.empty()) write_or_accumulate(node.grad, db, overwrite);
+  } else if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
+    sum_rows_accumulate(node.grad, db);
   }
 }
 
@@ -83,27 +99,22 @@ void mul_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T>& b = tape.node(node.inputs[1]).value;
   const int64_t n = a.numel(), nb = b.numel(), rows = n / nb;
   const T *g = node.grad.data(), *av = a.data(), *bv = b.data();
-  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty()) {
-    T* d = da.data();
-    parallel_for(n, [&](int64_t i) { d[i] += g[i] * bv[i % nb]; });
-  }
-  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
-    T* d = db.data();
-    parallel_for(nb, [&](int64_t j) {
+  if (const auto da = tape.input_grad_target(node, 0); !da.grad.empty())
+    write_or_accumulate_each<T>(da, [&](int64_t i) { return g[i] * bv[i % nb]; });
+  if (const auto db = tape.input_grad_target(node, 1); !db.grad.empty())
+    write_or_accumulate_each<T>(db, [&](int64_t j) {
       T s = T(0);
       for (int64_t r = 0; r < rows; ++r) s += g[r * nb + j] * av[r * nb + j];
-      d[j] += s;
+      return s;
     });
-  }
 }
 
 template <typename T>
 void scale_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+  if (const auto dx = tape.input_grad_target(node, 0); !dx.grad.empty()) {
     const T s = static_cast<T>(node.scalars[0]);
     const T* g = node.grad.data();
-    T* d = dx.data();
-    parallel_for(dx.numel(), [&](int64_t i) { d[i] += s * g[i]; });
+    write_or_accumulate_each<T>(dx, [&](int64_t i) { return s * g[i]; });
   }
 }
 
@@ -140,37 +151,34 @@ void gelu_forward(const Tensor<T>& x, const Tensor<T>& out) {
 }
 
 template <typename T>
-void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx) {
+void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx, bool overwrite) {
   const T *g = dy.data(), *xv = x.data();
-  T* d = dx.data();
-  parallel_for(dx.numel(), [&](int64_t i) { d[i] += g[i] * gelu_derivative(xv[i]); });
+  write_or_accumulate_each<T>({dx, overwrite}, [&](int64_t i) { return g[i] * gelu_derivative(xv[i]); });
 }
 
 namespace {
 
 template <typename T>
 void gelu_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty())
-    gelu_backward_kernel(node.grad, tape.node(node.inputs[0]).value, dx);
+  if (const auto dx = tape.input_grad_target(node, 0); !dx.grad.empty())
+    gelu_backward_kernel(node.grad, tape.node(node.inputs[0]).value, dx.grad, dx.overwrite);
 }
 
 template <typename T>
 void relu_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+  if (const auto dx = tape.input_grad_target(node, 0); !dx.grad.empty()) {
     const T* x = tape.node(node.inputs[0]).value.data();
     const T* g = node.grad.data();
-    T* d = dx.data();
-    parallel_for(dx.numel(), [&](int64_t i) { d[i] += x[i] > T(0) ? g[i] : T(0); });
+    write_or_accumulate_each<T>(dx, [&](int64_t i) { return x[i] > T(0) ? g[i] : T(0); });
   }
 }
 
 // sum and mean: dx += dout * (1 or 1/n), scalars[0] holds the factor.
 template <typename T>
 void reduce_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
+  if (const auto dx = tape.input_grad_target(node, 0); !dx.grad.empty()) {
     const T g = node.grad.data()[0] * static_cast<T>(node.scalars[0]);
-    T* d = dx.data();
-    parallel_for(dx.numel(), [&](int64_t i) { d[i] += g; });
+    write_or_accumulate_each<T>(dx, [&](int64_t) { return g; });
   }
 }
 
@@ -263,13 +271,13 @@ Var<T> mean(Var<T> x) {
   template Var<T> scale<T>(Var<T>, double);                                 \
   template Var<T> gelu<T>(Var<T>);                                          \
   template void gelu_forward<T>(const Tensor<T>&, const Tensor<T>&);         \
-  template void gelu_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
+  template void gelu_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, bool); \
   template Var<T> relu<T>(Var<T>);                                          \
   template Var<T> sum<T>(Var<T>);                                           \
   template Var<T> mean<T>(Var<T>);                                          \
   template void broadcast_rows<T>(const Tensor<T>&, const Tensor<T>&);      \
   template void sum_rows_accumulate<T>(const Tensor<T>&, const Tensor<T>&); \
-  template void accumulate<T>(const Tensor<T>&, const Tensor<T>&);
+  template void write_or_accumulate<T>(const Tensor<T>&, const Tensor<T>&, bool);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

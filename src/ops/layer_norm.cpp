@@ -4,6 +4,7 @@
 // Backward, per row, with g = dy * w (the gradient reaching xhat):
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   dw += sum over rows of dy * xhat,   db += sum over rows of dy.
+// dx is written (=) instead when it is the first contribution to x's gradient (overwrite_dx).
 // Determinism: dx splits rows across threads (each row is one thread's); dw and db split columns
 // across threads and sum each column over the rows in row order, so no result depends on the
 // thread count.
@@ -95,7 +96,7 @@ void layer_norm_forward(const Tensor<T>& x, const Tensor<T>& weight, const Tenso
 template <typename T>
 void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight,
                          const Tensor<T>& mean, const Tensor<T>& rstd, const Tensor<T>& dx,
-                         const Tensor<T>& dweight, const Tensor<T>& dbias) {
+                         const Tensor<T>& dweight, const Tensor<T>& dbias, bool overwrite_dx) {
   const int64_t C = weight.numel(), rows = C ? x.numel() / C : 0;
   const T *g_out = dy.data(), *xp = x.data(), *w = weight.data(), *mp = mean.data(), *rp = rstd.data();
   const T inv_c = T(1) / static_cast<T>(C);
@@ -118,9 +119,16 @@ void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T
         const T *xr = xp + r * C, *gr = g_out + r * C;
         const T m = mp[r], rs = rp[r];
         T* dr = d + r * C;
-        for (int64_t j = 0; j < C; ++j) {
-          const T xhat = (xr[j] - m) * rs;
-          dr[j] += rs * (gr[j] * w[j] - mean_g[i] - xhat * mean_g_xhat[i]);
+        if (overwrite_dx) {
+          for (int64_t j = 0; j < C; ++j) {
+            const T xhat = (xr[j] - m) * rs;
+            dr[j] = rs * (gr[j] * w[j] - mean_g[i] - xhat * mean_g_xhat[i]);
+          }
+        } else {
+          for (int64_t j = 0; j < C; ++j) {
+            const T xhat = (xr[j] - m) * rs;
+            dr[j] += rs * (gr[j] * w[j] - mean_g[i] - xhat * mean_g_xhat[i]);
+          }
         }
       }
     }
@@ -151,11 +159,13 @@ namespace {
 // inputs: x, weight[, bias];  saved[0] = mean [rows], saved[1] = rstd [rows];  scalars[0] = eps.
 template <typename T>
 void layer_norm_tape_backward(Tape<T>& tape, const Node<T>& node) {
-  const Tensor<T> dx = tape.input_grad(node, 0);
+  // dx is written whole (input_grad_target); the kernel writes it before touching dweight and
+  // dbias, which stay accumulated (parameters).
+  const auto [dx, overwrite_dx] = tape.input_grad_target(node, 0);
   const Tensor<T> dweight = tape.input_grad(node, 1);
   const Tensor<T> dbias = node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>();
   layer_norm_backward(node.grad, tape.node(node.inputs[0]).value, tape.node(node.inputs[1]).value,
-                      node.saved[0], node.saved[1], dx, dweight, dbias);
+                      node.saved[0], node.saved[1], dx, dweight, dbias, overwrite_dx);
 }
 
 }  // namespace
@@ -197,7 +207,7 @@ Var<T> layer_norm(Var<T> x, Var<T> weight, Var<T> bias, double eps) {
                                       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&);       \
   template void layer_norm_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,        \
                                        const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,        \
-                                       const Tensor<T>&, const Tensor<T>&);
+                                       const Tensor<T>&, const Tensor<T>&, bool);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

@@ -8,6 +8,17 @@
 
 namespace headlab {
 
+namespace {
+
+// GEMM's beta for a gradient target: 0 writes C without reading it (a fresh, unzeroed buffer),
+// 1 accumulates. Bit-identical to beta 1 on zeros: BLIS applies beta once, with the first k-block.
+template <typename T>
+constexpr T beta_for(bool overwrite) {
+  return overwrite ? T(0) : T(1);
+}
+
+}  // namespace
+
 template <typename T>
 void linear_forward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, const Tensor<T>& y) {
   T beta = T(0);
@@ -19,10 +30,11 @@ void linear_forward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bia
 }
 
 template <typename T>
-void linear_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dx,
-                            const Tensor<T>& dw, const Tensor<T>& dbias) {
-  if (!dx.empty()) gemm(dy, w, dx, T(1), T(1));
-  if (!dw.empty()) gemm(dy.transpose(0, 1), x, dw, T(1), T(1));
+void linear_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& w,
+                            const typename Tape<T>::GradTarget& dx, const typename Tape<T>::GradTarget& dw,
+                            const Tensor<T>& dbias) {
+  if (!dx.grad.empty()) gemm(dy, w, dx.grad, T(1), beta_for<T>(dx.overwrite));
+  if (!dw.grad.empty()) gemm(dy.transpose(0, 1), x, dw.grad, T(1), beta_for<T>(dw.overwrite));
   if (!dbias.empty()) sum_rows_accumulate(dy, dbias);
 }
 
@@ -42,10 +54,10 @@ void matmul_backward(Tape<T>& tape, const Node<T>& node) {
   const bool transpose_a = node.ints[0], transpose_b = node.ints[1];
   const Tensor<T> a = maybe_transpose(tape.node(node.inputs[0]).value, transpose_a);
   const Tensor<T> b = maybe_transpose(tape.node(node.inputs[1]).value, transpose_b);
-  if (Tensor<T> da = tape.input_grad(node, 0); !da.empty())
-    gemm(node.grad, b.transpose(0, 1), maybe_transpose(da, transpose_a), T(1), T(1));
-  if (Tensor<T> db = tape.input_grad(node, 1); !db.empty())
-    gemm(a.transpose(0, 1), node.grad, maybe_transpose(db, transpose_b), T(1), T(1));
+  if (auto [da, overwrite] = tape.input_grad_target(node, 0); !da.empty())
+    gemm(node.grad, b.transpose(0, 1), maybe_transpose(da, transpose_a), T(1), beta_for<T>(overwrite));
+  if (auto [db, overwrite] = tape.input_grad_target(node, 1); !db.empty())
+    gemm(a.transpose(0, 1), node.grad, maybe_transpose(db, transpose_b), T(1), beta_for<T>(overwrite));
 }
 
 // x [N,in] (rows flattened), w [out,in], bias [out]:  y = x w^T + bias.
@@ -54,10 +66,10 @@ template <typename T>
 void linear_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T>& x = tape.node(node.inputs[0]).value;
   const Tensor<T> dy = node.grad.reshape({node.grad.shape().rows(), node.grad.shape().last()});
-  const Tensor<T> dx = tape.input_grad(node, 0);
+  const auto dx = tape.input_grad_target(node, 0);
   linear_backward_kernel(dy, x.reshape({x.shape().rows(), x.shape().last()}), tape.node(node.inputs[1]).value,
-                         dx.empty() ? dx : dx.reshape({x.shape().rows(), x.shape().last()}), tape.input_grad(node, 1),
-                         node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>());
+                         {dx.grad.empty() ? dx.grad : dx.grad.reshape({x.shape().rows(), x.shape().last()}), dx.overwrite},
+                         tape.input_grad_target(node, 1), node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>());
 }
 
 template <typename T>
@@ -112,8 +124,8 @@ Var<T> linear(Var<T> x, Var<T> weight) {
   template Var<T> linear<T>(Var<T>, Var<T>, Var<T>);            \
   template Var<T> linear<T>(Var<T>, Var<T>);                    \
   template void linear_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
-  template void linear_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, \
-                                          const Tensor<T>&, const Tensor<T>&);
+  template void linear_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,            \
+                                          const Tape<T>::GradTarget&, const Tape<T>::GradTarget&, const Tensor<T>&);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

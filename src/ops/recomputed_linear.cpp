@@ -45,16 +45,14 @@ Tensor<T> scratch_matrix(T* scratch, int64_t offset, int64_t rows, int64_t n) {
   return Tensor<T>(scratch + offset, {rows, n});
 }
 
-// The linear's backward given its input `in` [rows, in]: dW, dbias into the parameters'
-// gradients and, when wanted, d in into `d_in` (accumulated; zeroed first when zero_d_in, for a
-// scratch buffer: the unfused graph accumulated into a freshly zeroed gradient).
+// The linear's backward given its input `in` [rows, in] (kept or recomputed): dW, dbias into
+// the parameters' gradients and d in into `d_in` when it is not empty.
 template <typename T>
 void linear_part_backward(Tape<T>& tape, const Node<T>& node, int weight_input, const Tensor<T>& in,
-                          const Tensor<T>& d_in, bool zero_d_in) {
-  const Tensor<T> dy = as_matrix(node.grad);
+                          const typename Tape<T>::GradTarget& d_in) {
   const bool has_bias = node.n_inputs > weight_input + 1;
-  if (zero_d_in && !d_in.empty()) d_in.fill(T(0));
-  linear_backward_kernel(dy, in, tape.node(node.inputs[weight_input]).value, d_in, tape.input_grad(node, weight_input),
+  linear_backward_kernel(as_matrix(node.grad), in, tape.node(node.inputs[weight_input]).value, d_in,
+                         tape.input_grad_target(node, weight_input),
                          has_bias ? tape.input_grad(node, weight_input + 1) : Tensor<T>());
 }
 
@@ -71,31 +69,38 @@ void layer_norm_linear_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T> normed = scratch_matrix(scratch, 0, rows, C);
   const Tensor<T> d_normed = need_d_normed ? scratch_matrix(scratch, padded(rows * C), rows, C) : Tensor<T>();
   layer_norm_forward(x, norm_weight, norm_bias, node.scalars[0], normed, Tensor<T>(), Tensor<T>());
-  linear_part_backward(tape, node, 3, normed, d_normed, /*zero_d_in=*/true);
+  linear_part_backward(tape, node, 3, normed, {d_normed, true});
   if (!need_d_normed) return;
-  const Tensor<T> dx = tape.input_grad(node, 0);
-  layer_norm_backward(d_normed, x, norm_weight, node.saved[0], node.saved[1], dx.empty() ? dx : as_matrix(dx),
-                      tape.input_grad(node, 1), tape.input_grad(node, 2));
+  const auto dx = tape.input_grad_target(node, 0);
+  layer_norm_backward(d_normed, x, norm_weight, node.saved[0], node.saved[1],
+                      dx.grad.empty() ? dx.grad : as_matrix(dx.grad), tape.input_grad(node, 1),
+                      tape.input_grad(node, 2), dx.overwrite);
 }
 
 // inputs: x, a, weight[, bias];  ints[0] = LinearInput.  out = x + (in W^T + bias) with in = a
-// or gelu(a):  dx += dout, then the linear's backward, then gelu's.
+// or gelu(a):  dx (+)= dout, then the linear's backward, then gelu's.
 template <typename T>
 void residual_linear_backward(Tape<T>& tape, const Node<T>& node) {
-  if (const Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) accumulate(node.grad, dx);
+  if (const auto dx = tape.input_grad_target(node, 0); !dx.grad.empty())
+    write_or_accumulate(node.grad, dx.grad, dx.overwrite);
   const Tensor<T> a = as_matrix(tape.node(node.inputs[1]).value);
-  const Tensor<T> da = tape.input_grad(node, 1);
+  const auto da_target = tape.input_grad_target(node, 1);
+  const typename Tape<T>::GradTarget da{da_target.grad.empty() ? da_target.grad : as_matrix(da_target.grad),
+                                        da_target.overwrite};
   if (static_cast<LinearInput>(node.ints[0]) == LinearInput::plain) {
-    linear_part_backward(tape, node, 2, a, da.empty() ? da : as_matrix(da), /*zero_d_in=*/false);
+    linear_part_backward(tape, node, 2, a, da);
     return;
   }
   const int64_t rows = a.size(0), F = a.size(1);
-  T* scratch = tape.scratch(2 * padded(rows * F));
+  // gelu(a) is recomputed; d gelu(a) goes straight into da when da is written fresh (then
+  // scaled by gelu'(a) in place), else through the scratch.
+  const bool via_scratch = !da.grad.empty() && !da.overwrite;
+  T* scratch = tape.scratch((via_scratch ? 2 : 1) * padded(rows * F));
   const Tensor<T> activated = scratch_matrix(scratch, 0, rows, F);
-  const Tensor<T> d_activated = da.empty() ? Tensor<T>() : scratch_matrix(scratch, padded(rows * F), rows, F);
   gelu_forward(a, activated);
-  linear_part_backward(tape, node, 2, activated, d_activated, /*zero_d_in=*/true);
-  if (!da.empty()) gelu_backward_kernel(d_activated, a, as_matrix(da));
+  const Tensor<T> d_activated = via_scratch ? scratch_matrix(scratch, padded(rows * F), rows, F) : da.grad;
+  linear_part_backward(tape, node, 2, activated, {d_activated, true});
+  if (!da.grad.empty()) gelu_backward_kernel(d_activated, a, da.grad, da.overwrite);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Shape ops and their backwards. The forwards are views (reshape, slice) or copies through
 // Tensor::copy_from (transpose, concat); every backward adds the contiguous dy into the region
-// of dx it came from, through accumulate_strided below.
+// of dx it came from, through write_or_accumulate_strided below (or writes it there, when it is
+// the first contribution to the whole of dx: Tape::input_grad_target).
 #include "headlab/ops/shape.h"
 
 #include "headlab/common/parallel.h"
@@ -10,12 +11,13 @@ namespace headlab {
 
 namespace {
 
-// dst[idx] += src[idx] for every index of their common shape, any strides on either side.
-// Threads split the rows (all dims but the last); each element is written by one thread.
+// dst[idx] = src[idx] (overwrite) or dst[idx] += src[idx] for every index of their common
+// shape, any strides on either side. Threads split the rows (all dims but the last); each element
+// is written by one thread.
 template <typename T>
-void accumulate_strided(const Tensor<T>& src, const Tensor<T>& dst) {
+void write_or_accumulate_strided(const Tensor<T>& src, const Tensor<T>& dst, bool overwrite) {
   if (src.is_contiguous() && dst.is_contiguous()) {
-    accumulate(src, dst);
+    write_or_accumulate(src, dst, overwrite);
     return;
   }
   const Shape& shape = dst.shape();
@@ -33,30 +35,36 @@ void accumulate_strided(const Tensor<T>& src, const Tensor<T>& dst) {
       src_offset += index * src.stride(dim);
       dst_offset += index * dst.stride(dim);
     }
-    for (int64_t j = 0; j < inner; ++j) d[dst_offset + j * dst_step] += s[src_offset + j * src_step];
+    if (overwrite)
+      for (int64_t j = 0; j < inner; ++j) d[dst_offset + j * dst_step] = s[src_offset + j * src_step];
+    else
+      for (int64_t j = 0; j < inner; ++j) d[dst_offset + j * dst_step] += s[src_offset + j * src_step];
   }
 }
 
-// reshape: dx += dy (same elements, same order).
+// reshape: dx += dy (same elements, same order), a copy when dy is dx's first contribution.
 template <typename T>
 void reshape_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) accumulate(node.grad, dx);
+  if (auto [dx, overwrite] = tape.input_grad_target(node, 0); !dx.empty())
+    write_or_accumulate(node.grad, dx, overwrite);
 }
 
 // transpose: ints[0], ints[1] = the swapped dims. The forward copied x.transpose(d0, d1) into
 // y, so dy lands in dx seen through the same transposed view.
 template <typename T>
 void transpose_backward(Tape<T>& tape, const Node<T>& node) {
-  if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty())
-    accumulate_strided(node.grad, dx.transpose(static_cast<int>(node.ints[0]), static_cast<int>(node.ints[1])));
+  if (auto [dx, overwrite] = tape.input_grad_target(node, 0); !dx.empty())
+    write_or_accumulate_strided(node.grad, dx.transpose(static_cast<int>(node.ints[0]), static_cast<int>(node.ints[1])),
+                                overwrite);
 }
 
-// slice: ints[0] = dim, ints[1] = start. dy goes into dx's [start, start + length) along dim.
+// slice: ints[0] = dim, ints[1] = start. dy goes into dx's [start, start + length) along dim;
+// the rest of dx is not written, so dx comes zeroed (input_grad).
 template <typename T>
 void slice_backward(Tape<T>& tape, const Node<T>& node) {
   if (Tensor<T> dx = tape.input_grad(node, 0); !dx.empty()) {
     const int dim = static_cast<int>(node.ints[0]);
-    accumulate_strided(node.grad, dx.narrow(dim, node.ints[1], node.grad.size(dim)));
+    write_or_accumulate_strided(node.grad, dx.narrow(dim, node.ints[1], node.grad.size(dim)), false);
   }
 }
 
@@ -67,8 +75,8 @@ void concat_backward(Tape<T>& tape, const Node<T>& node) {
   int64_t offset = 0;
   for (int i = 0; i < node.n_inputs; ++i) {
     const int64_t length = tape.node(node.inputs[i]).value.size(dim);
-    if (Tensor<T> dx = tape.input_grad(node, i); !dx.empty())
-      accumulate_strided(node.grad.narrow(dim, offset, length), dx);
+    if (auto [dx, overwrite] = tape.input_grad_target(node, i); !dx.empty())
+      write_or_accumulate_strided(node.grad.narrow(dim, offset, length), dx, overwrite);
     offset += length;
   }
 }

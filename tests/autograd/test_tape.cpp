@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include "headlab/ops/elementwise.h"
 #include "support/gradcheck.h"
@@ -87,6 +88,46 @@ TEST_CASE("dead intermediate gradients are recycled within a step; retain_grad k
   for (int64_t i = 0; i < 64 * 32; i += 97) {
     const double xi = x0.data()[i];
     CHECK(x.grad().data()[i] == Approx(13 * std::pow(0.5, 12) * std::pow(xi, 12)).epsilon(1e-10));
+  }
+}
+
+TEST_CASE("a gradient's first contribution overwrites a recycled buffer, later ones add to it", "[autograd]") {
+  // Memory the tape hands out starts as NaN (first pass) or as the first pass's numbers (second
+  // pass, after reset): accumulating into a buffer nothing has written yet shows, and so does
+  // overwriting a gradient that already holds a contribution. Values are multiples of 1/4, so
+  // every sum below is exact.
+  Arena arena;
+  test::fill_arena_with_nan(arena, size_t(1) << 20);
+  Tape<double> tape(arena);
+  constexpr int64_t kN = 32;
+  std::vector<double> x_data(kN), w_data(kN);
+  for (int64_t i = 0; i < kN; ++i) {
+    x_data[i] = 0.5 * static_cast<double>(i % 7 - 3);
+    w_data[i] = 0.25 * static_cast<double>(i % 5 - 2) + 1.0;
+  }
+  const size_t grad_bytes = kN * sizeof(double);
+  for (int pass = 0; pass < 2; ++pass) {
+    INFO("pass " << pass);
+    Var<double> x = tape.leaf_with_grad(Tensor<double>(x_data.data(), {4, 8}));
+    Var<double> w = tape.constant(Tensor<double>(w_data.data(), {4, 8}));
+    // h reaches the loss three ways. Backwards run in reverse order: mul(h, h) writes h's
+    // gradient (input 0), then adds to it (input 1), then scale(h, 2) adds.
+    Var<double> h = scale(x, 1.5);
+    Var<double> p = scale(h, 2.0);
+    Var<double> q = mul(h, h);
+    Var<double> loss = sum(mul(add(p, q), w));
+    tape.retain_grad(h);
+    const size_t before_backward = arena.bytes_in_use();
+    tape.backward(loss);
+    // Of the six [4, 8] gradients (the last mul's, the add's, p's, q's, h's and x's) only three
+    // need new memory: p's, h's and x's come off the free list, holding dead gradients.
+    REQUIRE(arena.bytes_in_use() - before_backward <= 3 * grad_bytes + 64);
+    for (int64_t i = 0; i < kN; ++i) {
+      const double hi = 1.5 * x_data[i], dh = w_data[i] * hi + w_data[i] * hi + 2.0 * w_data[i];
+      CHECK(h.grad().data()[i] == dh);
+      CHECK(x.grad().data()[i] == 1.5 * dh);
+    }
+    tape.reset();
   }
 }
 

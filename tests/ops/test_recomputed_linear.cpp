@@ -19,25 +19,26 @@ namespace {
 using Graph = std::function<Var<float>(Tape<float>&, const std::vector<Var<float>>&)>;
 
 // The value of graph(inputs) and every input's gradient of L = sum(y * r) for a fixed random r,
-// in float; each input is a leaf with its own gradient buffer. The output also feeds a second
-// consumer (y * 1 summed again) and the first input a second one too, so gradients accumulate.
+// in float. Each input is an intermediate node (1 * a leaf), so the op's backward may write its
+// gradient fresh; input `shared` also feeds a second consumer recorded after the op, whose
+// backward runs first, so there the op must add to what is already there.
 struct Run {
   std::vector<float> value;
   std::vector<std::vector<float>> grads;
 };
 
-Run run(const Graph& graph, const std::vector<Tensor<float>>& inputs) {
+Run run(const Graph& graph, const std::vector<Tensor<float>>& inputs, size_t shared) {
   Arena arena;
   Tape<float> tape(arena);
   std::vector<Tensor<float>> grads;
   std::vector<Var<float>> vars;
   for (const Tensor<float>& x : inputs) {
     grads.push_back(arena.zeros<float>(x.shape()));
-    vars.push_back(tape.leaf(x, grads.back()));
+    vars.push_back(scale(tape.leaf(x, grads.back()), 1.0));
   }
   Var<float> y = graph(tape, vars);
   Var<float> r = tape.constant(random_tensor<float>(arena, y.shape(), 77));
-  Var<float> loss = add(sum(mul(y, r)), sum(mul(vars[0], vars[0])));
+  Var<float> loss = add(sum(mul(y, r)), sum(mul(vars[shared], vars[shared])));
   tape.backward(loss);
   Run out;
   out.value.assign(y.value().data(), y.value().data() + y.value().numel());
@@ -110,29 +111,31 @@ TEST_CASE("the recomputing linear ops give the unfused ops' values and gradients
   auto w_in = random_tensor<float>(arena, {F, C}, 14), b_in = random_tensor<float>(arena, {F}, 15);
   auto u = random_tensor<float>(arena, {rows, F}, 16, -4.0, 4.0);
   auto w_out = random_tensor<float>(arena, {C, F}, 17), b_out = random_tensor<float>(arena, {C}, 18);
+  const size_t shared = GENERATE(0, 1);  // which input a second consumer also reads
+  INFO("input " << shared << " has a second consumer");
   SECTION("layer_norm_linear = linear(layer_norm)") {
     require_bit_identical(
         run([](Tape<float>&, const std::vector<Var<float>>& in) {
           return layer_norm_linear(in[0], in[1], in[2], 1e-5, in[3], in[4]);
-        }, {x, nw, nb, w_in, b_in}),
+        }, {x, nw, nb, w_in, b_in}, shared),
         run([](Tape<float>&, const std::vector<Var<float>>& in) {
           return linear(layer_norm(in[0], in[1], in[2], 1e-5), in[3], in[4]);
-        }, {x, nw, nb, w_in, b_in}));
+        }, {x, nw, nb, w_in, b_in}, shared));
   }
   SECTION("residual_linear = add(x, linear(a))") {
     require_bit_identical(
         run([](Tape<float>&, const std::vector<Var<float>>& in) { return residual_linear(in[0], in[1], in[2], in[3]); },
-            {x, u, w_out, b_out}),
+            {x, u, w_out, b_out}, shared),
         run([](Tape<float>&, const std::vector<Var<float>>& in) { return add(in[0], linear(in[1], in[2], in[3])); },
-            {x, u, w_out, b_out}));
+            {x, u, w_out, b_out}, shared));
   }
   SECTION("residual_linear through gelu = add(x, linear(gelu(a)))") {
     require_bit_identical(
         run([](Tape<float>&, const std::vector<Var<float>>& in) {
           return residual_linear(in[0], in[1], in[2], in[3], LinearInput::gelu);
-        }, {x, u, w_out, b_out}),
+        }, {x, u, w_out, b_out}, shared),
         run([](Tape<float>&, const std::vector<Var<float>>& in) { return add(in[0], linear(gelu(in[1]), in[2], in[3])); },
-            {x, u, w_out, b_out}));
+            {x, u, w_out, b_out}, shared));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -60,6 +61,12 @@ void compare_with_central_differences(const std::function<double()>& loss, doubl
   }
 }
 
+void fill_arena_with_nan(Arena& arena, size_t bytes) {
+  const Tensor<double> block = arena.empty<double>({static_cast<int64_t>(bytes / sizeof(double))});
+  block.fill(std::numeric_limits<double>::quiet_NaN());
+  arena.reset();
+}
+
 GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>>& inputs,
                           const GradCheckOptions& options) {
   std::mt19937_64 rng(options.seed);
@@ -67,6 +74,7 @@ GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>
 
   // Analytic gradients of L = sum(w * y).
   Arena arena;
+  fill_arena_with_nan(arena, size_t(8) << 20);
   Tape<double> tape(arena);
   std::vector<Var<double>> vars;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -34,7 +34,13 @@ struct GradCheckOptions {
   std::vector<bool> differentiable;  // per input; default all true
 };
 
-// Inputs are modified in place during the check and restored afterwards.
+// Fills the arena's first `bytes` with NaN and resets it, so later allocations start on NaNs: a
+// backward that reads a buffer nothing wrote (an unzeroed gradient, Tape::input_grad_target)
+// turns its results into NaN. A fresh arena's memory would be zero pages and hide that.
+void fill_arena_with_nan(Arena& arena, size_t bytes);
+
+// Inputs are modified in place during the check and restored afterwards. The arena the backward
+// runs in starts on NaNs (fill_arena_with_nan).
 GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>>& inputs,
                           const GradCheckOptions& options = {});
 

@@ -3,9 +3,13 @@
 // backward. Nodes, outputs and gradients all live in the Tape's Arena, and the node list keeps
 // its capacity across reset(), so a warmed-up step allocates nothing.
 //
-// Gradient convention: every backward *accumulates* (+=) into its inputs' gradient buffers.
-// Tape::backward zeroes a node's gradient buffer the first time something flows into it;
-// leaves made with leaf(value, grad) accumulate into the caller's persistent buffer (parameter
+// Gradient convention: a backward *accumulates* (+=) into its inputs' gradient buffers, except
+// that the first contribution to an op output's or leaf_with_grad's gradient may overwrite it
+// (=): an op whose backward writes every element of an input's gradient asks for it with
+// input_grad_target, which hands out a buffer nothing has flowed into yet unzeroed, so no zero
+// fill (one thread's pass over every gradient) is needed. Ops writing only part of a gradient
+// (slices, scatters) use input_grad, which zeroes a new buffer. Leaves made with
+// leaf(value, grad) always accumulate into the caller's persistent buffer (parameter
 // gradients), which the caller zeroes between optimizer steps.
 //
 // Memory: once a node's backward has run, its gradient is dead, so backward() recycles that
@@ -91,6 +95,17 @@ class Tape {
   // input needs no gradient. Ops' backwards call this and accumulate into the result.
   Tensor<T> input_grad(const Node<T>& node, int i);
 
+  // For a backward that writes every element of input `i`'s gradient: if nothing has flowed into
+  // it yet, `grad` is a new or recycled buffer left unzeroed (garbage) and `overwrite` is true:
+  // the op must then assign (=) every element, and finish writing before it asks for another
+  // input's gradient (the same node may be two inputs). Otherwise (a second contribution, or a
+  // parameter leaf) it is input_grad's buffer with `overwrite` false: accumulate (+=).
+  struct GradTarget {
+    Tensor<T> grad;  // empty if that input needs no gradient
+    bool overwrite = false;
+  };
+  GradTarget input_grad_target(const Node<T>& node, int i);
+
   // Keeps v's gradient readable after backward() (intermediate gradients are recycled).
   void retain_grad(Var<T> v);
 
@@ -118,6 +133,8 @@ class Tape {
   };
   static constexpr size_t kMaxGradSizes = 64;
   void* take_free_grad(size_t bytes);
+  // A gradient buffer for `shape`, recycled or from the arena, contents undefined.
+  Tensor<T> uninitialized_grad(const Shape& shape);
   void recycle_grad(Node<T>& node);
 
   Arena* arena_;

@@ -32,13 +32,15 @@ void broadcast_rows(const Tensor<T>& row, const Tensor<T>& out);
 // thread count: threads split columns, never rows).
 template <typename T>
 void sum_rows_accumulate(const Tensor<T>& m, const Tensor<T>& acc);
-// out = gelu(x);  dx += dy * gelu'(x): gelu()'s kernels, for ops that recompute it.
+// out = gelu(x);  dx = or += dy * gelu'(x) (overwrite or not): gelu()'s kernels, for ops that
+// recompute it.
 template <typename T>
 void gelu_forward(const Tensor<T>& x, const Tensor<T>& out);
 template <typename T>
-void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx);
-// dst[i] += src[i] over contiguous tensors of the same size.
+void gelu_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& dx, bool overwrite);
+// dst[i] = src[i] (overwrite) or dst[i] += src[i], over contiguous tensors of the same size:
+// a gradient's first contribution or a later one (Tape::input_grad_target).
 template <typename T>
-void accumulate(const Tensor<T>& src, const Tensor<T>& dst);
+void write_or_accumulate(const Tensor<T>& src, const Tensor<T>& dst, bool overwrite);
 
 }  // namespace headlab

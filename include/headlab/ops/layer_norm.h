@@ -19,10 +19,11 @@ Var<T> layer_norm(Var<T> x, Var<T> weight, Var<T> bias, double eps = 1e-5);
 template <typename T>
 void layer_norm_forward(const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& bias, double eps,
                         const Tensor<T>& y, const Tensor<T>& mean, const Tensor<T>& rstd);
-// Accumulates into dx [rows, C], dweight [C], dbias [C]; an empty gradient is skipped.
+// Accumulates into dx [rows, C] (or writes it, if overwrite_dx), dweight [C], dbias [C]; an
+// empty gradient is skipped. dx is written before dweight and dbias are read.
 template <typename T>
 void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight,
                          const Tensor<T>& mean, const Tensor<T>& rstd, const Tensor<T>& dx,
-                         const Tensor<T>& dweight, const Tensor<T>& dbias);
+                         const Tensor<T>& dweight, const Tensor<T>& dbias, bool overwrite_dx = false);
 
 }  // namespace headlab

@@ -20,12 +20,14 @@ template <typename T>
 Var<T> linear(Var<T> x, Var<T> weight);  // no bias
 
 // linear's kernels on matrices, for ops that fuse a linear layer (ops/recomputed_linear.h):
-// y [N,out] = x [N,in] w^T + bias (bias may be empty);  dx += dy w,  dw += dy^T x,
-// dbias += column sums of dy (an empty gradient is skipped).
+// y [N,out] = x [N,in] w^T + bias (bias may be empty);  dx (+)= dy w,  dw (+)= dy^T x (written
+// when the target says overwrite, else added), dbias += column sums of dy; an empty gradient is
+// skipped.
 template <typename T>
 void linear_forward(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& bias, const Tensor<T>& y);
 template <typename T>
-void linear_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& dx,
-                            const Tensor<T>& dw, const Tensor<T>& dbias);
+void linear_backward_kernel(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& w,
+                            const typename Tape<T>::GradTarget& dx, const typename Tape<T>::GradTarget& dw,
+                            const Tensor<T>& dbias);
 
 }  // namespace headlab
