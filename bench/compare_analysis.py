@@ -121,6 +121,21 @@ def report(records):
         print(f"| {task} | {job} | {before:.2f} | {after:.2f} | {before / after:.2f}x | {rss_a / rss_b:.2f} |"
               f" {'yes' if identical else '**no**'} | {busy:.2f} |")
     print(f"| all | sum of medians | {total_before:.1f} | {total_after:.1f} | {total_before / total_after:.2f}x | | | |")
+    # Issue 11's target: analyze and a prune job >= 2x faster, outputs byte-identical.
+    print("\n| target (issue 11) | jobs at >= 2x | ratios | outputs identical |")
+    print("|---|---|---|---|")
+    for kind in ("analyze", "prune"):
+        ratios = []
+        for (task, job), rs in rows.items():
+            if not job.startswith(kind):
+                continue
+            before = statistics.median(r["seconds"] for r in rs if r["binary"] == "before")
+            after = statistics.median(r["seconds"] for r in rs if r["binary"] == "after")
+            ratios.append((before / after, all(r["identical"] for r in rs)))
+        if ratios:
+            held = sum(r >= 2 for r, _ in ratios)
+            print(f"| `{kind}` >= 2x faster | {held} of {len(ratios)} | {min(r for r, _ in ratios):.2f}-"
+                  f"{max(r for r, _ in ratios):.2f}x | {'all' if all(i for _, i in ratios) else '**not all**'} |")
     meta = next((r for r in records if "before_binary" in r), None)
     if meta:
         print(f"\nbefore: {meta['before_binary']}  after: {meta['after_binary']}  reps: {meta['reps']}"

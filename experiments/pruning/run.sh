@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates experiments/pruning/RESULTS.md (issue 7: Michel et al. 2019 and Voita et al. 2019
 # on headlab's models). From the repository root, after building:
-#   experiments/pruning/run.sh                       # everything: 27 min on 2 cores (measured 2026-11-30)
+#   experiments/pruning/run.sh                       # everything: about 21 min on 2 cores (8 training, 12.4 jobs; 2026-12-01)
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p experiments/pruning/run.sh   # a quick end-to-end check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
 #   LIST_JOBS=1 experiments/pruning/run.sh           # print step 2's job lines, run nothing

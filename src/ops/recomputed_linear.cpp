@@ -36,7 +36,8 @@ Shape output_shape(const Tensor<T>& in, const Var<T>& weight) {
   return s;
 }
 
-// Element counts rounded up to 64 bytes, so every matrix in the scratch starts aligned.
+// Element counts rounded up to a multiple of 16 (64 bytes of float), so every matrix in the
+// scratch starts 64-byte aligned.
 inline int64_t padded(int64_t count) { return (count + 15) / 16 * 16; }
 
 // A [rows, n] matrix in the tape's scratch, at `offset` elements.
