@@ -66,9 +66,11 @@ void PruningEvaluation::forget() {
 // of that layer changed other than to 0).
 int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const SavedBatch& saved,
                                                std::vector<uint8_t>& off) {
+  if (static_cast<int64_t>(saved.gates.size()) != model.spec().n_layers) return -1;  // another model
   for (int64_t l = 0; l < model.spec().n_layers; ++l) {
     const Tensor<float> g = model.gates().value(static_cast<int>(l));
     const std::vector<float>& was = saved.gates[static_cast<size_t>(l)];
+    if (static_cast<int64_t>(was.size()) != g.numel()) return -1;
     off.assign(static_cast<size_t>(g.numel()), 0);
     bool changed = false;
     for (int64_t h = 0; h < g.numel(); ++h) {
