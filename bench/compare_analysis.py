@@ -20,6 +20,7 @@ machine was not quiet and the times are suspect.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -64,6 +65,11 @@ def list_jobs(task):
     if wanted:
         sys.exit(f"compare_analysis: run.sh lists no job for {', '.join(wanted)}")
     return jobs
+
+
+def sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def busy_jiffies():
@@ -157,7 +163,8 @@ scratch = args.scratch or tempfile.mkdtemp(prefix="compare_analysis-")
 records = []
 with open(log_path, "w") as log:
     meta = {"before_binary": args.before, "after_binary": args.after, "reps": args.reps,
-            "started": datetime.datetime.now().isoformat(timespec="seconds")}
+            "started": datetime.datetime.now().isoformat(timespec="seconds"),
+            "before_sha256": sha256(args.before), "after_sha256": sha256(args.after)}
     for task in args.tasks.split(","):
         for job, folder, command in list_jobs(task):
             for rep in range(args.reps):
