@@ -162,12 +162,15 @@ ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, con
   attention_outputs_.assign(static_cast<size_t>(first), Var<T>{});
   block_inputs_.assign(static_cast<size_t>(first), Var<T>{});
   for (int64_t l = first; l < spec_.n_layers; ++l) {
-    const int gi = static_cast<int>(l);
-    Var<T> gates = gate_vars != nullptr ? gate_vars[l]
-                 : opt.gate_grads    ? tape.leaf(gates_.value(gi), gates_.grad(gi))
-                                     : tape.constant(gates_.value(gi));
     block_inputs_.push_back(x);
-    Var<T> a = l == first && first_attention.defined() ? first_attention : attend(tape, x, l, in, opt, gates);
+    Var<T> a = first_attention;
+    if (l != first || !a.defined()) {
+      const int gi = static_cast<int>(l);
+      Var<T> gates = gate_vars != nullptr ? gate_vars[l]
+                   : opt.gate_grads    ? tape.leaf(gates_.value(gi), gates_.grad(gi))
+                                       : tape.constant(gates_.value(gi));
+      a = attend(tape, x, l, in, opt, gates);
+    }
     attention_outputs_.push_back(a);
     x = finish_block(tape, x, a, l, opt);
   }

@@ -16,6 +16,7 @@
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "support/scratch.h"
+#include "support/tiny_model.h"
 #include "support/trained_run.h"
 
 using namespace headlab;
@@ -65,23 +66,6 @@ void randomize(Model<T>& model, uint64_t seed) {
   for (int i = 0; i < model.gates().size(); ++i)
     for (int64_t h = 0; h < model.gates().value(i).numel(); ++h)
       model.gates().value(i).data()[h] = static_cast<T>(1 + u(rng));
-}
-
-// A tiny generated task for a decoder (k_relation) or an encoder (classify, with padding).
-std::unique_ptr<Dataset> tiny_task(ModelKind kind, int64_t T) {
-  TaskOptions o;
-  o.seq_len = T;
-  if (kind == ModelKind::decoder) {
-    o.task = "k_relation";
-    o.vocab_size = 11;
-    o.offsets = {1, 2};
-  } else {
-    o.task = "classify";
-    o.vocab_size = 16;
-    o.min_len = 1;  // rows of different lengths: some padding in every batch
-  }
-  o.eval_examples = 64;
-  return make_task(o);
 }
 
 // The loss of batch row b alone (the example's mean loss), without a backward.
@@ -214,7 +198,7 @@ TEST_CASE("importance equals the mean absolute per-example gate gradient by cent
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   const auto heads = GENERATE(std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{4, 2});
   const int64_t T = 8, B = 3;
-  auto data = tiny_task(kind, T);
+  auto data = test::tiny_task(kind, T);
   Model<double> model(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, heads.first, heads.second, T));
   randomize(model, 7);
   AnalysisOptions o;
@@ -249,7 +233,7 @@ TEST_CASE("importance equals the mean absolute per-example gate gradient by cent
 TEST_CASE("ablating a head whose gate is already 0 changes nothing, and its importance is its gradient",
           "[analysis]") {
   const int64_t T = 8, B = 4;
-  auto data = tiny_task(ModelKind::decoder, T);
+  auto data = test::tiny_task(ModelKind::decoder, T);
   Model<double> model(tiny_spec(ModelKind::decoder, 11, 2, 2, T));
   randomize(model, 11);
   model.gates().value(1)(0) = 0.0;  // head 0 of layer 1 is pruned
@@ -289,7 +273,7 @@ double batch_loss(Model<T>& model, const Batch& batch) {
 TEST_CASE("each head alone in its layer matches masking the layer's other heads by hand", "[analysis]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   const int64_t T = 8, B = 4, H = 4;
-  auto data = tiny_task(kind, T);
+  auto data = test::tiny_task(kind, T);
   Model<double> model(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, H, H, T));
   randomize(model, 5);
   model.gates().value(1)(2) = 0.0;  // an already pruned head: alone in its layer it leaves the layer empty
@@ -336,7 +320,7 @@ TEST_CASE("each head alone in its layer matches masking the layer's other heads 
 
 TEST_CASE("the encoder's statistics skip padded positions and rows without a label", "[analysis]") {
   const int64_t T = 12, B = 10;
-  auto data = tiny_task(ModelKind::encoder, T);
+  auto data = test::tiny_task(ModelKind::encoder, T);
   Model<float> model(tiny_spec(ModelKind::encoder, 16, 2, 2, T));
   model.params().init(3);
   AnalysisOptions o;
@@ -494,7 +478,7 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
           "[analysis][prune]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   const int64_t T = 6;
-  auto data = tiny_task(kind, T);
+  auto data = test::tiny_task(kind, T);
   Model<double> masked(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, 4, 4, T));
   randomize(masked, 3);
   for (auto [layer, head] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 3}}) masked.gates().value(layer)(head) = 0.0;
@@ -596,7 +580,7 @@ TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   const auto variant = GENERATE(as<std::string>{}, "mha", "gqa", "ragged");
   const int64_t T = 8, B = 5, n_batches = 3, H = 4;
-  auto data = tiny_task(kind, T);
+  auto data = test::tiny_task(kind, T);
   ModelSpec spec = tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, H, variant == "gqa" ? 2 : H, T);
   spec.n_layers = 3;
   Model<float> full(spec);

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <vector>
 
+#include "headlab/data/tasks.h"
 #include "headlab/nn/model.h"
 
 namespace headlab::test {
@@ -59,6 +61,24 @@ void randomize(Model<T>& model, uint64_t seed) {
     Tensor<T> g = model.gates().value(i);
     for (int64_t h = 0; h < g.numel(); ++h) g.data()[h] = static_cast<T>(0.5 + u(rng));
   }
+}
+
+// A tiny generated task for a decoder (k_relation, vocab 11) or an encoder (classify, vocab 16,
+// rows of different lengths: some padding in every batch), eval_examples in val and test.
+inline std::unique_ptr<Dataset> tiny_task(ModelKind kind, int64_t seq_len, int64_t eval_examples = 64) {
+  TaskOptions o;
+  o.seq_len = seq_len;
+  o.eval_examples = eval_examples;
+  if (kind == ModelKind::decoder) {
+    o.task = "k_relation";
+    o.vocab_size = 11;
+    o.offsets = {1, 2};
+  } else {
+    o.task = "classify";
+    o.vocab_size = 16;
+    o.min_len = 1;
+  }
+  return make_task(o);
 }
 
 }  // namespace headlab::test

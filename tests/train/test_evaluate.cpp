@@ -26,22 +26,10 @@ TEST_CASE("a pruning curve's evaluation equals evaluate() bit for bit, round aft
   const int64_t kv_heads = GENERATE(4, 2);
   const int64_t T = 8, B = 6, n_batches = 3;
   INFO((kind == ModelKind::decoder ? "decoder" : "encoder") << ", " << kv_heads << " kv heads");
-  TaskOptions o;
-  o.seq_len = T;
-  o.eval_examples = 16;  // 3 batches of 6: the last one is partly empty
-  if (kind == ModelKind::decoder) {
-    o.task = "k_relation";
-    o.vocab_size = 11;
-    o.offsets = {1, 2};
-  } else {
-    o.task = "classify";
-    o.vocab_size = 16;
-    o.min_len = 1;
-  }
-  auto data = make_task(o);
+  auto data = test::tiny_task(kind, T, 16);  // 3 batches of 6: the last one is partly empty
   ModelSpec spec = test::tiny_spec(kind, 4, kv_heads);
   spec.n_layers = 3;
-  spec.vocab_size = o.vocab_size;
+  spec.vocab_size = data->vocab_size();
   spec.n_classes = 2;
   spec.max_seq_len = T;
   Model<float> model(spec);
