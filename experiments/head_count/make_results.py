@@ -1,117 +1,199 @@
 #!/usr/bin/env python3
-"""Fills experiments/head_count/RESULTS.md from the sweeps' aggregates (run.sh calls it).
+"""experiments/head_count: from the runs to data/, and from data/ to RESULTS.md and figures/.
 
-RESULTS.md is results.template.md with every `{{table NAME}}` replaced by a table built from
-OUT/NAME/results.csv (the sweep's own mean and sample std over seeds), plus columns derived from
-each run's config.toml and metrics.csv: the head width, the KV-cache size, and how many steps the
-runs needed to reach a validation accuracy threshold. Figures: OUT/NAME/plots/final_*.png and
-the validation curves are copied to experiments/head_count/figures/NAME_*.png.
+  make_results.py                  RESULTS.md and figures/ from data/ alone (no runs needed)
+  make_results.py --check          exit 0 when the committed RESULTS.md is what data/ gives, else
+                                   a one-line hint and exit 1 (no matplotlib, no figures)
+  make_results.py collect OUT [--binary PATH]   OUT (run.sh's sweep folders) -> data/
+  make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT   (run.sh) one sweep file per head count
+                                   at the rate its seed-0 run did best with on val; prints them
+  make_results.py eval-jobs HEADLAB OUT   (run.sh) the test-split evaluations still to run
 
-  python3 experiments/head_count/make_results.py runs/head_count
+The run-side commands read the runs' config.toml (tomllib, Python >= 3.11); rendering reads only
+the CSV files in data/ (see data/README.md for their columns).
 """
+import csv
 import math
 import os
 import re
-import shutil
+import subprocess
 import sys
-import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(HERE, "data")
 sys.path.insert(0, os.path.dirname(HERE))
-import common  # noqa: E402
-from common import fail, mean_std, number, pm, write_atomically  # noqa: E402  (experiments/common.py)
+import common  # noqa: E402  (experiments/common.py)
+from common import fail, mean_std, number, pm, write_atomically  # noqa: E402
 
-ACCURACY_THRESHOLD = 0.99
-
-
-def steps_to_accuracy(metrics_rows, steps):
-    """First logged step with val_accuracy >= threshold; `steps` + 1 (censored) if never."""
-    for row in metrics_rows:
-        if number(row["val_accuracy"]) >= ACCURACY_THRESHOLD:
-            return int(row["step"])
-    return steps + 1
+LR_STUDIES = ("k_relation_3_long", "text_long")
+FRESH_SEEDS = [1, 2, 3, 4, 5]  # the seeds trained at each head count's chosen rate (seed 0 chose it)
+EVAL_EXAMPLES = 2048  # generated tasks: the whole test set (datasets/README.md)
 
 
 def read_csv(path):
-    return common.read_csv(path, "run the sweep first (experiments/head_count/run.sh)")
+    return common.read_csv(path, "run experiments/head_count/run.sh first")
 
 
-def sweep_table(out, name):
-    sweep = os.path.join(out, name)
-    results = read_csv(os.path.join(sweep, "results.csv"))
-    grid = read_csv(os.path.join(sweep, "grid.csv"))
-    keys = [k for k in grid[0].keys() if k not in ("run", "params", "steps", "train.seed", "data.seed")]
-    # Runs of each point (every seed), for the derived columns.
-    runs_of = {}
-    for g in grid:
-        runs_of.setdefault(tuple(g[k] for k in keys), []).append(g)
-
-    has_acc = any(r["val_accuracy_mean"] for r in results)
-    has_bpb = any(r["val_bpb_mean"] for r in results)
-    header = [KEY_TITLES.get(k, k) for k in keys] + ["d_head", "params"]
-    if any(k == "model.n_kv_heads" for k in keys):
-        header.append("KV cache / token")
-    header += ["val loss (nats/token)"]
-    if has_acc:
-        header += ["val accuracy", f"steps to {ACCURACY_THRESHOLD:.0%} (runs that got there)"]
-    if has_bpb:
-        header += ["val bits/byte"]
-    header += ["seeds"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
-
-    for r in results:
-        point = tuple(r[k] for k in keys)
-        runs = runs_of[point]
-        config = tomllib.load(open(os.path.join(sweep, runs[0]["run"], "config.toml"), "rb"))
-        model = config["model"]
-        n_heads = model["n_heads"]
-        d_head = model["d_head"] or model["d_model"] // n_heads
-        row = [r[k].replace("_", ", ") if k == "data.offsets" else r[k] for k in keys] + [str(d_head), f"{int(r['params']):,}"]
-        if "model.n_kv_heads" in keys:
-            kv = model["n_kv_heads"] or n_heads
-            row.append(f"{2 * model['n_layers'] * kv * d_head * 4:,} B")  # K and V, fp32, all layers
-        row.append(pm(number(r["val_loss_mean"]), number(r["val_loss_std"]), 3))
-        if has_acc:
-            row.append(pm(number(r["val_accuracy_mean"]), number(r["val_accuracy_std"]), 3))
-            reached = []
-            for g in runs:
-                steps = int(g["steps"])
-                s = steps_to_accuracy(read_csv(os.path.join(sweep, g["run"], "metrics.csv")), steps)
-                reached.append(s if s <= steps else math.nan)
-            got = [s for s in reached if not math.isnan(s)]
-            m, s = mean_std(got)
-            row.append(f"{pm(m, s, 0)} ({len(got)}/{len(runs)})" if got else f"– (0/{len(runs)})")
-        if has_bpb:
-            row.append(pm(number(r["val_bpb_mean"]), number(r["val_bpb_std"]), 3))
-        row += [f"{r['n_seeds']}/{r['n_runs']}"]
-        lines.append("| " + " | ".join(row) + " |")
-
-    figures = os.path.join(HERE, "figures")
-    os.makedirs(figures, exist_ok=True)
-    for png in sorted(os.listdir(os.path.join(sweep, "plots"))) if os.path.isdir(os.path.join(sweep, "plots")) else []:
-        if png.endswith(".png") and (png.startswith("final_") or png.startswith("val_")):
-            shutil.copyfile(os.path.join(sweep, "plots", png), os.path.join(figures, f"{name}_{png}"))
-    return "\n".join(lines)
+# ---- the rate choice (shared by run.sh's seeds-sweeps and the rendering) ------------------------
 
 
-KEY_TITLES = {
-    "model.n_heads": "heads",
-    "model.n_kv_heads": "KV heads",
-    "data.offsets": "offsets",
-    "model.d_head": "d_head",
-}
+def choose_rates(rows):
+    """rows: dicts with heads, lr, val_loss (strings) of one study's seed-0 runs.
+    Per head count, the rate with the lowest final val loss; a tie goes to the lower rate."""
+    best = {}
+    for r in rows:
+        h, lr, loss = int(r["heads"]), float(r["lr"]), number(r["val_loss"])
+        if math.isnan(loss):
+            fail(f"no final val loss for {h} heads at lr {lr}: the rate sweep has not finished")
+        if h not in best or (loss, lr) < (best[h][1], best[h][0]):
+            best[h] = (lr, loss)
+    return {h: lr for h, (lr, _) in sorted(best.items())}
 
 
-def main():
-    if len(sys.argv) != 2:
-        fail("usage: make_results.py OUT (the folder holding the sweeps, e.g. runs/head_count)")
-    out = sys.argv[1]
-    template = open(os.path.join(HERE, "results.template.md")).read()
-    text = re.sub(r"\{\{table (\w+)\}\}", lambda m: sweep_table(out, m.group(1)), template)
-    target = os.path.join(HERE, "RESULTS.md")
-    write_atomically(target, text)
-    print(f"wrote {target}")
+# ---- run side: reading run folders --------------------------------------------------------------
 
 
-if __name__ == "__main__":
-    main()
+def load_toml(path):
+    import tomllib
+
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+def final_row(metrics):
+    """The last row with a validation value (the evaluation after the last step)."""
+    rows = [m for m in metrics if m["val_loss"] != ""]
+    return rows[-1] if rows else None
+
+
+def run_facts(run_dir):
+    """Config facts and final metrics of one finished run folder; None if it has not finished."""
+    config = load_toml(os.path.join(run_dir, "config.toml"))
+    metrics = read_csv(os.path.join(run_dir, "metrics.csv"))
+    m, d, t = config["model"], config["data"], config["train"]
+    last = final_row(metrics)
+    if last is None or int(last["step"]) != t["steps"]:
+        return None
+    heads = m["n_heads"]
+    return {
+        "task": d["task"],
+        "heads": heads,
+        "kv_heads": m["n_kv_heads"] or heads,
+        "d_head": m["d_head"] or m["d_model"] // heads,
+        "d_model": m["d_model"],
+        "layers": m["n_layers"],
+        "lr": repr(t["lr"]),
+        "steps": t["steps"],
+        "batch": t["batch_size"],
+        "seq_len": d["seq_len"],
+        "vocab": d["vocab_size"] or m["vocab_size"],
+        "offsets": "_".join(str(o) for o in d["offsets"]) if d["task"] == "k_relation" else "",
+        "seed": t["seed"],
+        "val_loss": last["val_loss"],
+        "val_accuracy": last["val_accuracy"],
+        "val_bpb": last["val_bpb"],
+        "elapsed_s": metrics[-1]["elapsed_s"],
+    }, metrics, config
+
+
+def final_checkpoint(run_dir, steps):
+    return os.path.join(run_dir, "checkpoints", f"step_{steps:08d}.h5")
+
+
+def run_dirs(out):
+    """(sweep name, run folder) of every run under OUT: OUT/<sweep>/<run>/ and, for the
+    generated seed sweeps, OUT/<study>_seeds/heads=<H>/<run>/."""
+    found = []
+    for sweep in sorted(os.listdir(out)):
+        top = os.path.join(out, sweep)
+        if not os.path.isdir(top):
+            continue
+        for sub in [top] + [os.path.join(top, s) for s in sorted(os.listdir(top)) if s.startswith("heads=")]:
+            grid = os.path.join(sub, "grid.csv")
+            if os.path.exists(grid):
+                for g in read_csv(grid):
+                    found.append((sweep, os.path.join(sub, g["run"])))
+    return found
+
+
+def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out):
+    sweep = load_toml(lr_toml)
+    base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(lr_toml)), sweep["base"]))
+    rows = []
+    for g in read_csv(os.path.join(lr_out, "grid.csv")):
+        facts = run_facts(os.path.join(lr_out, g["run"]))
+        if facts is None:
+            fail(f"{os.path.join(lr_out, g['run'])} has not finished")
+        rows.append({k: str(v) for k, v in facts[0].items()})
+    os.makedirs(seeds_out, exist_ok=True)
+    study = os.path.basename(os.path.normpath(seeds_out))
+    for heads, lr in choose_rates(rows).items():
+        lines = [
+            f"# Generated by make_results.py seeds-sweeps from {os.path.relpath(lr_toml, REPO)}: {heads} heads at",
+            f"# lr {lr!r}, the rate whose seed-0 run ended with the lowest val loss; fresh seeds.",
+            f'base = "{base}"',
+            f'name = "{study}_heads={heads}"',
+            "",
+            "[set]",
+        ]
+        for key, value in sweep["set"].items():
+            lines.append(f'"{key}" = {toml_value(value)}')
+        lines += [f'"model.n_heads" = {heads}', f'"train.lr" = {lr!r}', "", "[grid]", f'"train.seed" = {FRESH_SEEDS}', ""]
+        path = os.path.join(seeds_out, f"heads={heads}.toml")
+        write_atomically(path, "\n".join(lines))
+        print(path)
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    fail(f"cannot write {v!r} to a sweep file")
+
+
+def cmd_eval_jobs(headlab, out):
+    """One shell line per finished run without RUN/test.txt: headlab eval of its final checkpoint
+    on the test split (generated tasks: all 2048 test examples; text: the whole split)."""
+    for _, run in run_dirs(out):
+        if os.path.exists(os.path.join(run, "test.txt")) or not os.path.exists(os.path.join(run, "metrics.csv")):
+            continue
+        got = run_facts(run)
+        if got is None:
+            continue
+        facts, _, config = got
+        batches = "" if facts["task"] == "text" else f" --batches {-(-EVAL_EXAMPLES // facts['batch'])}"
+        ckpt = final_checkpoint(run, facts["steps"])
+        q = lambda p: "'" + p.replace("'", "'\\''") + "'"  # noqa: E731
+        print(f"{q(headlab)} eval {q(ckpt)} --split test{batches} > {q(run + '/test.txt.tmp')} && mv {q(run + '/test.txt.tmp')} {q(run + '/test.txt')}")
+
+
+def read_test(run):
+    """RUN/test.txt (headlab eval's output) -> test_loss, test_accuracy, test_bpb strings."""
+    path = os.path.join(run, "test.txt")
+    if not os.path.exists(path):
+        fail(f"{path} is missing: run.sh evaluates every final checkpoint on the test split")
+    got = {"test_loss": "", "test_accuracy": "", "test_bpb": ""}
+    names = {"loss": "test_loss", "accuracy": "test_accuracy", "bits_per_byte": "test_bpb"}
+    for line in open(path):
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in names:
+            got[names[parts[0]]] = parts[1]
+    if got["test_loss"] == "":
+        fail(f"{path} has no loss line")
+    return got
+
+
+if __name__ == "__main__" and len(sys.argv) > 1 and sys.argv[1] in ("seeds-sweeps", "eval-jobs"):
+    if sys.argv[1] == "seeds-sweeps" and len(sys.argv) == 5:
+        cmd_seeds_sweeps(*sys.argv[2:])
+    elif sys.argv[1] == "eval-jobs" and len(sys.argv) == 4:
+        cmd_eval_jobs(*sys.argv[2:])
+    else:
+        fail("usage: make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT | eval-jobs HEADLAB OUT")
+    sys.exit(0)

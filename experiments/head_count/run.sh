@@ -1,16 +1,53 @@
 #!/usr/bin/env bash
-# Regenerates experiments/head_count/RESULTS.md: trains every sweep (3 seeds per point, two
-# 1-thread runs at a time), plots them, and fills the tables. About an hour on 2 idle cores.
-# Finished runs are skipped, so an interrupted regeneration continues where it stopped.
-#   experiments/head_count/run.sh                 # from the repository root, after building
-#   HEADLAB=build/headlab OUT=runs/head_count experiments/head_count/run.sh
+# Regenerates experiments/head_count/data/ (every run's final metrics, validation curves, config
+# facts and test-split scores, plus provenance) and from it RESULTS.md and figures/. From the
+# repository root, after building:
+#   experiments/head_count/run.sh
+#   HEADLAB=/path/to/headlab OUT=runs/head_count JOBS=2 experiments/head_count/run.sh
+# Every run is one thread, JOBS at a time (default 2); runs are bit-identical for a given seed
+# whatever the load. Finished runs and test evaluations are skipped, so an interrupted
+# regeneration continues where it stopped. Steps:
+#   1. capacity or learnability: k_relation_3_long_lr and text_long_lr (3x the budget, three
+#      learning rates, seed 0), then make_results.py seeds-sweeps writes one sweep per head count
+#      at the rate that seed 0 did best with on val, and those train seeds 1-5;
+#   2. the sweeps at the original budgets (SWEEPS), and the two extra cases (EXTRAS);
+#   3. headlab eval --split test of every run's final checkpoint (RUN/test.txt);
+#   4. make_results.py collect OUT: OUT -> experiments/head_count/data/ (with this script's wall
+#      and CPU time), then make_results.py: data/ -> RESULTS.md and figures/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HEADLAB=${HEADLAB:-build/headlab}
 OUT=${OUT:-runs/head_count}
+JOBS=${JOBS:-2}
+PY=${PY:-/usr/bin/python3}
+HERE=experiments/head_count
+LONG=${LONG:-"k_relation_3_long text_long"}
 SWEEPS=${SWEEPS:-"k_relation_2 k_relation_3 induction grammar grammar_fixed_d_head grammar_kv_heads text text_fixed_d_head text_kv_heads"}
-for sweep in $SWEEPS; do
-  "$HEADLAB" sweep "experiments/head_count/$sweep.toml" --jobs 2 --out "$OUT/$sweep"
-  "$HEADLAB" plot "$OUT/$sweep" >/dev/null
+EXTRAS=${EXTRAS:-"k_relation_3_two_layers k_relation_3_p6"}
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+mkdir -p "$OUT"
+start=$(date +%s)
+started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The load average once a minute while this runs (what else shared the cores).
+( while sleep 60; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)"; done >> "$OUT/load.txt" ) &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
+
+sweep() { "$HEADLAB" sweep "$1" --jobs "$JOBS" --out "$2"; }
+
+for study in $LONG; do
+  sweep "$HERE/${study}_lr.toml" "$OUT/${study}_lr"
+  for f in $("$PY" $HERE/make_results.py seeds-sweeps "$HERE/${study}_lr.toml" "$OUT/${study}_lr" "$OUT/${study}_seeds"); do
+    sweep "$f" "${f%.toml}"
+  done
 done
-/usr/bin/python3 experiments/head_count/make_results.py "$OUT"
+for s in $SWEEPS $EXTRAS; do sweep "$HERE/$s.toml" "$OUT/$s"; done
+
+"$PY" $HERE/make_results.py eval-jobs "$HEADLAB" "$OUT" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
+
+end=$(date +%s)
+times > "$OUT/times.txt"  # in this shell (not a subshell): line 2 is the CPU time of every run it waited for
+cpu=$(tr 'ms' '  ' < "$OUT/times.txt" | awk 'NR == 2 {print $1 * 60 + $2 "," $3 * 60 + $4}')
+echo "$started_utc,$((end - start)),$cpu,$JOBS,$(nproc)" >> "$OUT/regeneration.csv"
+"$PY" $HERE/make_results.py collect "$OUT" --binary "$HEADLAB"
+"$PY" $HERE/make_results.py
