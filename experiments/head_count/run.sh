@@ -6,11 +6,12 @@
 #   HEADLAB=/path/to/headlab OUT=runs/head_count JOBS=2 experiments/head_count/run.sh
 # Every run is one thread, JOBS at a time (default 2); runs are bit-identical for a given seed
 # whatever the load. Finished runs and test evaluations are skipped, so an interrupted
-# regeneration continues where it stopped. Steps:
-#   1. capacity or learnability: k_relation_3_long_lr and text_long_lr (3x the budget, three
+# regeneration continues where it stopped (each invocation adds its wall and CPU time to
+# OUT/regeneration.csv, interrupted or not). Steps:
+#   1. the sweeps at the original budgets (SWEEPS), and the two extra cases (EXTRAS);
+#   2. capacity or learnability: k_relation_3_long_lr and text_long_lr (3x the budget, three
 #      learning rates, seed 0), then make_results.py seeds-sweeps writes one sweep per head count
 #      at the rate that seed 0 did best with on val, and those train seeds 1-5;
-#   2. the sweeps at the original budgets (SWEEPS), and the two extra cases (EXTRAS);
 #   3. headlab eval --split test of every run's final checkpoint (RUN/test.txt);
 #   4. make_results.py collect OUT: OUT -> experiments/head_count/data/ (with this script's wall
 #      and CPU time), then make_results.py: data/ -> RESULTS.md and figures/.
@@ -31,23 +32,27 @@ started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # The load average once a minute while this runs (what else shared the cores).
 ( while sleep 60; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)"; done >> "$OUT/load.txt" ) &
 sampler=$!
-trap 'kill $sampler 2>/dev/null || true' EXIT
+record_time() {  # started, wall s, CPU user s, CPU sys s of the runs waited for, jobs, cores, how it ended
+  times > "$OUT/times.txt"  # in this shell (not a subshell): line 2 is the CPU time of its children
+  local cpu
+  cpu=$(tr 'ms' '  ' < "$OUT/times.txt" | awk 'NR == 2 {print $1 * 60 + $2 "," $3 * 60 + $4}')
+  echo "$started_utc,$(($(date +%s) - start)),$cpu,$JOBS,$(nproc),$1" >> "$OUT/regeneration.csv"
+}
+trap 'kill $sampler 2>/dev/null || true; [[ -n ${done_runs:-} ]] || record_time interrupted' EXIT
 
 sweep() { "$HEADLAB" sweep "$1" --jobs "$JOBS" --out "$2"; }
 
+for s in $SWEEPS $EXTRAS; do sweep "$HERE/$s.toml" "$OUT/$s"; done
 for study in $LONG; do
   sweep "$HERE/${study}_lr.toml" "$OUT/${study}_lr"
   for f in $("$PY" $HERE/make_results.py seeds-sweeps "$HERE/${study}_lr.toml" "$OUT/${study}_lr" "$OUT/${study}_seeds"); do
     sweep "$f" "${f%.toml}"
   done
 done
-for s in $SWEEPS $EXTRAS; do sweep "$HERE/$s.toml" "$OUT/$s"; done
 
 "$PY" $HERE/make_results.py eval-jobs "$HEADLAB" "$OUT" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
 
-end=$(date +%s)
-times > "$OUT/times.txt"  # in this shell (not a subshell): line 2 is the CPU time of every run it waited for
-cpu=$(tr 'ms' '  ' < "$OUT/times.txt" | awk 'NR == 2 {print $1 * 60 + $2 "," $3 * 60 + $4}')
-echo "$started_utc,$((end - start)),$cpu,$JOBS,$(nproc)" >> "$OUT/regeneration.csv"
+record_time finished
+done_runs=1
 "$PY" $HERE/make_results.py collect "$OUT" --binary "$HEADLAB"
 "$PY" $HERE/make_results.py
