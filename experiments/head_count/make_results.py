@@ -367,6 +367,582 @@ def fmt_p(p):
     return "< 0.001" if p < 0.001 else f"{p:.3f}"
 
 
+# ---- rendering: data/ -> RESULTS.md and figures/ ----------------------------------------------------
+
+# study -> what the task is, in words (titles and tables)
+TITLES = {
+    "k_relation_2": "k-relation retrieval, k = 2",
+    "k_relation_3": "k-relation retrieval, k = 3",
+    "induction": "induction",
+    "grammar": "synthetic grammar",
+    "grammar_fixed_d_head": "synthetic grammar, head width held at 16",
+    "grammar_kv_heads": "synthetic grammar, 8 query heads sharing K/V heads",
+    "text": "real text (KJV bytes)",
+    "text_fixed_d_head": "real text (KJV bytes), head width held at 32",
+    "text_kv_heads": "real text (KJV bytes), 8 query heads sharing K/V heads",
+    "k_relation_3_two_layers": "k-relation retrieval, k = 3, two layers",
+    "k_relation_3_p6": "k-relation retrieval, 3 offsets, p = 6, d_model 24",
+    "k_relation_3_long": "k-relation retrieval, k = 3",
+    "text_long": "real text (KJV bytes)",
+}
+BASE_OF = {"k_relation_3_long": "k_relation_3", "text_long": "text"}  # the study at the original budget
+# task -> primary metric column, direction (+1: higher is better), words, decimals
+METRICS = {
+    "k_relation": ("test_accuracy", +1, "test accuracy", 3),
+    "induction": ("test_accuracy", +1, "test accuracy", 3),
+    "grammar": ("test_loss", -1, "test loss (nats/token)", 3),
+    "text": ("test_bpb", -1, "test bits/byte", 3),
+}
+VAL_METRIC = {"k_relation": "val_accuracy", "induction": "val_accuracy", "grammar": "val_loss", "text": "val_bpb"}
+ACCURACY_THRESHOLD = 0.99
+PLATEAU_TOLERANCE = 0.01  # "flat": val loss moved by less than this fraction over the last quarter of training
+
+
+class Data:
+    def __init__(self):
+        self.runs = read_csv(os.path.join(DATA, "runs.csv"))
+        self.curves = {}
+        for c in read_csv(os.path.join(DATA, "curves.csv")):
+            self.curves.setdefault((c["study"], c["run"]), []).append(c)
+        self.prov = {r["key"]: r["value"] for r in read_csv(os.path.join(DATA, "provenance.csv"))}
+
+    def rows(self, study, **eq):
+        return [r for r in self.runs if r["study"] == study and all(r[k] == str(v) for k, v in eq.items())]
+
+    def points(self, study, key):
+        """value of key -> rows, in numeric order."""
+        out = {}
+        for r in self.rows(study):
+            out.setdefault(int(r[key]), []).append(r)
+        return dict(sorted(out.items()))
+
+    def curve(self, r):
+        return self.curves[(r["study"], r["run"])]
+
+
+def by_seed(rows, metric):
+    return {int(r["seed"]): number(r[metric]) for r in rows}
+
+
+def values(rows, metric):
+    return [number(r[metric]) for r in rows]
+
+
+def steps_to(curve, threshold=ACCURACY_THRESHOLD):
+    for c in curve:
+        if number(c["val_accuracy"]) >= threshold:
+            return int(c["step"])
+    return None
+
+
+def md_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(str(x) for x in r) + " |" for r in rows])
+
+
+def signed(x, digits):
+    return "–" if math.isnan(x) else f"{x:+.{digits}f}"
+
+
+def delta_text(c, digits):
+    if c.n < 2:
+        return "–"
+    return f"{signed(c.mean, digits)} [{signed(c.lo, digits)}, {signed(c.hi, digits)}]"
+
+
+def key_label(key, v, n=None):
+    if key == "kv_heads":
+        return {1: "MQA (1 KV head)", 8: "MHA (8 KV heads)"}.get(v, f"{v} KV heads")
+    return f"{v} head" + ("" if v == 1 else "s")
+
+
+def metric_of(data, study):
+    task = data.rows(study)[0]["task"]
+    return METRICS[task]
+
+
+class Sweep:
+    """One sweep: its points, the comparisons against a reference point and against the best."""
+
+    def __init__(self, data, study, key="heads", reference=None, only=None):
+        self.data, self.study, self.key = data, study, key
+        self.points = data.points(study, key)
+        if only is not None:
+            self.points = {k: v for k, v in self.points.items() if k in only}
+        self.metric, self.direction, self.metric_words, self.digits = metric_of(data, study)
+        self.reference = reference if reference is not None else min(self.points)
+        ref = by_seed(self.points[self.reference], self.metric)
+        self.vs_ref = {v: Paired(ref, by_seed(rows, self.metric)) for v, rows in self.points.items() if v != self.reference}
+        holm(list(self.vs_ref.values()))
+        means = {v: mean_std(values(rows, self.metric))[0] for v, rows in self.points.items()}
+        self.best = max(means, key=lambda v: (means[v] * self.direction, -v))
+        best = by_seed(self.points[self.best], self.metric)
+        self.vs_best = {v: Paired(best, by_seed(rows, self.metric)) for v, rows in self.points.items() if v != self.best}
+        holm(list(self.vs_best.values()))
+        self.seeds = sorted({int(r["seed"]) for rows in self.points.values() for r in rows})
+
+    def ms(self, v, metric=None, digits=None):
+        return pm(*mean_std(values(self.points[v], metric or self.metric)), self.digits if digits is None else digits)
+
+    def comparison(self, v, against="ref"):
+        c = (self.vs_ref if against == "ref" else self.vs_best)[v]
+        return f"{delta_text(c, self.digits)}, p = {fmt_p(c.p_holm)}"
+
+    def word(self, v, against="ref"):
+        return word((self.vs_ref if against == "ref" else self.vs_best)[v], self.direction)
+
+    def worse_than_best(self):
+        return [v for v in self.vs_best if self.word(v, "best") == "worse"]
+
+    def level_with_best(self):
+        return [v for v in self.vs_best if self.word(v, "best") == "level"]
+
+    def pattern(self):
+        """A headline derived from the comparisons with the best point."""
+        worse = self.worse_than_best()
+        lo, hi = min(self.points), max(self.points)
+        if not worse:
+            return "flat: no setting is distinguishable from the best"
+        if self.key == "kv_heads":
+            return "sharing K/V costs quality" if self.best == hi else "sharing K/V does not cost quality"
+        if self.best == lo:
+            return "one wide head is best"
+        if self.best == hi:
+            return "more heads are better"
+        if lo in worse and hi in worse:
+            return "more heads help up to a point, then hurt"
+        if lo in worse:
+            return "more heads help (one head is worse than the best)"
+        return "splitting too finely hurts"
+
+    def table(self, extra_steps=False):
+        first = self.data.points(self.study, self.key)
+        r0 = self.points[self.reference][0]
+        has_acc = self.metric == "test_accuracy"
+        header = ["KV heads" if self.key == "kv_heads" else "heads", "d_head", "params"]
+        if self.key == "kv_heads":
+            header.append("KV cache / token")
+        header += ([f"test accuracy", "test loss (nats/token)"] if has_acc else [self.metric_words])
+        if has_acc:
+            header.append(f"val steps to {ACCURACY_THRESHOLD:.0%} (runs that got there)")
+        ref_label = key_label(self.key, self.reference)
+        header += [f"Δ vs {ref_label} [95% CI], Holm p", "vs " + ref_label, "seeds"]
+        rows = []
+        for v, runs in self.points.items():
+            r = runs[0]
+            row = [v, r["d_head"], f"{int(r['params']):,}"]
+            if self.key == "kv_heads":
+                row.append(f"{2 * int(r['layers']) * int(r['kv_heads']) * int(r['d_head']) * 4:,} B")
+            if has_acc:
+                row += [self.ms(v), self.ms(v, "test_loss")]
+                got = [s for s in (steps_to(self.data.curve(x)) for x in runs) if s is not None]
+                m, sd = mean_std([float(s) for s in got])
+                row.append(f"{pm(m, sd, 0)} ({len(got)}/{len(runs)})" if got else f"– (0/{len(runs)})")
+            else:
+                row.append(self.ms(v))
+            if v == self.reference:
+                row += ["reference", "–"]
+            else:
+                row += [self.comparison(v), self.word(v)]
+            row.append(len(runs))
+            rows.append(row)
+        return md_table(header, rows)
+
+    def vs_ref_sentence(self):
+        ref_label = key_label(self.key, self.reference)
+        parts = [f"{key_label(self.key, v)} {self.word(v)} ({self.comparison(v)})" for v in self.vs_ref]
+        return (f"Against {ref_label} (paired over {len(self.seeds)} seeds, Holm over {len(self.vs_ref)} comparisons), "
+                f"in {self.metric_words}: " + "; ".join(parts) + ".")
+
+    def best_sentence(self):
+        level = self.level_with_best()
+        worse = self.worse_than_best()
+        lab = lambda vs: ", ".join(str(v) for v in vs) or "none"  # noqa: E731
+        unit = "KV heads" if self.key == "kv_heads" else "heads"
+        return (f"Best mean {self.metric_words}: {key_label(self.key, self.best)} ({self.ms(self.best)}); "
+                f"not distinguishable from it: {lab(level)} {unit}; worse than it: {lab(worse)} {unit} "
+                f"(paired, Holm over {len(self.vs_best)}).")
+
+
+def last_quarter_change(curve, metric="val_loss"):
+    """Relative change of the val metric from the evaluation nearest 3/4 of training to the last."""
+    steps = [int(c["step"]) for c in curve]
+    end = steps[-1]
+    q = min(range(len(steps)), key=lambda i: abs(steps[i] - 0.75 * end))
+    a, b = number(curve[q][metric]), number(curve[-1][metric])
+    return (b - a) / a if a else math.nan
+
+
+class Study:
+    """Capacity or learnability: the rate sweep (seed 0), the fresh seeds at the chosen rates, and
+    the same head counts at the original budget (the base sweep, its seeds)."""
+
+    def __init__(self, data, name):
+        self.data, self.name = data, name
+        self.lr_rows = data.rows(name + "_lr")
+        self.seed_rows = data.rows(name + "_seeds")
+        self.heads = sorted({int(r["heads"]) for r in self.lr_rows})
+        self.chosen = choose_rates(self.lr_rows)
+        for r in self.seed_rows:  # the seed runs must be at the rate the rule picks from the data
+            if float(r["lr"]) != self.chosen[int(r["heads"])]:
+                fail(f"data/runs.csv: {name}_seeds {r['run']} ran at lr {r['lr']}, the rule picks {self.chosen[int(r['heads'])]}")
+        self.base = Sweep(data, BASE_OF[name], only=self.heads)
+        self.long = Sweep(data, name + "_seeds", only=self.heads)
+        self.task = self.lr_rows[0]["task"]
+        self.base_lr = data.rows(BASE_OF[name])[0]["lr"]
+        self.base_steps = int(data.rows(BASE_OF[name])[0]["steps"])
+        self.long_steps = int(self.seed_rows[0]["steps"])
+
+    def lr_table(self):
+        rates = sorted({float(r["lr"]) for r in self.lr_rows})
+        has_acc = self.task != "text" and self.task != "grammar"
+        header = ["heads"] + [f"lr {lr:g}" for lr in rates] + ["chosen"]
+        rows = []
+        for h in self.heads:
+            row = [h]
+            for lr in rates:
+                r = next(x for x in self.lr_rows if int(x["heads"]) == h and float(x["lr"]) == lr)
+                cell = f"{number(r['val_loss']):.3f}"
+                if has_acc:
+                    cell += f" ({number(r['val_accuracy']):.3f})"
+                row.append(cell)
+            row.append(f"{self.chosen[h]:g}")
+            rows.append(row)
+        return md_table(header, rows)
+
+    def plateau(self, h):
+        changes = [last_quarter_change(self.data.curve(r)) for r in self.long.points[h]]
+        return mean_std(changes)[0], max(abs(c) for c in changes)
+
+    def flat(self, h):
+        return self.plateau(h)[1] < PLATEAU_TOLERANCE
+
+    def table(self):
+        b, l = self.base, self.long
+        header = ["heads", "d_head", f"{self.base_steps} steps, lr {self.base_lr}: {b.metric_words}",
+                  "Δ vs 1 head [95% CI], Holm p", "", f"{self.long_steps} steps, chosen lr: {l.metric_words}",
+                  "Δ vs 1 head [95% CI], Holm p", "", "val loss change in the last quarter (mean; largest |.|)"]
+        rows = []
+        for h in self.heads:
+            d = l.points[h][0]["d_head"]
+            pm_change = self.plateau(h)
+            row = [h, d, b.ms(h)]
+            row += ["reference", "–"] if h == b.reference else [b.comparison(h), b.word(h)]
+            row.append(l.ms(h))
+            row += ["reference", "–"] if h == l.reference else [l.comparison(h), l.word(h)]
+            row.append(f"{pm_change[0]:+.1%}; {pm_change[1]:.1%}")
+            rows.append(row)
+        return md_table(header, rows)
+
+    def verdicts(self):
+        """One sentence per head count against one head: worse, slower, or no gap."""
+        b, l = self.base, self.long
+        out = []
+        for h in self.heads:
+            if h == 1:
+                continue
+            wb, wl = b.word(h), l.word(h)  # h heads against 1 head
+            one_b = {"better": "worse", "worse": "better", "level": "level"}[wb]
+            one_l = {"better": "worse", "worse": "better", "level": "level"}[wl]
+            if one_b == "worse" and one_l == "worse":
+                kind = ("one head is worse at both budgets: a capacity gap, or a learnability gap that "
+                        f"{self.long_steps // self.base_steps}x the steps and the best of three rates do not close")
+            elif one_b == "worse" and one_l == "level":
+                kind = "one head is only slower (learnability): the gap at the original budget closes with the longer budget and the chosen rate"
+            elif one_b == "level" and one_l == "level":
+                kind = "no gap resolved at either budget"
+            elif one_b == "level" and one_l == "worse":
+                kind = "one head falls behind only with the longer budget"
+            else:
+                kind = f"one head is {one_b} at the original budget and {one_l} at the longer one"
+            gap_b, gap_l = b.vs_ref[h].mean, l.vs_ref[h].mean
+            ratio = f"; the mean gap goes from {signed(gap_b, b.digits)} to {signed(gap_l, l.digits)}"
+            out.append(f"- **{h} heads against 1 head: {kind}**{ratio} ({l.metric_words}, {h} heads minus 1 head).")
+        return "\n".join(out)
+
+    def plateau_sentence(self):
+        flat = [h for h in self.heads if self.flat(h)]
+        moving = [h for h in self.heads if not self.flat(h)]
+        parts = []
+        if flat:
+            parts.append(f"flat (val loss moved by less than {PLATEAU_TOLERANCE:.0%} over the last quarter in every seed) at "
+                         + ", ".join(f"{h}" for h in flat) + " heads")
+        if moving:
+            parts.append("still moving by more than that at " + ", ".join(f"{h} ({self.plateau(h)[1]:.1%})" for h in moving)
+                         + " heads")
+        return f"At {self.long_steps} steps the curves are " + "; ".join(parts) + "."
+
+
+def fields(data):
+    f = {}
+    prov = data.prov
+    f["provenance"] = md_table(["", ""], [
+        ["binary built from commit", f"`{prov['binary_built_from_commit']}` (headlab {prov['binary_version']}, sha256 `{prov['binary_sha256'][:16]}…`, BLIS kernels {prov['blis_kernels']})"],
+        ["scripts at commit", f"`{prov['scripts_commit']}`"],
+        ["regenerated (UTC)", prov["regenerated_utc"]],
+        ["machine", f"{prov['machine_nproc']} cores, {prov['machine_cpu']}"],
+        ["run.sh wall time", f"{int(prov['run_sh_wall_s']) / 60:.0f} min in {prov['run_sh_invocations']} invocation(s), {prov['jobs']} one-thread runs at a time"],
+        ["CPU time of the runs", f"{(float(prov['run_sh_cpu_user_s']) + float(prov['run_sh_cpu_sys_s'])) / 60:.0f} min (user + system)"],
+        ["runs, their summed wall time", f"{prov['runs']} runs, {float(prov['runs_elapsed_sum_s']) / 60:.0f} min"],
+        ["load average while it ran", f"mean {prov['load_average_mean']}, max {prov['load_average_max']} (sampled each minute)"],
+    ])
+    cpu_min = (float(prov["run_sh_cpu_user_s"]) + float(prov["run_sh_cpu_sys_s"])) / 60
+    f["regen_time"] = (f"about {cpu_min / 2:.0f} minutes on 2 idle cores (the runs' CPU time, "
+                       f"{cpu_min:.0f} min, over two one-thread runs at a time); the last regeneration took "
+                       f"{int(prov['run_sh_wall_s']) / 60:.0f} min of wall time while other work shared the machine "
+                       f"(load average {prov['load_average_mean']} on average)")
+    f["n_runs"] = prov["runs"]
+
+    sweeps = {}
+    for study in ("k_relation_2", "k_relation_3", "induction", "grammar", "grammar_fixed_d_head", "text", "text_fixed_d_head"):
+        sweeps[study] = Sweep(data, study)
+    for study in ("grammar_kv_heads", "text_kv_heads"):
+        sweeps[study] = Sweep(data, study, key="kv_heads", reference=8)
+    for study, s in sweeps.items():
+        f[f"table {study}"] = s.table()
+        f[f"vs_ref {study}"] = s.vs_ref_sentence()
+        f[f"best {study}"] = s.best_sentence()
+        f[f"pattern {study}"] = s.pattern()[0].upper() + s.pattern()[1:]
+        f[f"seeds {study}"] = str(len(s.seeds))
+
+    # k = 2: speed to 99% (paired over seeds, one head against each other count)
+    k2 = sweeps["k_relation_2"]
+    reached = {h: {int(r["seed"]): steps_to(data.curve(r)) for r in rows} for h, rows in k2.points.items()}
+    all_reached = all(s is not None for h in reached for s in reached[h].values())
+    steps = {h: {s: float(v if v is not None else int(k2.points[h][0]["steps"]) + 1) for s, v in d.items()} for h, d in reached.items()}
+    cmp = {h: Paired(steps[1], steps[h]) for h in steps if h != 1}
+    holm(list(cmp.values()))
+    f["k2 speed"] = ("Every run of every head count reached 99% val accuracy" if all_reached else
+                     "Not every run reached 99% val accuracy (those that did not count as the budget + 1)") + \
+        "; steps to 99%, each head count minus one head (paired, Holm): " + "; ".join(
+            f"{h} heads {signed(c.mean, 0)} [{signed(c.lo, 0)}, {signed(c.hi, 0)}], p = {fmt_p(c.p_holm)} ({word(c, -1)})"
+            for h, c in cmp.items()) + "."
+
+    studies = {n: Study(data, n) for n in LR_STUDIES}
+    for n, st in studies.items():
+        f[f"lr_table {n}"] = st.lr_table()
+        f[f"cl_table {n}"] = st.table()
+        f[f"cl_verdicts {n}"] = st.verdicts()
+        f[f"plateau {n}"] = st.plateau_sentence()
+        f[f"long_steps {n}"] = str(st.long_steps)
+        f[f"base_steps {n}"] = str(st.base_steps)
+
+    # the 2-layer k = 3 model against one layer (same heads per layer, same seeds)
+    two = data.rows("k_relation_3_two_layers")
+    one = [r for r in data.rows("k_relation_3", heads=8) if int(r["seed"]) in {int(x["seed"]) for x in two}]
+    c = Paired(by_seed(one, "test_accuracy"), by_seed(two, "test_accuracy"))
+    f["two_layers table"] = md_table(
+        ["model", "params"] + [f"seed {r['seed']}" for r in sorted(two, key=lambda r: int(r["seed"]))] + ["mean ± std"],
+        [[f"{len_l} layer{'s' if len_l > 1 else ''} x 8 heads", f"{int(rows[0]['params']):,}"]
+         + [f"{number(r['test_accuracy']):.3f}" for r in sorted(rows, key=lambda r: int(r["seed"]))]
+         + [pm(*mean_std(values(rows, "test_accuracy")), 3)] for len_l, rows in ((1, one), (2, two))])
+    f["two_layers verdict"] = (f"Two layers are {word(c, +1)} against one layer in test accuracy "
+                               f"({signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired t-test over {c.n} seeds, p = {fmt_p(c.p)})")
+    f["two_layers steps"] = two[0]["steps"]
+
+    p6 = Sweep(data, "k_relation_3_p6")
+    c = p6.vs_ref[3]
+    f["p6 table"] = p6.table()
+    w = word(c, +1)  # three heads against one head
+    f["p6 verdict"] = {"worse": "one wide head beats three narrow ones here too",
+                       "better": "three narrow heads beat one wide head here: the opposite of the pair-target note",
+                       "level": "one wide head and three narrow ones are not distinguishable here"}[w] + \
+        f" (three heads minus one head: {p6.comparison(3)}, paired over {c.n} seeds)"
+
+    f["claims"] = claims_table(sweeps, studies)
+    return f
+
+
+def claims_table(sweeps, studies):
+    """Against the sources' claims: every cell built from the comparisons."""
+    rows = []
+    # Vaswani Table 3 (A): more heads help, up to a point
+    parts = []
+    for study in ("text", "k_relation_3", "induction", "grammar"):
+        s = sweeps[study]
+        parts.append(f"{TITLES[study]}: {s.pattern()} (best {s.best} heads; worse than it: "
+                     + (", ".join(str(v) for v in s.worse_than_best()) or "none") + ")")
+    agree = [st for st in ("text", "k_relation_3", "induction", "grammar")
+             if sweeps[st].pattern() == "more heads help up to a point, then hurt"]
+    head = ("**Agrees on " + ", ".join(TITLES[a] for a in agree) + "**" if agree else "**Not reproduced on any task**")
+    rows.append(["More heads help, up to a point (Vaswani et al. 2017, Table 3 rows A: 1 head 0.9 BLEU worse than 8, "
+                 "16 heads level with 8, 32 heads 0.4 worse)", head + ". " + "; ".join(parts) + "."])
+    # d_head
+    parts = []
+    for study in ("text", "induction", "k_relation_3"):
+        s = sweeps[study]
+        ok = [s.best] + s.level_with_best()
+        dh = {v: int(s.points[v][0]["d_head"]) for v in s.points}
+        parts.append(f"{TITLES[study]}: best d_head {dh[s.best]}, smallest d_head not distinguishable from the best "
+                     f"{min(dh[v] for v in ok)}")
+    rows.append(["d_head around 64-128 at scale", "; ".join(parts) + ". At d_model 64-128 we cannot test 64 against 128 "
+                 "with more than one or two heads."])
+    # one wide head
+    k3, tx = studies["k_relation_3_long"], studies["text_long"]
+    top3, toptx = max(k3.heads), min(h for h in tx.heads if h > 1)
+    k2 = sweeps["k_relation_2"]
+    k2_word = [k2.word(v) for v in k2.vs_ref]
+    rows.append(["One wide head is not equivalent to several (the \"why multi-head\" argument)",
+                 f"k = 3: {top3} heads against one head are {k3.base.word(top3)} at {k3.base_steps} steps "
+                 f"({k3.base.comparison(top3)}) and {k3.long.word(top3)} at {k3.long_steps} steps with each count's best rate "
+                 f"({k3.long.comparison(top3)}). k = 2: more heads are "
+                 + ("level with one head in test accuracy at every count" if set(k2_word) == {"level"} else
+                    ", ".join(f"{v}: {w}" for v, w in zip(k2.vs_ref, k2_word)))
+                 + f". Text: {toptx} heads against one are {tx.base.word(toptx)} at {tx.base_steps} steps ({tx.base.comparison(toptx)}) "
+                 f"and {tx.long.word(toptx)} at {tx.long_steps} ({tx.long.comparison(toptx)})."])
+    # MQA / GQA
+    parts = []
+    for study in ("text_kv_heads", "grammar_kv_heads"):
+        s = sweeps[study]
+        ref = mean_std(values(s.points[8], s.metric))[0]
+        for v in (1, 4):
+            m = mean_std(values(s.points[v], s.metric))[0]
+            parts.append(f"{TITLES[study].split(',')[0]}, {key_label('kv_heads', v)}: {(m - ref) / ref:+.1%} "
+                         f"({s.word(v)} than MHA, {s.comparison(v)})")
+    rows.append(["MQA/GQA keep most of MHA's quality with a much smaller KV cache (Shazeer 2019; Ainslie et al. 2023)",
+                 "; ".join(parts) + " (relative change of the test metric against MHA; the cache is 8x and 2x smaller)."])
+    return md_table(["claim", "here"], rows)
+
+
+# ---- figures (a normal run only; --check never imports matplotlib) ----------------------------------
+
+
+def figures(data):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"font.size": 9, "axes.titlesize": 10, "svg.hashsalt": "headlab"})
+    out = os.path.join(HERE, "figures")
+    os.makedirs(out, exist_ok=True)
+    written = set()
+
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, name), dpi=110, metadata={"Software": None})
+        plt.close(fig)
+        written.add(name)
+
+    def setup(r):
+        layers = int(r["layers"])
+        return f"{layers} layer{'s' if layers > 1 else ''}, d_model {r['d_model']}, {r['steps']} steps"
+
+    def final_plot(ax, study, key="heads", only=None, label_d_head=True):
+        s = Sweep(data, study, key=key, reference=8 if key == "kv_heads" else None, only=only)
+        xs = list(s.points)
+        for i, v in enumerate(xs):
+            ys = values(s.points[v], s.metric)
+            jitter = [(j - (len(ys) - 1) / 2) * 0.06 for j in range(len(ys))]
+            ax.scatter([i + j for j in jitter], ys, s=12, color="0.55", zorder=2, label="one seed" if i == 0 else None)
+            m, sd = mean_std(ys)
+            half = t_quantile(0.975, len(ys) - 1) * sd / math.sqrt(len(ys)) if len(ys) > 1 else 0.0
+            ax.errorbar([i], [m], yerr=[[half], [half]], fmt="o", color="C0", capsize=4, zorder=3,
+                        label="mean, 95% t-interval" if i == 0 else None)
+        ticks = [f"{v}\n(d_head {s.points[v][0]['d_head']})" if (label_d_head and key == "heads") else str(v) for v in xs]
+        ax.set_xticks(range(len(xs)), ticks)
+        ax.set_xlabel("KV heads (8 query heads)" if key == "kv_heads" else "heads")
+        ax.set_ylabel(s.metric_words)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        return s
+
+    for study in ("k_relation_2", "k_relation_3", "induction", "grammar", "grammar_fixed_d_head", "text",
+                  "text_fixed_d_head", "grammar_kv_heads", "text_kv_heads"):
+        key = "kv_heads" if study.endswith("kv_heads") else "heads"
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+        s = final_plot(ax, study, key=key, label_d_head=not study.endswith("fixed_d_head"))
+        ax.set_title(f"{TITLES[study]}: {s.metric_words} of each seed\n({setup(data.rows(study)[0])})")
+        save(fig, f"{study}_final.png")
+
+    def curves(ax, study, key="heads", only=None, metric=None, rows_of=None):
+        pts = rows_of if rows_of is not None else data.points(study, key)
+        for i, (v, rows) in enumerate(pts.items()):
+            if only is not None and v not in only:
+                continue
+            m = metric or VAL_METRIC[rows[0]["task"]]
+            cs = [data.curve(r) for r in rows]
+            steps = [int(c["step"]) for c in cs[0]]
+            ys = [[number(c[j][m]) for c in cs] for j in range(len(steps))]
+            mean = [sum(y) / len(y) for y in ys]
+            ax.plot(steps, mean, color=f"C{i}", label=f"{key_label(key, v)} (d_head {rows[0]['d_head']})" if key == "heads" else key_label(key, v))
+            ax.fill_between(steps, [min(y) for y in ys], [max(y) for y in ys], color=f"C{i}", alpha=0.15, lw=0)
+        ax.set_xlabel("step")
+        ax.set_ylabel({"val_accuracy": "val accuracy", "val_bpb": "val bits/byte", "val_loss": "val loss (nats/token)"}[m])
+        ax.grid(alpha=0.3)
+
+    for study in ("k_relation_2", "k_relation_3", "induction", "text"):
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+        curves(ax, study)
+        n = len({r["seed"] for r in data.rows(study)})
+        ax.set_title(f"{TITLES[study]}: validation curves\n(mean over {n} seeds, band = min-max; {setup(data.rows(study)[0])})")
+        ax.legend(fontsize=7, ncol=2)
+        save(fig, f"{study}_curves.png")
+
+    for name in LR_STUDIES:
+        st = Study(data, name)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+        curves(axes[0], st.base.study, only=st.heads)
+        axes[0].set_title(f"{st.base_steps} steps, lr {st.base_lr}, seeds {min(st.base.seeds)}-{max(st.base.seeds)}")
+        curves(axes[1], st.long.study, rows_of=st.long.points)
+        axes[1].set_title(f"{st.long_steps} steps, each count's chosen lr, seeds {min(st.long.seeds)}-{max(st.long.seeds)}")
+        axes[1].legend(fontsize=7)
+        fig.suptitle(f"{TITLES[name]}: original against 3x budget (mean, band = min-max over seeds)")
+        save(fig, f"{name}_curves.png")
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    two = data.rows("k_relation_3_two_layers")
+    seeds = {r["seed"] for r in two}
+    one = [r for r in data.rows("k_relation_3", heads=8) if r["seed"] in seeds]
+    for i, (label, rows) in enumerate((("1 layer x 8 heads", one), ("2 layers x 8 heads", two))):
+        for j, r in enumerate(sorted(rows, key=lambda r: int(r["seed"]))):
+            c = data.curve(r)
+            axes[0].plot([int(x["step"]) for x in c], [number(x["val_accuracy"]) for x in c], color=f"C{i}", alpha=0.8,
+                         label=label if j == 0 else None)
+    axes[0].set_title(f"{TITLES['k_relation_3']}: one or two layers\n(each line one seed)")
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("val accuracy")
+    axes[0].grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    curves(axes[1], "k_relation_3_p6")
+    axes[1].set_title(f"{TITLES['k_relation_3_p6']}\n(mean, band = min-max over seeds)")
+    axes[1].legend(fontsize=8)
+    save(fig, "k_relation_3_extras.png")
+
+    for png in os.listdir(out):  # figures of an earlier layout
+        if png.endswith(".png") and png not in written:
+            os.remove(os.path.join(out, png))
+
+
+def render(check):
+    data = Data()
+    f = fields(data)
+    template = open(os.path.join(HERE, "results.template.md")).read()
+    used = set()
+
+    def fill(m):
+        name = m.group(1)
+        if name not in f:
+            fail(f"results.template.md: unknown placeholder {{{{{name}}}}}")
+        used.add(name)
+        return f[name]
+
+    text = re.sub(r"\{\{([^{}]+)\}\}", fill, template)
+    target = os.path.join(HERE, "RESULTS.md")
+    if check:
+        old = open(target).read() if os.path.exists(target) else ""
+        if old == text:
+            return
+        a, b = old.splitlines(), text.splitlines()
+        line = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+        print(f"make_results --check: RESULTS.md differs from what data/ gives, first at line {line + 1}; "
+              f"regenerate with python3 experiments/head_count/make_results.py", file=sys.stderr)
+        sys.exit(1)
+    figures(data)
+    write_atomically(target, text)
+    print(f"wrote {target}")
+
+
 # ---- main ---------------------------------------------------------------------------------------------
 
 
