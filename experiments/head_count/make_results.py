@@ -246,8 +246,8 @@ def cmd_collect(out, binary):
         ("binary_version", version),
         ("binary_sha256", sha),
         ("blis_kernels", kernels),
-        ("scripts_commit", commit),
-        ("regenerated_utc", regen[-1][0]),
+        ("repository_head_when_collected", commit),
+        ("collected_utc", __import__("datetime").datetime.now(__import__("datetime").timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")),
         ("machine_nproc", str(os.cpu_count())),
         ("machine_cpu", cpu),
         ("run_sh_invocations", str(len(regen))),
@@ -362,9 +362,10 @@ def word(c, direction):
 
 
 def fmt_p(p):
+    """'p = 0.012', 'p < 0.001'."""
     if math.isnan(p):
-        return "–"
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+        return "p –"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 # ---- rendering: data/ -> RESULTS.md and figures/ ----------------------------------------------------
@@ -395,7 +396,9 @@ METRICS = {
 }
 VAL_METRIC = {"k_relation": "val_accuracy", "induction": "val_accuracy", "grammar": "val_loss", "text": "val_bpb"}
 ACCURACY_THRESHOLD = 0.99
-PLATEAU_TOLERANCE = 0.01  # "flat": val loss moved by less than this fraction over the last quarter of training
+# "flat": over the last quarter of training the val metric moved by less than this in every seed,
+# relative for loss and bits/byte (False), absolute for accuracy (True)
+PLATEAU_TOLERANCE = {False: 0.01, True: 0.01}
 
 
 class Data:
@@ -486,7 +489,7 @@ class Sweep:
 
     def comparison(self, v, against="ref"):
         c = (self.vs_ref if against == "ref" else self.vs_best)[v]
-        return f"{delta_text(c, self.digits)}, p = {fmt_p(c.p_holm)}"
+        return f"{delta_text(c, self.digits)}, {fmt_p(c.p_holm)}"
 
     def word(self, v, against="ref"):
         return word((self.vs_ref if against == "ref" else self.vs_best)[v], self.direction)
@@ -526,7 +529,7 @@ class Sweep:
         if has_acc:
             header.append(f"val steps to {ACCURACY_THRESHOLD:.0%} (runs that got there)")
         ref_label = key_label(self.key, self.reference)
-        header += [f"Δ vs {ref_label} [95% CI], Holm p", "vs " + ref_label, "seeds"]
+        header += [f"Δ vs {ref_label} [95% CI], Holm p", "against " + ref_label, "seeds"]
         rows = []
         for v, runs in self.points.items():
             r = runs[0]
@@ -557,20 +560,20 @@ class Sweep:
     def best_sentence(self):
         level = self.level_with_best()
         worse = self.worse_than_best()
-        lab = lambda vs: ", ".join(str(v) for v in vs) or "none"  # noqa: E731
         unit = "KV heads" if self.key == "kv_heads" else "heads"
+        lab = lambda vs: (", ".join(str(v) for v in vs) + " " + unit) if vs else "none"  # noqa: E731
         return (f"Best mean {self.metric_words}: {key_label(self.key, self.best)} ({self.ms(self.best)}); "
-                f"not distinguishable from it: {lab(level)} {unit}; worse than it: {lab(worse)} {unit} "
+                f"not distinguishable from it: {lab(level)}; worse than it: {lab(worse)} "
                 f"(paired, Holm over {len(self.vs_best)}).")
 
 
-def last_quarter_change(curve, metric="val_loss"):
-    """Relative change of the val metric from the evaluation nearest 3/4 of training to the last."""
+def last_quarter_change(curve, metric, relative):
+    """Change of the val metric from the evaluation nearest 3/4 of training to the last one
+    (relative to the former, or absolute)."""
     steps = [int(c["step"]) for c in curve]
-    end = steps[-1]
-    q = min(range(len(steps)), key=lambda i: abs(steps[i] - 0.75 * end))
+    q = min(range(len(steps)), key=lambda i: abs(steps[i] - 0.75 * steps[-1]))
     a, b = number(curve[q][metric]), number(curve[-1][metric])
-    return (b - a) / a if a else math.nan
+    return (b - a) / a if relative else b - a
 
 
 class Study:
@@ -611,17 +614,31 @@ class Study:
         return md_table(header, rows)
 
     def plateau(self, h):
-        changes = [last_quarter_change(self.data.curve(r)) for r in self.long.points[h]]
+        """Mean change and largest |change| over seeds of the val metric over the last quarter."""
+        m = VAL_METRIC[self.task]
+        changes = [last_quarter_change(self.data.curve(r), m, relative=(m != "val_accuracy")) for r in self.long.points[h]]
         return mean_std(changes)[0], max(abs(c) for c in changes)
 
+    def tolerance(self):
+        return PLATEAU_TOLERANCE[VAL_METRIC[self.task] == "val_accuracy"]
+
+    def plateau_words(self):
+        return "val accuracy change (points)" if VAL_METRIC[self.task] == "val_accuracy" else \
+            f"relative change of {VAL_METRIC[self.task].replace('_', ' ')}"
+
+    def fmt_change(self, x, signed_=False):
+        if VAL_METRIC[self.task] == "val_accuracy":
+            return f"{x * 100:+.1f}" if signed_ else f"{x * 100:.1f}"
+        return f"{x:+.2%}" if signed_ else f"{x:.2%}"
+
     def flat(self, h):
-        return self.plateau(h)[1] < PLATEAU_TOLERANCE
+        return self.plateau(h)[1] < self.tolerance()
 
     def table(self):
         b, l = self.base, self.long
         header = ["heads", "d_head", f"{self.base_steps} steps, lr {self.base_lr}: {b.metric_words}",
-                  "Δ vs 1 head [95% CI], Holm p", "", f"{self.long_steps} steps, chosen lr: {l.metric_words}",
-                  "Δ vs 1 head [95% CI], Holm p", "", "val loss change in the last quarter (mean; largest |.|)"]
+                  "Δ vs 1 head [95% CI], Holm p", "against 1 head", f"{self.long_steps} steps, chosen lr: {l.metric_words}",
+                  "Δ vs 1 head [95% CI], Holm p", "against 1 head", f"{self.plateau_words()} over the last quarter (mean; largest)"]
         rows = []
         for h in self.heads:
             d = l.points[h][0]["d_head"]
@@ -630,7 +647,7 @@ class Study:
             row += ["reference", "–"] if h == b.reference else [b.comparison(h), b.word(h)]
             row.append(l.ms(h))
             row += ["reference", "–"] if h == l.reference else [l.comparison(h), l.word(h)]
-            row.append(f"{pm_change[0]:+.1%}; {pm_change[1]:.1%}")
+            row.append(self.fmt_change(pm_change[0], signed_=True) + "; " + self.fmt_change(pm_change[1]))
             rows.append(row)
         return md_table(header, rows)
 
@@ -646,7 +663,7 @@ class Study:
             one_l = {"better": "worse", "worse": "better", "level": "level"}[wl]
             if one_b == "worse" and one_l == "worse":
                 kind = ("one head is worse at both budgets: a capacity gap, or a learnability gap that "
-                        f"{self.long_steps // self.base_steps}x the steps and the best of three rates do not close")
+                        f"{self.long_steps / self.base_steps:g}x the steps and the best of three rates do not close")
             elif one_b == "worse" and one_l == "level":
                 kind = "one head is only slower (learnability): the gap at the original budget closes with the longer budget and the chosen rate"
             elif one_b == "level" and one_l == "level":
@@ -664,22 +681,25 @@ class Study:
         flat = [h for h in self.heads if self.flat(h)]
         moving = [h for h in self.heads if not self.flat(h)]
         parts = []
+        tol = (f"{self.tolerance() * 100:.0f} point" if VAL_METRIC[self.task] == "val_accuracy"
+               else f"{self.tolerance():.0%}")
+        what = "val accuracy" if VAL_METRIC[self.task] == "val_accuracy" else VAL_METRIC[self.task].replace("_", " ")
         if flat:
-            parts.append(f"flat (val loss moved by less than {PLATEAU_TOLERANCE:.0%} over the last quarter in every seed) at "
+            parts.append(f"flat ({what} moved by less than {tol} over the last quarter of training in every seed) at "
                          + ", ".join(f"{h}" for h in flat) + " heads")
         if moving:
-            parts.append("still moving by more than that at " + ", ".join(f"{h} ({self.plateau(h)[1]:.1%})" for h in moving)
-                         + " heads")
+            parts.append(f"still moving by more than {tol} in some seed at " + ", ".join(
+                f"{h} (largest {self.fmt_change(self.plateau(h)[1])})" for h in moving) + " heads")
         return f"At {self.long_steps} steps the curves are " + "; ".join(parts) + "."
 
 
 def fields(data):
     f = {}
     prov = data.prov
-    f["provenance"] = md_table(["", ""], [
+    f["provenance"] = md_table(["provenance of data/", ""], [
         ["binary built from commit", f"`{prov['binary_built_from_commit']}` (headlab {prov['binary_version']}, sha256 `{prov['binary_sha256'][:16]}…`, BLIS kernels {prov['blis_kernels']})"],
-        ["scripts at commit", f"`{prov['scripts_commit']}`"],
-        ["regenerated (UTC)", prov["regenerated_utc"]],
+        ["repository HEAD when collected", f"`{prov['repository_head_when_collected']}`"],
+        ["collected (UTC)", prov["collected_utc"]],
         ["machine", f"{prov['machine_nproc']} cores, {prov['machine_cpu']}"],
         ["run.sh wall time", f"{int(prov['run_sh_wall_s']) / 60:.0f} min in {prov['run_sh_invocations']} invocation(s), {prov['jobs']} one-thread runs at a time"],
         ["CPU time of the runs", f"{(float(prov['run_sh_cpu_user_s']) + float(prov['run_sh_cpu_sys_s'])) / 60:.0f} min (user + system)"],
@@ -702,7 +722,8 @@ def fields(data):
         f[f"table {study}"] = s.table()
         f[f"vs_ref {study}"] = s.vs_ref_sentence()
         f[f"best {study}"] = s.best_sentence()
-        f[f"pattern {study}"] = s.pattern()[0].upper() + s.pattern()[1:]
+        f[f"pattern {study}"] = s.pattern()
+        f[f"Pattern {study}"] = s.pattern()[0].upper() + s.pattern()[1:]
         f[f"seeds {study}"] = str(len(s.seeds))
 
     # k = 2: speed to 99% (paired over seeds, one head against each other count)
@@ -715,7 +736,7 @@ def fields(data):
     f["k2 speed"] = ("Every run of every head count reached 99% val accuracy" if all_reached else
                      "Not every run reached 99% val accuracy (those that did not count as the budget + 1)") + \
         "; steps to 99%, each head count minus one head (paired, Holm): " + "; ".join(
-            f"{h} heads {signed(c.mean, 0)} [{signed(c.lo, 0)}, {signed(c.hi, 0)}], p = {fmt_p(c.p_holm)} ({word(c, -1)})"
+            f"{h} heads {signed(c.mean, 0)} [{signed(c.lo, 0)}, {signed(c.hi, 0)}], {fmt_p(c.p_holm)} ({word(c, -1)})"
             for h, c in cmp.items()) + "."
 
     studies = {n: Study(data, n) for n in LR_STUDIES}
@@ -736,8 +757,9 @@ def fields(data):
         [[f"{len_l} layer{'s' if len_l > 1 else ''} x 8 heads", f"{int(rows[0]['params']):,}"]
          + [f"{number(r['test_accuracy']):.3f}" for r in sorted(rows, key=lambda r: int(r["seed"]))]
          + [pm(*mean_std(values(rows, "test_accuracy")), 3)] for len_l, rows in ((1, one), (2, two))])
-    f["two_layers verdict"] = (f"Two layers are {word(c, +1)} against one layer in test accuracy "
-                               f"({signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired t-test over {c.n} seeds, p = {fmt_p(c.p)})")
+    w = {"better": "better than", "worse": "worse than", "level": "level with"}[word(c, +1)]
+    f["two_layers verdict"] = (f"Two layers are {w} one layer in test accuracy "
+                               f"({signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired t-test over {c.n} seeds, {fmt_p(c.p)})")
     f["two_layers steps"] = two[0]["steps"]
 
     p6 = Sweep(data, "k_relation_3_p6")
@@ -760,7 +782,7 @@ def claims_table(sweeps, studies):
     parts = []
     for study in ("text", "k_relation_3", "induction", "grammar"):
         s = sweeps[study]
-        parts.append(f"{TITLES[study]}: {s.pattern()} (best {s.best} heads; worse than it: "
+        parts.append(f"{TITLES[study]}: {s.pattern()} (best {key_label('heads', s.best)}; worse than it: "
                      + (", ".join(str(v) for v in s.worse_than_best()) or "none") + ")")
     agree = [st for st in ("text", "k_relation_3", "induction", "grammar")
              if sweeps[st].pattern() == "more heads help up to a point, then hurt"]
@@ -797,8 +819,9 @@ def claims_table(sweeps, studies):
         ref = mean_std(values(s.points[8], s.metric))[0]
         for v in (1, 4):
             m = mean_std(values(s.points[v], s.metric))[0]
+            w = {"better": "better than", "worse": "worse than", "level": "level with"}[s.word(v)]
             parts.append(f"{TITLES[study].split(',')[0]}, {key_label('kv_heads', v)}: {(m - ref) / ref:+.1%} "
-                         f"({s.word(v)} than MHA, {s.comparison(v)})")
+                         f"({w} MHA, {s.comparison(v)})")
     rows.append(["MQA/GQA keep most of MHA's quality with a much smaller KV cache (Shazeer 2019; Ainslie et al. 2023)",
                  "; ".join(parts) + " (relative change of the test metric against MHA; the cache is 8x and 2x smaller)."])
     return md_table(["claim", "here"], rows)
@@ -856,10 +879,14 @@ def figures(data):
         save(fig, f"{study}_final.png")
 
     def curves(ax, study, key="heads", only=None, metric=None, rows_of=None):
+        """Mean val curve per point, band = min-max over seeds; colour by the point's rank in
+        `only` (so two panels of the same points match), else in the sweep."""
         pts = rows_of if rows_of is not None else data.points(study, key)
-        for i, (v, rows) in enumerate(pts.items()):
-            if only is not None and v not in only:
+        order = sorted(only) if only is not None else list(pts)
+        for v, rows in pts.items():
+            if v not in order:
                 continue
+            i = order.index(v)
             m = metric or VAL_METRIC[rows[0]["task"]]
             cs = [data.curve(r) for r in rows]
             steps = [int(c["step"]) for c in cs[0]]
@@ -884,7 +911,7 @@ def figures(data):
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
         curves(axes[0], st.base.study, only=st.heads)
         axes[0].set_title(f"{st.base_steps} steps, lr {st.base_lr}, seeds {min(st.base.seeds)}-{max(st.base.seeds)}")
-        curves(axes[1], st.long.study, rows_of=st.long.points)
+        curves(axes[1], st.long.study, rows_of=st.long.points, only=st.heads)
         axes[1].set_title(f"{st.long_steps} steps, each count's chosen lr, seeds {min(st.long.seeds)}-{max(st.long.seeds)}")
         axes[1].legend(fontsize=7)
         fig.suptitle(f"{TITLES[name]}: original against 3x budget (mean, band = min-max over seeds)")
