@@ -1,9 +1,11 @@
-// headlab prune CHECKPOINT --strategy importance|random|entropy|confidence|ablation|l0
-//                          [--step-frac 0.1] [--finetune-steps K] [--recompute] [--seed N]
+// headlab prune CHECKPOINT --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
+//                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
+//                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
 //                          [--lambda X] [--l0-steps N] [--l0-lr X] [--out DIR] [--set train.key=value]...
 // Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
-// after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint).
+// after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint, with the
+// optimizer state fine-tuning continued, so `train --init` of it continues it too).
 // DIR defaults to <run folder>/prune/<prune_run_name()>. docs/pruning-verb.md.
 #include <algorithm>
 #include <cstdio>
@@ -30,9 +32,14 @@ int run_prune(int argc, char** argv) {
   cxxopts::Options options("headlab prune", "Prune attention heads of a checkpoint by masking their gates.");
   options.positional_help("CHECKPOINT");
   options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
-      "strategy", "importance, random, entropy, confidence, ablation or l0", cxxopts::value<std::string>())(
+      "strategy",
+      "importance, importance_raw, random, entropy, confidence, ablation, l0, or none (fine-tuning only: the control)",
+      cxxopts::value<std::string>())(
       "step-frac", "fraction of all heads pruned per round", cxxopts::value<double>()->default_value("0.1"))(
       "finetune-steps", "training steps after each round", cxxopts::value<int64_t>()->default_value("0"))(
+      "finetune-lr", "constant fine-tuning rate (default: the rate the checkpoint's schedule had reached)",
+      cxxopts::value<double>())("rounds", "none: rounds of fine-tuning (default: as many as pruning takes)",
+                                cxxopts::value<int64_t>())(
       "recompute", "recompute the scores after every round")(
       "seed", "seed for the random order, fine-tuning dropout and L0 noise",
       cxxopts::value<uint64_t>()->default_value("0"))(
@@ -55,12 +62,22 @@ int run_prune(int argc, char** argv) {
   }
   // Every check before anything is read or written.
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab prune CHECKPOINT --strategy S)");
-  HEADLAB_CHECK(args.count("strategy"), "no --strategy given (importance, random, entropy, confidence, ablation or l0)");
+  HEADLAB_CHECK(args.count("strategy"), "no --strategy given (e.g. --strategy importance; see --help)");
   PruneOptions o;
   o.strategy = parse_prune_strategy(args["strategy"].as<std::string>());
   const bool l0 = o.strategy == PruneStrategy::l0;
   o.step_frac = args["step-frac"].as<double>();
   o.finetune_steps = args["finetune-steps"].as<int64_t>();
+  if (args.count("finetune-lr")) {
+    o.finetune_lr = args["finetune-lr"].as<double>();
+    HEADLAB_CHECK(o.finetune_lr > 0, "--finetune-lr must be positive, got " << o.finetune_lr);
+  }
+  HEADLAB_CHECK(!args.count("finetune-lr") || o.finetune_steps > 0 || l0,
+                "--finetune-lr needs fine-tuning (--finetune-steps K, or --strategy l0)");
+  if (args.count("rounds")) {
+    o.rounds = args["rounds"].as<int64_t>();
+    HEADLAB_CHECK(o.rounds > 0, "--rounds must be positive, got " << o.rounds);
+  }
   o.recompute = args.count("recompute") > 0;
   o.seed = args["seed"].as<uint64_t>();
   const std::string split_arg = args["split"].as<std::string>();
@@ -98,8 +115,15 @@ int run_prune(int argc, char** argv) {
   fs::create_directories(out);
   std::printf("pruning %s (step %lld) by %s -> %s\n", path.c_str(), static_cast<long long>(opened.progress.step),
               prune_strategy_name(o.strategy), out.string().c_str());
+  std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(opened.config, opened.model->params());
+  const bool continued = continue_optimizer_state(path, *optimizer);  // pruned.h5 keeps it either way
+  if (o.finetune_steps > 0 || l0) {
+    std::printf("fine-tuning at lr %g from %s\n", finetune_rate(opened.config, o, opened.progress.step),
+                continued ? "the checkpoint's optimizer state" : "fresh optimizer moments (the checkpoint holds none)");
+  }
   const std::vector<PruneRound> rounds = iterative_prune(
-      *opened.model, opened.config, *opened.dataset, o, opened.progress.step, [&](const std::vector<PruneRound>& done) {
+      *opened.model, *optimizer, opened.config, *opened.dataset, o, opened.progress.step,
+      [&](const std::vector<PruneRound>& done) {
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
         const PruneRound& r = done.back();
         std::string layers;
@@ -110,7 +134,7 @@ int run_prune(int argc, char** argv) {
       });
   RunProgress progress = opened.progress;
   progress.step = rounds.back().step;
-  save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, nullptr, progress);
+  save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress);
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
   // The same model with the masked heads physically removed, when that is possible: MHA, and
   // every layer keeps a head (L0 may close a whole layer).

@@ -35,8 +35,6 @@ int run_train(int argc, char** argv) {
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
   run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
   run.init_from = args.count("init") ? args["init"].as<std::string>() : "";
-  if (!run.init_from.empty())
-    std::fprintf(stderr, "initializing from %s (its model section replaces the config's)\n", run.init_from.c_str());
   std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
   const RunResult r = run_training(config, run);
   std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",

@@ -9,8 +9,10 @@ namespace headlab {
 
 namespace {
 
-constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance, PruneStrategy::random, PruneStrategy::entropy,
-                                         PruneStrategy::confidence, PruneStrategy::ablation, PruneStrategy::l0};
+constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance, PruneStrategy::importance_raw,
+                                         PruneStrategy::random,     PruneStrategy::entropy,
+                                         PruneStrategy::confidence, PruneStrategy::ablation,
+                                         PruneStrategy::l0,         PruneStrategy::none};
 
 std::string number(const char* format, double v) {
   char buf[40];
@@ -34,20 +36,24 @@ std::string joined(const Seq& items, Fn item) {
 const char* prune_strategy_name(PruneStrategy strategy) {
   switch (strategy) {
     case PruneStrategy::importance: return "importance";
+    case PruneStrategy::importance_raw: return "importance_raw";
     case PruneStrategy::random: return "random";
     case PruneStrategy::entropy: return "entropy";
     case PruneStrategy::confidence: return "confidence";
     case PruneStrategy::ablation: return "ablation";
     case PruneStrategy::l0: return "l0";
+    case PruneStrategy::none: return "none";
   }
   return "unknown";
 }
 
 PruneStrategy parse_prune_strategy(const std::string& name) {
-  for (PruneStrategy s : kStrategies)
+  std::string choices;
+  for (PruneStrategy s : kStrategies) {
     if (name == prune_strategy_name(s)) return s;
-  HEADLAB_CHECK(false, "--strategy must be importance, random, entropy, confidence, ablation or l0, got '" << name
-                                                                                                          << "'");
+    choices += std::string(choices.empty() ? "" : ", ") + prune_strategy_name(s);
+  }
+  HEADLAB_CHECK(false, "--strategy must be one of " << choices << "; got '" << name << "'");
   return PruneStrategy::importance;
 }
 

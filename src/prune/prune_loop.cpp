@@ -13,6 +13,7 @@
 
 #include "headlab/analysis/heads.h"
 #include "headlab/common/hash.h"
+#include "headlab/optim/schedule.h"
 #include "headlab/prune/l0_gates.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
@@ -24,6 +25,8 @@ namespace {
 // Sign conventions, so that "lowest score is pruned first" holds for every strategy:
 //   importance  Michel et al.'s normalised importance (l2 per layer, their default for ranking
 //               across layers): the head whose gate the loss is least sensitive to goes first.
+//   importance_raw  the same without the per-layer normalisation (a global normalisation
+//               divides every head by one number and gives this order too).
 //   ablation    loss(head alone masked) - loss: the head whose removal raises the loss least
 //               (or lowers it) goes first.
 //   entropy     minus the mean attention entropy: the most spread-out (unfocused) head goes
@@ -38,6 +41,7 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
   std::vector<double> scores;
   switch (strategy) {
     case PruneStrategy::importance: return s.importance_normalized;
+    case PruneStrategy::importance_raw: return s.importance;
     case PruneStrategy::ablation: return s.ablation_loss_delta;
     case PruneStrategy::confidence: return s.confidence;
     case PruneStrategy::entropy:
@@ -70,21 +74,39 @@ PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const 
   return r;
 }
 
-// The constant-rate schedule of all fine-tuning: train.lr from the first step, no warmup.
-ScheduleOptions finetune_schedule(const Config& config) {
+// The constant-rate schedule of all fine-tuning: finetune_rate() from the first step, no warmup.
+ScheduleOptions finetune_schedule(double lr) {
   ScheduleOptions s;
-  s.lr = config.train.lr;
+  s.lr = lr;
   s.decay = LrDecay::constant;
   return s;
 }
 
+// Rounds an iterative strategy takes from `active`: the none control fine-tunes as often.
+int64_t pruning_round_count(std::vector<uint8_t> active, int64_t n_heads, int64_t per_round) {
+  const std::vector<double> any_order(active.size(), 0.0);
+  int64_t rounds = 0;
+  for (std::vector<int64_t> chosen; !(chosen = heads_to_prune(any_order, active, n_heads, per_round)).empty(); ++rounds)
+    for (int64_t k : chosen) active[k] = 0;
+  return rounds;
+}
+
 }  // namespace
+
+double finetune_rate(const Config& config, const PruneOptions& options, int64_t start_step) {
+  return options.finetune_lr > 0 ? options.finetune_lr : learning_rate(schedule_options(config), start_step);
+}
 
 int64_t PruneRound::heads_total() const { return std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0}); }
 
 void validate(const PruneOptions& o) {
   HEADLAB_CHECK(o.step_frac > 0 && o.step_frac < 1, "--step-frac must be in (0, 1), got " << o.step_frac);
   HEADLAB_CHECK(o.finetune_steps >= 0, "--finetune-steps must be >= 0, got " << o.finetune_steps);
+  HEADLAB_CHECK(o.finetune_lr >= 0 && std::isfinite(o.finetune_lr), "--finetune-lr must be positive, got " << o.finetune_lr);
+  HEADLAB_CHECK(o.rounds >= 0, "--rounds must be positive, got " << o.rounds);
+  HEADLAB_CHECK(o.rounds == 0 || o.strategy == PruneStrategy::none, "--rounds applies only to --strategy none");
+  HEADLAB_CHECK(o.strategy != PruneStrategy::none || o.finetune_steps > 0,
+                "--strategy none prunes nothing: it is the control of fine-tuning, so it needs --finetune-steps K");
   HEADLAB_CHECK(o.eval_batches >= 0, "--batches must be positive, got " << o.eval_batches);
   HEADLAB_CHECK(o.score_batches >= 0, "--score-batches must be positive, got " << o.score_batches);
   HEADLAB_CHECK(o.lambda >= 0 && std::isfinite(o.lambda), "--lambda must be >= 0, got " << o.lambda);
@@ -105,7 +127,7 @@ std::vector<double> head_scores(Model<float>& model, const Config& config, const
   }
   AnalysisOptions a;
   a.batch_size = config.train.batch_size;
-  a.importance = options.strategy == PruneStrategy::importance;
+  a.importance = options.strategy == PruneStrategy::importance || options.strategy == PruneStrategy::importance_raw;
   a.ablation = options.strategy == PruneStrategy::ablation;
   a.attention = options.strategy == PruneStrategy::entropy || options.strategy == PruneStrategy::confidence;
   a.similarity = false;
@@ -140,8 +162,8 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
   return chosen;
 }
 
-std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
-                                    const PruneOptions& options, int64_t start_step,
+std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& optimizer, const Config& config,
+                                    const Dataset& dataset, const PruneOptions& options, int64_t start_step,
                                     const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   HEADLAB_CHECK(model.spec().layer_heads.empty(),
@@ -171,13 +193,18 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
     if (!active[k]) pruned.push_back({k / H, k % H});  // already masked in the checkpoint
   finish_round(0, pruned);
 
-  // Fine-tuning: the model's optimizer over model.params() only; the gates are a separate
-  // Parameters that no optimizer holds, so pruned heads stay at exactly 0. Dropout draws mix
-  // train.seed with the prune seed.
-  auto optimizer = make_optimizer(config, model.params());
+  // Fine-tuning: the optimizer holds model.params() only; the gates are a separate Parameters
+  // that no optimizer holds, so pruned heads stay at exactly 0. Dropout draws mix train.seed
+  // with the prune seed.
   BatchPrefetcher batches(dataset, Split::train, config.train.batch_size, config.train.prefetch);
-  TrainingContext ctx{model,  *optimizer, batches, tape, finetune_schedule(config), config.train.grad_accum,
-                      config.train.grad_clip, hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
+  TrainingContext ctx{model,
+                      optimizer,
+                      batches,
+                      tape,
+                      finetune_schedule(finetune_rate(config, options, start_step)),
+                      config.train.grad_accum,
+                      config.train.grad_clip,
+                      hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
 
   if (options.strategy == PruneStrategy::l0) {
     L0Options l0_options;
@@ -206,6 +233,14 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& confi
       if (std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1) > 1) return true;
     return false;
   };
+  if (options.strategy == PruneStrategy::none) {
+    const int64_t rounds_total = options.rounds > 0 ? options.rounds : pruning_round_count(active, H, per_round);
+    for (int64_t round = 1; round <= rounds_total; ++round) {
+      for (int64_t i = 0; i < options.finetune_steps; ++i, ++step) train_step(ctx, step);
+      finish_round(round, pruned);
+    }
+    return rounds;
+  }
   std::vector<double> scores = head_scores(model, config, dataset, options);
   for (int64_t round = 1; some_layer_has_two(); ++round) {
     if (options.recompute && round > 1) scores = head_scores(model, config, dataset, options);

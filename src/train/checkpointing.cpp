@@ -90,6 +90,16 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
   return p;
 }
 
+bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimizer) {
+  CheckpointReader r(path);
+  if (!r.has_attr("optimizer") || r.string_attr("optimizer") != optimizer.kind()) return false;
+  for (const auto& [name, tensor] : optimizer.state_tensors())
+    if (!r.has(name) || r.shape(name) != tensor.shape()) return false;
+  for (const auto& [name, tensor] : optimizer.state_tensors()) r.read_into(name, tensor);
+  optimizer.set_step_count(r.int_attr("optimizer_steps"));
+  return true;
+}
+
 OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std::string>& overrides) {
   OpenedCheckpoint c;
   c.config = checkpoint_config(path);

@@ -133,8 +133,15 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     if (!options.quiet)
       std::fprintf(stderr, "resuming from step %lld (%s)\n", static_cast<long long>(progress.step), resume_path.c_str());
   }
-  if (resume_path.empty() && !options.init_from.empty())
-    load_training_checkpoint(options.init_from, model, nullptr);  // step 0, zero moments
+  if (resume_path.empty() && !options.init_from.empty()) {
+    load_training_checkpoint(options.init_from, model, nullptr);  // the run itself starts at step 0
+    // The moments continue where they match: fresh ones would first undo the trained model.
+    const bool continued = continue_optimizer_state(options.init_from, *optimizer);
+    if (!options.quiet)
+      std::fprintf(stderr, "initializing from %s (its model section replaces the config's): weights and %s\n",
+                   options.init_from.c_str(),
+                   continued ? "optimizer state" : "fresh optimizer moments (it holds no state for this model)");
+  }
 
   fs::create_directories(ckpt_dir);
   write_file_atomically(dir / "config.toml", to_toml(config));

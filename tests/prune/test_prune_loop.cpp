@@ -10,6 +10,7 @@
 #include "headlab/prune/prune_loop.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
+#include "headlab/train/setup.h"
 #include "support/scratch.h"
 #include "support/trained_run.h"
 
@@ -34,11 +35,15 @@ PruneOptions fast_options(PruneStrategy strategy) {
   return o;
 }
 
+// The checkpoint pruned as `headlab prune` does it: fine-tuning continues its optimizer state.
 struct Pruned {
   OpenedCheckpoint checkpoint = open_checkpoint(trained_run().checkpoint());
+  std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(checkpoint.config, checkpoint.model->params());
   std::vector<PruneRound> rounds;
-  explicit Pruned(const PruneOptions& o) {
-    rounds = iterative_prune(*checkpoint.model, checkpoint.config, *checkpoint.dataset, o, checkpoint.progress.step);
+  explicit Pruned(const PruneOptions& o, bool continue_state = true) {
+    if (continue_state) REQUIRE(continue_optimizer_state(trained_run().checkpoint(), *optimizer));
+    rounds = iterative_prune(*checkpoint.model, *optimizer, checkpoint.config, *checkpoint.dataset, o,
+                             checkpoint.progress.step);
   }
 };
 
@@ -60,8 +65,8 @@ int count_lines(const std::string& text) {
 }  // namespace
 
 TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts at the unpruned metric", "[prune]") {
-  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::random, PruneStrategy::entropy,
-                                          PruneStrategy::confidence, PruneStrategy::ablation);
+  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random,
+                                          PruneStrategy::entropy, PruneStrategy::confidence, PruneStrategy::ablation);
   INFO("strategy " << prune_strategy_name(strategy));
   Pruned p(fast_options(strategy));
   const std::vector<PruneRound>& rounds = p.rounds;
@@ -206,13 +211,16 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
     std::string expected;
   };
   const std::vector<Case> bad = {
-      {{"prune", run.checkpoint(), "--strategy", "magnitude"}, "--strategy must be importance, random"},
+      {{"prune", run.checkpoint(), "--strategy", "magnitude"}, "--strategy must be one of importance, importance_raw, random"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "0"}, "--step-frac must be in (0, 1)"},
       {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},
       {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda=-1"}, "--lambda must be >= 0"},
       {{"prune", run.checkpoint(), "--strategy", "l0"}, "needs --lambda"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"}, "only train.* keys"},
+      {{"prune", run.checkpoint(), "--strategy", "none"}, "needs --finetune-steps"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"}, "--rounds applies only to --strategy none"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--finetune-lr", "1e-3"}, "--finetune-lr needs fine-tuning"},
   };
   for (const Case& c : bad) {
     const test::CommandResult r = test::run_headlab(c.args, logs.dir / "bad.txt");
@@ -254,5 +262,54 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
   CHECK_THAT(small.output, Catch::Contains(expected));
   const test::CommandResult info = test::run_headlab({"info", (out / "pruned_small.h5").string()}, logs.dir / "info.txt");
   CHECK_THAT(info.output, Catch::Contains("layer heads  L0 1 L1 1"));
+  // pruned.h5 keeps the optimizer state for `train --init`; the physically pruned twin cannot.
+  const OpenedCheckpoint masked = open_checkpoint((out / "pruned.h5").string());
+  CHECK(continue_optimizer_state((out / "pruned.h5").string(), *make_optimizer(masked.config, masked.model->params())));
+  const OpenedCheckpoint removed = open_checkpoint((out / "pruned_small.h5").string());
+  CHECK_FALSE(continue_optimizer_state((out / "pruned_small.h5").string(),
+                                       *make_optimizer(removed.config, removed.model->params())));
   fs::remove_all(prune_dir);
+}
+
+TEST_CASE("fine-tuning with no head pruned does not make the model worse; fresh moments at the peak rate do",
+          "[prune]") {
+  // The control arm: the same rounds of fine-tuning, nothing pruned. Continued from the
+  // checkpoint's AdamW state at the rate its schedule ended at (1e-3 here), the model only
+  // improves; restarted from zero moments at the peak rate (1e-2), as fine-tuning used to, the
+  // first round undoes part of the training. The second run shows the tolerance can fail.
+  PruneOptions o = fast_options(PruneStrategy::none);
+  o.finetune_steps = 10;
+  const double before = unpruned_metric(2).loss;
+  const Pruned continued(o);
+  REQUIRE(continued.rounds.size() == 4);  // as many rounds as pruning 2 of 8 heads at a time takes
+  CHECK(finetune_rate(continued.checkpoint.config, o, continued.checkpoint.progress.step) ==
+        Approx(continued.checkpoint.config.train.lr * continued.checkpoint.config.train.min_lr_ratio));
+  const double tolerance = 0.05 * before;
+  for (const PruneRound& r : continued.rounds) {
+    INFO("round " << r.round << ": " << r.metric.loss << " against " << before);
+    CHECK(r.metric.loss <= before + tolerance);
+    CHECK(r.pruned.empty());
+    CHECK(r.heads_total() == 8);
+    CHECK(r.step == continued.checkpoint.progress.step + r.round * o.finetune_steps);
+  }
+  PruneOptions restarted_at_peak = o;
+  restarted_at_peak.finetune_lr = continued.checkpoint.config.train.lr;
+  const Pruned restarted(restarted_at_peak, /*continue_state=*/false);
+  INFO("restarted: " << restarted.rounds[1].metric.loss << " against " << before);
+  CHECK(restarted.rounds[1].metric.loss > before + tolerance);
+}
+
+TEST_CASE("the control's rounds are plain fine-tuning: K steps x 2 rounds equal 2K steps x 1 round", "[prune]") {
+  PruneOptions o = fast_options(PruneStrategy::none);
+  o.finetune_steps = 3;
+  o.rounds = 2;
+  const Pruned two(o);
+  o.finetune_steps = 6;
+  o.rounds = 1;
+  const Pruned one(o);
+  REQUIRE(two.rounds.size() == 3);
+  REQUIRE(one.rounds.size() == 2);
+  CHECK(two.rounds[2].metric.loss == one.rounds[1].metric.loss);  // bit for bit: same steps, batches, rate
+  CHECK(two.rounds[1].metric.loss != one.rounds[1].metric.loss);
+  CHECK(prune_run_name(o) == "none_ft6_seed0");
 }

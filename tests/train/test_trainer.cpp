@@ -313,3 +313,22 @@ TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero opt
   short_run.train.steps = 6;
   CHECK(run_training(short_run, resume).step == 6);
 }
+
+TEST_CASE("train --init of a checkpoint with optimizer state continues its moments", "[train][checkpoint]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 6;
+  RunOptions first = quiet_run(s.dir / "first");
+  REQUIRE(run_training(c, first).step == 6);
+  const std::string from = checkpoint_path((s.dir / "first").string(), 6);
+
+  RunOptions o = quiet_run(s.dir / "second");
+  o.init_from = from;
+  c.train.steps = 3;
+  REQUIRE(run_training(c, o).step == 3);
+  const std::string last = checkpoint_path((s.dir / "second").string(), 3);
+  Model<float> tuned(model_spec(c));
+  auto optimizer = make_optimizer(c, tuned.params());
+  CHECK(load_training_checkpoint(last, tuned, optimizer.get()).step == 3);  // a new run: steps from 0
+  CHECK(optimizer->step_count() == 6 + 3);  // the moments went on from the first run's six updates
+}

@@ -4,7 +4,11 @@
 //     score (never a layer's last active head), fine-tunes K steps with the gates fixed,
 //     evaluates, and optionally recomputes the scores, until every layer has one head left;
 //   l0 (Voita et al. 2019): round 0, then round 1 after fine-tuning with Hard Concrete gates and
-//     an L0 penalty (prune/l0_gates.h), gates binarised.
+//     an L0 penalty (prune/l0_gates.h), gates binarised;
+//   none (the control): the same rounds of fine-tuning with no head pruned, so a pruned curve can
+//     be compared with the unpruned model trained for the same extra steps at the same rate.
+// Fine-tuning continues the optimizer it is given (the checkpoint's moments, when it has them)
+// at a constant rate: by default the rate the checkpoint's own schedule had reached at its step.
 // Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare.
 // Deterministic: same checkpoint, options, seed and thread count give bit-identical rounds.
 //   std::vector<PruneRound> rounds = iterative_prune(model, config, *dataset, options, step);
@@ -20,11 +24,12 @@
 #include "headlab/data/batch.h"
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
+#include "headlab/optim/optimizer.h"
 #include "headlab/train/evaluate.h"
 
 namespace headlab {
 
-enum class PruneStrategy { importance, random, entropy, confidence, ablation, l0 };
+enum class PruneStrategy { importance, importance_raw, random, entropy, confidence, ablation, l0, none };
 PruneStrategy parse_prune_strategy(const std::string& name);  // throws naming the choices
 const char* prune_strategy_name(PruneStrategy strategy);
 
@@ -32,7 +37,9 @@ struct PruneOptions {
   PruneStrategy strategy = PruneStrategy::importance;
   double step_frac = 0.1;        // F, in (0, 1): fraction of all heads pruned per round
   int64_t finetune_steps = 0;    // K: training steps after each round's pruning
+  double finetune_lr = 0;        // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
   bool recompute = false;        // scores again after every round (after fine-tuning)
+  int64_t rounds = 0;            // none only: rounds of fine-tuning; 0 = as many as pruning takes
   uint64_t seed = 0;             // random order, fine-tuning dropout, L0 noise
   Split split = Split::val;      // the metric's split
   int64_t eval_batches = 0;      // batches 0..n-1 of `split`; 0 = default_eval_batches()
@@ -62,12 +69,17 @@ struct PruneRound {
 };
 
 // Runs the strategy's schedule on `model` (left with the last round's gates and fine-tuned
-// parameters). Fine-tuning uses config.train's optimizer, batch size, accumulation and clipping
-// at the constant rate train.lr; its steps are numbered from `start_step` (the checkpoint's step:
+// parameters). Fine-tuning steps `optimizer` (over model.params(), e.g. continued from the
+// checkpoint by continue_optimizer_state) with config.train's batch size, accumulation and
+// clipping at finetune_rate(); its steps are numbered from `start_step` (the checkpoint's step:
 // the data continues where training stopped). on_round gets the rounds so far after each one.
-std::vector<PruneRound> iterative_prune(Model<float>& model, const Config& config, const Dataset& dataset,
-                                    const PruneOptions& options, int64_t start_step,
+std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& optimizer, const Config& config,
+                                    const Dataset& dataset, const PruneOptions& options, int64_t start_step,
                                     const std::function<void(const std::vector<PruneRound>&)>& on_round = {});
+
+// The constant rate of fine-tuning: options.finetune_lr, or else the rate config's schedule gives
+// at `start_step` (after the last step: train.lr * min_lr_ratio), where training left the model.
+double finetune_rate(const Config& config, const PruneOptions& options, int64_t start_step);
 
 // One score per head (index layer * n_heads + head) of the model as it is; the lowest is pruned
 // first (the sign conventions are in prune_loop.cpp). Not for l0.

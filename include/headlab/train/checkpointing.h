@@ -52,6 +52,13 @@ Config pruned_config(const Config& config, const ModelSpec& spec);
 // must be present with the model's shape; a mismatch is one line naming the tensor and shapes.
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer);
 
+// Continues `optimizer` from a checkpoint's state (moments and step count) when the checkpoint
+// holds state of the same kind and shapes; returns false, leaving `optimizer` untouched, when it
+// does not (a physically pruned checkpoint, or one written without state). Fine-tuning from
+// fresh moments takes steps of about the learning rate in every coordinate, which first undoes
+// a trained model; continued moments do not.
+bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimizer);
+
 // A checkpoint opened for evaluation, analysis or pruning: its config (with `overrides` applied,
 // "key=value" as --set takes them), the model with its parameters and gates, and its dataset.
 struct OpenedCheckpoint {
