@@ -7,10 +7,13 @@
 //   delimiter   sum_s p[s] is_delimiter[s]
 //   agreement   a == t-1 (previous token), a == gold_head[t] (the syntactic head), gold_head[a]
 //               == t (a dependent), a == gold_antecedent[t], is_delimiter[a]; each counted only
-//               over rows where the relation exists and is visible from t (a causal decoder
-//               cannot attend forward, so a determiner's head noun, which follows it, is not
-//               scored as its head, but the noun attending back to its determiner scores as a
-//               dependent).
+//               over rows where the relation exists and is visible from t (gold_relations.h: a
+//               causal decoder cannot attend forward, so a determiner's head noun, which follows
+//               it, is not scored as its head, but the noun attending back to its determiner
+//               scores as a dependent); and the rare token: a's training count is the smallest
+//               among the keys visible from t (rows where those all tie are not counted);
+//   offset      t - a, counted per value: the most frequent one is the head's positional offset
+//               (Voita et al.'s positional heads), over all counted rows.
 // JS distance between heads i and j on a row: sqrt(JSD(p_i, p_j)) with base-2 logs, in [0, 1],
 // via JSD = H(m) - (H(p_i) + H(p_j))/2, m = (p_i + p_j)/2, so each pair costs one log per key
 // (the rows' entropies are computed once). Identical rows give m == p bit for bit, so exactly 0.
@@ -20,7 +23,8 @@
 #include <cmath>
 #include <limits>
 
-#include "headlab/analysis/heads.h"
+#include "gold_relations.h"
+#include "headlab/analysis/attention_stats.h"
 #include "headlab/common/error.h"
 
 namespace headlab {
@@ -52,7 +56,7 @@ void check_probs_shape(const char* who, const Shape& shape, const AttentionBatch
 AttentionSums::AttentionSums(int64_t n)
     : rows(n), entropy(n), distance(n), confidence(n), delimiter_mass(n), previous_n(n), previous_hit(n),
       head_n(n), head_hit(n), dependent_n(n), dependent_hit(n), antecedent_n(n), antecedent_hit(n),
-      delimiter_n(n), delimiter_hit(n), js_sum(n * n) {}
+      delimiter_n(n), delimiter_hit(n), rare_n(n), rare_hit(n), argmax_offsets(n), js_sum(n * n) {}
 
 template <typename T>
 double js_distance(const T* p, const T* q, int64_t n) {
@@ -74,23 +78,15 @@ void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, cons
   HEADLAB_CHECK(first_slot >= 0 && first_slot + H <= static_cast<int64_t>(sums.rows.size()),
                 "accumulate_attention_stats: slots " << first_slot << " + " << H << " heads do not fit "
                                                      << sums.rows.size() << " slots");
-  auto real = [&](int64_t b, int64_t s) { return info.key_padding == nullptr || info.key_padding[b * T_ + s] != 0; };
-  auto visible = [&](int64_t b, int64_t t, int64_t s) { return s >= 0 && (!info.causal || s <= t) && real(b, s); };
-  // has_dependent[b,t]: some token visible from t has t as its gold head.
-  std::vector<uint8_t> has_dependent(info.gold_head ? B * T_ : 0);
-  if (info.gold_head)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t s = 0; s < T_; ++s) {
-        const int32_t g = info.gold_head[b * T_ + s];
-        if (g >= 0 && g < T_ && g != s && visible(b, g, s)) has_dependent[b * T_ + g] = 1;
-      }
+  const GoldRelations gold(info);
 
 #pragma omp parallel for schedule(static)
   for (int64_t h = 0; h < H; ++h) {
     const int64_t slot = first_slot + h;
     double rows = 0, entropy = 0, distance = 0, confidence = 0, delimiter_mass = 0;
     int64_t prev_n = 0, prev_hit = 0, head_n = 0, head_hit = 0, dep_n = 0, dep_hit = 0, ante_n = 0, ante_hit = 0,
-            delim_n = 0, delim_hit = 0;
+            delim_n = 0, delim_hit = 0, rare_n = 0, rare_hit = 0;
+    std::vector<int64_t> offset_rows(static_cast<size_t>(2 * T_ - 1));  // [t - a + T - 1]
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t t = 0; t < T_; ++t) {
         if (info.query_rows && !info.query_rows[b * T_ + t]) continue;
@@ -109,17 +105,14 @@ void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, cons
         distance += dist;
         confidence += best;
         delimiter_mass += delim;
-        if (visible(b, t, t - 1)) prev_n++, prev_hit += arg == t - 1;
-        if (info.gold_head) {
-          const int32_t g = info.gold_head[b * T_ + t];
-          if (g >= 0 && g < T_ && g != t && visible(b, t, g)) head_n++, head_hit += arg == g;
-          if (has_dependent[b * T_ + t]) dep_n++, dep_hit += arg != t && info.gold_head[b * T_ + arg] == t;
-        }
-        if (info.gold_antecedent) {
-          const int32_t g = info.gold_antecedent[b * T_ + t];
-          if (g >= 0 && g < T_ && g != t && visible(b, t, g)) ante_n++, ante_hit += arg == g;
-        }
+        offset_rows[t - arg + T_ - 1]++;
+        if (gold.visible(b, t, t - 1)) prev_n++, prev_hit += arg == t - 1;
+        if (const int64_t g = gold.syntactic_head(b, t); g >= 0) head_n++, head_hit += arg == g;
+        if (gold.has_dependent(b, t)) dep_n++, dep_hit += gold.is_dependent(b, t, arg);
+        if (const int64_t g = gold.antecedent(b, t); g >= 0) ante_n++, ante_hit += arg == g;
         if (info.is_delimiter) delim_n++, delim_hit += info.is_delimiter[b * T_ + arg] != 0;
+        if (const int64_t rarest = gold.rarest_count(b, t); rarest >= 0)
+          rare_n++, rare_hit += gold.train_count(b, arg) == rarest;
       }
     }
     sums.rows[slot] += rows;
@@ -132,6 +125,9 @@ void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, cons
     sums.dependent_n[slot] += dep_n, sums.dependent_hit[slot] += dep_hit;
     sums.antecedent_n[slot] += ante_n, sums.antecedent_hit[slot] += ante_hit;
     sums.delimiter_n[slot] += delim_n, sums.delimiter_hit[slot] += delim_hit;
+    sums.rare_n[slot] += rare_n, sums.rare_hit[slot] += rare_hit;
+    for (int64_t i = 0; i < 2 * T_ - 1; ++i)
+      if (offset_rows[i] > 0) sums.argmax_offsets[slot][i - (T_ - 1)] += offset_rows[i];
   }
 }
 
@@ -198,8 +194,9 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
   auto mean = [](double sum, double n) { return n > 0 ? sum / n : kNaN; };
   auto resize = [&](std::vector<double>& v) { v.assign(static_cast<size_t>(N), kNaN); };
   for (auto* v : {&scores.entropy, &scores.distance, &scores.confidence, &scores.delimiter_mass,
-                  &scores.previous_token_agreement, &scores.syntactic_head_agreement, &scores.dependent_agreement,
-                  &scores.antecedent_agreement, &scores.delimiter_agreement, &scores.js_nearest})
+                  &scores.previous_token_agreement, &scores.positional_offset, &scores.positional_share,
+                  &scores.syntactic_head_agreement, &scores.dependent_agreement, &scores.antecedent_agreement,
+                  &scores.delimiter_agreement, &scores.rare_token_agreement, &scores.js_nearest})
     resize(*v);
   for (int64_t i = 0; i < N; ++i) {
     const double rows = sums.rows[i];
@@ -213,7 +210,24 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
     scores.dependent_agreement[i] = rate(sums.dependent_hit[i], sums.dependent_n[i]);
     scores.antecedent_agreement[i] = rate(sums.antecedent_hit[i], sums.antecedent_n[i]);
     scores.delimiter_agreement[i] = rate(sums.delimiter_hit[i], sums.delimiter_n[i]);
+    scores.rare_token_agreement[i] = rate(sums.rare_hit[i], sums.rare_n[i]);
+    if (rows > 0) {
+      const OffsetMode mode = most_frequent_offset(sums.argmax_offsets[i]);
+      scores.positional_offset[i] = static_cast<double>(mode.offset);
+      scores.positional_share[i] = static_cast<double>(mode.rows) / rows;
+    }
   }
+  auto baseline_of = [](const AttentionSums::Relation& relation) {
+    PositionalBaseline baseline;
+    if (relation.rows == 0) return baseline;
+    const OffsetMode mode = most_frequent_offset(relation.key_offsets);
+    baseline.offset = static_cast<double>(mode.offset);
+    baseline.agreement = static_cast<double>(mode.rows) / static_cast<double>(relation.rows);
+    return baseline;
+  };
+  scores.syntactic_head_baseline = baseline_of(sums.syntactic_head);
+  scores.dependent_baseline = baseline_of(sums.dependent);
+  scores.antecedent_baseline = baseline_of(sums.antecedent);
   scores.js_distance.clear();
   if (sums.js_rows == 0) return;
   scores.js_distance.resize(static_cast<size_t>(N * N));

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "headlab/analysis/heads.h"
+#include "headlab/analysis/attention_stats.h"
 #include "headlab/common/error.h"
 #include "headlab/data/tasks.h"
 #include "headlab/nn/saved_forward.h"
@@ -206,6 +207,8 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   SavedForward<T> unmasked;  // the unmasked forward of the batch, for the masked ones
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
+  // Rare tokens are rare in the training split, whichever split is analysed.
+  const std::vector<int64_t> token_counts = options.attention ? dataset.train_token_counts() : std::vector<int64_t>{};
   double loss_sum = 0;
   int64_t n_correct = 0;
 
@@ -242,10 +245,15 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
       info.gold_head = batch.gold_head.empty() ? nullptr : batch.gold_head.data();
       info.gold_antecedent = batch.gold_antecedent.empty() ? nullptr : batch.gold_antecedent.data();
       info.is_delimiter = batch.is_delimiter.empty() ? nullptr : batch.is_delimiter.data();
+      info.tokens = batch.tokens.data();
+      info.token_counts = token_counts.empty() ? nullptr : token_counts.data();
+      info.vocab_size = static_cast<int64_t>(token_counts.size());
       probs.clear();
       for (int64_t l = 0; l < L; ++l) probs.push_back(attention_probs(model.attention_outputs()[l]));
-      if (options.attention)
+      if (options.attention) {
         for (int64_t l = 0; l < L; ++l) accumulate_attention_stats(probs[l], s.index(l, 0), info, sums);
+        accumulate_positional_baselines(info, sums);
+      }
       if (options.similarity) accumulate_js_distance(probs, info, sums);
       for (uint8_t r : query_rows) s.n_query_rows += r;
     }

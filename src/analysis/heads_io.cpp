@@ -2,7 +2,8 @@
 //   heads.csv             layer,head,<one column per head_columns() entry>; NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
 //   heads.h5              heads/<column> float64 [L,H], similarity/js_distance [N, N],
-//                         examples/... per-example arrays, provenance as root attributes
+//                         examples/... per-example arrays, provenance and the positional
+//                         baselines (baseline_<relation>_agreement, _offset) as root attributes
 // N heads in all; when layers differ in heads (a pruned model) H is the widest layer's, the
 // [.., L, H, ..] arrays hold NaN for the heads a layer lacks and heads.h5 adds layer_heads [L].
 #include <cmath>
@@ -32,13 +33,27 @@ const std::vector<HeadColumn>& head_columns() {
       {"confidence", &HeadScores::confidence, "mean max_s A[t,s] (Voita et al.)"},
       {"delimiter_mass", &HeadScores::delimiter_mass, "mean attention on delimiter tokens (tasks with delimiters)"},
       {"previous_token_agreement", &HeadScores::previous_token_agreement, "fraction of rows whose argmax is t-1"},
+      {"positional_offset", &HeadScores::positional_offset,
+       "the most frequent t - argmax over rows (Voita et al.'s positional heads; < 0: a later key)"},
+      {"positional_share", &HeadScores::positional_share, "fraction of rows whose argmax is at positional_offset"},
       {"syntactic_head_agreement", &HeadScores::syntactic_head_agreement, "argmax is the gold syntactic head"},
       {"dependent_agreement", &HeadScores::dependent_agreement, "argmax is a gold dependent of t"},
       {"antecedent_agreement", &HeadScores::antecedent_agreement, "argmax is gold_antecedent (pronouns)"},
       {"delimiter_agreement", &HeadScores::delimiter_agreement, "argmax is a delimiter"},
+      {"rare_token_agreement", &HeadScores::rare_token_agreement,
+       "argmax holds the visible token rarest in the training split (Voita et al.)"},
       {"js_nearest", &HeadScores::js_nearest, "smallest JS distance to another head, in [0, 1]"},
   };
   return columns;
+}
+
+const std::vector<BaselineField>& positional_baselines() {
+  static const std::vector<BaselineField> baselines = {
+      {"syntactic_head", &HeadScores::syntactic_head_baseline},
+      {"dependent", &HeadScores::dependent_baseline},
+      {"antecedent", &HeadScores::antecedent_baseline},
+  };
+  return baselines;
 }
 
 namespace {
@@ -131,6 +146,11 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
   w.set_int_attr("n_query_rows", s.n_query_rows);
   w.set_double_attr("loss", s.loss);
   w.set_double_attr("accuracy", s.accuracy);
+  for (const BaselineField& f : positional_baselines()) {
+    const std::string prefix = std::string("baseline_") + f.relation;
+    w.set_double_attr(prefix + "_agreement", (s.*f.baseline).agreement);
+    w.set_double_attr(prefix + "_offset", (s.*f.baseline).offset);
+  }
   w.commit(path);
 }
 

@@ -129,10 +129,12 @@ std::string cell(double v, const char* format, int width) {
 }
 
 void print_summary(const HeadScores& s) {
-  bool gold = false;
+  bool gold = false, rare = false;
   for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
-  std::printf("layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token%s\n",
-              gold ? "  syntactic_head  dependent  antecedent" : "");
+  for (double v : s.rare_token_agreement) rare = rare || !std::isnan(v);
+  std::printf("layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
+              "  offset (share)%s%s\n",
+              gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "");
   for (int64_t l = 0; l < s.n_layers; ++l)
     for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
       const int64_t k = s.index(l, h);
@@ -140,12 +142,20 @@ void print_summary(const HeadScores& s) {
                          cell(s.gate[k], "%.3g", 6) + cell(s.importance[k], "%.3g", 11) +
                          cell(s.importance_normalized[k], "%.2f", 7) + cell(s.ablation_loss_delta[k], "%+.4f", 16) +
                          cell(s.entropy[k], "%.3f", 9) + cell(s.distance[k], "%.2f", 10) +
-                         cell(s.confidence[k], "%.3f", 12) + cell(s.previous_token_agreement[k], "%.3f", 12);
+                         cell(s.confidence[k], "%.3f", 12) + cell(s.previous_token_agreement[k], "%.3f", 12) +
+                         cell(s.positional_offset[k], "%+.0f", 8) + cell(s.positional_share[k], "(%.3f)", 8);
       if (gold)
         line += cell(s.syntactic_head_agreement[k], "%.3f", 16) + cell(s.dependent_agreement[k], "%.3f", 11) +
                 cell(s.antecedent_agreement[k], "%.3f", 12);
+      if (rare) line += cell(s.rare_token_agreement[k], "%.3f", 12);
       std::printf("%s\n", line.c_str());
     }
+  for (const BaselineField& f : positional_baselines()) {
+    const PositionalBaseline& b = s.*f.baseline;
+    if (!std::isnan(b.agreement))
+      std::printf("positional baseline of %s_agreement: %.3f (rows whose key is at offset %+.0f)\n", f.relation,
+                  b.agreement, b.offset);
+  }
 }
 
 }  // namespace

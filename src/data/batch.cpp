@@ -58,6 +58,23 @@ double bits_per_byte(double mean_loss_nats, double bytes_per_token) {
 
 int64_t Dataset::eval_batches(Split, int64_t) const { return 0; }
 
+std::vector<int64_t> Dataset::train_token_counts() const {
+  constexpr int64_t kSampleBatches = 64, kSampleRows = 64;  // fixed, so the counts are too
+  std::vector<int64_t> counts(static_cast<size_t>(vocab_size()));
+  Batch batch = make_batch(kSampleRows);
+  for (int64_t i = 0; i < kSampleBatches; ++i) {
+    fill_batch(Split::train, i, batch);
+    for (size_t j = 0; j < batch.tokens.size(); ++j) {
+      if (!batch.key_padding.empty() && !batch.key_padding[j]) continue;
+      const int32_t token = batch.tokens[j];
+      HEADLAB_CHECK(token >= 0 && token < vocab_size(),
+                    name() << ": train token " << token << " outside the vocabulary of " << vocab_size());
+      counts[static_cast<size_t>(token)]++;
+    }
+  }
+  return counts;
+}
+
 void copy_row(const Batch& from, int64_t from_row, Batch& to, int64_t to_row) {
   HEADLAB_CHECK(from.seq_len == to.seq_len && from_row >= 0 && from_row < from.batch_size && to_row >= 0 &&
                     to_row < to.batch_size,

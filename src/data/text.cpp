@@ -230,6 +230,13 @@ int64_t TextDataset::eval_batches(Split split, int64_t batch_size) const {
   return (eval_windows(split) + batch_size - 1) / batch_size;
 }
 
+std::vector<int64_t> TextDataset::train_token_counts() const {
+  std::vector<int64_t> counts(256);
+  const ByteRange r = split_range(Split::train);
+  for (int64_t i = r.begin; i < r.end; ++i) counts[bytes_[static_cast<size_t>(i)]]++;
+  return counts;
+}
+
 int64_t TextDataset::window_start(Split split, int64_t batch_index, int64_t row, int64_t batch_size) const {
   const ByteRange r = split_range(split);
   if (split == Split::train) {

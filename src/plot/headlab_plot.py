@@ -174,10 +174,13 @@ HEAD_COLUMNS = {  # heads.csv column -> colourbar label with unit (docs/analysis
     "confidence": "confidence: mean max_s A[t,s] (probability)",
     "delimiter_mass": "attention on delimiters (probability)",
     "previous_token_agreement": "fraction of rows whose argmax is t-1",
+    "positional_offset": "most frequent t - argmax (1 = previous token, < 0 = a later key)",
+    "positional_share": "fraction of rows whose argmax is at the positional offset",
     "syntactic_head_agreement": "fraction of rows whose argmax is the gold head",
     "dependent_agreement": "fraction of rows whose argmax is a gold dependent",
     "antecedent_agreement": "fraction of rows whose argmax is the gold antecedent",
     "delimiter_agreement": "fraction of rows whose argmax is a delimiter",
+    "rare_token_agreement": "fraction of rows whose argmax is the rarest visible token (training counts)",
     "js_nearest": "JS distance to the nearest other head (0 = same attention)",
 }
 

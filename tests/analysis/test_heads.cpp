@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/attention_stats.h"
 #include "headlab/analysis/heads.h"
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
@@ -371,6 +372,8 @@ TEST_CASE("a model trained to copy the previous token has a previous-token head 
                << s.previous_token_agreement[best] << ", distance " << s.distance[best]);
   CHECK(s.ablation_loss_delta[best] > 0.5);
   CHECK(s.previous_token_agreement[best] > 0.95);
+  CHECK(s.positional_offset[best] == 1);  // t - argmax: the previous token is +1
+  CHECK(s.positional_share[best] > 0.95);
   CHECK(s.distance[best] == Approx(1.0).margin(0.2));
   CHECK(s.ablation_accuracy_delta[best] < -0.1);
 }
@@ -406,6 +409,9 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   CHECK(h5.shape("examples/gate_grad") == Shape{E, 1, 2});
   CHECK(h5.shape("examples/layer_only_loss") == Shape{1, 2, E});
   CHECK(h5.string_attr("split") == "val");
+  CHECK(std::isnan(h5.double_attr("baseline_syntactic_head_agreement")));  // k_relation has no gold fields
+  CHECK(std::isnan(h5.double_attr("baseline_antecedent_offset")));
+  CHECK(h5.shape("heads/positional_offset") == Shape{1, 2});
   const std::vector<double> importance = h5.read_array<double>("heads/importance");
   CHECK(importance[0] >= 0);
 
@@ -465,12 +471,41 @@ TEST_CASE("on the grammar task every gold agreement is measured and padding rows
   CHECK(rows < 16 * 39);  // the rows did end in padding
   for (int64_t k = 0; k < s.n_total(); ++k) {
     for (const auto* v : {&s.syntactic_head_agreement, &s.dependent_agreement, &s.antecedent_agreement,
-                          &s.delimiter_agreement, &s.delimiter_mass, &s.previous_token_agreement}) {
+                          &s.delimiter_agreement, &s.delimiter_mass, &s.previous_token_agreement,
+                          &s.positional_share, &s.rare_token_agreement}) {
       CHECK((*v)[k] >= 0);
       CHECK((*v)[k] <= 1);
     }
+    CHECK(s.positional_offset[k] >= 0);  // a decoder attends to t - offset <= t
     CHECK(std::isnan(s.ablation_loss_delta[k]));
     CHECK(std::isnan(s.ablation_accuracy_delta[k]));  // grammar has no accuracy
+  }
+  for (const BaselineField& f : positional_baselines()) {
+    const PositionalBaseline& b = s.*f.baseline;
+    INFO(f.relation << ": baseline " << b.agreement << " at offset " << b.offset);
+    CHECK(b.agreement > 0);
+    CHECK(b.agreement <= 1);
+    CHECK(b.offset >= 1);  // a key before t
+  }
+  // analyze_heads counts the baselines over its query rows: the same from the batches directly.
+  AttentionSums direct(s.n_total());
+  for (int64_t i = 0; i < 2; ++i) {
+    data->fill_batch(Split::val, i, batch);
+    std::vector<uint8_t> query_rows(batch.tokens.size());
+    for (size_t r = 0; r < query_rows.size(); ++r) query_rows[r] = r % 40 > 0 && batch.tokens[r] != 0;
+    AttentionBatchInfo info;
+    info.batch_size = 8;
+    info.seq_len = 40;
+    info.query_rows = query_rows.data();
+    info.gold_head = batch.gold_head.data();
+    info.gold_antecedent = batch.gold_antecedent.data();
+    accumulate_positional_baselines(info, direct);
+  }
+  HeadScores recount = empty_scores(s.n_layers, s.n_heads);
+  finish_attention_stats(direct, recount);
+  for (const BaselineField& f : positional_baselines()) {
+    CHECK((recount.*f.baseline).agreement == (s.*f.baseline).agreement);
+    CHECK((recount.*f.baseline).offset == (s.*f.baseline).offset);
   }
 }
 

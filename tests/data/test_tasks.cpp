@@ -116,6 +116,25 @@ TEST_CASE("synthetic tasks have finite val and test sets of eval_examples rows",
   }
 }
 
+TEST_CASE("a task's training token counts are the real tokens of a fixed sample of train batches", "[data][tasks]") {
+  for (const TaskOptions& o : every_task()) {
+    INFO(o.task);
+    auto d = make_task(o);
+    const std::vector<int64_t> counts = d->train_token_counts();
+    REQUIRE(static_cast<int64_t>(counts.size()) == d->vocab_size());
+    // The documented sample: train batches 0..63 of 64 rows, padding (key_padding) left out.
+    std::vector<int64_t> expected(counts.size());
+    Batch b = d->make_batch(64);
+    for (int64_t i = 0; i < 64; ++i) {
+      d->fill_batch(Split::train, i, b);
+      for (size_t j = 0; j < b.tokens.size(); ++j)
+        if (b.key_padding.empty() || b.key_padding[j]) expected[static_cast<size_t>(b.tokens[j])]++;
+    }
+    CHECK(counts == expected);
+    CHECK(d->train_token_counts() == counts);
+  }
+}
+
 TEST_CASE("refilling a synthetic batch allocates nothing", "[data][tasks]") {
   for (const TaskOptions& o : every_task()) {
     INFO(o.task);

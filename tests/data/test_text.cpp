@@ -174,6 +174,20 @@ TEST_CASE("text splits are contiguous disjoint blocks and no window crosses a bo
   CHECK(used_by[static_cast<size_t>(train.end - 1)] == static_cast<int>(Split::train));
 }
 
+TEST_CASE("text's training token counts are the byte counts of the train block alone", "[data][text]") {
+  std::string content = random_text(2000, 5);
+  content[1900] = '#';  // a byte that occurs only in the test block
+  TempFile file("counts", content);
+  TextDataset dataset(options_for(file.path));
+  const std::vector<int64_t> counts = dataset.train_token_counts();
+  REQUIRE(counts.size() == 256);
+  std::vector<int64_t> expected(256);
+  for (int64_t i = 0; i < dataset.split_range(Split::train).end; ++i) expected[static_cast<uint8_t>(content[i])]++;
+  CHECK(counts == expected);
+  CHECK(counts['#'] == 0);
+  CHECK(counts['e'] > 0);
+}
+
 TEST_CASE("one pass of eval batches predicts every val and test byte exactly once", "[data][text]") {
   TempFile file("eval", random_text(4000, 4));
   TextDataset dataset(options_for(file.path, 16));

@@ -8,8 +8,11 @@
 //                other head of the layer gated to 0): Michel et al.'s Table 2, a layer reduced
 //                to its best head;
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
-//                on delimiters, and how often the most-attended token is a gold relation;
+//                on delimiters, how often the most-attended token is a gold relation or the
+//                rarest token, and the relative position it sits at most often (Voita et al.'s
+//                positional heads); per relation, the best positional baseline (a data property);
 //   similarity   Jensen-Shannon distance between heads' rows on the same queries, [N, N].
+// The statistics underneath, on probability tensors, are in analysis/attention_stats.h.
 // Heads are numbered index(layer, head) = (heads of the layers before) + head everywhere, which is
 // layer * n_heads + head unless layers differ in heads (a physically pruned model, nn/prune.h);
 // N = n_total() heads in all. The model's gates
@@ -20,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -44,6 +48,15 @@ struct AnalysisOptions {
   int32_t pad_token = -1;
 };
 
+// Voita et al.'s positional baseline of a gold relation: over the query rows the relation's
+// agreement counts, the relative offset t - s at which its key sits most often (ties: smaller
+// |offset|, then negative), and the share of those rows with a key there, i.e. the agreement of
+// a head that always attends to that offset. NaN when the data has no such relation.
+struct PositionalBaseline {
+  double agreement = std::numeric_limits<double>::quiet_NaN();
+  double offset = std::numeric_limits<double>::quiet_NaN();
+};
+
 struct HeadScores {
   int64_t n_layers = 0, n_heads = 0;  // n_heads: of the widest layer
   std::vector<int64_t> layer_heads;   // heads of each layer when the model sets them; empty = n_heads each
@@ -61,8 +74,12 @@ struct HeadScores {
   std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its layer - unmasked
   std::vector<double> entropy, distance, confidence, delimiter_mass;
   std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement,
-      antecedent_agreement, delimiter_agreement;
+      antecedent_agreement, delimiter_agreement, rare_token_agreement;
+  std::vector<double> positional_offset, positional_share;  // most frequent t - argmax, its share of rows
   std::vector<double> js_nearest;  // smallest JS distance to any other head
+
+  // Properties of the analysed data, not of a head (heads.h5 root attributes).
+  PositionalBaseline syntactic_head_baseline, dependent_baseline, antecedent_baseline;
 
   std::vector<double> js_distance;  // [N, N], symmetric, zero diagonal; empty if not measured
 
@@ -87,6 +104,13 @@ struct HeadColumn {
   const char* doc;
 };
 const std::vector<HeadColumn>& head_columns();
+// The positional baselines, written as heads.h5 attributes baseline_<relation>_agreement and
+// baseline_<relation>_offset, in order, declared once.
+struct BaselineField {
+  const char* relation;  // "syntactic_head": the baseline of syntactic_head_agreement
+  PositionalBaseline HeadScores::*baseline;
+};
+const std::vector<BaselineField>& positional_baselines();
 
 // The token that marks padding in a task's rows when they carry no key_padding (the grammar
 // task's <pad>), for AnalysisOptions::pad_token; -1 for every other task.
@@ -119,47 +143,5 @@ struct AttentionExample {
 template <typename T>
 AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
                                    int64_t batch_size);
-
-// ---- the statistics on probability tensors (analyze_heads calls these; tests use them) -------
-
-// What the statistics read besides A: which query rows count and the optional gold fields, all
-// [B,T] and row-major; any pointer may be null (null query_rows = every row counts).
-struct AttentionBatchInfo {
-  int64_t batch_size = 0, seq_len = 0;
-  bool causal = true;
-  const uint8_t* query_rows = nullptr;   // 1 = average over this query row
-  const uint8_t* key_padding = nullptr;  // 1 = real token
-  const int32_t* gold_head = nullptr;
-  const int32_t* gold_antecedent = nullptr;
-  const uint8_t* is_delimiter = nullptr;
-};
-
-// Running sums over batches, one slot per head (size N); finish_attention_stats() divides.
-struct AttentionSums {
-  std::vector<double> rows, entropy, distance, confidence, delimiter_mass;
-  std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit,
-      antecedent_n, antecedent_hit, delimiter_n, delimiter_hit;
-  std::vector<double> js_sum;  // [N, N]
-  int64_t js_rows = 0;
-  explicit AttentionSums(int64_t n_total_heads = 0);
-};
-
-// Adds one layer's probabilities A [B,H,T,T] (rows sum to 1 over visible keys) into slots
-// first_slot .. first_slot + H-1 (first_slot = HeadScores::index(layer, 0)).
-template <typename T>
-void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, const AttentionBatchInfo& info,
-                                AttentionSums& sums);
-// Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A, layers may
-// differ in H; heads numbered layer by layer) on each counted query row.
-template <typename T>
-void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
-                            AttentionSums& sums);
-// Means into scores' attention columns and js_nearest (NaN where nothing was counted) and
-// js_distance (left empty when no JS rows were added).
-void finish_attention_stats(const AttentionSums& sums, HeadScores& scores);
-
-// Jensen-Shannon distance sqrt(JSD) with base-2 logs, in [0, 1], of two distributions over n.
-template <typename T>
-double js_distance(const T* p, const T* q, int64_t n);
 
 }  // namespace headlab

@@ -77,6 +77,10 @@ class Dataset {
   // Batches of batch_size that cover a val/test split exactly once (later indices give rows
   // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
   virtual int64_t eval_batches(Split split, int64_t batch_size) const;
+  // How often each token id 0 .. vocab_size-1 occurs in the training split: what makes a token
+  // rare for the analysis (Voita et al.'s rare-words heads). The default counts the real tokens
+  // (key_padding) of a fixed sample, train batches 0..63 of 64 rows; text counts its train block.
+  virtual std::vector<int64_t> train_token_counts() const;
 
   // Writes batch `batch_index` of `split` into `out`, in place. Pure: the same (seed, split,
   // batch_index) gives the same batch on every call, thread and run.

@@ -53,6 +53,7 @@ class TextDataset : public Dataset {
   bool has_accuracy() const override { return false; }
   double bytes_per_token() const override { return 1.0; }
   int64_t eval_batches(Split split, int64_t batch_size) const override;
+  std::vector<int64_t> train_token_counts() const override;  // every byte of the train block
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override;
 
   const std::string& path() const { return path_; }  // after resolving "bible"

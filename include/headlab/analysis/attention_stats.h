@@ -1,0 +1,76 @@
+// The attention statistics of analyze_heads on probability tensors A [B,H,T,T] (rows sum to 1
+// over the keys a query sees), summed over batches into AttentionSums and divided into a
+// HeadScores by finish_attention_stats (docs/analysis.md defines every column). Tests build A
+// by hand; analyze_heads feeds the model's probabilities, batch by batch:
+//   AttentionSums sums(scores.n_total());
+//   for each batch: accumulate_attention_stats(A_l, scores.index(l, 0), info, sums) for each layer l,
+//                   accumulate_positional_baselines(info, sums);  (once: they read no head)
+//   finish_attention_stats(sums, scores);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "headlab/analysis/heads.h"
+
+namespace headlab {
+
+// What the statistics read besides A: which query rows count and the optional gold fields, all
+// [B,T] and row-major; any pointer may be null (null query_rows = every row counts).
+struct AttentionBatchInfo {
+  int64_t batch_size = 0, seq_len = 0;
+  bool causal = true;
+  const uint8_t* query_rows = nullptr;   // 1 = average over this query row
+  const uint8_t* key_padding = nullptr;  // 1 = real token
+  const int32_t* gold_head = nullptr;
+  const int32_t* gold_antecedent = nullptr;
+  const uint8_t* is_delimiter = nullptr;
+  // For rare_token_agreement: the token ids [B,T] and each id's count in the training split
+  // (token_counts[id], id < vocab_size; Dataset::train_token_counts). Null = not measured.
+  const int32_t* tokens = nullptr;
+  const int64_t* token_counts = nullptr;
+  int64_t vocab_size = 0;
+};
+
+// Rows counted at each relative offset t - s (t the query row, s the key).
+using OffsetRows = std::map<int64_t, int64_t>;
+
+// Running sums over batches, one slot per head (size N); finish_attention_stats() divides.
+struct AttentionSums {
+  std::vector<double> rows, entropy, distance, confidence, delimiter_mass;
+  std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit,
+      antecedent_n, antecedent_hit, delimiter_n, delimiter_hit, rare_n, rare_hit;
+  std::vector<OffsetRows> argmax_offsets;  // per head: rows whose argmax is at t - offset
+  std::vector<double> js_sum;              // [N, N]
+  int64_t js_rows = 0;
+  // Per gold relation (not per head): the rows its agreement counts, and where its key sits.
+  struct Relation {
+    int64_t rows = 0;
+    OffsetRows key_offsets;  // rows with a key of the relation at t - offset (dependents: several)
+  };
+  Relation syntactic_head, dependent, antecedent;
+  explicit AttentionSums(int64_t n_total_heads = 0);
+};
+
+// Adds one layer's probabilities A [B,H,T,T] (rows sum to 1 over visible keys) into slots
+// first_slot .. first_slot + H-1 (first_slot = HeadScores::index(layer, 0)).
+template <typename T>
+void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, const AttentionBatchInfo& info,
+                                AttentionSums& sums);
+// Adds the batch's gold relations to the positional baselines: call once per batch, not per layer.
+void accumulate_positional_baselines(const AttentionBatchInfo& info, AttentionSums& sums);
+// Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A, layers may
+// differ in H; heads numbered layer by layer) on each counted query row.
+template <typename T>
+void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
+                            AttentionSums& sums);
+// Means into scores' attention columns, js_nearest and the positional baselines (NaN where
+// nothing was counted) and js_distance (left empty when no JS rows were added).
+void finish_attention_stats(const AttentionSums& sums, HeadScores& scores);
+
+// Jensen-Shannon distance sqrt(JSD) with base-2 logs, in [0, 1], of two distributions over n.
+template <typename T>
+double js_distance(const T* p, const T* q, int64_t n);
+
+}  // namespace headlab

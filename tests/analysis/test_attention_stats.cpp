@@ -1,0 +1,195 @@
+// Voita et al.'s criteria on hand-built attention: positional offsets, the positional baselines
+// of the gold relations, and rare-token agreement. Every expected value is counted by hand in
+// the comments next to the data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "headlab/analysis/attention_stats.h"
+
+using namespace headlab;
+
+namespace {
+
+// Probabilities [B,H,T,T] peaked at argmax(b, h, t): 0.6 there and 0.4 spread over the other
+// keys row t sees (all T keys, or s <= t when causal; padding gets 0); 1 when it sees one key.
+std::vector<double> peaked_probs(int64_t B, int64_t H, int64_t T, bool causal, const std::vector<uint8_t>& padding,
+                                 const std::function<int64_t(int64_t b, int64_t h, int64_t t)>& argmax) {
+  std::vector<double> p(static_cast<size_t>(B * H * T * T), 0.0);
+  auto real = [&](int64_t b, int64_t s) { return padding.empty() || padding[b * T + s] != 0; };
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t a = argmax(b, h, t);
+        REQUIRE(real(b, a));
+        REQUIRE((!causal || a <= t));
+        int64_t others = 0;
+        for (int64_t s = 0; s < (causal ? t + 1 : T); ++s) others += s != a && real(b, s);
+        double* row = p.data() + ((b * H + h) * T + t) * T;
+        for (int64_t s = 0; s < (causal ? t + 1 : T); ++s)
+          if (real(b, s)) row[s] = s == a ? (others > 0 ? 0.6 : 1.0) : 0.4 / static_cast<double>(others);
+      }
+  return p;
+}
+
+HeadScores finished(const AttentionSums& sums, int64_t H) {
+  HeadScores s;
+  s.n_layers = 1;
+  s.n_heads = H;
+  finish_attention_stats(sums, s);
+  return s;
+}
+
+AttentionBatchInfo batch_info(int64_t B, int64_t T, bool causal) {
+  AttentionBatchInfo info;
+  info.batch_size = B;
+  info.seq_len = T;
+  info.causal = causal;
+  return info;
+}
+
+}  // namespace
+
+TEST_CASE("a head's positional offset is its most frequent t - argmax, ties to the smaller |offset| then the negative",
+          "[analysis]") {
+  // Encoder, T = 5, every row counted. The argmax of each head at t = 0..4, and t - argmax:
+  const int64_t T = 5, H = 4;
+  const std::vector<std::vector<int64_t>> argmax = {
+      {1, 0, 1, 2, 3},  // offsets -1 +1 +1 +1 +1: +1 in 4 of 5 rows (a sign slip would say -1)
+      {1, 2, 3, 4, 3},  // offsets -1 -1 -1 -1 +1: -1 (the next token) in 4 of 5
+      {1, 2, 1, 2, 2},  // offsets -1 -1 +1 +1 +2: -1 and +1 tie at 2 rows: the negative one
+      {2, 3, 1, 2, 4},  // offsets -2 -2 +1 +1  0: -2 and +1 tie at 2 rows: the smaller |offset|
+  };
+  const auto probs = peaked_probs(1, H, T, false, {}, [&](int64_t, int64_t h, int64_t t) { return argmax[h][t]; });
+  AttentionBatchInfo info = batch_info(1, T, false);
+  AttentionSums sums(H);
+  accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {1, H, T, T}), 0, info, sums);
+  const HeadScores s = finished(sums, H);
+  CHECK(s.positional_offset == std::vector<double>{1, -1, -1, 1});
+  CHECK(s.positional_share == std::vector<double>{0.8, 0.8, 0.4, 0.4});
+  // Without gold fields or token counts there is nothing to compare with.
+  CHECK(std::isnan(s.rare_token_agreement[0]));
+  CHECK(std::isnan(s.syntactic_head_baseline.agreement));
+  CHECK(std::isnan(s.syntactic_head_baseline.offset));
+}
+
+TEST_CASE("the positional share counts every counted row, also those too early for the offset", "[analysis]") {
+  // Causal, T = 5, row 0 not counted (one key). The head attends two back where it can, else to
+  // token 0: offsets +1 (t = 1), +2 (t = 2, 3, 4), so +2 holds 3 of the 4 counted rows.
+  const int64_t T = 5;
+  const auto probs = peaked_probs(1, 1, T, true, {}, [](int64_t, int64_t, int64_t t) { return t >= 2 ? t - 2 : 0; });
+  const std::vector<uint8_t> rows = {0, 1, 1, 1, 1};
+  AttentionBatchInfo info = batch_info(1, T, true);
+  info.query_rows = rows.data();
+  AttentionSums sums(1);
+  const Tensor<double> A(const_cast<double*>(probs.data()), {1, 1, T, T});
+  accumulate_attention_stats(A, 0, info, sums);
+  accumulate_attention_stats(A, 0, info, sums);  // a second batch: the counts add up, the share stays
+  const HeadScores s = finished(sums, 1);
+  CHECK(s.positional_offset[0] == 2);
+  CHECK(s.positional_share[0] == 0.75);
+}
+
+TEST_CASE("a relation's positional baseline is the share of its rows whose key is at its most frequent offset",
+          "[analysis]") {
+  SECTION("decoder: only heads before t count, and a head at the baseline offset scores the baseline") {
+    // gold_head per row, and t - gold_head where the head is visible (before t):
+    //   row 0: -1 0 1 1 3 3  ->  -, +1, +1, +2, +1, +2
+    //   row 1:  2 0 0 2 3 4  ->  (head after t: not counted), +1, +2, +1, +1, +1
+    // 10 rows; +1 in 7 of them.
+    const int64_t B = 2, T = 6;
+    const std::vector<int32_t> gold_head = {-1, 0, 1, 1, 3, 3, 2, 0, 0, 2, 3, 4};
+    AttentionBatchInfo info = batch_info(B, T, true);
+    info.gold_head = gold_head.data();
+    AttentionSums sums(1);
+    accumulate_positional_baselines(info, sums);
+    // The previous-token head (token 0 attends to itself): the syntactic head in exactly the
+    // baseline's rows.
+    const auto probs = peaked_probs(B, 1, T, true, {}, [](int64_t, int64_t, int64_t t) { return t > 0 ? t - 1 : 0; });
+    accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {B, 1, T, T}), 0, info, sums);
+    const HeadScores s = finished(sums, 1);
+    CHECK(sums.syntactic_head.rows == 10);
+    CHECK(s.syntactic_head_baseline.offset == 1);
+    CHECK(s.syntactic_head_baseline.agreement == 0.7);
+    CHECK(s.syntactic_head_agreement[0] == 0.7);
+    // Dependents visible from their head: only token 0 of row 1, whose head is token 2.
+    CHECK(sums.dependent.rows == 1);
+    CHECK(s.dependent_baseline.offset == 2);
+    CHECK(s.dependent_baseline.agreement == 1.0);
+    CHECK(std::isnan(s.antecedent_baseline.agreement));  // no gold_antecedent
+    CHECK(std::isnan(s.antecedent_baseline.offset));
+  }
+  SECTION("encoder: keys after t, rows with several dependents, padding and a tie") {
+    // Token 5 is padding (neither a counted row nor a visible key).
+    //   gold_head        1 -1  1  2  2  0   -> t - head: -1, -, +1, +1, +2        : +1 in 2 of 4
+    //   dependents of t: t=1: 0 (+1), 2 (-1); t=2: 3 (-1), 4 (-2); t=0: 5 is padding
+    //                    -> 2 rows, -1 in both (counted per row, not per dependent)
+    //   gold_antecedent  -1 3 4 1 2 -1      -> t - antecedent: -2, -2, +2, +2     : a tie, -2 wins
+    const int64_t T = 6;
+    const std::vector<int32_t> gold_head = {1, -1, 1, 2, 2, 0}, antecedent = {-1, 3, 4, 1, 2, -1};
+    const std::vector<uint8_t> real = {1, 1, 1, 1, 1, 0};
+    AttentionBatchInfo info = batch_info(1, T, false);
+    info.query_rows = real.data();
+    info.key_padding = real.data();
+    info.gold_head = gold_head.data();
+    info.gold_antecedent = antecedent.data();
+    AttentionSums sums(1);
+    accumulate_positional_baselines(info, sums);
+    const HeadScores s = finished(sums, 1);
+    CHECK(s.syntactic_head_baseline.offset == 1);
+    CHECK(s.syntactic_head_baseline.agreement == 0.5);
+    CHECK(sums.dependent.rows == 2);
+    CHECK(s.dependent_baseline.offset == -1);
+    CHECK(s.dependent_baseline.agreement == 1.0);
+    CHECK(s.antecedent_baseline.offset == -2);
+    CHECK(s.antecedent_baseline.agreement == 0.5);
+  }
+}
+
+TEST_CASE("rare-token agreement: the argmax holds the visible token rarest in training, any of tied ones",
+          "[analysis]") {
+  // Training counts of tokens 0..4; token 4 never occurs in training.
+  const std::vector<int64_t> counts = {100, 5, 50, 5, 0};
+  SECTION("decoder: the rarest of the keys before t; rows whose keys all tie are not counted") {
+    // Row 0, tokens 0 2 1 0 3 2: the rarest count seen from t = 1..5 is 50, 5, 5, 5 (tokens 1 and
+    // 3 tie), 5; t = 0 sees one key. Row 1 is one token repeated: nothing to pick out.
+    const int64_t B = 2, T = 6;
+    const std::vector<int32_t> tokens = {0, 2, 1, 0, 3, 2, 2, 2, 2, 2, 2, 2};
+    // Head 0's argmax at t = 1..5: 1 (count 50, hit), 2 (5, hit), 0 (100), 4 (token 3: 5, hit), 5 (50): 3 of 5.
+    // Head 1 is the previous token: 100, 50, 5 (hit), 100, 5 (hit): 2 of 5.
+    const std::vector<int64_t> head0 = {0, 1, 2, 0, 4, 5};
+    const auto probs = peaked_probs(B, 2, T, true, {}, [&](int64_t, int64_t h, int64_t t) {
+      return h == 0 ? head0[t] : (t > 0 ? t - 1 : 0);
+    });
+    AttentionBatchInfo info = batch_info(B, T, true);
+    info.tokens = tokens.data();
+    info.token_counts = counts.data();
+    info.vocab_size = static_cast<int64_t>(counts.size());
+    AttentionSums sums(2);
+    accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {B, 2, T, T}), 0, info, sums);
+    const HeadScores s = finished(sums, 2);
+    CHECK(sums.rare_n[0] == 5);
+    CHECK(s.rare_token_agreement[0] == 0.6);
+    CHECK(s.rare_token_agreement[1] == 0.4);
+  }
+  SECTION("encoder: padding is not a candidate, however rare its token") {
+    // Tokens 0 1 2 4 4, the two 4s padding: every real row sees counts 100, 5, 50, rarest at s = 1.
+    // Argmax 1, 1, 0 at t = 0, 1, 2: 2 of 3 (0 of 3 if the never-seen padding token counted).
+    const int64_t T = 5;
+    const std::vector<int32_t> tokens = {0, 1, 2, 4, 4};
+    const std::vector<uint8_t> real = {1, 1, 1, 0, 0};
+    const auto probs = peaked_probs(1, 1, T, false, real, [](int64_t, int64_t, int64_t t) { return t < 2 ? 1 : 0; });
+    AttentionBatchInfo info = batch_info(1, T, false);
+    info.query_rows = real.data();
+    info.key_padding = real.data();
+    info.tokens = tokens.data();
+    info.token_counts = counts.data();
+    info.vocab_size = static_cast<int64_t>(counts.size());
+    AttentionSums sums(1);
+    accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {1, 1, T, T}), 0, info, sums);
+    const HeadScores s = finished(sums, 1);
+    CHECK(s.rare_token_agreement[0] == Approx(2.0 / 3).epsilon(1e-15));
+  }
+}
