@@ -1,40 +1,49 @@
 #!/usr/bin/env bash
-# Regenerates experiments/pruning/RESULTS.md (issue 7: Michel et al. 2019 and Voita et al. 2019
-# on headlab's models). From the repository root, after building:
-#   experiments/pruning/run.sh                       # everything: about 21 min on 2 cores (8 training, 12.4 jobs; 2026-12-01)
-#   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p experiments/pruning/run.sh   # a quick end-to-end check
+# Regenerates experiments/pruning/ (Michel et al. 2019 and Voita et al. 2019 on headlab's
+# models): trains the base models, runs every analysis and pruning arm, collects the compact
+# data/ folder and rebuilds RESULTS.md and figures/ from it. From the repository root, after
+# building:
+#   experiments/pruning/run.sh                       # everything (the time is in RESULTS.md)
+#   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p DATA=/tmp/p/data experiments/pruning/run.sh  # a quick check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
-#   LIST_JOBS=1 experiments/pruning/run.sh           # print step 2's job lines, run nothing
-# Steps:
-#   1. the base models: headlab sweep experiments/pruning/base_<task>.toml (3 seeds each, every
-#      checkpoint kept), run only when `sweep --dry-run` lists a run that is not finished;
-#   2. for every task and seed, independent jobs, two 1-thread jobs at a time (xargs -P 2):
-#      headlab analyze of the final checkpoint (ablation and --layer-only, for Tables 1 and 2),
-#      headlab analyze of every checkpoint along training (importance only: the dynamics),
-#      headlab prune with each strategy, with and without fine-tuning, and an L0 lambda sweep;
-#      a job whose output is complete (heads.h5, pruned.h5) is skipped, so an interrupted
-#      regeneration continues where it stopped; each job leaves log.txt and seconds.txt;
-#   3. headlab plot of every task and seed folder;
-#   4. make_results.py: RESULTS.md and figures/.
-# Skipping looks only at the marker file: after changing a setting here, delete OUT (or the
-# affected folders) to regenerate with it.
-# Layout: OUT/<task>/seed<N>/{heads.csv,heads.h5}  (final checkpoint)
-#         OUT/<task>/seed<N>/dynamics/step_<S>/     (checkpoints along training)
-#         OUT/<task>/seed<N>/prune/<name>/prune.csv (one headlab prune invocation each)
+#   LIST_JOBS=1 experiments/pruning/run.sh           # print stage 2's job lines, run nothing
+#   python3 experiments/pruning/make_results.py      # RESULTS.md and figures from data/ alone
+# Stages:
+#   1. base models: headlab sweep experiments/pruning/base_<task>.toml (3 seeds, every checkpoint
+#      kept), run only when `sweep --dry-run` lists a run that is not finished;
+#   2. for every task and seed, independent jobs, two 1-thread jobs at a time (xargs -P):
+#      analyze of the final checkpoint (ablation, --layer-only, attention roles); analyze
+#      (importance) and two prune curves (importance, random) of every checkpoint along training
+#      (Michel Section 6); prune arms of the final checkpoint: each score order without
+#      fine-tuning, re-scoring only, fine-tuning only, both, random with fine-tuning, and the
+#      control (--strategy none: the same fine-tuning with nothing pruned); L0 at each lambda and
+#      its control (--strategy none --rounds 1, as many steps);
+#   3. the test split of every L0 model and its control (headlab eval), and the L0 layout
+#      chosen on val retrained from scratch (make_results.py --l0-layouts chooses it);
+#   4. collect.py: OUT -> data/ (compact CSV and one HDF5 of per-example losses);
+#   5. make_results.py: RESULTS.md and figures/ from data/.
+# A job whose marker file exists is skipped, so an interrupted regeneration continues where it
+# stopped; after changing a setting here, delete OUT (or the affected folders).
+# Layout: OUT/<task>/seed<N>/{heads.csv,heads.h5}     analyze of the final checkpoint
+#         OUT/<task>/seed<N>/dynamics/step_<S>/        analyze and prune/ of checkpoint S
+#         OUT/<task>/seed<N>/prune/<arm>/prune.csv     one headlab prune each (+ test.txt for L0)
+#         OUT/<task>/seed<N>/scratch_l0/               the L0 layout trained from scratch
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HEADLAB=${HEADLAB:-build/headlab}
 OUT=${OUT:-runs/pruning}
 BASE=${BASE:-$OUT}          # where the base sweeps live: BASE/base_<task>/train.seed=<N>/
+DATA=${DATA:-experiments/pruning/data}
 SCALE=${SCALE:-full}        # full, or dev: fewer batches, rounds and lambdas (the pipeline's check)
 TASKS=${TASKS:-"grammar text induction classify k_relation"}  # longest first, for the job queue
 SEEDS=${SEEDS:-"0 1 2"}
 JOBS=${JOBS:-2}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+started=$EPOCHREALTIME
 
 case $SCALE in
-  full) STEP_FRAC=0.05; FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_DIV=1 ;;
-  dev)  STEP_FRAC=0.1;  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_DIV=4 ;;
+  full) STEP_FRAC=0.05; FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_POINTS=4 ;;
+  dev)  STEP_FRAC=0.1;  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_POINTS=2 ;;
   *) echo "run.sh: SCALE must be full or dev, got '$SCALE'" >&2; exit 2 ;;
 esac
 
@@ -56,65 +65,9 @@ batches() {  # batches TASK -> "final dynamics metric score"
   echo "$b"
 }
 
-# 1. Base models (not when only listing the jobs).
-for task in $TASKS; do
-  [[ ${LIST_JOBS:-0} == 1 ]] && break
-  sweep=experiments/pruning/base_$task.toml
-  if "$HEADLAB" sweep "$sweep" --out "$BASE/base_$task" --dry-run | grep -Eq '^(start|resume) '; then
-    "$HEADLAB" sweep "$sweep" --jobs "$JOBS" --out "$BASE/base_$task"
-  fi
-done
-
-# 2. The job list: one line per job, "DIR MARKER COMMAND ARGS...".
-jobs_file=$(mktemp)
-trap 'rm -f "$jobs_file"' EXIT
-for task in $TASKS; do
-  read -r final_b dyn_b metric_b score_b <<< "$(batches "$task")"
-  for seed in $SEEDS; do
-    run="$BASE/base_$task/train.seed=$seed"
-    [[ -d $run/checkpoints ]] || { echo "run.sh: $run/checkpoints is missing (base sweep not trained?)" >&2; exit 2; }
-    checkpoints=$(ls "$run"/checkpoints/step_*.h5 | sort)
-    final=$(echo "$checkpoints" | tail -n 1)
-    dir="$OUT/$task/seed$seed"
-    analyze=("$HEADLAB" analyze --threads 1 --no-similarity)
-    echo "$dir heads.h5 ${analyze[*]} $final --batches $final_b --layer-only --dump-example 0 --out $dir"
-    # Dynamics: every DYN_DIV-th checkpoint and the final one, importance only.
-    i=0
-    for ckpt in $checkpoints; do
-      i=$((i + 1))
-      if (( i % DYN_DIV == 0 )) || [[ $ckpt == "$final" ]]; then
-        step=$(basename "$ckpt" .h5)
-        echo "$dir/dynamics/$step heads.h5 ${analyze[*]} $ckpt --batches $dyn_b --no-ablation --out $dir/dynamics/$step"
-      fi
-    done
-    # Fine-tuning (after each round, and L0's) runs at the rate training ended at (the last lr of
-    # metrics.csv), not at the schedule's peak train.lr, which first undoes the trained model.
-    lr=$(tail -n 1 "$run/metrics.csv" | cut -d, -f3)
-    prune=("$HEADLAB" prune "$final" --batches "$metric_b" --set train.threads=1 --set "train.lr=$lr")
-    scored=(--score-batches "$score_b" --step-frac "$STEP_FRAC")
-    for strategy in importance ablation entropy confidence; do
-      echo "$dir/prune/$strategy pruned.h5 ${prune[*]} --strategy $strategy ${scored[*]} --out $dir/prune/$strategy"
-    done
-    for r in $RANDOM_SEEDS; do
-      echo "$dir/prune/random_seed$r pruned.h5 ${prune[*]} --strategy random --seed $r --step-frac $STEP_FRAC" \
-           "--out $dir/prune/random_seed$r"
-    done
-    echo "$dir/prune/importance_ft$FINETUNE pruned.h5 ${prune[*]} --strategy importance ${scored[*]}" \
-         "--finetune-steps $FINETUNE --recompute --out $dir/prune/importance_ft$FINETUNE"
-    echo "$dir/prune/random_ft${FINETUNE}_seed1 pruned.h5 ${prune[*]} --strategy random --seed 1 --step-frac $STEP_FRAC" \
-         "--finetune-steps $FINETUNE --out $dir/prune/random_ft${FINETUNE}_seed1"
-    for lambda in $LAMBDAS; do
-      echo "$dir/prune/l0_lambda$lambda pruned.h5 ${prune[*]} --strategy l0 --lambda $lambda --l0-steps $L0_STEPS" \
-           "--out $dir/prune/l0_lambda$lambda"
-    done
-  done
-done >> "$jobs_file"
-
-# LIST_JOBS=1: print the job list and stop (bench/compare_analysis.py times some of these jobs).
-if [[ ${LIST_JOBS:-0} == 1 ]]; then cat "$jobs_file"; exit 0; fi
-
-# Runs one job unless its marker exists; the output goes to DIR/log.txt, the wall time to
-# DIR/seconds.txt. A failed job is reported and the others carry on (xargs then exits 123).
+# Runs one job line "DIR MARKER COMMAND ARGS..." unless DIR/MARKER exists; the output goes to
+# DIR/log.txt, the wall time to DIR/seconds.txt. A failed job is reported and the others carry
+# on (xargs then exits 123).
 run_job() {
   local dir=$1 marker=$2
   shift 2
@@ -130,15 +83,122 @@ run_job() {
   fi
 }
 export -f run_job
-echo "$(wc -l < "$jobs_file") jobs, $JOBS at a time (finished ones are skipped)"
 status=0
-xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _ < "$jobs_file" || status=$?
+run_jobs() {  # run_jobs FILE: its job lines, JOBS at a time
+  echo "$(wc -l < "$1") jobs, $JOBS at a time (finished ones are skipped)"
+  xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _ < "$1" || status=$?
+}
+# `headlab eval`, its output kept as the job's marker (eval_job OUTFILE COMMAND...); a training
+# run in DIR that resumes where an interrupted one stopped and marks DIR/done (train_job DIR
+# COMMAND...).
+eval_job() { local file=$1; shift; "$@" > "$file.tmp" && mv "$file.tmp" "$file"; }
+train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
+export -f eval_job train_job
 
-# 3. Figures of every task and seed (heads heatmaps, prune curves).
+# 1. Base models (not when only listing the jobs).
 for task in $TASKS; do
-  for seed in $SEEDS; do "$HEADLAB" plot "$OUT/$task/seed$seed" > /dev/null || status=1; done
+  [[ ${LIST_JOBS:-0} == 1 ]] && break
+  sweep=experiments/pruning/base_$task.toml
+  if "$HEADLAB" sweep "$sweep" --out "$BASE/base_$task" --dry-run | grep -Eq '^(start|resume) '; then
+    "$HEADLAB" sweep "$sweep" --jobs "$JOBS" --out "$BASE/base_$task"
+  fi
 done
 
-# 4. The tables.
-/usr/bin/python3 experiments/pruning/make_results.py "$OUT"
+# 2. The job list.
+jobs_file=$(mktemp)
+trap 'rm -f "$jobs_file"' EXIT
+for task in $TASKS; do
+  read -r final_b dyn_b metric_b score_b <<< "$(batches "$task")"
+  for seed in $SEEDS; do
+    run="$BASE/base_$task/train.seed=$seed"
+    [[ -d $run/checkpoints ]] || { echo "run.sh: $run/checkpoints is missing (base sweep not trained?)" >&2; exit 2; }
+    checkpoints=$(ls "$run"/checkpoints/step_*.h5 | sort)
+    final=$(echo "$checkpoints" | tail -n 1)
+    dir="$OUT/$task/seed$seed"
+    analyze=("$HEADLAB" analyze --threads 1 --no-similarity)
+    echo "$dir heads.h5 ${analyze[*]} $final --batches $final_b --layer-only --dump-example 0 --out $dir"
+    prune=("$HEADLAB" prune --batches "$metric_b" --set train.threads=1)
+    scored=(--score-batches "$score_b" --step-frac "$STEP_FRAC")
+    # Section 6: DYN_POINTS checkpoints spread over training before the final one (every
+    # div-th), each analysed and pruned by its own importance and by a random order.
+    n=$(echo "$checkpoints" | wc -l)
+    div=$(( (n - 1) / DYN_POINTS > 1 ? (n - 1) / DYN_POINTS : 1 ))
+    i=0
+    for ckpt in $checkpoints; do
+      i=$((i + 1))
+      [[ $ckpt == "$final" ]] && continue
+      (( (n - i) % div == 0 )) || continue
+      d="$dir/dynamics/$(basename "$ckpt" .h5)"
+      echo "$d heads.h5 ${analyze[*]} $ckpt --batches $dyn_b --no-ablation --out $d"
+      echo "$d/prune/importance pruned.h5 ${prune[*]} $ckpt --strategy importance ${scored[*]} --out $d/prune/importance"
+      echo "$d/prune/random_seed1 pruned.h5 ${prune[*]} $ckpt --strategy random --seed 1 --step-frac $STEP_FRAC" \
+           "--out $d/prune/random_seed1"
+    done
+    # The final checkpoint: score orders, then the fine-tuning arms and their control.
+    p="$dir/prune"
+    for strategy in importance importance_raw ablation entropy confidence; do
+      echo "$p/$strategy pruned.h5 ${prune[*]} $final --strategy $strategy ${scored[*]} --out $p/$strategy"
+    done
+    for r in $RANDOM_SEEDS; do
+      echo "$p/random_seed$r pruned.h5 ${prune[*]} $final --strategy random --seed $r --step-frac $STEP_FRAC --out $p/random_seed$r"
+    done
+    ft=(--finetune-steps "$FINETUNE")
+    echo "$p/importance_recompute pruned.h5 ${prune[*]} $final --strategy importance ${scored[*]} --recompute" \
+         "--out $p/importance_recompute"
+    echo "$p/importance_ft$FINETUNE pruned.h5 ${prune[*]} $final --strategy importance ${scored[*]} ${ft[*]}" \
+         "--out $p/importance_ft$FINETUNE"
+    echo "$p/importance_ft${FINETUNE}_recompute pruned.h5 ${prune[*]} $final --strategy importance ${scored[*]} ${ft[*]}" \
+         "--recompute --out $p/importance_ft${FINETUNE}_recompute"
+    echo "$p/none_ft$FINETUNE pruned.h5 ${prune[*]} $final --strategy none --step-frac $STEP_FRAC ${ft[*]}" \
+         "--out $p/none_ft$FINETUNE"
+    for lambda in $LAMBDAS; do
+      echo "$p/l0_lambda$lambda pruned.h5 ${prune[*]} $final --strategy l0 --lambda $lambda --l0-steps $L0_STEPS" \
+           "--out $p/l0_lambda$lambda"
+    done
+    echo "$p/none_l0 pruned.h5 ${prune[*]} $final --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $p/none_l0"
+  done
+done > "$jobs_file"
+
+# LIST_JOBS=1: print the job list and stop (bench/compare_analysis.py times some of these jobs).
+if [[ ${LIST_JOBS:-0} == 1 ]]; then cat "$jobs_file"; exit 0; fi
+run_jobs "$jobs_file"
+
+# 3. The test split of the L0 models and their controls (the lambda is chosen on val, reported
+# on test), then the layout L0 chose on val, trained from scratch as the base model was.
+for task in $TASKS; do
+  read -r _ _ metric_b _ <<< "$(batches "$task")"
+  for seed in $SEEDS; do
+    for arm in "$OUT/$task/seed$seed"/prune/{l0_lambda*,none_l0}; do
+      [[ -e $arm/pruned.h5 ]] || continue
+      echo "$arm/test eval.txt eval_job $arm/test/eval.txt $HEADLAB eval $arm/pruned.h5 --split test --batches $metric_b"
+    done
+  done
+done > "$jobs_file"
+run_jobs "$jobs_file"
+/usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
+  --scale "$SCALE"
+/usr/bin/python3 experiments/pruning/make_results.py --data "$DATA" --l0-layouts | while read -r task seed heads d_head; do
+  echo "$OUT/$task/seed$seed/scratch_l0 done train_job $OUT/$task/seed$seed/scratch_l0 $HEADLAB train" \
+       "$BASE/base_$task/train.seed=$seed/config.toml --set model.layer_heads=$heads --set model.d_head=$d_head" \
+       "--set train.keep_checkpoints=1 --set train.threads=1"
+done > "$jobs_file"
+run_jobs "$jobs_file"
+for task in $TASKS; do  # the retrained model on the L0 model's val batches and on test
+  read -r _ _ metric_b _ <<< "$(batches "$task")"
+  for seed in $SEEDS; do
+    d="$OUT/$task/seed$seed/scratch_l0"
+    [[ -e $d/done ]] || continue
+    last=$(ls "$d"/checkpoints/step_*.h5 | sort | tail -n 1)
+    for split in val test; do
+      echo "$d/$split eval.txt eval_job $d/$split/eval.txt $HEADLAB eval $last --split $split --batches $metric_b"
+    done
+  done
+done > "$jobs_file"
+run_jobs "$jobs_file"
+
+# 4-5. data/, then RESULTS.md and figures from it. The provenance row: this script's wall time.
+wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+/usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
+  --scale "$SCALE" --wall-seconds "$wall"
+/usr/bin/python3 experiments/pruning/make_results.py --data "$DATA"
 exit $status

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Collects what run.sh wrote under OUT into the compact data/ folder that make_results.py
+reads (run.sh calls it; nothing here trains or analyses):
+
+  provenance.csv   key,value: the commit, date, machine and times of the regeneration
+  setup.csv        task,seed: the base model and its training (from the run's config.toml)
+  base_curves.csv  task,seed,step,...: the base runs' evaluation rows of metrics.csv
+  analyses.csv     task,seed,step,...: each headlab analyze (final checkpoint and dynamics)
+  heads.csv        task,seed,step,layer,head,<every per-head column of heads.h5>
+  examples.h5      <task>/seed<N>/{loss,ablation_loss,layer_only_loss}: per-example losses of
+                   the final analysis, the paired tests' input (float64, gzip)
+  prune.csv        task,seed,checkpoint_step,arm,<prune.csv's columns, its seed as prune_seed>:
+                   every round of every arm (pruned_heads kept for L0 only)
+  evals.csv        task,seed,arm,split,loss,accuracy,bpb: headlab eval of L0 models, their
+                   controls and the retrained layouts
+  scratch.csv      task,seed,layer_heads,d_head,steps: the L0 layouts trained from scratch
+  timings.csv      task,seed,job,seconds: each job's wall time (run.sh's seconds.txt)
+
+  python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data [--base DIR]
+"""
+import argparse
+import csv
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+import tomllib
+
+import h5py
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from common import fail, write_atomically  # noqa: E402  (experiments/common.py)
+
+EVAL_LINE = re.compile(r"^(loss|accuracy|bits_per_byte) (\S+)$", re.M)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def write_csv(path, header, rows):
+    lines = [",".join(header)]
+    for row in rows:
+        lines.append(",".join("" if row.get(k) is None else str(row[k]) for k in header))
+    write_atomically(path, "\n".join(lines) + "\n")
+
+
+def fmt(x):
+    """Floats as the shortest repr that reads back exactly; NaN as an empty cell."""
+    x = float(x)
+    return "" if np.isnan(x) else repr(x)
+
+
+def read_heads(path):
+    with h5py.File(path, "r") as f:
+        columns = {name: f["heads"][name][()] for name in f["heads"]}
+        examples = {name: f["examples"][name][()] for name in f["examples"]} if "examples" in f else {}
+        attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+    return columns, examples, attrs
+
+
+def eval_metrics(path):
+    """loss, accuracy, bpb from `headlab eval` output (4 decimals, as it prints them)."""
+    found = dict(EVAL_LINE.findall(open(path).read()))
+    if "loss" not in found:
+        fail(f"{path}: no 'loss' line (headlab eval output expected)")
+    return found["loss"], found.get("accuracy", ""), found.get("bits_per_byte", "")
+
+
+def seed_dirs(out, task, seeds):
+    return [(s, os.path.join(out, task, f"seed{s}")) for s in seeds if os.path.isdir(os.path.join(out, task, f"seed{s}"))]
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("data")
+    ap.add_argument("--base", help="where the base sweeps live (default: OUT)")
+    ap.add_argument("--tasks", default="grammar text induction classify k_relation")
+    ap.add_argument("--seeds", default="0 1 2")
+    ap.add_argument("--scale", default="full")
+    ap.add_argument("--wall-seconds", type=float)
+    args = ap.parse_args()
+    out, data, base = args.out, args.data, args.base or args.out
+    tasks, seeds = args.tasks.split(), [int(s) for s in args.seeds.split()]
+    os.makedirs(data, exist_ok=True)
+
+    setup, curves, analyses, heads, prune, evals, scratch, timings = [], [], [], [], [], [], [], []
+    head_columns = None
+    examples_tmp = os.path.join(data, "examples.h5.tmp")
+    with h5py.File(examples_tmp, "w", track_order=True) as ex:
+        for task in tasks:
+            for seed, sdir in seed_dirs(out, task, seeds):
+                run = os.path.join(base, f"base_{task}", f"train.seed={seed}")
+                config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
+                m, t = config["model"], config["train"]
+                setup.append({"task": task, "seed": seed, "kind": m["kind"], "n_layers": m["n_layers"],
+                              "n_heads": m["n_heads"], "d_model": m["d_model"], "d_head": m["d_head"] or m["d_model"] // m["n_heads"],
+                              "steps": t["steps"], "batch_size": t["batch_size"], "lr": t["lr"],
+                              "min_lr_ratio": t["min_lr_ratio"]})
+                rows = read_rows(os.path.join(run, "metrics.csv"))
+                for r in rows:
+                    if r["val_loss"]:
+                        curves.append({"task": task, "seed": seed, **{k: r[k] for k in
+                                       ("step", "lr", "train_loss", "val_loss", "val_accuracy", "val_bpb")}})
+                timings.append({"task": task, "seed": seed, "job": "base training", "seconds": rows[-1]["elapsed_s"]})
+
+                # Analyses: the final checkpoint's, then each dynamics checkpoint's.
+                found = [(None, sdir)]
+                dyn = os.path.join(sdir, "dynamics")
+                if os.path.isdir(dyn):
+                    found += [(d, os.path.join(dyn, d)) for d in sorted(os.listdir(dyn))]
+                for name, adir in found:
+                    path = os.path.join(adir, "heads.h5")
+                    if not os.path.exists(path):
+                        continue
+                    columns, examples, attrs = read_heads(path)
+                    step = int(attrs["step"])
+                    final = name is None
+                    analyses.append({"task": task, "seed": seed, "step": step, "final": int(final),
+                                     **{k: fmt(attrs[k]) if isinstance(attrs[k], float) else attrs[k]
+                                        for k in sorted(attrs) if k not in ("config", "checkpoint", "contents")}})
+                    names = sorted(columns) if final else ["importance", "importance_normalized"]
+                    if final and head_columns is None:
+                        head_columns = names
+                    L, H = columns["gate"].shape
+                    for layer in range(L):
+                        for head in range(H):
+                            heads.append({"task": task, "seed": seed, "step": step, "layer": layer, "head": head,
+                                          **{c: fmt(columns[c][layer, head]) for c in names}})
+                    if final:
+                        g = ex.create_group(f"{task}/seed{seed}")
+                        for k in ("loss", "ablation_loss", "layer_only_loss"):
+                            if k in examples:
+                                g.create_dataset(k, data=examples[k], compression="gzip", compression_opts=9,
+                                                 shuffle=True, track_times=False)
+                    timings.extend(job_seconds(task, seed, adir, "analyze " + ("final" if final else "dynamics")))
+
+                # Prune arms: the final checkpoint's and each dynamics checkpoint's.
+                arm_roots = [(None, os.path.join(sdir, "prune"))] + [
+                    (d, os.path.join(dyn, d, "prune")) for d in (sorted(os.listdir(dyn)) if os.path.isdir(dyn) else [])]
+                for ckpt, root in arm_roots:
+                    for arm in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+                        adir = os.path.join(root, arm)
+                        if not os.path.exists(os.path.join(adir, "pruned.h5")):
+                            continue
+                        step = int(ckpt.split("_")[1]) if ckpt else config["train"]["steps"]
+                        for r in read_rows(os.path.join(adir, "prune.csv")):
+                            r["prune_seed"] = r.pop("seed")  # "seed" is the base model's here
+                            if r["strategy"] != "l0":
+                                r["pruned_heads"] = ""  # only L0's survivors are read; the rest is long
+                            prune.append({"task": task, "seed": seed, "checkpoint_step": step, "arm": arm, **r})
+                        kind = re.sub(r"lambda[\d.e-]+$", "lambda", re.sub(r"_seed\d+$", "", arm))
+                        timings.extend(job_seconds(task, seed, adir, "prune " + ("dynamics " if ckpt else "") + kind))
+                        test = os.path.join(adir, "test", "eval.txt")
+                        if os.path.exists(test):
+                            loss, acc, bpb = eval_metrics(test)
+                            evals.append({"task": task, "seed": seed, "arm": arm, "split": "test", "loss": loss,
+                                          "accuracy": acc, "bpb": bpb})
+
+                # The L0 layout retrained from scratch.
+                sc = os.path.join(sdir, "scratch_l0")
+                if os.path.exists(os.path.join(sc, "done")):
+                    c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+                    scratch.append({"task": task, "seed": seed,
+                                    "layer_heads": " ".join(str(h) for h in c["model"]["layer_heads"]),
+                                    "d_head": c["model"]["d_head"], "steps": c["train"]["steps"]})
+                    for split in ("val", "test"):
+                        path = os.path.join(sc, split, "eval.txt")
+                        if os.path.exists(path):
+                            loss, acc, bpb = eval_metrics(path)
+                            evals.append({"task": task, "seed": seed, "arm": "scratch_l0", "split": split,
+                                          "loss": loss, "accuracy": acc, "bpb": bpb})
+                    timings.extend(job_seconds(task, seed, sc, "train L0 layout from scratch"))
+    os.replace(examples_tmp, os.path.join(data, "examples.h5"))
+
+    if not setup:
+        fail(f"{out} holds no task folder of {tasks} with seeds {seeds}: run experiments/pruning/run.sh first")
+    write_csv(os.path.join(data, "setup.csv"), list(setup[0]), setup)
+    write_csv(os.path.join(data, "base_curves.csv"), list(curves[0]), curves)
+    analysis_keys = sorted({k for a in analyses for k in a}, key=lambda k: (k not in ("task", "seed", "step", "final"), k))
+    write_csv(os.path.join(data, "analyses.csv"), analysis_keys, analyses)
+    write_csv(os.path.join(data, "heads.csv"), ["task", "seed", "step", "layer", "head"] + head_columns, heads)
+    prune_keys = ["task", "seed", "checkpoint_step", "arm"] + [k for k in prune[0] if k not in
+                                                               ("task", "seed", "checkpoint_step", "arm")]
+    write_csv(os.path.join(data, "prune.csv"), prune_keys, prune)
+    write_csv(os.path.join(data, "evals.csv"), ["task", "seed", "arm", "split", "loss", "accuracy", "bpb"], evals)
+    write_csv(os.path.join(data, "scratch.csv"), ["task", "seed", "layer_heads", "d_head", "steps"], scratch)
+    write_csv(os.path.join(data, "timings.csv"), ["task", "seed", "job", "seconds"], timings)
+
+    provenance = {
+        "commit": git("rev-parse", "--short=12", "HEAD"),
+        "uncommitted_source_changes": "yes" if git("status", "--porcelain", "--", "../../src", "../../include",
+                                                    "../../CMakeLists.txt") else "no",
+        "jobs_commits": os.environ.get("JOBS_COMMITS", ""),
+        "base_models_commit": os.environ.get("BASE_COMMIT", git("rev-parse", "--short=12", "HEAD")),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+        "scale": args.scale,
+        "tasks": " ".join(tasks),
+        "seeds": " ".join(str(s) for s in seeds),
+        "run_sh_wall_seconds": "" if args.wall_seconds is None else f"{args.wall_seconds:.0f}",
+    }
+    old = os.path.join(data, "provenance.csv")
+    if args.wall_seconds is None and os.path.exists(old):  # an intermediate collect keeps the last wall time
+        provenance["run_sh_wall_seconds"] = {r["key"]: r["value"] for r in read_rows(old)}.get("run_sh_wall_seconds", "")
+    write_csv(old, ["key", "value"], [{"key": k, "value": v} for k, v in provenance.items()])
+    size = sum(os.path.getsize(os.path.join(data, f)) for f in os.listdir(data))
+    print(f"collected {out} -> {data} ({size / 1e6:.1f} MB)")
+
+
+def job_seconds(task, seed, folder, job):
+    path = os.path.join(folder, "seconds.txt")
+    return [{"task": task, "seed": seed, "job": job, "seconds": open(path).read().strip()}] if os.path.exists(path) else []
+
+
+if __name__ == "__main__":
+    main()
