@@ -286,6 +286,18 @@ void validate_config(const Config& config, const Origins& origins) {
                "model.n_kv_heads=", m.n_kv_heads, "; mask GQA/MQA heads with gates instead"),
            {"model.layer_heads", "model.n_kv_heads"}, origins);
   }
+  if (!m.active_heads.empty()) {
+    if (static_cast<int64_t>(m.active_heads.size()) != m.n_layers)
+      fail(cat("model.active_heads has ", m.active_heads.size(), " entries but model.n_layers=", m.n_layers,
+               ": one per layer, or [] for every head"),
+           {"model.active_heads", "model.n_layers"}, origins);
+    for (size_t l = 0; l < m.active_heads.size(); ++l) {
+      const int64_t heads = m.layer_heads.empty() ? m.n_heads : m.layer_heads[l];
+      if (m.active_heads[l] > heads)
+        fail(cat("model.active_heads[", l, "]=", m.active_heads[l], " exceeds the layer's ", heads, " heads"),
+             {"model.active_heads", "model.n_heads", "model.layer_heads"}, origins);
+    }
+  }
   if (d.seq_len > m.max_seq_len)
     fail(cat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
          {"data.seq_len", "model.max_seq_len"}, origins);

@@ -42,6 +42,15 @@ void validate(const ModelSpec& s) {
                 "model: an encoder needs n_classes >= 2, got " << s.n_classes);
   HEADLAB_CHECK(s.positions != Positions::sinusoidal || s.d_model % 2 == 0,
                 "model: sinusoidal positions need an even d_model, got " << s.d_model);
+  if (!s.active_heads.empty()) {
+    HEADLAB_CHECK(static_cast<int64_t>(s.active_heads.size()) == s.n_layers,
+                  "model: active_heads has " << s.active_heads.size() << " entries, n_layers=" << s.n_layers
+                                             << " (one per layer, or none)");
+    for (int64_t l = 0; l < s.n_layers; ++l)
+      HEADLAB_CHECK(s.active_heads[l] >= 0 && s.active_heads[l] <= s.heads_in_layer(l),
+                    "model: active_heads[" << l << "]=" << s.active_heads[l] << " is outside [0, heads in the layer="
+                                           << s.heads_in_layer(l) << "]");
+  }
   if (s.layer_heads.empty()) return;
   HEADLAB_CHECK(static_cast<int64_t>(s.layer_heads.size()) == s.n_layers,
                 "model: layer_heads has " << s.layer_heads.size() << " entries, n_layers=" << s.n_layers
@@ -100,7 +109,11 @@ std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
 
 template <typename T>
 Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(spec)), gates_(gate_specs(spec)) {
-  gates_.init(0);  // all ones
+  gates_.init(0);  // all ones, then the switched-off heads' zeros
+  for (int64_t l = 0; l < static_cast<int64_t>(spec.active_heads.size()); ++l) {
+    Tensor<T> g = gates_.value(static_cast<int>(l));
+    for (int64_t h = spec.active_heads[l]; h < g.numel(); ++h) g(h) = T(0);
+  }
   auto find = [&](const std::string& name) {
     for (int i = 0; i < params_.size(); ++i)
       if (params_.spec(i).name == name) return i;

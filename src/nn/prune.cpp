@@ -49,6 +49,7 @@ ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep) {
                 "prune_heads: the keep mask has " << keep.size() << " layers, the model " << spec.n_layers);
   ModelSpec out = spec;
   out.layer_heads.clear();
+  out.active_heads.clear();  // the gates carry it; kept heads are the ones with non-zero gates
   bool all_full = true;
   for (int64_t l = 0; l < spec.n_layers; ++l) {
     const std::vector<bool>& layer = keep[static_cast<size_t>(l)];

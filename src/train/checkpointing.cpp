@@ -42,6 +42,7 @@ Config checkpoint_config(const std::string& path) {
 Config pruned_config(const Config& config, const ModelSpec& spec) {
   Config c = config;
   c.model.layer_heads = spec.layer_heads;
+  c.model.active_heads = spec.active_heads;
   c.model.d_head = spec.d_head;  // n_heads stays the unpruned count, but say the width outright
   validate(c);
   // Nothing but the head counts may differ: the parameter tables must agree name for name.

@@ -17,6 +17,7 @@ ModelSpec model_spec(const Config& config) {
   s.d_head = m.d_head == 0 ? m.d_model / m.n_heads : m.d_head;
   s.n_layers = m.n_layers;
   s.layer_heads = m.layer_heads;
+  s.active_heads = m.active_heads;
   s.d_mlp = m.mlp_ratio * m.d_model;
   s.max_seq_len = m.max_seq_len;
   s.positions = m.positions == "sinusoidal" ? Positions::sinusoidal : Positions::learned;

@@ -325,6 +325,18 @@ TEST_CASE("model.layer_heads takes one head count per layer, each in [1, n_heads
                       Catch::Contains("model.layer_heads needs multi-head attention"));
 }
 
+TEST_CASE("model.active_heads takes one count per layer, each in [0, the layer's heads]", "[io][config]") {
+  CHECK(parse("", {"model.active_heads=[3, 0]"}).model.active_heads == IntList{3, 0});
+  CHECK(parse("", {"model.layer_heads=[1, 2]", "model.active_heads=[1, 0]"}).model.active_heads == IntList{1, 0});
+  REQUIRE_THROWS_WITH(parse("", {"model.active_heads=[1]"}),
+                      Catch::StartsWith("model.active_heads has 1 entries but model.n_layers=2"));
+  REQUIRE_THROWS_WITH(parse("", {"model.active_heads=[-1, 2]"}), Catch::Contains("model.active_heads[0] must be >= 0"));
+  REQUIRE_THROWS_WITH(parse("", {"model.active_heads=[5, 0]"}),
+                      Catch::StartsWith("model.active_heads[0]=5 exceeds the layer's 4 heads"));
+  REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[1, 2]", "model.active_heads=[1, 3]"}),
+                      Catch::StartsWith("model.active_heads[1]=3 exceeds the layer's 2 heads"));
+}
+
 TEST_CASE("validate checks a Config built in code, without a file to name", "[io][config]") {
   Config c;
   c.model.n_heads = 3;

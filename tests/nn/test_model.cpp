@@ -206,6 +206,58 @@ TEST_CASE("per-layer head counts shape the parameters, the gates and the flop co
         Approx((Model<float>(ones).forward_flops_per_token(T) + Model<float>(threes).forward_flops_per_token(T)) / 2));
 }
 
+TEST_CASE("switched-off heads start gated, get no gradient and do not change the function, emptied layers included",
+          "[nn][model]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);  // d_head 2
+  spec.active_heads = {1, 0};
+  Model<double> model(spec);
+  CHECK(model.gates().value(0)(0) == 1.0);
+  for (int64_t h = 1; h < 4; ++h) CHECK(model.gates().value(0)(h) == 0.0);
+  for (int64_t h = 0; h < 4; ++h) CHECK(model.gates().value(1)(h) == 0.0);
+  // Random weights everywhere (the gates kept as the spec set them).
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int64_t i = 0; i < model.params().slab_size(); ++i) model.params().values()[i] = u(rng);
+  TinyBatch batch(spec, 9);
+  Arena arena;
+  auto loss_and_grads = [&] {
+    Tape<double> tape(arena);
+    model.params().zero_grad();
+    const Var<double> loss = model.forward(tape, batch.input(), {}).loss;
+    tape.backward(loss);
+    const double value = loss.value()(0);
+    tape.reset();
+    return value;
+  };
+  const double loss = loss_and_grads();
+  const int64_t C = spec.d_model, Dh = spec.d_head;
+  const Tensor<double> qkv0 = model.params().grad("blocks/0/attn/qkv/weight");  // [(3*4) Dh, C]
+  const Tensor<double> proj0 = model.params().grad("blocks/0/attn/proj/weight");  // [C, 4 Dh]
+  double on = 0, off = 0;
+  for (int64_t block = 0; block < 3; ++block)  // q, k, v rows: head 0 is on, heads 1-3 off
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t r = 0; r < Dh; ++r)
+        for (int64_t c = 0; c < C; ++c) (h == 0 ? on : off) += std::abs(qkv0((block * 4 + h) * Dh + r, c));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t j = 0; j < 4 * Dh; ++j) (j < Dh ? on : off) += std::abs(proj0(c, j));
+  CHECK(on > 0);
+  CHECK(off == 0);
+  const Tensor<double> qkv1 = model.params().grad("blocks/1/attn/qkv/weight");
+  const Tensor<double> proj1 = model.params().grad("blocks/1/attn/proj/weight");
+  for (int64_t i = 0; i < qkv1.numel(); ++i) CHECK(qkv1.data()[i] == 0.0);
+  for (int64_t i = 0; i < proj1.numel(); ++i) CHECK(proj1.data()[i] == 0.0);
+  CHECK(std::abs(model.params().grad("blocks/1/attn/proj/bias")(0)) > 0);  // the emptied layer's one attention term
+  // The switched-off heads' weights do not matter: new values, the same loss to the last bit.
+  Tensor<double> w1 = model.params().value("blocks/1/attn/qkv/weight");
+  for (int64_t i = 0; i < w1.numel(); ++i) w1.data()[i] = u(rng);
+  Tensor<double> w0 = model.params().value("blocks/0/attn/qkv/weight");
+  for (int64_t block = 0; block < 3; ++block)
+    for (int64_t h = 1; h < 4; ++h)
+      for (int64_t r = 0; r < Dh; ++r)
+        for (int64_t c = 0; c < C; ++c) w0((block * 4 + h) * Dh + r, c) = u(rng);
+  CHECK(loss_and_grads() == loss);
+}
+
 TEST_CASE("impossible per-layer head counts are rejected with one line", "[nn][model]") {
   ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
   spec.layer_heads = {2};
@@ -217,4 +269,10 @@ TEST_CASE("impossible per-layer head counts are rejected with one line", "[nn][m
   spec = tiny_spec(ModelKind::decoder, 4, 2);
   spec.layer_heads = {2, 2};
   CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads needs multi-head attention"));
+  spec = tiny_spec(ModelKind::decoder, 4, 4);
+  spec.layer_heads = {1, 3};
+  spec.active_heads = {1, 4};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("active_heads[1]=4 is outside [0, heads in the layer=3]"));
+  spec.active_heads = {1};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("active_heads has 1 entries, n_layers=2"));
 }

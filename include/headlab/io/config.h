@@ -30,6 +30,8 @@ using IntList = std::vector<int64_t>;
   X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                      \
   X(layer_heads, IntList, (IntList{}), positive(),                                                                   \
     "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every layer") \
+  X(active_heads, IntList, (IntList{}), non_negative(),                                                              \
+    "heads switched on in each layer, the first n (gate 1); the rest are gated to 0 from init on, so never trained; [] = all") \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                     \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                             \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")        \

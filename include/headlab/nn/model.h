@@ -48,6 +48,10 @@ struct ModelSpec {
   // Query heads of each layer (a pruned model); empty = n_heads in every layer. Only with MHA
   // (n_kv_heads == n_heads): each layer then has as many K/V heads as query heads.
   std::vector<int64_t> layer_heads;
+  // Heads switched on per layer (the first active_heads[l]); the others start with gate 0 and,
+  // gated, get no gradient: a layout trained from scratch, emptied layers included, which
+  // layer_heads cannot express. Empty = all on. Only the initial gates depend on it.
+  std::vector<int64_t> active_heads;
 
   int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
   int64_t kv_heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_kv_heads : layer_heads[layer]; }
