@@ -13,10 +13,12 @@ reads (run.sh calls it; nothing here trains or analyses):
                    every round of every arm (pruned_heads kept for L0 only)
   evals.csv        task,seed,arm,split,loss,accuracy,bpb: headlab eval of L0 models, their
                    controls and the retrained layouts
-  scratch.csv      task,seed,layer_heads,d_head,steps: the L0 layouts trained from scratch
+  scratch.csv      task,seed,active_heads,steps: the L0 layouts trained from scratch
   timings.csv      task,seed,job,seconds: each job's wall time (run.sh's seconds.txt)
 
   python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data [--base DIR]
+  python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data --only-scratch
+      replaces only the retrained layouts' rows of data/ (run.sh with ONLY_SCRATCH=1)
 """
 import argparse
 import csv
@@ -102,9 +104,13 @@ def main():
     ap.add_argument("--seeds", default="0 1 2")
     ap.add_argument("--scale", default="full")
     ap.add_argument("--wall-seconds", type=float)
+    ap.add_argument("--only-scratch", action="store_true",
+                    help="replace only the retrained layouts' rows of DATA (the other runs may be gone)")
     args = ap.parse_args()
     out, data, base = args.out, args.data, args.base or args.out
     tasks, seeds = args.tasks.split(), [int(s) for s in args.seeds.split()]
+    if args.only_scratch:
+        return merge_scratch(out, data, tasks, seeds)
     os.makedirs(data, exist_ok=True)
 
     setup, curves, analyses, heads, prune, evals, scratch, timings = [], [], [], [], [], [], [], []
@@ -180,20 +186,7 @@ def main():
                             evals.append({"task": task, "seed": seed, "arm": arm, "split": "test", "loss": loss,
                                           "accuracy": acc, "bpb": bpb})
 
-                # The L0 layout retrained from scratch.
-                sc = os.path.join(sdir, "scratch_l0")
-                if os.path.exists(os.path.join(sc, "done")):
-                    c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
-                    scratch.append({"task": task, "seed": seed,
-                                    "layer_heads": " ".join(str(h) for h in c["model"]["layer_heads"]),
-                                    "d_head": c["model"]["d_head"], "steps": c["train"]["steps"]})
-                    for split in ("val", "test"):
-                        path = os.path.join(sc, split, "eval.txt")
-                        if os.path.exists(path):
-                            loss, acc, bpb = eval_metrics(path)
-                            evals.append({"task": task, "seed": seed, "arm": "scratch_l0", "split": split,
-                                          "loss": loss, "accuracy": acc, "bpb": bpb})
-                    timings.extend(job_seconds(task, seed, sc, "train L0 layout from scratch"))
+                collect_scratch(task, seed, sdir, scratch, evals, timings)
     os.replace(examples_tmp, os.path.join(data, "examples.h5"))
 
     if not setup:
@@ -207,7 +200,7 @@ def main():
                                                                ("task", "seed", "checkpoint_step", "arm")]
     write_csv(os.path.join(data, "prune.csv"), prune_keys, prune)
     write_csv(os.path.join(data, "evals.csv"), ["task", "seed", "arm", "split", "loss", "accuracy", "bpb"], evals)
-    write_csv(os.path.join(data, "scratch.csv"), ["task", "seed", "layer_heads", "d_head", "steps"], scratch)
+    write_csv(os.path.join(data, "scratch.csv"), SCRATCH_COLUMNS, scratch)
     write_csv(os.path.join(data, "timings.csv"), ["task", "seed", "job", "seconds"], timings)
 
     provenance = {
@@ -229,6 +222,54 @@ def main():
     write_csv(old, ["key", "value"], [{"key": k, "value": v} for k, v in provenance.items()])
     size = sum(os.path.getsize(os.path.join(data, f)) for f in os.listdir(data))
     print(f"collected {out} -> {data} ({size / 1e6:.1f} MB)")
+
+
+SCRATCH_COLUMNS = ["task", "seed", "active_heads", "steps"]
+SCRATCH_JOB = "train L0 layout from scratch"
+
+
+def collect_scratch(task, seed, sdir, scratch, evals, timings):
+    """The L0 layout retrained from scratch (sdir/scratch_l0), when finished."""
+    sc = os.path.join(sdir, "scratch_l0")
+    if not os.path.exists(os.path.join(sc, "done")):
+        return
+    c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+    scratch.append({"task": task, "seed": seed, "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
+                    "steps": c["train"]["steps"]})
+    for split in ("val", "test"):
+        path = os.path.join(sc, split, "eval.txt")
+        if os.path.exists(path):
+            loss, acc, bpb = eval_metrics(path)
+            evals.append({"task": task, "seed": seed, "arm": "scratch_l0", "split": split,
+                          "loss": loss, "accuracy": acc, "bpb": bpb})
+    timings.extend(job_seconds(task, seed, sc, SCRATCH_JOB))
+
+
+def merge_scratch(out, data, tasks, seeds):
+    """Replaces the scratch rows of data/ (scratch.csv, evals.csv's scratch_l0 arm, their timings)
+    with what OUT holds, leaving every other row as it was; provenance gains the commit."""
+    scratch, evals, timings = [], [], []
+    for task in tasks:
+        for seed, sdir in seed_dirs(out, task, seeds):
+            collect_scratch(task, seed, sdir, scratch, evals, timings)
+    if not scratch:
+        fail(f"{out} holds no finished scratch_l0 run of {tasks} with seeds {seeds}")
+    done = {(r["task"], str(r["seed"])) for r in scratch}
+    keep = lambda rows, other: [r for r in rows if other(r) or (r["task"], r["seed"]) not in done]  # noqa: E731
+    old_evals = read_rows(os.path.join(data, "evals.csv"))
+    old_timings = read_rows(os.path.join(data, "timings.csv"))
+    old_scratch = read_rows(os.path.join(data, "scratch.csv"))
+    write_csv(os.path.join(data, "scratch.csv"), SCRATCH_COLUMNS,
+              [r for r in old_scratch if (r["task"], r["seed"]) not in done and "active_heads" in r] + scratch)
+    write_csv(os.path.join(data, "evals.csv"), ["task", "seed", "arm", "split", "loss", "accuracy", "bpb"],
+              keep(old_evals, lambda r: r["arm"] != "scratch_l0") + evals)
+    write_csv(os.path.join(data, "timings.csv"), ["task", "seed", "job", "seconds"],
+              keep(old_timings, lambda r: r["job"] != SCRATCH_JOB) + timings)
+    path = os.path.join(data, "provenance.csv")
+    provenance = {r["key"]: r["value"] for r in read_rows(path)}
+    provenance["scratch_jobs_commit"] = os.environ.get("SCRATCH_COMMIT", git("rev-parse", "--short=12", "HEAD"))
+    write_csv(path, ["key", "value"], [{"key": k, "value": v} for k, v in provenance.items()])
+    print(f"merged {len(scratch)} retrained layouts of {out} into {data}")
 
 
 def job_seconds(task, seed, folder, job):

@@ -148,6 +148,11 @@ class Data:
                   and r["split"] == split), None)
         return r
 
+    def scratch_layout(self, task, seed):
+        """The heads per layer the from-scratch run had on ("3 0 0 0"), or None."""
+        r = next((r for r in self.scratch if r["task"] == task and int(r["seed"]) == seed), None)
+        return r["active_heads"] if r else None
+
 
 # ---- statistics ----------------------------------------------------------------------------------
 
@@ -308,8 +313,8 @@ def print_l0_layouts(d):
     for task in d.tasks:
         for seed in d.seeds[task]:
             chosen = l0_selected(d, task, seed)
-            if chosen and min(chosen[2]) > 0:
-                print(task, seed, "[" + ",".join(str(h) for h in chosen[2]) + "]", d.setup_of(task, seed)["d_head"])
+            if chosen:
+                print(task, seed, "[" + ",".join(str(h) for h in chosen[2]) + "]")
 
 
 # ---- the fillers ---------------------------------------------------------------------------------
@@ -323,16 +328,19 @@ def fill_provenance(d, _):
     p = d.provenance
     job_seconds = sum(number(r["seconds"]) for r in d.timings if r["job"] != "base training")
     base_seconds = sum(number(r["seconds"]) for r in d.timings if r["job"] == "base training")
-    wall = number(p.get("run_sh_wall_seconds", ""))
     rows = [["data/ produced at commit", f"`{p.get('commit', '')}`" + (" (with uncommitted source changes)"
                                                                      if p.get("uncommitted_source_changes") == "yes" else "")],
             ["base models trained at commit", f"`{p.get('base_models_commit', '')}`"],
             ["jobs run by", p.get("jobs_commits", "") or "the same commit"],
+            ["L0 layouts retrained from scratch at commit", f"`{p['scratch_jobs_commit']}`"
+             if p.get("scratch_jobs_commit") else "the same commit"],
             ["date, machine", f"{p.get('date', '')}, {p.get('machine', '')}"],
             ["scale, tasks, seeds", f"{p.get('scale', '')}; {p.get('tasks', '')}; seeds {p.get('seeds', '')}"],
             ["base training, summed over runs", f"{base_seconds / 60:.1f} min"],
             ["analysis, pruning and retraining jobs, summed", f"{job_seconds / 60:.1f} min"],
-            ["run.sh wall time (last invocation)", f"{wall / 60:.1f} min" if not math.isnan(wall) else "–"]]
+            ["wall time on 2 cores, estimated", f"{(base_seconds + job_seconds) / 2 / 60:.0f} min (the sums / 2: run.sh "
+             f"runs two one-thread jobs at a time; an upper bound, as some jobs were timed while other work shared "
+             f"the cores)"]]
     return table(["", ""], rows)
 
 
@@ -784,29 +792,31 @@ def fill_scratch(d, _):
         metric = TASKS[task][1]
         key = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}[metric]
         digits = 3 if metric == "val_bpb" else 4
-        pruned, scratch, control, layouts, skipped = [], [], [], [], 0
+        pruned, scratch, control, layouts = [], [], [], []
         for s in d.seeds[task]:
             chosen = l0_selected(d, task, s)
-            if not chosen:
-                continue
             sc = d.eval(task, s, "scratch_l0", "test")
-            if min(chosen[2]) == 0:
-                skipped += 1
+            if not chosen or not sc:
                 continue
-            if not sc:
-                continue
-            layouts.append(" ".join(str(x) for x in chosen[2]))
+            layout = " ".join(str(x) for x in chosen[2])
+            trained = d.scratch_layout(task, s)
+            if trained != layout:
+                raise SystemExit(f"make_results: data/scratch.csv: {task} seed {s} retrained layout '{trained}', "
+                                 f"but L0 chose '{layout}' on val: rerun run.sh's scratch stage (ONLY_SCRATCH=1)")
+            layouts.append(layout)
             t = d.eval(task, s, chosen[6], "test")
             pruned.append(number(t[key]) if t else math.nan)
             scratch.append(number(sc[key]))
             control.append(number(d.eval(task, s, "none_l0", "test")[key]))
-        if not scratch and not skipped:
+        if not scratch:
             continue
-        rows.append([task, "; ".join(layouts) or "–", cell(control, digits), cell(pruned, digits), cell(scratch, digits),
-                     seeds_list([a - b for a, b in zip(pruned, scratch)], digits), skipped])
+        unit = "points" if metric == "val_accuracy" else "%"
+        rows.append([task, "; ".join(layouts), cell(control, digits), cell(pruned, digits), cell(scratch, digits),
+                     seeds_list([x * 100 for x in scratch_drops(d, task)], 2) + " " + unit])
     return table(["task", "heads per layer kept (per seed)", "unpruned + fine-tuning (control), test",
-                  "L0-pruned, test", "same layout from scratch, test", "pruned − scratch, per seed",
-                  "seeds skipped (a layer lost every head)"], rows) if rows else "*(no layouts retrained)*"
+                  "L0-pruned, test", "same layout from scratch, test",
+                  "drop from scratch against L0-pruned, per seed (> 0: scratch worse)"], rows) \
+        if rows else "*(no layouts retrained)*"
 
 
 # ---- claims ----------------------------------------------------------------------------------------
@@ -901,10 +911,18 @@ def verdict_single_heads(d):
 
 
 def verdict_layer_one_head(d):
-    agree = [t for t in d.tasks if sum(not l[3] for run in table2_rows(d, t) for l in run) * 2 >
-             sum(len(run) for run in table2_rows(d, t))]
-    return (f"**Agrees** on {', '.join(agree) or 'no task'} (most layer-seeds keep their loss with one head); "
-            f"not on {', '.join(t for t in d.tasks if t not in agree) or 'any other'}")
+    # Michel's claim is that *some* layers can: a seed agrees when at least one of its layers does.
+    def seeds_with_one(t):
+        return sum(any(not layer[3] for layer in run) for run in table2_rows(d, t)), len(table2_rows(d, t))
+    agree = [t for t in d.tasks if seeds_with_one(t)[0] == seeds_with_one(t)[1] > 0]
+    never = [t for t in d.tasks if seeds_with_one(t)[0] == 0]
+    some = [t for t in d.tasks if t not in agree and t not in never]
+    parts = [f"**Agrees** on {', '.join(agree) or 'no task'} (in every seed some layer keeps its loss with one head)"]
+    if some:
+        parts.append(f"in some seeds only on {', '.join(some)}")
+    if never:
+        parts.append(f"**disagrees** on {', '.join(never)} (no layer of any seed can)")
+    return "; ".join(parts)
 
 
 def verdict_importance_vs_random(d):
@@ -942,12 +960,65 @@ def verdict_l0(d):
             f"every seed); not on {', '.join(t for t in d.tasks if t not in ok) or 'any other'}")
 
 
+def scratch_drops(d, task):
+    """Per seed, what training the L0 layout from scratch loses against the L0-pruned model on
+    test (drop(): relative for losses, points for accuracy; negative = scratch is better)."""
+    metric = TASKS[task][1]
+    key = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}[metric]
+    out = []
+    for s in d.seeds[task]:
+        chosen, sc = l0_selected(d, task, s), d.eval(task, s, "scratch_l0", "test")
+        pruned = d.eval(task, s, chosen[6], "test") if chosen else None
+        if sc and pruned:
+            out.append(drop(metric, number(pruned[key]), number(sc[key])))
+    return out
+
+
+def claim_scratch(d):
+    parts = [f"{t}: {seeds_list([x * 100 for x in scratch_drops(d, t)], 2)}" for t in d.tasks if scratch_drops(d, t)]
+    return ("test drop of the layout trained from scratch against the L0-pruned model, per seed (% or points): "
+            + "; ".join(parts)) if parts else "–"
+
+
+def verdict_scratch(d):
+    same, worse, better, mixed = [], [], [], []
+    for t in d.tasks:
+        drops = scratch_drops(d, t)
+        if not drops:
+            continue
+        if all(abs(x) <= TOLERANCE for x in drops):
+            same.append(t)
+        elif all(x > TOLERANCE for x in drops):
+            worse.append(t)
+        elif all(x < -TOLERANCE for x in drops):
+            better.append(t)
+        else:
+            sign = "worse" if all(x > 0 for x in drops) else "better" if all(x < 0 for x in drops) else None
+            beyond = sum(abs(x) > TOLERANCE for x in drops)
+            mixed.append(f"{t} (from scratch {sign} in every seed, beyond the tolerance in {beyond} of {len(drops)})"
+                         if sign else f"{t} (seeds differ in sign)")
+    if not (same or worse or better or mixed):
+        return "–"
+    parts = []
+    if same:
+        parts.append(f"**the layout is enough** on {', '.join(same)} (within the tolerance, every seed)")
+    if worse:
+        parts.append(f"**the pruned weights matter** on {', '.join(worse)} (from scratch is worse beyond the "
+                     f"tolerance, every seed)")
+    if better:
+        parts.append(f"from scratch is better on {', '.join(better)}")
+    if mixed:
+        parts.append(f"unresolved on {', '.join(mixed)}")
+    return "; ".join(parts)
+
+
 CLAIMS = {"single_heads": claim_single_heads, "layer_one_head": claim_layer_one_head,
           "importance_vs_random": claim_importance_vs_random, "orders": claim_orders, "finetune": claim_finetune,
-          "l0": claim_l0, "early": claim_early, "voita": claim_voita}
+          "l0": claim_l0, "early": claim_early, "voita": claim_voita, "scratch": claim_scratch}
 VERDICTS = {"orders": verdict_orders, "early": verdict_early, "voita": verdict_voita,
             "single_heads": verdict_single_heads, "layer_one_head": verdict_layer_one_head,
-            "importance_vs_random": verdict_importance_vs_random, "finetune": verdict_finetune, "l0": verdict_l0}
+            "importance_vs_random": verdict_importance_vs_random, "finetune": verdict_finetune, "l0": verdict_l0,
+            "scratch": verdict_scratch}
 
 
 def fill_timings(d, _):
@@ -1061,6 +1132,10 @@ def figures(d):
         for ax, col, label in [(axes[0], "ablation_loss_delta", "Δ loss, head removed"),
                                (axes[1], "layer_only_loss_delta", "Δ loss, head alone in its layer")]:
             im = ax.imshow(h[col], aspect="auto", cmap="viridis")
+            rows, cols = np.shape(h[col])
+            ax.set_yticks(range(rows))
+            ax.set_xticks(range(cols))
+            ax.tick_params(labelsize=7 if cols > 8 else 9)
             ax.set_xlabel("head")
             ax.set_ylabel("layer")
             ax.set_title(f"{title}, seed {seeds[0]}: {label}", fontsize=9)

@@ -7,6 +7,8 @@
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p DATA=/tmp/p/data experiments/pruning/run.sh  # a quick check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
 #   LIST_JOBS=1 experiments/pruning/run.sh           # print stage 2's job lines, run nothing
+#   ONLY_SCRATCH=1 experiments/pruning/run.sh        # only the from-scratch retraining of the
+#                                                    # L0 layouts in data/, merged into data/
 #   python3 experiments/pruning/make_results.py      # RESULTS.md and figures from data/ alone
 # Stages:
 #   1. base models: headlab sweep experiments/pruning/base_<task>.toml (3 seeds, every checkpoint
@@ -19,7 +21,8 @@
 #      control (--strategy none: the same fine-tuning with nothing pruned); L0 at each lambda and
 #      its control (--strategy none --rounds 1, as many steps);
 #   3. the test split of every L0 model and its control (headlab eval), and the L0 layout
-#      chosen on val retrained from scratch (make_results.py --l0-layouts chooses it);
+#      chosen on val retrained from scratch (make_results.py --l0-layouts chooses it; the
+#      heads L0 removed are gated off from init by model.active_heads);
 #   4. collect.py: OUT -> data/ (compact CSV and one HDF5 of per-example losses);
 #   5. make_results.py: RESULTS.md and figures/ from data/.
 # A job whose marker file exists is skipped, so an interrupted regeneration continues where it
@@ -95,6 +98,11 @@ eval_job() { local file=$1; shift; "$@" > "$file.tmp" && mv "$file.tmp" "$file";
 train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
 export -f eval_job train_job
 
+ONLY_SCRATCH=${ONLY_SCRATCH:-0}
+jobs_file=$(mktemp)
+trap 'rm -f "$jobs_file"' EXIT
+
+if [[ $ONLY_SCRATCH != 1 ]]; then
 # 1. Base models (not when only listing the jobs).
 for task in $TASKS; do
   [[ ${LIST_JOBS:-0} == 1 ]] && break
@@ -105,8 +113,6 @@ for task in $TASKS; do
 done
 
 # 2. The job list.
-jobs_file=$(mktemp)
-trap 'rm -f "$jobs_file"' EXIT
 for task in $TASKS; do
   read -r final_b dyn_b metric_b score_b <<< "$(batches "$task")"
   for seed in $SEEDS; do
@@ -177,9 +183,26 @@ done > "$jobs_file"
 run_jobs "$jobs_file"
 /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
   --scale "$SCALE"
-/usr/bin/python3 experiments/pruning/make_results.py --data "$DATA" --l0-layouts | while read -r task seed heads d_head; do
+fi  # ONLY_SCRATCH
+# The layout as model.active_heads (the first n heads of each layer on, the rest gated to 0 from
+# init: L0 often empties whole layers, which model.layer_heads cannot express), trained with the
+# base sweep's config, seed and step budget.
+base_train_args() {  # base_train_args TASK -> "CONFIG --set KEY=VALUE ..." of the base sweep but its grid
+  /usr/bin/python3 - "experiments/pruning/base_$1.toml" <<'PY'
+import json, os, sys, tomllib
+path = sys.argv[1]
+sweep = tomllib.load(open(path, "rb"))
+args = [os.path.normpath(os.path.join(os.path.dirname(path), sweep["base"]))]
+for key, value in sweep.get("set", {}).items():
+    if isinstance(value, str):  # a job line is split on whitespace and quotes: keep values plain
+        sys.exit(f"run.sh: {path}: [set] {key} is a string; base_train_args passes numbers and arrays only")
+    args.append(f"--set {key}={json.dumps(value, separators=(',', ':'))}")
+print(" ".join(args))
+PY
+}
+/usr/bin/python3 experiments/pruning/make_results.py --data "$DATA" --l0-layouts | while read -r task seed heads; do
   echo "$OUT/$task/seed$seed/scratch_l0 done train_job $OUT/$task/seed$seed/scratch_l0 $HEADLAB train" \
-       "$BASE/base_$task/train.seed=$seed/config.toml --set model.layer_heads=$heads --set model.d_head=$d_head" \
+       "$(base_train_args "$task") --set train.seed=$seed --set model.active_heads=$heads" \
        "--set train.keep_checkpoints=1 --set train.threads=1"
 done > "$jobs_file"
 run_jobs "$jobs_file"
@@ -198,7 +221,11 @@ run_jobs "$jobs_file"
 
 # 4-5. data/, then RESULTS.md and figures from it. The provenance row: this script's wall time.
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
-/usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
-  --scale "$SCALE" --wall-seconds "$wall"
+if [[ $ONLY_SCRATCH == 1 ]]; then
+  /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --tasks "$TASKS" --seeds "$SEEDS" --only-scratch
+else
+  /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
+    --scale "$SCALE" --wall-seconds "$wall"
+fi
 /usr/bin/python3 experiments/pruning/make_results.py --data "$DATA"
 exit $status
