@@ -22,7 +22,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #if defined(__AVX512F__)
@@ -33,6 +35,14 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#endif
+
+// Portable builds (HEADLAB_NATIVE=OFF on x86-64) compile this file twice: as itself for the
+// baseline ISA, its entry points in namespace `base`, and through attention_kernels_avx512.cpp
+// with -march=x86-64-v4, in namespace `avx512`; attention_kernels.h picks one at run time. The
+// shared pieces (Problem, Workspace, the dispatch test) are compiled once, in the base file.
+#ifndef HEADLAB_KERNEL_ISA
+#define HEADLAB_KERNEL_ISA base
 #endif
 
 namespace headlab::attention_kernels {
@@ -457,6 +467,7 @@ void fill_keymask(T* keymask, const Problem& p, const uint8_t* pad) {
 
 }  // namespace
 
+#if !defined(HEADLAB_KERNEL_SECOND_COPY)
 Problem::Problem(int64_t tokens_, int64_t d_head_, bool causal_)
     : tokens(tokens_), d_head(d_head_), tp(round_up(std::max<int64_t>(tokens_, 1), kPad)),
       dp(round_up(d_head_, 16)), causal(causal_), scale(1.0 / std::sqrt(static_cast<double>(d_head_))) {}
@@ -480,6 +491,23 @@ Workspace<T>::Workspace(T* block, const Problem& p, bool backward) {
   if (!backward) return;
   kr = take(p.tp * p.dp), dk = take(p.tp * p.dp), dv = take(p.tp * p.dp), orows = take(p.tp * p.dp);
 }
+template struct Workspace<float>;
+template struct Workspace<double>;
+
+#if defined(HEADLAB_PORTABLE_KERNELS)
+bool use_avx512() {
+  static const bool yes = [] {
+    const char* off = std::getenv("HEADLAB_NO_AVX512");
+    if (off != nullptr && *off != '\0' && std::string(off) != "0") return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512cd");
+  }();
+  return yes;
+}
+#endif
+#endif  // !HEADLAB_KERNEL_SECOND_COPY
 
 namespace {
 
@@ -509,6 +537,8 @@ void store_block(HeadView<T> out, const Problem& p, int64_t r0, int64_t rows, co
 inline int64_t padded_rows(const Problem& p) { return round_up(p.tokens, kPair); }
 
 }  // namespace
+
+namespace HEADLAB_KERNEL_ISA {
 
 // Forward, per block of rows [r0, r0 + rows):  S = (scale Q) K^T;  A = softmax_rows(mask(S)) in
 // place;  O = gate * A V.  A pruned head (gate 0) still computes A and its stats.
@@ -640,7 +670,6 @@ void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadV
 }
 
 #define HEADLAB_INSTANTIATE(T)                                                                                   \
-  template struct Workspace<T>;                                                                                  \
   template void forward_head<T>(const Problem&, const Workspace<T>&, bool, HeadView<const T>, HeadView<const T>, \
                                 HeadView<const T>, HeadView<T>, T, const uint8_t*, T*, T*);                      \
   template void backward_begin<T>(const Problem&, const Workspace<T>&, HeadView<const T>, HeadView<const T>);    \
@@ -650,5 +679,7 @@ void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadV
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE
+
+}  // namespace HEADLAB_KERNEL_ISA
 
 }  // namespace headlab::attention_kernels

@@ -50,24 +50,64 @@ struct Workspace {
   Workspace(T* block, const Problem& p, bool backward);
 };
 
+// The kernels, once per instruction set: `base` (the build's own flags) and, in portable builds,
+// `avx512` (attention_kernels_avx512.cpp). The unqualified functions below dispatch.
+#define HEADLAB_ATTENTION_KERNELS                                                                                  \
+  template <typename T>                                                                                            \
+  void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadView<const T> q, HeadView<const T> k, \
+                    HeadView<const T> v, HeadView<T> out, T gate, const uint8_t* pad, T* probs, T* stats);          \
+  template <typename T>                                                                                            \
+  void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v);            \
+  template <typename T>                                                                                            \
+  T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout,             \
+                  HeadView<T> dq, T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk,         \
+                  bool need_dv);                                                                                   \
+  template <typename T>                                                                                            \
+  void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadView<T> dv);
+namespace base {
+HEADLAB_ATTENTION_KERNELS
+}
+namespace avx512 {
+HEADLAB_ATTENTION_KERNELS
+}
+#undef HEADLAB_ATTENTION_KERNELS
+
+#if defined(HEADLAB_PORTABLE_KERNELS)
+// The CPU has AVX-512 (F, BW, CD, DQ, VL) and HEADLAB_NO_AVX512 is unset or 0; checked once.
+bool use_avx512();
+#define HEADLAB_KERNEL_CALL(name, ...) return use_avx512() ? avx512::name(__VA_ARGS__) : base::name(__VA_ARGS__)
+#else
+#define HEADLAB_KERNEL_CALL(name, ...) return base::name(__VA_ARGS__)
+#endif
+
 // Forward of one query head: out = gate * softmax(mask(q k^T * scale)) v. Packs k and v into the
 // workspace when pack_kv is set (a thread keeps them while consecutive heads share a kv head).
 // probs ([T,T] row-major) and stats ([T,2]: row max and 1/sum) are written when non-null.
 template <typename T>
-void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadView<const T> q, HeadView<const T> k,
-                  HeadView<const T> v, HeadView<T> out, T gate, const uint8_t* pad, T* probs, T* stats);
+inline void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadView<const T> q,
+                         HeadView<const T> k, HeadView<const T> v, HeadView<T> out, T gate, const uint8_t* pad,
+                         T* probs, T* stats) {
+  HEADLAB_KERNEL_CALL(forward_head<T>, p, w, pack_kv, q, k, v, out, gate, pad, probs, stats);
+}
 
 // Backward of one kv head: pack it, run each of its query heads, then add dK/dV out.
 template <typename T>
-void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v);
+inline void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v) {
+  HEADLAB_KERNEL_CALL(backward_begin<T>, p, w, k, v);
+}
 // One query head; accumulates dq (data may be null) and the workspace's dK/dV sums. The
 // probabilities come from probs ([T,T]) if non-null, else are recomputed from stats ([T,2]).
 // Returns rowsum over all t of (dO V^T * A), the ungated gate gradient of this head.
 template <typename T>
-T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout,
-                HeadView<T> dq, T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk,
-                bool need_dv);
+inline T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout,
+                       HeadView<T> dq, T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk,
+                       bool need_dv) {
+  HEADLAB_KERNEL_CALL(backward_head<T>, p, w, q, dout, dq, gate, pad, probs, stats, need_dk, need_dv);
+}
 template <typename T>
-void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadView<T> dv);
+inline void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadView<T> dv) {
+  HEADLAB_KERNEL_CALL(backward_end<T>, p, w, dk, dv);
+}
+#undef HEADLAB_KERNEL_CALL
 
 }  // namespace headlab::attention_kernels
