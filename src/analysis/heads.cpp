@@ -341,27 +341,20 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   return s;
 }
 
+namespace {
+
+// Every head's attention on one row (a batch of one), with one forward that keeps the probabilities.
 template <typename T>
-AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
-                                   int64_t batch_size) {
-  HEADLAB_CHECK(example >= 0, "analyze: example " << example << " must be >= 0");
-  HEADLAB_CHECK(batch_size > 0, "analyze: batch_size=" << batch_size << " must be positive");
-  const int64_t covering = dataset.eval_batches(split, batch_size), b = example % batch_size;
-  HEADLAB_CHECK(covering == 0 || example / batch_size < covering,
-                "analyze: example " << example << " is past the end of the " << split_name(split) << " split ("
-                                    << covering * batch_size << " rows)");
-  Batch batch = dataset.make_batch(batch_size);
-  dataset.fill_batch(split, example / batch_size, batch);
+AttentionExample attention_of_row(Model<T>& model, Batch row) {
   AttentionExample out;
   out.n_layers = model.spec().n_layers;
   for (int64_t l = 0; l < out.n_layers; ++l) {
     out.layer_heads.push_back(model.spec().heads_in_layer(l));
     out.n_heads = std::max(out.n_heads, out.layer_heads.back());
   }
-  out.seq_len = batch.seq_len;
-  out.row = dataset.make_batch(1);
-  const int64_t T_ = batch.seq_len;
-  copy_row(batch, b, out.row, 0);
+  out.seq_len = row.seq_len;
+  out.row = std::move(row);
+  const int64_t T_ = out.seq_len;
 
   Arena arena;
   Tape<T> tape(arena);
@@ -379,9 +372,48 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
   return out;
 }
 
+}  // namespace
+
+template <typename T>
+AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
+                                   int64_t batch_size) {
+  HEADLAB_CHECK(example >= 0, "analyze: example " << example << " must be >= 0");
+  HEADLAB_CHECK(batch_size > 0, "analyze: batch_size=" << batch_size << " must be positive");
+  const int64_t covering = dataset.eval_batches(split, batch_size), b = example % batch_size;
+  HEADLAB_CHECK(covering == 0 || example / batch_size < covering,
+                "analyze: example " << example << " is past the end of the " << split_name(split) << " split ("
+                                    << covering * batch_size << " rows)");
+  Batch batch = dataset.make_batch(batch_size);
+  dataset.fill_batch(split, example / batch_size, batch);
+  Batch row = dataset.make_batch(1);
+  copy_row(batch, b, row, 0);
+  return attention_of_row(model, std::move(row));
+}
+
+template <typename T>
+AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens) {
+  const ModelSpec& spec = model.spec();
+  const auto T_ = static_cast<int64_t>(tokens.size());
+  HEADLAB_CHECK(T_ >= 1 && T_ <= spec.max_seq_len,
+                "analyze: the prompt has " << T_ << " tokens; the model takes 1 to " << spec.max_seq_len);
+  for (int64_t t = 0; t < T_; ++t)
+    HEADLAB_CHECK(tokens[t] >= 0 && tokens[t] < spec.vocab_size,
+                  "analyze: prompt token " << t << " is " << tokens[t] << ", outside the model's vocabulary [0, "
+                                           << spec.vocab_size << ")");
+  BatchLayout layout;
+  layout.labels = spec.kind == ModelKind::encoder;
+  Batch row(1, T_, layout);
+  row.tokens = tokens;
+  for (int64_t t = 0; t < T_; ++t) row.targets[t] = t + 1 < T_ ? tokens[t + 1] : -1;  // next tokens, as in training
+  if (layout.labels) row.labels[0] = 0;  // any class: the forward's loss is not read
+  return attention_of_row(model, std::move(row));
+}
+
 template HeadScores analyze_heads<float>(Model<float>&, const Dataset&, Split, int64_t, const AnalysisOptions&);
 template HeadScores analyze_heads<double>(Model<double>&, const Dataset&, Split, int64_t, const AnalysisOptions&);
 template AttentionExample attention_example<float>(Model<float>&, const Dataset&, Split, int64_t, int64_t);
 template AttentionExample attention_example<double>(Model<double>&, const Dataset&, Split, int64_t, int64_t);
+template AttentionExample attention_on_tokens<float>(Model<float>&, const std::vector<int32_t>&);
+template AttentionExample attention_on_tokens<double>(Model<double>&, const std::vector<int32_t>&);
 
 }  // namespace headlab

@@ -1,10 +1,12 @@
 // headlab analyze CHECKPOINT [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
-//                            [--threads N]
+//                            [--mask L:H,...] [--threads N]
+// headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask L:H,...] [--out DIR]
 // Per-head importance, ablation, attention statistics and similarity over a data split, written
 // to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
 // heads.csv, heads_similarity.csv, heads.h5, and for each --dump-example I the attention maps
-// attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. docs/analysis.md.
+// attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. With a prompt, only every
+// head's attention on it: attention_example_prompt.csv (+ _tokens.csv, .h5). docs/analysis.md.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
@@ -63,11 +66,12 @@ class TokenNames {
 // attention_example_I_tokens.csv: position,token,text,real,target,label,gold_head,gold_antecedent,
 // is_delimiter (empty where the task has no such field; real = 0 for padding, from key_padding or
 // the pad token); attention_example_I.h5: the same arrays.
-void dump_example(const fs::path& dir, int64_t example, const AttentionExample& a, const TokenNames& names,
-                  int32_t pad_token, const std::string& checkpoint, const std::string& split) {
+// `name` is the example's index in the split, or "prompt".
+void dump_example(const fs::path& dir, const std::string& name, const AttentionExample& a, const TokenNames& names,
+                  int32_t pad_token, const std::string& checkpoint, const std::string& source) {
   const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len;
   const Batch& r = a.row;
-  const std::string stem = "attention_example_" + std::to_string(example);
+  const std::string stem = "attention_example_" + name;
   std::string text = "layer,head,query";
   for (int64_t s = 0; s < T_; ++s) text += ",k" + std::to_string(s);
   text += "\n";
@@ -112,10 +116,10 @@ void dump_example(const fs::path& dir, int64_t example, const AttentionExample& 
   add_ints("gold_antecedent", r.gold_antecedent);
   if (!r.key_padding.empty()) w.add_array("key_padding", r.key_padding.data(), {T_});
   if (!r.is_delimiter.empty()) w.add_array("is_delimiter", r.is_delimiter.data(), {T_});
-  w.set_string_attr("contents", "attention maps of one example (headlab analyze --dump-example)");
+  w.set_string_attr("contents", "attention maps of one example (headlab analyze --dump-example or --prompt)");
   w.set_string_attr("checkpoint", checkpoint);
-  w.set_string_attr("split", split);
-  w.set_int_attr("example", example);
+  w.set_string_attr("split", source);  // or "prompt"
+  w.set_string_attr("example", name);
   w.commit((dir / (stem + ".h5")).string());
 }
 
@@ -174,6 +178,10 @@ int run_analyze(int argc, char** argv) {
       "no-similarity", "skip the head-by-head JS distance matrix")(
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
+      "mask", "switch these heads off (gate 0) first: LAYER:HEAD,... as heads.csv numbers them",
+      cxxopts::value<std::string>())(
+      "prompt", "only every head's attention on this text (byte-level text models)", cxxopts::value<std::string>())(
+      "prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
       "threads", "worker threads (default: the checkpoint's train.threads)",
       cxxopts::value<int>())("h,help", "show this help");
   options.parse_positional({"checkpoint"});
@@ -191,6 +199,25 @@ int run_analyze(int argc, char** argv) {
   Model<float>& model = *opened.model;
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
+  if (args.count("mask")) switch_off_heads(model, parse_head_list(args["mask"].as<std::string>(), model.spec(), "--mask"));
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
+
+  if (args.count("prompt") || args.count("prompt-file")) {
+    HEADLAB_CHECK(args.count("prompt") + args.count("prompt-file") == 1, "give --prompt or --prompt-file, not both");
+    HEADLAB_CHECK(config.data.task == "text",
+                  "--prompt: the checkpoint models data.task = " << config.data.task
+                      << ", not bytes of text; a prompt is text for a byte-level text model");
+    const std::string text =
+        args.count("prompt") ? args["prompt"].as<std::string>() : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
+    const std::vector<int32_t> tokens(reinterpret_cast<const unsigned char*>(text.data()),
+                                      reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+    const AttentionExample a = attention_on_tokens(model, tokens);
+    fs::create_directories(out);
+    dump_example(out, "prompt", a, TokenNames(config, dataset->vocab_size()), -1, path, "prompt");
+    std::printf("wrote %s/attention_example_prompt.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n",
+                out.string().c_str(), static_cast<long long>(a.seq_len), static_cast<long long>(a.n_layers));
+    return 0;
+  }
 
   AnalysisOptions o;
   o.batch_size = args.count("batch-size") ? args["batch-size"].as<int64_t>() : config.train.batch_size;
@@ -210,7 +237,6 @@ int run_analyze(int argc, char** argv) {
                   "--dump-example " << example << " is outside the " << split_arg << " split (0 .. "
                                     << covering * o.batch_size - 1 << ")");
   }
-  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
   fs::create_directories(out);
 
   const HeadScores s = analyze_heads(model, *dataset, split, n, o);
@@ -239,8 +265,8 @@ int run_analyze(int argc, char** argv) {
   if (!dump.empty()) {
     const TokenNames names(config, dataset->vocab_size());
     for (int64_t example : dump) {
-      dump_example(out, example, attention_example(model, *dataset, split, example, o.batch_size), names,
-                   o.pad_token, path, split_arg);
+      dump_example(out, std::to_string(example), attention_example(model, *dataset, split, example, o.batch_size),
+                   names, o.pad_token, path, split_arg);
       std::printf("wrote %s/attention_example_%lld.csv (+ _tokens.csv, .h5)\n", out.string().c_str(),
                   static_cast<long long>(example));
     }

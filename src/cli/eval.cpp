@@ -1,9 +1,10 @@
-// headlab eval CHECKPOINT [--split val|test] [--batches N]
+// headlab eval CHECKPOINT [--split val|test] [--batches N] [--mask L:H,...]
 #include <cstdio>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
+#include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
 #include "headlab/train/setup.h"
@@ -17,7 +18,8 @@ int run_eval(int argc, char** argv) {
   options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
       "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)", cxxopts::value<int64_t>())(
-      "h,help", "show this help");
+      "mask", "switch these heads off (gate 0) for the evaluation: LAYER:HEAD,... as heads.csv numbers them",
+      cxxopts::value<std::string>())("h,help", "show this help");
   options.parse_positional({"checkpoint"});
   auto args = options.parse(argc, argv);
   if (args.count("help")) {
@@ -33,6 +35,8 @@ int run_eval(int argc, char** argv) {
   Model<float>& model = *opened.model;
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
+  const std::string mask = args.count("mask") ? args["mask"].as<std::string>() : "";
+  if (!mask.empty()) switch_off_heads(model, parse_head_list(mask, model.spec(), "--mask"));
   Arena arena;
   Tape<float> tape(arena);
   Batch batch = dataset->make_batch(config.train.batch_size);
@@ -41,6 +45,7 @@ int run_eval(int argc, char** argv) {
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
   std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(), static_cast<long long>(progress.step),
               split_arg.c_str(), static_cast<long long>(e.n_targets));
+  if (!mask.empty()) std::printf("heads switched off: %s\n", mask.c_str());
   std::printf("loss %.4f\n", e.loss);
   if (e.accuracy >= 0) std::printf("accuracy %.4f\n", e.accuracy);
   if (e.bits_per_byte >= 0) std::printf("bits_per_byte %.4f\n", e.bits_per_byte);

@@ -13,6 +13,7 @@
 
 #include "config_schema.h"
 #include "headlab/common/error.h"
+#include "headlab/common/files.h"
 
 namespace headlab {
 
@@ -155,14 +156,7 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::error_code ec;  // a directory opens as an empty stream: say so rather than run on defaults
-  HEADLAB_CHECK(!std::filesystem::is_directory(path, ec),
-                "cannot read config file '" << path << "': it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  HEADLAB_CHECK(in, "cannot read config file '" << path << "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config_text(text.str(), path, overrides);
+  return parse_config_text(read_text_file(path, "config file"), path, overrides);
 }
 
 }  // namespace headlab

@@ -320,9 +320,10 @@ def read_example_tokens(path, length):
 
 def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
     """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map."""
-    found = sorted((int(m.group(1)), name) for name in os.listdir(run_dir)
-                   if (m := re.fullmatch(r"attention_example_(\d+)\.csv", name)))
-    for example, name in found:
+    # Dataset examples in index order, then the --prompt one.
+    found = sorted(((not m.group(1).isdigit(), int(m.group(1)) if m.group(1).isdigit() else 0), m.group(1), name)
+                   for name in os.listdir(run_dir) if (m := re.fullmatch(r"attention_example_(\d+|prompt)\.csv", name)))
+    for _, example, name in found:
         path = os.path.join(run_dir, name)
         maps = read_attention_example(path)
         length = len(next(iter(maps.values())))
@@ -360,7 +361,7 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
         snippet = shown if len(shown) <= 70 else shown[:67] + "..."
         padding = f"; {length - len(keep)} padding positions left out" if len(keep) < length else ""
         which = "chosen heads" if chosen else "every head"
-        fig.suptitle(f"{title_prefix}attention of {which} on example {example}{padding}\n\"{snippet}\"\n"
+        fig.suptitle(f"{title_prefix}attention of {which} on {'the prompt' if example == 'prompt' else f'example {example}'}{padding}\n\"{snippet}\"\n"
                      "row = query position, column = the key it attends to; each row sums to 1", fontsize=10)
         save(fig, os.path.join(out_dir, f"attention_example_{example}.png"), written)
     return len(found)

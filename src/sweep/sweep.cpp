@@ -266,15 +266,7 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
   return spec;
 }
 
-SweepSpec load_sweep(const std::string& path) {
-  std::error_code ec;
-  HEADLAB_CHECK(fs::is_regular_file(path, ec), "cannot read sweep file '" << path << "'");
-  std::ifstream in(path, std::ios::binary);
-  HEADLAB_CHECK(in, "cannot read sweep file '" << path << "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_sweep_text(text.str(), path);
-}
+SweepSpec load_sweep(const std::string& path) { return parse_sweep_text(read_text_file(path, "sweep file"), path); }
 
 std::string run_folder_name(const std::vector<std::pair<std::string, std::string>>& values) {
   std::string name;

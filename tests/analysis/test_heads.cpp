@@ -654,3 +654,49 @@ TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates
       CHECK(s.layer_only_accuracy_delta[k] == alone.correct / n_targets - s.accuracy);
     }
 }
+
+TEST_CASE("a prompt's attention is the attention the same tokens get as a dataset example", "[analysis]") {
+  const int64_t T = 8;
+  auto data = test::tiny_task(ModelKind::decoder, T);
+  Model<double> model(tiny_spec(ModelKind::decoder, 11, 4, 2, T));
+  randomize(model, 5);
+  const AttentionExample from_data = attention_example(model, *data, Split::val, 3, 4);
+  const AttentionExample from_prompt = attention_on_tokens(model, from_data.row.tokens);
+  CHECK(from_prompt.seq_len == T);
+  CHECK(from_prompt.layer_heads == from_data.layer_heads);
+  CHECK(from_prompt.probs == from_data.probs);  // bit for bit: the same forward
+  // A shorter prompt is a prefix under the causal mask: its rows equal the longer one's first rows.
+  const std::vector<int32_t> prefix(from_data.row.tokens.begin(), from_data.row.tokens.begin() + 5);
+  const AttentionExample short_prompt = attention_on_tokens(model, prefix);
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t t = 0; t < 5; ++t)
+        for (int64_t s = 0; s < 5; ++s)
+          CHECK(short_prompt.probs[((l * 4 + h) * 5 + t) * 5 + s] ==
+                Approx(from_data.probs[((l * 4 + h) * T + t) * T + s]).epsilon(1e-12).margin(1e-15));
+  CHECK_THROWS_WITH(attention_on_tokens(model, {1, 11}), Catch::Contains("prompt token 1 is 11"));
+  CHECK_THROWS_WITH(attention_on_tokens(model, std::vector<int32_t>(9, 1)), Catch::Contains("takes 1 to 8"));
+}
+
+TEST_CASE("heads named L:H are parsed, checked against the model and switched off", "[analysis][prune]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 11, 4, 4, 8);
+  spec.layer_heads = {2, 4};
+  const HeadKeepMask named = parse_head_list("0:1,1:3,1:0", spec, "--mask");
+  CHECK(named == HeadKeepMask{{false, true}, {true, false, false, true}});
+  CHECK_THROWS_WITH(parse_head_list("0-1", spec, "--mask"), Catch::Equals("--mask: '0-1' is not LAYER:HEAD (e.g. --mask 0:1,1:3)"));
+  CHECK_THROWS_WITH(parse_head_list("0:1,", spec, "--mask"), Catch::Contains("'' is not LAYER:HEAD"));
+  CHECK_THROWS_WITH(parse_head_list("2:0", spec, "--mask"), Catch::Contains("layer 2 in '2:0' is outside [0, 2)"));
+  CHECK_THROWS_WITH(parse_head_list("0:2", spec, "--mask"), Catch::Contains("head 2 in '0:2' is outside [0, 2)"));
+  CHECK_THROWS_WITH(parse_head_list("1:1,1:1", spec, "--mask"), Catch::Contains("head 1:1 is named twice"));
+  CHECK_THROWS_WITH(parse_head_list("1:1x", spec, "--mask"), Catch::Contains("'1:1x' is not LAYER:HEAD"));
+
+  Model<double> model(spec);
+  randomize(model, 2);
+  const double kept = model.gates().value(1)(1);
+  switch_off_heads(model, named);
+  CHECK(model.gates().value(0)(0) != 0.0);
+  CHECK(model.gates().value(0)(1) == 0.0);
+  CHECK(model.gates().value(1)(0) == 0.0);
+  CHECK(model.gates().value(1)(1) == kept);
+  CHECK(model.gates().value(1)(3) == 0.0);
+}

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "headlab/io/checkpoint.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -170,4 +171,65 @@ TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]")
     CHECK_THAT(r.output, Catch::Contains("headlab " + verb));
   }
   CHECK(run_headlab({"fly"}, s.dir / "log.txt").code == 2);
+}
+
+TEST_CASE("analyze --prompt writes every head's attention on the user's text; eval and analyze --mask switch heads off",
+          "[cli][analysis]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  REQUIRE(run_headlab({"train", s.config.string(), "--out", out.string()}, s.dir / "train.log").code == 0);
+  const std::string ckpt = (out / "checkpoints" / "step_00000004.h5").string();
+
+  const std::string prompt = "And God said";
+  const auto analyze = run_headlab({"analyze", ckpt, "--prompt", prompt, "--out", (s.dir / "p").string()},
+                                   s.dir / "analyze.log");
+  INFO(analyze.output);
+  REQUIRE(analyze.code == 0);
+  CheckpointReader h5((s.dir / "p" / "attention_example_prompt.h5").string());
+  const auto T = static_cast<int64_t>(prompt.size());
+  CHECK(h5.shape("attention") == Shape{1, 2, T, T});
+  CHECK(h5.read_array<int64_t>("tokens") == std::vector<int64_t>(prompt.begin(), prompt.end()));
+  const std::vector<double> a = h5.read_array<double>("attention");
+  for (int64_t t = 0; t < T; ++t) {  // causal rows of probabilities
+    double sum = 0;
+    for (int64_t k = 0; k < T; ++k) sum += a[t * T + k];
+    CHECK(sum == Approx(1.0).epsilon(1e-6));
+    CHECK(a[t * T + T - 1] == (t == T - 1 ? a[t * T + T - 1] : 0.0));
+  }
+  CHECK_THAT(test::read_file(s.dir / "p" / "attention_example_prompt_tokens.csv"), Catch::Contains("\n0,65,A,1"));
+  s.write("prompt.txt", prompt);
+  const auto from_file = run_headlab({"analyze", ckpt, "--prompt-file", (s.dir / "prompt.txt").string(), "--out",
+                                      (s.dir / "f").string()}, s.dir / "file.log");
+  CHECK(from_file.code == 0);
+  CHECK(CheckpointReader((s.dir / "f" / "attention_example_prompt.h5").string()).read_array<double>("attention") == a);
+
+  const auto plain = run_headlab({"eval", ckpt}, s.dir / "eval.log");
+  const auto masked = run_headlab({"eval", ckpt, "--mask", "0:1"}, s.dir / "masked.log");
+  REQUIRE(plain.code == 0);
+  REQUIRE(masked.code == 0);
+  CHECK_THAT(masked.output, Catch::Contains("heads switched off: 0:1"));
+  CHECK(line_starting(masked.output, "loss ") != line_starting(plain.output, "loss "));
+  const auto masked_prompt = run_headlab({"analyze", ckpt, "--prompt", prompt, "--mask", "0:1", "--out",
+                                          (s.dir / "m").string()}, s.dir / "m.log");
+  CHECK(masked_prompt.code == 0);
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"eval", ckpt, "--mask", "1:0"}, "--mask: layer 1 in '1:0' is outside [0, 1)"},
+      {{"eval", ckpt, "--mask", "0:a"}, "--mask: '0:a' is not LAYER:HEAD"},
+      {{"analyze", ckpt, "--mask", "0:2", "--prompt", "x"}, "--mask: head 2 in '0:2' is outside [0, 2)"},
+      {{"analyze", ckpt, "--prompt", "x", "--prompt-file", "y"}, "give --prompt or --prompt-file, not both"},
+      {{"analyze", ckpt, "--prompt-file", (s.dir / "missing.txt").string()}, "cannot read prompt file"},
+      {{"analyze", ckpt, "--prompt", std::string(17, 'x')}, "the prompt has 17 tokens; the model takes 1 to 16"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_headlab(c.args, s.dir / "bad.log");
+    INFO(c.args[0] << " " << c.args[2] << " printed: " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+  }
 }

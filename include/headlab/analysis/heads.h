@@ -143,5 +143,9 @@ struct AttentionExample {
 template <typename T>
 AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
                                    int64_t batch_size);
+// The same for a sequence of the caller's (a prompt, TransformerLens' run_with_cache habit): row
+// holds the tokens, targets = the next tokens (-1 at the end), no labels or gold fields.
+template <typename T>
+AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens);
 
 }  // namespace headlab

@@ -1,5 +1,6 @@
-// Small file helpers shared by the trainer and the sweep runner.
+// Small file helpers shared by the trainer, the sweep runner and the CLI.
 //   write_file_atomically("runs/x/config.toml", text);  // PATH.tmp, then rename over PATH
+//   std::string text = read_text_file("a.toml", "config file");
 #pragma once
 
 #include <filesystem>
@@ -10,5 +11,9 @@ namespace headlab {
 // Writes `text` to PATH.tmp and renames it over `path`, so readers see the old file or the new
 // one, never half of one. Throws headlab::Error naming the path when either step fails.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+// The bytes of a regular file; else one line "cannot read <what> '<path>'" (a directory, which
+// would open as an empty stream, included).
+std::string read_text_file(const std::filesystem::path& path, const std::string& what);
 
 }  // namespace headlab

@@ -9,6 +9,7 @@
 //   Model<float> small = prune_heads(model, keep);          // save: train/checkpointing.h
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "headlab/nn/model.h"
@@ -30,9 +31,19 @@ ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep);
 template <typename T>
 Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep);
 
+// Heads named on the command line, "L:H,L:H,..." (layer:head, 0-based, as heads.csv numbers
+// them): [layer][head] true = named. A one-line error names `option` and the bad entry: not
+// L:H, a layer or head the spec lacks, or a head named twice.
+HeadKeepMask parse_head_list(const std::string& list, const ModelSpec& spec, const std::string& option);
+// Sets the gates of the named heads to 0 (switched off, as pruning does); the others keep theirs.
+template <typename T>
+void switch_off_heads(Model<T>& model, const HeadKeepMask& heads);
+
 extern template HeadKeepMask heads_with_nonzero_gates<float>(const Model<float>&);
 extern template HeadKeepMask heads_with_nonzero_gates<double>(const Model<double>&);
 extern template Model<float> prune_heads<float>(const Model<float>&, const HeadKeepMask&);
 extern template Model<double> prune_heads<double>(const Model<double>&, const HeadKeepMask&);
+extern template void switch_off_heads<float>(Model<float>&, const HeadKeepMask&);
+extern template void switch_off_heads<double>(Model<double>&, const HeadKeepMask&);
 
 }  // namespace headlab
