@@ -49,12 +49,13 @@ fs::path find_shared_file(const std::string& rel) {
   const fs::path root = share_dir();
   HEADLAB_CHECK(!root.empty(), "cannot find " << rel << ": " << installed_share_dir(executable_dir()).string()
                                               << " does not exist (install headlab with cmake --install)");
+  const bool source_tree = root == fs::path(HEADLAB_SOURCE_TREE);
   std::vector<fs::path> candidates = {root / rel};
-  if (root == fs::path(HEADLAB_SOURCE_TREE)) candidates.push_back(root / "src" / rel);
+  if (source_tree) candidates.push_back(root / "src" / rel);
   std::error_code ec;
   for (const fs::path& c : candidates)
     if (fs::is_regular_file(c, ec)) return c;
-  throw Error("cannot find " + rel + " in " + root.string() + " (an incomplete install?)");
+  throw Error("cannot find " + rel + " in " + root.string() + (source_tree ? "" : " (an incomplete install?)"));
 }
 
 fs::path user_cache_dir() {
