@@ -1,13 +1,17 @@
-// headlab info [CHECKPOINT.h5 | CONFIG.toml]: the build (threads, BLIS kernel set) and, for a
-// checkpoint or config, the model: shape, parameter count per component, head gates.
+// headlab info [CHECKPOINT.h5 | CONFIG.toml]: the build (threads, BLIS kernel set, where the
+// shared files and the user cache are) and, for a checkpoint or config, the model: shape,
+// parameter count per component, head gates.
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
 
 #include <cxxopts.hpp>
 
+#include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
+#include "headlab/common/paths.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -87,6 +91,13 @@ int run_info(int argc, char** argv) {
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",
               num_threads());
   std::printf("blis kernels %s\n", blis_kernel_name().c_str());
+  const std::filesystem::path share = share_dir();
+  std::printf("shared files %s\n", share.empty() ? "(not found: install with cmake --install)" : share.c_str());
+  try {
+    std::printf("user cache   %s\n", user_cache_dir().c_str());
+  } catch (const Error& e) {
+    std::printf("user cache   (%s)\n", e.what());
+  }
   if (!config) return 0;
   if (!is_config) {
     const RunProgress& p = progress;

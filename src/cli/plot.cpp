@@ -1,10 +1,11 @@
-// headlab plot PATH [--x-axis tokens|step] [--heads L:H,...]: PNG figures of a run folder, a sweep
-// folder, or a folder of prune results, written to PATH/plots/ by src/plot/headlab_plot.py
-// (matplotlib, Agg backend; docs/sweeps.md lists the figures). The script decides what PATH holds
-// and checks --heads. For a sweep folder, DIR/results.csv and DIR/summary.md are rewritten first,
-// so the figures and the tables always agree. The script is found through $HEADLAB_PLOT_SCRIPT, next to
-// this executable, or in ../src/plot/ from it; the interpreter is $HEADLAB_PYTHON, else
-// /usr/bin/python3 (where Debian's python3-matplotlib lives), else python3 on PATH.
+// headlab plot PATH [--x-axis tokens|step] [--heads L:H,...] [--format png|pdf|svg] [--dpi N]
+// [--no-title]: figures of a run folder, a sweep folder, or a folder of prune results, written to
+// PATH/plots/ by src/plot/headlab_plot.py (matplotlib, Agg backend; docs/sweeps.md lists the
+// figures). The script decides what PATH holds and checks --heads. For a sweep folder,
+// DIR/results.csv and DIR/summary.md are rewritten first, so the figures and the tables always
+// agree. The script is $HEADLAB_PLOT_SCRIPT, else plot/headlab_plot.py among the shared files
+// (common/paths.h); the interpreter is $HEADLAB_PYTHON, else /usr/bin/python3 (where Debian's
+// python3-matplotlib lives), else python3 on PATH.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <cxxopts.hpp>
 
 #include "headlab/common/error.h"
+#include "headlab/common/paths.h"
 #include "headlab/sweep/sweep.h"
 #include "verbs.h"
 
@@ -32,14 +34,11 @@ std::string find_plot_script() {
     HEADLAB_CHECK(fs::is_regular_file(env), "HEADLAB_PLOT_SCRIPT=" << env << " does not exist");
     return env;
   }
-  std::error_code ec;
-  const fs::path exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  std::vector<fs::path> candidates;
-  if (!ec) candidates = {exe_dir / "headlab_plot.py", exe_dir / ".." / "src" / "plot" / "headlab_plot.py"};
-  candidates.push_back(fs::path("src") / "plot" / "headlab_plot.py");
-  for (const fs::path& c : candidates)
-    if (fs::is_regular_file(c, ec)) return c.lexically_normal().string();
-  throw Error("cannot find headlab_plot.py next to the headlab executable or in src/plot/ (set HEADLAB_PLOT_SCRIPT)");
+  try {
+    return find_shared_file("plot/headlab_plot.py").string();
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + "; or set HEADLAB_PLOT_SCRIPT");
+  }
 }
 
 std::string find_python() {
@@ -100,12 +99,16 @@ void run_script(const std::string& python, const std::vector<std::string>& args)
 
 int run_plot(int argc, char** argv) {
   cxxopts::Options options("headlab plot",
-                           "Draw PNG figures of a run folder, a sweep folder or prune results into PATH/plots/ "
+                           "Draw figures of a run folder, a sweep folder or prune results into PATH/plots/ "
                            "(see docs/sweeps.md).");
   options.positional_help("PATH");
   options.add_options()("path", "run folder, sweep folder, or prune results", cxxopts::value<std::string>())(
       "x,x-axis", "x axis of the curves: tokens or step", cxxopts::value<std::string>()->default_value("tokens"))(
       "heads", "attention maps of these heads only, e.g. 0:1,2:3 (layer:head)", cxxopts::value<std::string>())(
+      "format", "file format: png, pdf or svg (vector, for papers)", cxxopts::value<std::string>()->default_value("png"))(
+      "dpi", "resolution of PNGs (and of images inside PDF/SVG), dots per inch",
+      cxxopts::value<int>()->default_value("110"))(
+      "no-title", "leave out each figure's title (run, config, seeds), for a caption to replace")(
       "h,help", "show this help");
   options.parse_positional({"path"});
   auto args = options.parse(argc, argv);
@@ -116,11 +119,19 @@ int run_plot(int argc, char** argv) {
   HEADLAB_CHECK(args.count("path"), "no folder given (usage: headlab plot PATH, a run or sweep folder)");
   const std::string path = args["path"].as<std::string>(), x = args["x-axis"].as<std::string>();
   HEADLAB_CHECK(x == "tokens" || x == "step", "--x-axis must be tokens or step, got '" << x << "'");
+  const std::string format = args["format"].as<std::string>();
+  HEADLAB_CHECK(format == "png" || format == "pdf" || format == "svg",
+                "--format must be png, pdf or svg, got '" << format << "'");
+  const int dpi = args["dpi"].as<int>();
+  // Above 2400 dpi a page-wide figure is hundreds of megapixels: surely a typo.
+  HEADLAB_CHECK(dpi >= 10 && dpi <= 2400, "--dpi must be between 10 and 2400, got " << dpi);
   std::error_code ec;
   HEADLAB_CHECK(fs::is_directory(path, ec), "no such folder: " << path);
   HEADLAB_CHECK(!fs::is_empty(path, ec), path << " is empty: nothing to plot");
   if (fs::exists(fs::path(path) / "grid.csv")) aggregate_sweep(path);  // the figures read results.csv
-  std::vector<std::string> script_args = {find_plot_script(), path, "--x", x};
+  std::vector<std::string> script_args = {find_plot_script(), path, "--x", x, "--format", format,
+                                          "--dpi", std::to_string(dpi)};
+  if (args.count("no-title")) script_args.push_back("--no-title");
   if (args.count("heads")) script_args.insert(script_args.end(), {"--heads", args["heads"].as<std::string>()});
   run_script(find_python(), script_args);
   return 0;

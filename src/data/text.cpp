@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "headlab/common/error.h"
+#include "headlab/common/paths.h"
 
 namespace headlab {
 
@@ -119,12 +120,20 @@ std::vector<uint8_t> read_text_file(const std::string& path) {
   return bytes;
 }
 
+// data.path names the Bible: the alias, the old default, or the cache file itself (`cache_path`,
+// "" = the user's, looked up only for a file of that name: a run on other text never needs HOME).
 bool names_bible_cache(const std::string& path, const std::string& cache_path) {
   if (path == kBibleAlias) return true;
-  return fs::path(path).lexically_normal() == fs::path(cache_path).lexically_normal();
+  const fs::path p = fs::path(path).lexically_normal();
+  if (p == fs::path(kOldBibleCachePath)) return true;
+  if (cache_path.empty())
+    return p.filename() == "bible-kjv.txt" && p == fs::path(bible_cache_path()).lexically_normal();
+  return p == fs::path(cache_path).lexically_normal();
 }
 
 }  // namespace
+
+std::string bible_cache_path() { return (user_cache_dir() / "bible-kjv.txt").string(); }
 
 std::string ensure_bible_corpus(const std::string& cache_path) {
   std::error_code ec;
@@ -194,7 +203,8 @@ TextDataset::TextDataset(const TextOptions& options)
   HEADLAB_CHECK(train > 0 && val > 0 && train + val < 1,
                 "text dataset: split fractions train=" << train << " val=" << val
                                                        << " must be positive and leave a test block (train + val < 1)");
-  if (names_bible_cache(path_, options.bible_cache)) path_ = ensure_bible_corpus(options.bible_cache);
+  if (names_bible_cache(path_, options.bible_cache))
+    path_ = ensure_bible_corpus(options.bible_cache.empty() ? bible_cache_path() : options.bible_cache);
   bytes_ = read_text_file(path_);
 
   const int64_t n = size_bytes();

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""headlab plot: PNG figures of a run folder or a sweep folder, written to PATH/plots/.
+"""headlab plot: figures of a run folder or a sweep folder, written to PATH/plots/.
 
 Usually run by `headlab plot PATH` (which first rewrites a sweep's results.csv); it can also be
-run by hand: python3 src/plot/headlab_plot.py PATH [--x tokens|step] [--heads L:H,...].
+run by hand: python3 src/plot/headlab_plot.py PATH [--x tokens|step] [--heads L:H,...]
+[--format png|pdf|svg] [--dpi N] [--no-title].
 docs/sweeps.md lists the figures. Inputs, all written by headlab:
   run folder:   metrics.csv (step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,...),
                 config.toml (optional, for titles); from headlab analyze (optional): heads.csv
@@ -46,6 +47,7 @@ except ImportError:
 
 SEED_KEYS = ("train.seed", "data.seed")
 NOTES = []  # lines for stdout, printed only when every figure was drawn (an error stays one line)
+FIGURES = {"format": "png", "dpi": 110, "titles": True}  # from the command line, for save()
 
 # What each logged quantity is, with its unit, for axis labels and titles.
 METRICS = {
@@ -150,9 +152,19 @@ def has_values(columns, name):
     return any(v is not None for v in columns.get(name, []))
 
 
-def save(fig, path, written):
+def figure_title(owner, text, **style):
+    """The figure's title (what was run, its config, the seeds): fig.suptitle over panels, else the
+    one axes' title. --no-title leaves it out, for a paper's caption; panel titles stay, since they
+    say which panel is which."""
+    if FIGURES["titles"]:
+        (owner.set_title if hasattr(owner, "set_title") else owner.suptitle)(text, **style)
+
+
+def save(fig, stem, written):
+    """Writes PATH/plots/<stem>.<format>."""
+    path = f"{stem}.{FIGURES['format']}"
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=FIGURES["dpi"], bbox_inches="tight")
     plt.close(fig)
     written.append(path)
 
@@ -253,8 +265,8 @@ def plot_heads(run_dir, out_dir, title_prefix, written):
         if len(finite) < len(layers) * len(heads):
             notes.append("hatched = no value")
         note = f"\n({', '.join(notes)})" if notes else ""
-        ax.set_title(f"{title_prefix}{column.replace('_', ' ')} per head{note}", fontsize=10)
-        save(fig, os.path.join(out_dir, f"heads_{column}.png"), written)
+        figure_title(ax, f"{title_prefix}{column.replace('_', ' ')} per head{note}", fontsize=10)
+        save(fig, os.path.join(out_dir, f"heads_{column}"), written)
     if skipped:
         NOTES.append(f"{path}: no heatmap for {', '.join(skipped)}")
 
@@ -282,10 +294,10 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
         ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
     ax.set_xlabel("head (layer:head)")
     ax.set_ylabel("head (layer:head)")
-    ax.set_title(f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
+    figure_title(ax, f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
         "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", int(11 * size)),
                  fontsize=10)
-    save(fig, os.path.join(out_dir, "heads_similarity.png"), written)
+    save(fig, os.path.join(out_dir, "heads_similarity"), written)
 
 
 def read_attention_example(path):
@@ -361,9 +373,10 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
         snippet = shown if len(shown) <= 70 else shown[:67] + "..."
         padding = f"; {length - len(keep)} padding positions left out" if len(keep) < length else ""
         which = "chosen heads" if chosen else "every head"
-        fig.suptitle(f"{title_prefix}attention of {which} on {'the prompt' if example == 'prompt' else f'example {example}'}{padding}\n\"{snippet}\"\n"
+        where = "the prompt" if example == "prompt" else f"example {example}"
+        figure_title(fig, f"{title_prefix}attention of {which} on {where}{padding}\n\"{snippet}\"\n"
                      "row = query position, column = the key it attends to; each row sums to 1", fontsize=10)
-        save(fig, os.path.join(out_dir, f"attention_example_{example}.png"), written)
+        save(fig, os.path.join(out_dir, f"attention_example_{example}"), written)
     return len(found)
 
 
@@ -504,9 +517,9 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
                   title_fontsize=7)
-        ax.set_title(f"{title_prefix}{METRICS[metric][0]} as heads are pruned ({n_files} prune.csv files){subtitle}",
+        figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as heads are pruned ({n_files} prune.csv files){subtitle}",
                      fontsize=10)
-        save(fig, os.path.join(out_dir, f"prune_{metric}.png"), written)
+        save(fig, os.path.join(out_dir, f"prune_{metric}"), written)
 
 
 def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written):
@@ -543,8 +556,8 @@ def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
     for j in range(len(keys), n_rows * n_cols):
         axes[j // n_cols][j % n_cols].set_visible(False)
     fig.colorbar(image, ax=axes.ravel().tolist(), label="heads left in the layer", shrink=0.8)
-    fig.suptitle(f"{title_prefix}heads left per layer as pruning proceeds, by strategy{subtitle}", fontsize=10)
-    save(fig, os.path.join(out_dir, "prune_heads_per_layer.png"), written)
+    figure_title(fig, f"{title_prefix}heads left per layer as pruning proceeds, by strategy{subtitle}", fontsize=10)
+    save(fig, os.path.join(out_dir, "prune_heads_per_layer"), written)
 
 
 def plot_prune(folder, out_dir, title_prefix, written):
@@ -607,10 +620,10 @@ def plot_training(run_dir, metrics_path, name, x_axis, out, written):
         ax.plot(xs, ys, color="tab:orange", marker="o", markersize=3, label="validation")
     ax.set_xlabel(X_AXES[x_axis])
     ax.set_ylabel("cross-entropy loss (nats/token)")
-    ax.set_title(f"Loss of run {name}{subtitle}")
+    figure_title(ax, f"Loss of run {name}{subtitle}")
     ax.grid(alpha=0.3)
     ax.legend()
-    save(fig, os.path.join(out, "loss.png"), written)
+    save(fig, os.path.join(out, "loss"), written)
 
     for metric in ("val_accuracy", "val_bpb"):
         if not has_values(m, metric):
@@ -620,9 +633,9 @@ def plot_training(run_dir, metrics_path, name, x_axis, out, written):
         ax.plot(xs, ys, color="tab:orange", marker="o", markersize=3)
         ax.set_xlabel(X_AXES[x_axis])
         ax.set_ylabel(metric_label(metric))
-        ax.set_title(f"{METRICS[metric][0].capitalize()} of run {name}{subtitle}")
+        figure_title(ax, f"{METRICS[metric][0].capitalize()} of run {name}{subtitle}")
         ax.grid(alpha=0.3)
-        save(fig, os.path.join(out, f"{metric}.png"), written)
+        save(fig, os.path.join(out, metric), written)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -765,9 +778,9 @@ def plot_sweep_curves(sweep, run_metrics, x_axis, written):
         axes[0][-1].legend(handles=legend_handles(sweep), fontsize=8, loc="upper right")
         by = f", coloured by {key_label(sweep.color_key)}" if sweep.color_key else ""
         what = "Training and validation loss" if file_name == "loss" else METRICS[metrics[0]][0].capitalize()
-        fig.suptitle(f"{what} of every run in sweep {sweep.name}{by}{sweep.subtitle()}", fontsize=10)
+        figure_title(fig, f"{what} of every run in sweep {sweep.name}{by}{sweep.subtitle()}", fontsize=10)
         fig.tight_layout()
-        save(fig, os.path.join(sweep.dir, "plots", f"{file_name}.png"), written)
+        save(fig, os.path.join(sweep.dir, "plots", file_name), written)
 
 
 def plot_sweep_finals(sweep, written):
@@ -822,10 +835,10 @@ def plot_sweep_finals(sweep, written):
                 ax.legend(fontsize=8)
         against = f" against {key_label(x_key)}" if x_key else ""
         spread = (f"mean ± sample std over {n_seeds} seeds" if n_seeds > 1 else "one seed per point, no error bars")
-        fig.suptitle(f"Final {METRICS[metric][0]}{against}, sweep {sweep.name} ({spread}){sweep.subtitle()}",
+        figure_title(fig, f"Final {METRICS[metric][0]}{against}, sweep {sweep.name} ({spread}){sweep.subtitle()}",
                      fontsize=10)
         fig.tight_layout()
-        save(fig, os.path.join(sweep.dir, "plots", f"final_{metric}.png"), written)
+        save(fig, os.path.join(sweep.dir, "plots", f"final_{metric}"), written)
 
 
 def plot_sweep(sweep_dir, x_axis, chosen_heads):
@@ -858,11 +871,17 @@ def parse_heads(text):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="PNG figures of a headlab run or sweep folder, into PATH/plots/.")
+    parser = argparse.ArgumentParser(description="Figures of a headlab run or sweep folder, into PATH/plots/.")
     parser.add_argument("path", help="run folder (metrics.csv), sweep folder (grid.csv), or prune results")
     parser.add_argument("--x", choices=sorted(X_AXES), default="tokens", help="x axis of the curves")
     parser.add_argument("--heads", help="attention maps of these heads only: layer:head,layer:head,...")
+    parser.add_argument("--format", choices=["png", "pdf", "svg"], default="png", help="file format of the figures")
+    parser.add_argument("--dpi", type=int, default=110, help="resolution of PNGs (and of images in PDF/SVG)")
+    parser.add_argument("--no-title", action="store_true", help="leave out each figure's title")
     args = parser.parse_args()
+    if not 10 <= args.dpi <= 2400:
+        fail(f"--dpi must be between 10 and 2400, got {args.dpi}")
+    FIGURES.update(format=args.format, dpi=args.dpi, titles=not args.no_title)
     if not os.path.isdir(args.path):
         fail(f"no such folder: {args.path}")
     chosen_heads = parse_heads(args.heads) if args.heads is not None else None

@@ -14,6 +14,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/data/text.h"
+#include "support/scratch.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -350,6 +351,33 @@ TEST_CASE("the Bible export writes the whole KJV, one verse per line, without ve
   CHECK(dataset.path() == cache);
   CHECK(dataset.size_bytes() == static_cast<int64_t>(fs::file_size(cache)));
   CHECK(dataset.eval_batches(Split::val, 32) > 0);
+}
+
+TEST_CASE("\"bible\" and the old default path name one export in the user cache, not the working directory",
+          "[data][text][bible]") {
+  if (std::system("command -v bible > /dev/null 2>&1") != 0) {
+    WARN("the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
+    return;
+  }
+  TempPath dir("bible_user");
+  const fs::path cache_home = fs::path(dir.path) / "cache", work = fs::path(dir.path) / "work";
+  fs::create_directories(work);
+  test::ScopedEnv xdg("XDG_CACHE_HOME", cache_home.c_str());
+  const std::string expected = (cache_home / "headlab" / "bible-kjv.txt").string();
+  CHECK(bible_cache_path() == expected);
+  struct InFolder {  // the working directory, restored however the test ends
+    fs::path old = fs::current_path();
+    explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
+    ~InFolder() { fs::current_path(old); }
+  } in_work(work);
+  for (const std::string path : {std::string(kBibleAlias), std::string(kOldBibleCachePath),
+                                 std::string("./datasets/cache/bible-kjv.txt"), expected}) {
+    INFO("data.path = " << path);
+    TextDataset dataset(options_for(path, 256));
+    CHECK(dataset.path() == expected);
+  }
+  CHECK(fs::is_empty(work));
+  CHECK(std::distance(fs::directory_iterator(cache_home / "headlab"), fs::directory_iterator()) == 1);
 }
 
 TEST_CASE("without the bible program the export is one line saying how to install it", "[data][text][bible]") {

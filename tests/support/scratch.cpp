@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -45,15 +46,10 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-CommandResult run_headlab(const std::vector<std::string>& args, const fs::path& log,
-                          const std::map<std::string, std::string>& env) {
-#ifdef HEADLAB_BINARY
-  const std::string binary = HEADLAB_BINARY;
-#else
-  const std::string binary = (fs::read_symlink("/proc/self/exe").parent_path() / "headlab").string();
-#endif
-  REQUIRE(::access(binary.c_str(), X_OK) == 0);  // build the `headlab` target first
-  std::vector<std::string> all = {binary};
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const fs::path& log,
+                          const std::map<std::string, std::string>& env, const fs::path& cwd) {
+  REQUIRE(::access(program.c_str(), X_OK) == 0);
+  std::vector<std::string> all = {program};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());
@@ -68,17 +64,44 @@ CommandResult run_headlab(const std::vector<std::string>& args, const fs::path& 
   std::vector<char*> envp;
   for (std::string& e : environment) envp.push_back(e.data());
   envp.push_back(nullptr);
+  const std::string dir = cwd.string();
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, STDOUT_FILENO);
     ::dup2(fd, STDERR_FILENO);
+    if (!dir.empty() && ::chdir(dir.c_str()) != 0) ::_exit(126);
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(log)};
+}
+
+CommandResult run_headlab(const std::vector<std::string>& args, const fs::path& log,
+                          const std::map<std::string, std::string>& env) {
+#ifdef HEADLAB_BINARY
+  const std::string binary = HEADLAB_BINARY;
+#else
+  const std::string binary = (fs::read_symlink("/proc/self/exe").parent_path() / "headlab").string();
+#endif
+  return run_program(binary, args, log, env);  // REQUIREs the binary: build the `headlab` target first
+}
+
+ScopedEnv::ScopedEnv(const std::string& name, const char* value) : name(name) {
+  if (const char* old = std::getenv(name.c_str())) was_set = true, old_value = old;
+  if (value)
+    ::setenv(name.c_str(), value, 1);
+  else
+    ::unsetenv(name.c_str());
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (was_set)
+    ::setenv(name.c_str(), old_value.c_str(), 1);
+  else
+    ::unsetenv(name.c_str());
 }
 
 }  // namespace headlab::test

@@ -2,6 +2,8 @@
 //   ScratchDir s("trainer");            a fresh temp folder, removed at the end of the test
 //   s.write_corpus("corpus.txt", 1500); a small learnable text (four sentences, repeated)
 //   run_headlab({"train", cfg, "--out", run}, s.dir / "log.txt")  -> {exit code, output}
+//   run_program(installed / "bin/headlab", {"info"}, log, {{"HOME", home}}, work_dir)
+//   ScopedEnv env("XDG_CACHE_HOME", dir);  set (nullptr: unset) until the end of the scope
 #pragma once
 
 #include <filesystem>
@@ -29,9 +31,26 @@ struct CommandResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the headlab executable with `args` (and `env` added to the environment), its output
-// captured in `log`. The build passes HEADLAB_BINARY; otherwise it sits next to the test binary.
+// Runs `program` with `args` (and `env` added to the environment) in the folder `cwd` (empty:
+// this process's), its output captured in `log`.
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args,
+                          const std::filesystem::path& log, const std::map<std::string, std::string>& env = {},
+                          const std::filesystem::path& cwd = {});
+
+// run_program of the headlab executable in the build tree. The build passes HEADLAB_BINARY;
+// otherwise it sits next to the test binary.
 CommandResult run_headlab(const std::vector<std::string>& args, const std::filesystem::path& log,
                           const std::map<std::string, std::string>& env = {});
+
+// Sets (or with nullptr unsets) an environment variable for this process until the end of the
+// scope, then restores it. The variable is process-wide: the tests of one process run one by one.
+struct ScopedEnv {
+  ScopedEnv(const std::string& name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  std::string name, old_value;
+  bool was_set = false;
+};
 
 }  // namespace headlab::test

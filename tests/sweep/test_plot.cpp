@@ -60,6 +60,7 @@ void check_png(const fs::path& path) {
 }
 
 uint32_t png_width(const fs::path& path) { return big_endian_u32(read_file(path), 16); }
+uint32_t png_height(const fs::path& path) { return big_endian_u32(read_file(path), 20); }
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -122,6 +123,43 @@ TEST_CASE("--heads draws only the chosen heads' attention maps; a bad choice is 
   check_one_line_error({run.string(), "--heads", "2:0"}, log, "--heads 2:0: ");
   check_one_line_error({run.string(), "--heads", "1-2"}, log, "--heads: expected layer:head pairs");
   check_one_line_error({(s.dir / "prune_small").string(), "--heads", "0:0"}, log, "has no attention_example_");
+}
+
+TEST_CASE("--format, --dpi and --no-title make figures for papers; a bad value is one line and exit code 2",
+          "[plot]") {
+  Scratch s;
+  // Only the curves (no analysis files): three figures per call keep the test quick.
+  const fs::path run = s.dir / "curves", log = s.dir / "log.txt", loss = run / "plots" / "loss.png";
+  fs::create_directories(run);
+  for (const char* name : {"metrics.csv", "config.toml"}) fs::copy(s.dir / "run_small" / name, run / name);
+  auto plot = [&](const std::vector<std::string>& options) {
+    std::vector<std::string> args = {run.string()};
+    args.insert(args.end(), options.begin(), options.end());
+    const auto r = run_plot(args, log);
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+    return r.output;
+  };
+  plot({});
+  check_png(loss);
+  const uint32_t width = png_width(loss), height = png_height(loss);
+  plot({"--dpi", "220"});
+  check_png(loss);
+  CHECK(png_width(loss) >= 2 * width - 4);  // twice the dots per inch, twice the pixels (bbox rounding)
+  CHECK(png_width(loss) <= 2 * width + 4);
+  plot({"--no-title"});
+  check_png(loss);
+  CHECK(png_width(loss) <= width);
+  CHECK(png_height(loss) < height - 20);  // the two title lines are gone
+
+  CHECK_THAT(plot({"--format", "pdf"}), Contains("curves/plots/loss.pdf"));
+  CHECK(read_file(run / "plots" / "loss.pdf").substr(0, 5) == "%PDF-");
+  CHECK_THAT(plot({"--format", "svg", "--no-title"}), Contains("curves/plots/loss.svg"));
+  CHECK_THAT(read_file(run / "plots" / "loss.svg"), Contains("<svg"));
+
+  check_one_line_error({run.string(), "--format", "jpg"}, log, "--format must be png, pdf or svg, got 'jpg'");
+  check_one_line_error({run.string(), "--dpi", "0"}, log, "--dpi must be between 10 and 2400, got 0");
+  check_one_line_error({run.string(), "--dpi", "many"}, log, "many");
 }
 
 TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]") {

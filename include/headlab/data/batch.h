@@ -65,7 +65,7 @@ class Dataset {
  public:
   virtual ~Dataset() = default;
 
-  virtual std::string name() const = 0;  // "text:datasets/cache/bible-kjv.txt"
+  virtual std::string name() const = 0;  // "text:corpus.txt"
   virtual int64_t vocab_size() const = 0;
   virtual int64_t seq_len() const = 0;
   virtual BatchLayout batch_layout() const { return {}; }

@@ -7,8 +7,9 @@
 // eval_batches() predicts every byte of the block except its first and a tail shorter than T,
 // exactly once. Tiles are visited in a fixed stride order that spreads the first few eval
 // batches over the whole block; rows past the last tile get targets -1.
-// path "bible" (or the cache path itself) means the King James Bible, exported on first use by
-// ensure_bible_corpus. Bad input throws headlab::Error with one line naming the path.
+// path "bible" (or the cache path itself, or the old default datasets/cache/bible-kjv.txt) means
+// the King James Bible, exported once per user by ensure_bible_corpus into bible_cache_path().
+// Bad input throws headlab::Error with one line naming the path.
 //   TextDataset data({.path = "bible", .seq_len = 256, .seed = 1});
 #pragma once
 
@@ -21,13 +22,18 @@
 namespace headlab {
 
 inline constexpr const char* kBibleAlias = "bible";
-inline constexpr const char* kBibleCachePath = "datasets/cache/bible-kjv.txt";
+// Where the corpus was exported (into the working directory) before it moved to the user cache:
+// old configs and run folders name it, so it stays a name of the cache file.
+inline constexpr const char* kOldBibleCachePath = "datasets/cache/bible-kjv.txt";
+
+// user_cache_dir() / "bible-kjv.txt": one export per user, whatever folder a run starts in.
+std::string bible_cache_path();
 
 // Makes sure `cache_path` holds the KJV Bible as plain text, one verse per line with the verse
 // labels ("Ge1:1 ") stripped (datasets/README.md says why), and returns cache_path. If the file
 // is missing it runs `bible -f "Gen1:1-Rev22:21"` (Debian's bible-kjv), writes a temp file next
 // to it and renames it into place, so concurrent runs never see a half-written corpus.
-std::string ensure_bible_corpus(const std::string& cache_path = kBibleCachePath);
+std::string ensure_bible_corpus(const std::string& cache_path = bible_cache_path());
 
 struct TextOptions {
   std::string path = kBibleAlias;  // data.path
@@ -35,7 +41,7 @@ struct TextOptions {
   uint64_t seed = 0;               // data.seed
   double train_fraction = 0.90;    // the test block gets 1 - train - val
   double val_fraction = 0.05;
-  std::string bible_cache = kBibleCachePath;  // where "bible" is exported to
+  std::string bible_cache;  // where "bible" is exported to; "" = bible_cache_path()
 };
 
 struct ByteRange {
