@@ -2,7 +2,8 @@
 // decides what goes in; this layer only writes, validates and reads it (docs/checkpoint-format.md).
 // Layout: dataset "model/blocks/0/attn/qkv/weight" lives in nested groups model/blocks/0/attn/qkv;
 // arrays are row-major, little-endian, float32 (tensors) or float64/int64/uint64/uint8; the root
-// group carries headlab_kind = "checkpoint", headlab_format_version = 1 and the caller's attributes.
+// group carries headlab_kind = "checkpoint", headlab_format_version = 1, the build's provenance
+// (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
 // Memory: the writer copies every array when it is added (the caller's buffers may change at once)
 // and commit() builds the file in memory before one write, so it briefly holds about three copies;
 // the reader reads into tensors the caller owns. Use from one thread (HDF5 I/O stays on one thread).
