@@ -1,11 +1,10 @@
 // headlab: the command-line entry point. Dispatches to a verb; every headlab::Error becomes one
 // line on stderr and exit code 2, so bad input never ends in a crash or a stack trace.
-#include <algorithm>
-#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include <cxxopts.hpp>
 
@@ -49,17 +48,10 @@ const Verb* find_verb(const std::string& name) {
   return nullptr;
 }
 
-// "trian" -> "train": the nearest verb, if it is near enough to be a typo.
-std::string closest_verb(const std::string& name) {
-  std::string best;
-  size_t best_distance = SIZE_MAX;
-  for (const Verb& v : kVerbs)
-    if (const size_t d = headlab::edit_distance(name, v.name); d < best_distance) best_distance = d, best = v.name;
-  return best_distance <= std::max<size_t>(2, name.size() / 2) ? best : "";
-}
-
 [[noreturn]] void throw_unknown_verb(const std::string& name) {
-  const std::string suggestion = closest_verb(name);
+  std::vector<std::string> names;
+  for (const Verb& v : kVerbs) names.push_back(v.name);
+  const std::string suggestion = headlab::closest_name(name, names);
   throw headlab::Error("unknown verb '" + name + "'" +
                        (suggestion.empty() ? " (headlab help lists them)" : "; did you mean '" + suggestion + "'?"));
 }

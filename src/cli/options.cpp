@@ -1,6 +1,10 @@
 #include "options.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+
+#include "headlab/common/edit_distance.h"
 
 namespace headlab::cli {
 
@@ -27,6 +31,31 @@ std::optional<std::pair<std::string, std::string>> bad_value(cxxopts::Options& o
   return std::nullopt;
 }
 
+// The first option in argv that `options` does not know, with the nearest it does know if that
+// looks like a typo: "unknown option '--bach'; did you mean '--batch'?". Empty if all are known.
+std::string unknown_option(const cxxopts::Options& options, int argc, char** argv) {
+  std::vector<std::string> known;
+  for (const std::string& group : options.groups())
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      if (!o.s.empty()) known.push_back("-" + o.s);
+      for (const std::string& l : o.l) known.push_back("--" + l);
+    }
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && !std::isalpha(static_cast<unsigned char>(arg[1])))) continue;
+    const std::string name = arg.substr(0, arg.find('='));
+    // "-abc" is a bundle of short flags to cxxopts: known if each of them is
+    const bool is_known = std::find(known.begin(), known.end(), arg[1] == '-' ? name : name.substr(0, 2)) != known.end();
+    if (is_known) continue;
+    // A one-letter option is too short for a guess at what was meant.
+    const std::string suggestion = arg[1] == '-' ? closest_name(name, known) : "";
+    return "unknown option '" + name + "'" +
+           (suggestion.empty() ? " (see " + options.program() + " --help)" : "; did you mean '" + suggestion + "'?");
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, const std::vector<std::string>& positional,
@@ -40,6 +69,10 @@ std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, con
     if (!bad) throw;
     throw Error("invalid value '" + escaped(bad->second) + "' for " + bad->first + " (see " + options.program() +
                 " --help)");
+  } catch (const cxxopts::exceptions::no_such_option&) {
+    const std::string message = unknown_option(options, argc, argv);
+    if (message.empty()) throw;
+    throw Error(message);
   }
   if (args->count("help")) {
     std::printf("%s\n", options.help().c_str());

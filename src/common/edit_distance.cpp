@@ -1,6 +1,7 @@
 #include "headlab/common/edit_distance.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,14 @@ size_t edit_distance(const std::string& a, const std::string& b) {
     std::swap(row, next);
   }
   return row[b.size()];
+}
+
+std::string closest_name(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const std::string& c : candidates)
+    if (const size_t d = edit_distance(name, c); d < best_distance) best_distance = d, best = c;
+  return best_distance <= std::max<size_t>(2, name.size() / 2) ? best : "";
 }
 
 }  // namespace headlab

@@ -237,7 +237,7 @@ TEST_CASE("a run records its build in config.toml and its checkpoints, and info 
   CHECK(run_headlab({"eval", ckpt}, s.dir / "old_eval.log").code == 0);
 }
 
-TEST_CASE("bad command lines are one line naming the argument, exit code 2", "[cli]") {
+TEST_CASE("bad command lines are one line naming the argument, exit code 2, with a suggestion for a typo", "[cli]") {
   Scratch s;
   const fs::path empty = s.dir / "empty_run";
   fs::create_directories(empty);
@@ -266,6 +266,10 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2", "[c
       {{"sweep", sweep, "-j", "two"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
       {{"sample", "x.h5", "--seed", "-1"}, "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
       {{"bench", cfg, "--steps", "many"}, "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
+      {{"eval", "x.h5", "--batch", "3"}, "headlab eval: error: unknown option '--batch'; did you mean '--batches'?"},
+      {{"sample", "x.h5", "--temprature=0"},
+       "headlab sample: error: unknown option '--temprature'; did you mean '--temperature'?"},
+      {{"eval", "x.h5", "--verbose"}, "headlab eval: error: unknown option '--verbose' (see headlab eval --help)"},
       {{"eval", empty.string()}, "headlab eval: error: " + empty.string() + " is a folder without checkpoints"},
   };
   for (const Case& c : cases) {
