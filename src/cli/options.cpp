@@ -34,22 +34,23 @@ std::optional<std::pair<std::string, std::string>> bad_value(cxxopts::Options& o
 // The first option in argv that `options` does not know, with the nearest it does know if that
 // looks like a typo: "unknown option '--bach'; did you mean '--batch'?". Empty if all are known.
 std::string unknown_option(const cxxopts::Options& options, int argc, char** argv) {
-  std::vector<std::string> known;
+  std::vector<std::string> known, known_long;
   for (const std::string& group : options.groups())
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
       if (!o.s.empty()) known.push_back("-" + o.s);
-      for (const std::string& l : o.l) known.push_back("--" + l);
+      for (const std::string& l : o.l) known_long.push_back("--" + l);
     }
+  known.insert(known.end(), known_long.begin(), known_long.end());
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
     if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && !std::isalpha(static_cast<unsigned char>(arg[1])))) continue;
     const std::string name = arg.substr(0, arg.find('='));
-    // "-abc" is a bundle of short flags to cxxopts: known if each of them is
+    // "-j2" is -j with its value to cxxopts: a short option is judged by its first letter.
     const bool is_known = std::find(known.begin(), known.end(), arg[1] == '-' ? name : name.substr(0, 2)) != known.end();
     if (is_known) continue;
     // A one-letter option is too short for a guess at what was meant.
-    const std::string suggestion = arg[1] == '-' ? closest_name(name, known) : "";
+    const std::string suggestion = arg[1] == '-' ? closest_name(name, known_long) : "";
     return "unknown option '" + name + "'" +
            (suggestion.empty() ? " (see " + options.program() + " --help)" : "; did you mean '" + suggestion + "'?");
   }

@@ -270,6 +270,8 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
       {{"sample", "x.h5", "--temprature=0"},
        "headlab sample: error: unknown option '--temprature'; did you mean '--temperature'?"},
       {{"eval", "x.h5", "--verbose"}, "headlab eval: error: unknown option '--verbose' (see headlab eval --help)"},
+      {{"info", "x.h5", "--set", "model.n_heads=2"},
+       "headlab info: error: --set applies to a config file, not a checkpoint"},
       {{"eval", empty.string()}, "headlab eval: error: " + empty.string() + " is a folder without checkpoints"},
   };
   for (const Case& c : cases) {
