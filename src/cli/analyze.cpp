@@ -165,7 +165,7 @@ void print_summary(const HeadScores& s) {
 int run_analyze(int argc, char** argv) {
   cxxopts::Options options("headlab analyze",
                            "Per-head importance, ablation, attention statistics and similarity of a checkpoint.");
-  options.positional_help("CHECKPOINT");
+  options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(
       "split", "val, test or train", cxxopts::value<std::string>()->default_value("val"))(

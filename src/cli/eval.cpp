@@ -15,7 +15,7 @@ namespace headlab::cli {
 
 int run_eval(int argc, char** argv) {
   cxxopts::Options options("headlab eval", "Evaluate a checkpoint on a data split.");
-  options.positional_help("CHECKPOINT");
+  options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(
       "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(

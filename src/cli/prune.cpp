@@ -1,4 +1,4 @@
-// headlab prune CHECKPOINT --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
+// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
@@ -31,7 +31,7 @@ namespace fs = std::filesystem;
 
 int run_prune(int argc, char** argv) {
   cxxopts::Options options("headlab prune", "Prune attention heads of a checkpoint by masking their gates.");
-  options.positional_help("CHECKPOINT");
+  options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(
       "strategy",

@@ -18,7 +18,7 @@ namespace headlab::cli {
 
 int run_sample(int argc, char** argv) {
   cxxopts::Options options("headlab sample", "Generate text from a byte-level decoder checkpoint.");
-  options.positional_help("CHECKPOINT");
+  options.positional_help("CHECKPOINT.h5 | RUN");
   // The prompt's default is a newline, which cxxopts would print raw in --help: given in the text.
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(

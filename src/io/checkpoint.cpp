@@ -570,6 +570,10 @@ std::string checkpoint_path(const std::string& run_dir, int64_t step) {
   return (fs::path(run_dir) / "checkpoints" / name).string();
 }
 
+std::string best_checkpoint_path(const std::string& run_dir) {
+  return (fs::path(run_dir) / "checkpoints" / "best.h5").string();
+}
+
 std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir) {
   std::vector<CheckpointFile> out;
   for (const fs::path& p : list_dir(fs::path(run_dir) / "checkpoints")) {

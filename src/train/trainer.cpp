@@ -226,7 +226,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
       progress.has_best = true;
       progress.best_val_loss = e.loss;
-      checkpoint((ckpt_dir / "best.h5").string());
+      checkpoint(best_checkpoint_path(dir.string()));
     }
     const bool stopping = stop_signal != 0;
     if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {

@@ -130,6 +130,7 @@ struct CheckpointFile {
   std::string path;
 };
 std::string checkpoint_path(const std::string& run_dir, int64_t step);
+std::string best_checkpoint_path(const std::string& run_dir);  // RUN_DIR/checkpoints/best.h5
 std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir);  // sorted by step
 std::optional<CheckpointFile> newest_checkpoint(const std::string& run_dir);
 // Deletes every listed checkpoint except the `keep_last` newest and `best_path` (never deleted;
