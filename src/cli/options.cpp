@@ -17,13 +17,17 @@ std::optional<std::pair<std::string, std::string>> bad_value(cxxopts::Options& o
     const std::string arg = argv[i];
     if (arg == "--") break;
     if (arg.size() < 2 || arg[0] != '-') continue;
-    const size_t eq = arg.find('=');
+    // The value follows '=' (--tokens=abc), the letter of a short option (-jx), or is the next
+    // argument (--tokens abc, -j x).
+    const bool is_short = arg[1] != '-';
+    const size_t value_at = is_short ? (arg.size() > 2 ? 2 : std::string::npos) : arg.find('=');
     std::vector<const char*> alone = {argv[0], argv[i]};
-    if (eq == std::string::npos && i + 1 < argc) alone.push_back(argv[i + 1]);
+    if (value_at == std::string::npos && i + 1 < argc) alone.push_back(argv[i + 1]);
     try {
       options.parse(static_cast<int>(alone.size()), alone.data());
     } catch (const cxxopts::exceptions::incorrect_argument_type&) {
-      return std::pair{arg.substr(0, eq), eq == std::string::npos ? std::string(alone.back()) : arg.substr(eq + 1)};
+      if (value_at == std::string::npos) return std::pair{arg, std::string(alone.back())};
+      return std::pair{arg.substr(0, is_short ? 2 : value_at), arg.substr(is_short ? 2 : value_at + 1)};
     } catch (const cxxopts::exceptions::exception&) {
       // another problem of this argument (or a negative number read as an option): not this one
     }

@@ -264,6 +264,7 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
        "headlab sample: error: invalid value 'abc' for --tokens (see headlab sample --help)"},
       {{"eval", "x.h5", "--batches=1e3"}, "headlab eval: error: invalid value '1e3' for --batches (see headlab eval --help)"},
       {{"sweep", sweep, "-j", "two"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
+      {{"sweep", sweep, "-jtwo"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
       {{"sample", "x.h5", "--seed", "-1"}, "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
       {{"bench", cfg, "--steps", "many"}, "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
       {{"eval", "x.h5", "--batch", "3"}, "headlab eval: error: unknown option '--batch'; did you mean '--batches'?"},
