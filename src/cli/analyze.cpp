@@ -1,4 +1,4 @@
-// headlab analyze CHECKPOINT [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
+// headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
 //                            [--mask L:H,...] [--threads N]
 // headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask L:H,...] [--out DIR]
@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "headlab/train/checkpointing.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -167,8 +169,9 @@ void print_summary(const HeadScores& s) {
 int run_analyze(int argc, char** argv) {
   cxxopts::Options options("headlab analyze",
                            "Per-head importance, ablation, attention statistics and similarity of a checkpoint.");
-  options.positional_help("CHECKPOINT");
-  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+  options.positional_help("CHECKPOINT.h5 | RUN");
+  options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
+                        cxxopts::value<std::string>())(
       "split", "val, test or train", cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to analyze (default: the whole split, or train.eval_batches for generated tasks)",
       cxxopts::value<int64_t>())("batch-size", "rows per batch (default: train.batch_size)", cxxopts::value<int64_t>())(
@@ -184,18 +187,19 @@ int run_analyze(int argc, char** argv) {
       "prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
       "threads", "worker threads (default: the checkpoint's train.threads)",
       cxxopts::value<int>())("h,help", "show this help");
-  options.parse_positional({"checkpoint"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab analyze CHECKPOINT [--split val])");
-  const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
+  const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
+  const std::string split_arg = args["split"].as<std::string>();
   const Split split = parse_split(split_arg, true);
+  const std::optional<int64_t> batches = count_option<int64_t>(args, "batches", 1),
+                               batch_size = count_option<int64_t>(args, "batch-size", 1);
+  const std::optional<int> threads = count_option<int>(args, "threads", 1);
   OpenedCheckpoint opened = open_checkpoint(path);
   const Config& config = opened.config;
-  set_num_threads(args.count("threads") ? args["threads"].as<int>() : resolved_threads(config));
+  set_num_threads(threads ? *threads : resolved_threads(config));
   Model<float>& model = *opened.model;
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
@@ -220,15 +224,13 @@ int run_analyze(int argc, char** argv) {
   }
 
   AnalysisOptions o;
-  o.batch_size = args.count("batch-size") ? args["batch-size"].as<int64_t>() : config.train.batch_size;
-  HEADLAB_CHECK(o.batch_size > 0, "--batch-size must be positive, got " << o.batch_size);
+  o.batch_size = batch_size ? *batch_size : config.train.batch_size;
   o.ablation = !args.count("no-ablation");
   o.similarity = !args.count("no-similarity");
   o.layer_only = args.count("layer-only") > 0;
   o.importance_by_rows = args.count("importance-by-rows") > 0;
   o.pad_token = unkeyed_pad_token(config.data.task, *dataset);
-  const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
-                                          : default_eval_batches(config, *dataset, split, o.batch_size);
+  const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, o.batch_size);
   const std::vector<int64_t> dump =
       args.count("dump-example") ? args["dump-example"].as<std::vector<int64_t>>() : std::vector<int64_t>{};
   for (int64_t example : dump) {  // before the long part

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,12 +32,14 @@
 #include "headlab/common/parallel.h"
 #include "headlab/data/batch.h"
 #include "headlab/io/config.h"
+#include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/ops/elementwise.h"
 #include "headlab/optim/clip.h"
 #include "headlab/tensor/arena.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -168,31 +171,24 @@ int run_bench(int argc, char** argv) {
       "gemm", "time an N x N x N sgemm through headlab::gemm instead of training")(
       "size", "--gemm: N", cxxopts::value<int>()->default_value("2048"))(
       "reps", "--gemm: timed repetitions", cxxopts::value<int>()->default_value("10"))("h,help", "show this help");
-  options.parse_positional({"config"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"config"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
+  const std::optional<int> threads_arg = count_option<int>(args, "threads", 1);
   if (args.count("gemm")) {
-    const int threads = args.count("threads") ? args["threads"].as<int>() : num_threads();
-    HEADLAB_CHECK(threads >= 1, "--threads must be at least 1");
-    HEADLAB_CHECK(args["size"].as<int>() >= 1 && args["reps"].as<int>() >= 1, "--size and --reps must be positive");
-    return run_gemm(args["size"].as<int>(), args["reps"].as<int>(), threads);
+    return run_gemm(*count_option<int>(args, "size", 1), *count_option<int>(args, "reps", 1),
+                    threads_arg ? *threads_arg : num_threads());
   }
   HEADLAB_CHECK(args.count("config"), "no config file given (usage: headlab bench CONFIG [--set k=v]... "
                                       "[--steps N] [--warmup N])");
-  const int steps = args["steps"].as<int>(), warmup = args["warmup"].as<int>();
-  HEADLAB_CHECK(steps >= 1, "--steps must be at least 1, got " << steps);
-  HEADLAB_CHECK(warmup >= 0, "--warmup must be >= 0, got " << warmup);
-  std::vector<std::string> sets =
-      args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (args.count("seq")) {
-    sets.push_back("data.seq_len=" + std::to_string(args["seq"].as<int>()));
-    sets.push_back("model.max_seq_len=" + std::to_string(args["seq"].as<int>()));
+  const int steps = *count_option<int>(args, "steps", 1), warmup = *count_option<int>(args, "warmup", 0);
+  std::vector<std::string> sets = list_option(args, "set");
+  if (const auto seq = count_option<int>(args, "seq", 1)) {
+    sets.push_back("data.seq_len=" + std::to_string(*seq));
+    sets.push_back("model.max_seq_len=" + std::to_string(*seq));
   }
-  if (args.count("batch")) sets.push_back("train.batch_size=" + std::to_string(args["batch"].as<int>()));
-  if (args.count("threads")) sets.push_back("train.threads=" + std::to_string(args["threads"].as<int>()));
+  if (const auto batch = count_option<int>(args, "batch", 1)) sets.push_back("train.batch_size=" + std::to_string(*batch));
+  if (threads_arg) sets.push_back("train.threads=" + std::to_string(*threads_arg));
   const Config config = load_config(args["config"].as<std::string>(), sets);
   const TrainConfig& tc = config.train;
   HEADLAB_CHECK(config.model.kind == "decoder", "bench: model.kind must be decoder (next-token loss on random tokens)");
@@ -299,7 +295,8 @@ int run_bench(int argc, char** argv) {
        << ", \"n_heads\": " << spec.n_heads << ", \"n_kv_heads\": " << spec.n_kv_heads << ", \"seq\": " << T
        << ", \"batch\": " << tc.batch_size << ", \"grad_accum\": " << tc.grad_accum << ", \"threads\": " << threads
        << ", \"steps\": " << steps << ", \"warmup\": " << warmup << "}"
-       << ", \"tag\": " << quoted(args["tag"].as<std::string>()) << ", \"headlab\": " << quoted(HEADLAB_VERSION)
+       << ", \"tag\": " << quoted(args["tag"].as<std::string>()) << ", \"headlab\": " << quoted(provenance_value("headlab_version"))
+       << ", \"headlab_commit\": " << quoted(provenance_value("headlab_commit"))
        << ", \"threads\": " << threads << ", \"blis_kernels\": " << quoted(blis_kernel_name())
        << ", \"params\": " << n_params << ", \"params_nonembedding\": " << n_nonemb
        << ", \"flops_per_token\": " << fixed(flops_per_token, 0)

@@ -1,5 +1,6 @@
-// headlab eval CHECKPOINT [--split val|test] [--batches N] [--mask L:H,...]
+// headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask L:H,...]
 #include <cstdio>
+#include <optional>
 
 #include <cxxopts.hpp>
 
@@ -8,27 +9,28 @@
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
 #include "headlab/train/setup.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
 
 int run_eval(int argc, char** argv) {
   cxxopts::Options options("headlab eval", "Evaluate a checkpoint on a data split.");
-  options.positional_help("CHECKPOINT");
-  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+  options.positional_help("CHECKPOINT.h5 | RUN");
+  options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
+                        cxxopts::value<std::string>())(
       "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)", cxxopts::value<int64_t>())(
       "mask", "switch these heads off (gate 0) for the evaluation: LAYER:HEAD,... as heads.csv numbers them",
       cxxopts::value<std::string>())("h,help", "show this help");
-  options.parse_positional({"checkpoint"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab eval CHECKPOINT [--split val|test])");
-  const std::string path = args["checkpoint"].as<std::string>(), split_arg = args["split"].as<std::string>();
+  const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
+  const std::string split_arg = args["split"].as<std::string>();
   const Split split = parse_split(split_arg, false);
+  const std::optional<int64_t> batches = count_option<int64_t>(args, "batches", 1);
   OpenedCheckpoint opened = open_checkpoint(path);
   const Config& config = opened.config;
   set_num_threads(resolved_threads(config));
@@ -40,8 +42,7 @@ int run_eval(int argc, char** argv) {
   Arena arena;
   Tape<float> tape(arena);
   Batch batch = dataset->make_batch(config.train.batch_size);
-  const int64_t n = args.count("batches") ? args["batches"].as<int64_t>()
-                                          : default_eval_batches(config, *dataset, split, batch.batch_size);
+  const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, batch.batch_size);
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
   std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(), static_cast<long long>(progress.step),
               split_arg.c_str(), static_cast<long long>(e.n_targets));

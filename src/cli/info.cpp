@@ -1,6 +1,7 @@
-// headlab info [CHECKPOINT.h5 | CONFIG.toml]: the build (threads, BLIS kernel set, where the
-// shared files and the user cache are) and, for a checkpoint or config, the model: shape,
-// parameter count per component, head gates.
+// headlab info [CHECKPOINT.h5 | RUN | CONFIG.toml] [--keys]: the build (version, commit, threads,
+// BLIS kernel set, where the shared files and the user cache are) and, for a checkpoint or config,
+// the model: shape, parameter count per component, head gates, and the build that wrote the
+// checkpoint. --keys: every config key. headlab version (also --version, -V): the build's lines alone.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -12,9 +13,12 @@
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
 #include "headlab/common/paths.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -58,18 +62,43 @@ void print_model(const Config& config, const Model<float>& model) {
   std::printf(" (heads active per layer)\n");
 }
 
+// Every config key with its type, default, allowed values and doc (docs/config.md has the same rows).
+void print_keys() {
+  std::printf("%-24s %-18s %-30s %s\n", "key", "type", "default", "meaning");
+  for (const ConfigKeyInfo& k : config_schema())
+    std::printf("%-24s %-18s %-30s %s%s\n", k.key.c_str(), k.type.c_str(), k.default_value.c_str(), k.doc.c_str(),
+                k.allowed.empty() ? "" : (" (allowed: " + k.allowed + ")").c_str());
+}
+
+// The build's provenance, one aligned line per field, as info's first lines and `headlab version`.
+void print_build() {
+  for (const ProvenanceField& f : provenance()) std::printf("%-12s %s\n", f.label, f.value.c_str());
+}
+
 }  // namespace
 
+int run_version(int argc, char** argv) {
+  cxxopts::Options options("headlab version", "Show the version, git commit, build type and BLIS kernel set.");
+  options.add_options()("h,help", "show this help");
+  if (!parse_options(options, {}, argc, argv)) return 0;
+  print_build();
+  return 0;
+}
+
 int run_info(int argc, char** argv) {
-  cxxopts::Options options("headlab info", "Show the build (threads, BLIS kernels) and a checkpoint's or config's model.");
-  options.positional_help("[CHECKPOINT.h5 | CONFIG.toml]");
-  options.add_options()("file", "checkpoint or config", cxxopts::value<std::string>())(
+  cxxopts::Options options("headlab info", "Show the build (version, commit, threads, BLIS kernels) and a checkpoint's "
+                                           "or config's model.");
+  options.positional_help("[CHECKPOINT.h5 | RUN | CONFIG.toml]");
+  options.add_options()("file", "checkpoint, run folder (its best.h5, else its newest checkpoint) or config",
+                        cxxopts::value<std::string>())(
       "set", "override a config key (with a config file)", cxxopts::value<std::vector<std::string>>())(
-      "h,help", "show this help");
-  options.parse_positional({"file"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
+      "keys", "list every config key: type, default, meaning and allowed values")("h,help", "show this help");
+  const auto parsed = parse_options(options, {"file"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
+  if (args.count("keys")) {
+    HEADLAB_CHECK(!args.count("file") && !args.count("set"), "--keys takes no file or --set");
+    print_keys();
     return 0;
   }
   // Read and check the file first: a bad file is one error line, not a half-printed report.
@@ -78,19 +107,22 @@ int run_info(int argc, char** argv) {
   RunProgress progress;
   std::string path;
   bool is_config = false;
+  std::vector<ProvenanceField> written_by;
   if (args.count("file")) {
     path = args["file"].as<std::string>();
     is_config = path.size() > 5 && path.substr(path.size() - 5) == ".toml";
-    const std::vector<std::string> sets =
-        args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-    config = is_config ? load_config(path, sets) : checkpoint_config(path);
+    HEADLAB_CHECK(is_config || !args.count("set"), "--set applies to a config file, not a checkpoint");
+    if (!is_config) path = resolve_checkpoint(path);
+    config = is_config ? load_config(path, list_option(args, "set")) : checkpoint_config(path);
     model.emplace(model_spec(*config));
-    if (!is_config) progress = load_training_checkpoint(path, *model, nullptr);
+    if (!is_config) {
+      progress = load_training_checkpoint(path, *model, nullptr);
+      written_by = recorded_provenance(CheckpointReader(path));
+    }
   }
-  std::printf("headlab      %s\n", HEADLAB_VERSION);
+  print_build();
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",
               num_threads());
-  std::printf("blis kernels %s\n", blis_kernel_name().c_str());
   const std::filesystem::path share = share_dir();
   std::printf("shared files %s\n", share.empty() ? "(not found: install with cmake --install)" : share.c_str());
   try {
@@ -104,6 +136,10 @@ int run_info(int argc, char** argv) {
     std::printf("checkpoint   %s, step %lld of %lld, %lld tokens seen%s\n", path.c_str(), (long long)p.step,
                 (long long)config->train.steps, (long long)p.tokens_seen,
                 p.has_best ? (", best val loss " + std::to_string(p.best_val_loss)).c_str() : "");
+    // Older checkpoints do not record their build.
+    std::string build;
+    for (const ProvenanceField& f : written_by) build += (build.empty() ? "" : ", ") + std::string(f.label) + " " + f.value;
+    std::printf("written by   %s\n", build.empty() ? "(not recorded: an older checkpoint)" : build.c_str());
   }
   print_model(*config, *model);
   return 0;

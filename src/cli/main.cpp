@@ -4,14 +4,18 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include <cxxopts.hpp>
 
+#include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 #include "headlab/linalg/gemm.h"
 #include "verbs.h"
 
 namespace {
+
+int run_help(int argc, char** argv);
 
 struct Verb {
   const char* name;
@@ -21,19 +25,49 @@ struct Verb {
 
 constexpr Verb kVerbs[] = {
     {"train", headlab::cli::run_train, "train a model from a config (resumable)"},
-    {"eval", headlab::cli::run_eval, "evaluate a checkpoint on the val or test split"},
-    {"sample", headlab::cli::run_sample, "generate text from a decoder checkpoint"},
-    {"info", headlab::cli::run_info, "show the build, BLIS kernels, and a checkpoint's or config's model"},
+    {"eval", headlab::cli::run_eval, "evaluate a checkpoint (or a run folder's best) on the val or test split"},
+    {"sample", headlab::cli::run_sample, "generate text from a byte-level decoder checkpoint (or run folder)"},
+    {"info", headlab::cli::run_info, "show the build, BLIS kernels, a checkpoint's or config's model; --keys: every config key"},
     {"bench", headlab::cli::run_bench, "training speed on random tokens (one JSON line, like torch_ref.py)"},
     {"sweep", headlab::cli::run_sweep, "train every point of a grid over config keys, then aggregate over seeds"},
     {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
     {"analyze", headlab::cli::run_analyze, "per-head importance, ablation and attention statistics -> heads.csv"},
     {"prune", headlab::cli::run_prune, "prune heads by a score (or L0 gates), metric after every round -> prune.csv"},
+    {"version", headlab::cli::run_version, "the version, git commit, build type and BLIS kernel set (also --version, -V)"},
+    {"help", run_help, "this list (headlab help VERB: the verb's options)"},
 };
 
 void print_usage() {
   std::printf("usage: headlab <verb> [options]   (headlab <verb> --help for a verb's options)\n\nverbs:\n");
   for (const Verb& v : kVerbs) std::printf("  %-8s %s\n", v.name, v.summary);
+}
+
+const Verb* find_verb(const std::string& name) {
+  for (const Verb& v : kVerbs)
+    if (name == v.name) return &v;
+  return nullptr;
+}
+
+[[noreturn]] void throw_unknown_verb(const std::string& name) {
+  std::vector<std::string> names;
+  for (const Verb& v : kVerbs) names.push_back(v.name);
+  const std::string suggestion = headlab::closest_name(name, names);
+  throw headlab::Error("unknown verb '" + name + "'" +
+                       (suggestion.empty() ? " (headlab help lists them)" : "; did you mean '" + suggestion + "'?"));
+}
+
+// headlab help [VERB]: the verb list, or VERB --help.
+int run_help(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage();
+    return 0;
+  }
+  HEADLAB_CHECK(argc == 2, "unexpected argument '" << argv[2] << "' (usage: headlab help [VERB])");
+  const Verb* verb = find_verb(argv[1]);
+  if (verb == nullptr) throw_unknown_verb(argv[1]);
+  char help_flag[] = "--help";
+  char* verb_argv[] = {argv[1], help_flag, nullptr};
+  return verb->run(2, verb_argv);
 }
 
 }  // namespace
@@ -43,21 +77,19 @@ int main(int argc, char** argv) {
     print_usage();
     return argc < 2 ? 2 : 0;
   }
-  for (const Verb& v : kVerbs) {
-    if (std::strcmp(argv[1], v.name) != 0) continue;
-    try {
-      headlab::init_blis();
-      return v.run(argc - 1, argv + 1);
-    } catch (const headlab::Error& e) {
-      std::fprintf(stderr, "headlab %s: error: %s\n", v.name, e.what());
-    } catch (const cxxopts::exceptions::exception& e) {
-      std::fprintf(stderr, "headlab %s: error: %s (see headlab %s --help)\n", v.name, e.what(), v.name);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "headlab %s: error: %s\n", v.name, e.what());
-    }
-    return 2;
+  const bool version_flag = !std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V");
+  const Verb* verb = find_verb(version_flag ? "version" : argv[1]);
+  const std::string name = verb ? verb->name : "";
+  try {
+    if (verb == nullptr) throw_unknown_verb(argv[1]);
+    headlab::init_blis();
+    return verb->run(argc - 1, argv + 1);
+  } catch (const headlab::Error& e) {
+    std::fprintf(stderr, "headlab%s%s: error: %s\n", name.empty() ? "" : " ", name.c_str(), e.what());
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::fprintf(stderr, "headlab %s: error: %s (see headlab %s --help)\n", name.c_str(), e.what(), name.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "headlab%s%s: error: %s\n", name.empty() ? "" : " ", name.c_str(), e.what());
   }
-  std::fprintf(stderr, "headlab: error: unknown verb '%s'\n", argv[1]);
-  print_usage();
   return 2;
 }

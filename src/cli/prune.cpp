@@ -1,4 +1,4 @@
-// headlab prune CHECKPOINT --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
+// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
@@ -22,6 +22,7 @@
 #include "headlab/prune/prune_loop.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -30,8 +31,9 @@ namespace fs = std::filesystem;
 
 int run_prune(int argc, char** argv) {
   cxxopts::Options options("headlab prune", "Prune attention heads of a checkpoint by masking their gates.");
-  options.positional_help("CHECKPOINT");
-  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
+  options.positional_help("CHECKPOINT.h5 | RUN");
+  options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
+                        cxxopts::value<std::string>())(
       "strategy",
       "importance, importance_raw, random, entropy, confidence, ablation, l0, or none (fine-tuning only: the control)",
       cxxopts::value<std::string>())(
@@ -54,12 +56,9 @@ int run_prune(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "set", "override a train.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
-  options.parse_positional({"checkpoint"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   // Every check before anything is read or written.
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab prune CHECKPOINT --strategy S)");
   HEADLAB_CHECK(args.count("strategy"), "no --strategy given (e.g. --strategy importance; see --help)");
@@ -67,29 +66,20 @@ int run_prune(int argc, char** argv) {
   o.strategy = parse_prune_strategy(args["strategy"].as<std::string>());
   const bool l0 = o.strategy == PruneStrategy::l0;
   o.step_frac = args["step-frac"].as<double>();
-  o.finetune_steps = args["finetune-steps"].as<int64_t>();
+  o.finetune_steps = *count_option<int64_t>(args, "finetune-steps", 0);
   if (args.count("finetune-lr")) {
     o.finetune_lr = args["finetune-lr"].as<double>();
     HEADLAB_CHECK(o.finetune_lr > 0, "--finetune-lr must be positive, got " << o.finetune_lr);
   }
   HEADLAB_CHECK(!args.count("finetune-lr") || o.finetune_steps > 0 || l0,
                 "--finetune-lr needs fine-tuning (--finetune-steps K, or --strategy l0)");
-  if (args.count("rounds")) {
-    o.rounds = args["rounds"].as<int64_t>();
-    HEADLAB_CHECK(o.rounds > 0, "--rounds must be positive, got " << o.rounds);
-  }
+  if (const auto rounds = count_option<int64_t>(args, "rounds", 1)) o.rounds = *rounds;
   o.recompute = args.count("recompute") > 0;
   o.seed = args["seed"].as<uint64_t>();
   const std::string split_arg = args["split"].as<std::string>();
   o.split = parse_split(split_arg, false);
-  if (args.count("batches")) {
-    o.eval_batches = args["batches"].as<int64_t>();
-    HEADLAB_CHECK(o.eval_batches > 0, "--batches must be positive, got " << o.eval_batches);
-  }
-  if (args.count("score-batches")) {
-    o.score_batches = args["score-batches"].as<int64_t>();
-    HEADLAB_CHECK(o.score_batches > 0, "--score-batches must be positive, got " << o.score_batches);
-  }
+  if (const auto batches = count_option<int64_t>(args, "batches", 1)) o.eval_batches = *batches;
+  if (const auto batches = count_option<int64_t>(args, "score-batches", 1)) o.score_batches = *batches;
   HEADLAB_CHECK(l0 || !(args.count("lambda") || args.count("l0-steps") || args.count("l0-lr")),
                 "--lambda, --l0-steps and --l0-lr apply only to --strategy l0");
   HEADLAB_CHECK(!l0 || !(args.count("finetune-steps") || args.count("recompute") || args.count("step-frac")),
@@ -97,15 +87,14 @@ int run_prune(int argc, char** argv) {
                 "not apply");
   HEADLAB_CHECK(!l0 || args.count("lambda"), "--strategy l0 needs --lambda X (X >= 0)");
   if (l0) o.lambda = args["lambda"].as<double>();
-  o.l0_steps = args["l0-steps"].as<int64_t>();
+  o.l0_steps = *count_option<int64_t>(args, "l0-steps", 1);
   o.l0_lr = args["l0-lr"].as<double>();
   validate(o);
-  const std::vector<std::string> overrides =
-      args.count("set") ? args["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const std::vector<std::string> overrides = list_option(args, "set");
   for (const std::string& s : overrides)
     HEADLAB_CHECK(s.rfind("train.", 0) == 0, "--set " << s << ": only train.* keys can change (the model and data "
                                                         "are the checkpoint's)");
-  const std::string path = args["checkpoint"].as<std::string>();
+  const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
   HEADLAB_CHECK(fs::is_regular_file(path), "checkpoint " << path << " does not exist");
   OpenedCheckpoint opened = open_checkpoint(path, overrides);
   set_num_threads(resolved_threads(opened.config));

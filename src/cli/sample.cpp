@@ -1,5 +1,5 @@
-// headlab sample CHECKPOINT [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
-// Byte-level decoders only: the prompt's bytes are the tokens, and sampled bytes are printed.
+// headlab sample CHECKPOINT|RUN [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
+// Byte-level text decoders only: the prompt's bytes are the tokens, and sampled bytes are printed.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,33 +11,37 @@
 #include "headlab/common/parallel.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
 
 int run_sample(int argc, char** argv) {
   cxxopts::Options options("headlab sample", "Generate text from a byte-level decoder checkpoint.");
-  options.positional_help("CHECKPOINT");
-  options.add_options()("checkpoint", "checkpoint file (.h5)", cxxopts::value<std::string>())(
-      "prompt", "text to continue", cxxopts::value<std::string>()->default_value("\n"))(
+  options.positional_help("CHECKPOINT.h5 | RUN");
+  // The prompt's default is a newline, which cxxopts would print raw in --help: given in the text.
+  options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
+                        cxxopts::value<std::string>())(
+      "prompt", "text to continue (default: \"\\n\", a newline)", cxxopts::value<std::string>())(
       "tokens", "bytes to generate", cxxopts::value<int64_t>()->default_value("200"))(
       "temperature", "softmax temperature; 0 = greedy", cxxopts::value<double>()->default_value("0.8"))(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))("h,help", "show this help");
-  options.parse_positional({"checkpoint"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab sample CHECKPOINT [--prompt TEXT])");
-  const std::string path = args["checkpoint"].as<std::string>(), prompt = args["prompt"].as<std::string>();
-  const int64_t n_tokens = args["tokens"].as<int64_t>();
-  const double temperature = args["temperature"].as<double>();
-  HEADLAB_CHECK(n_tokens >= 0, "--tokens must be >= 0, got " << n_tokens);
-  HEADLAB_CHECK(temperature >= 0 && std::isfinite(temperature), "--temperature must be >= 0, got " << temperature);
+  const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
+  const std::string prompt = args.count("prompt") ? args["prompt"].as<std::string>() : "\n";
+  const int64_t n_tokens = *count_option<int64_t>(args, "tokens", 0);
+  const double temperature = *count_option<double>(args, "temperature", 0);
+  HEADLAB_CHECK(std::isfinite(temperature), "--temperature must be finite, got " << temperature);
   HEADLAB_CHECK(!prompt.empty(), "--prompt must not be empty");
   const Config config = checkpoint_config(path);
-  HEADLAB_CHECK(config.model.kind == "decoder", path << " is an encoder; sample needs a decoder");
+  // Generated tasks have their own alphabets (k_relation's vocab may be 5): bytes mean nothing there.
+  HEADLAB_CHECK(config.model.kind == "decoder" && config.data.task == "text",
+                path << " is " << (config.model.kind == "decoder" ? "a decoder" : "an encoder") << " trained on data.task = "
+                     << config.data.task << " (vocab " << config.model.vocab_size
+                     << "); sample generates text from byte-level text decoders only (eval and analyze read this one)");
   set_num_threads(resolved_threads(config));
   Model<float> model(model_spec(config));
   load_training_checkpoint(path, model, nullptr);

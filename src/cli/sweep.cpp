@@ -12,6 +12,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/sweep/sweep.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -40,15 +41,11 @@ int run_sweep(int argc, char** argv) {
       "dry-run", "validate the grid and list the runs with what a sweep would do; write nothing")(
       "aggregate-only", "only rewrite DIR/results.csv and DIR/summary.md from the runs' metrics")(
       "h,help", "show this help");
-  options.parse_positional({"sweep"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"sweep"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("sweep"), "no sweep file given (usage: headlab sweep SWEEP.toml [--jobs N] [--out DIR])");
-  const int jobs = args["jobs"].as<int>();
-  HEADLAB_CHECK(jobs >= 1, "--jobs " << jobs << " must be at least 1");
+  const int jobs = *count_option<int>(args, "jobs", 1);
   const SweepSpec spec = load_sweep(args["sweep"].as<std::string>());
   const std::string out = args.count("out") ? args["out"].as<std::string>()
                                             : (std::filesystem::path("runs") / spec.name).string();

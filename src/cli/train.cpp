@@ -7,6 +7,7 @@
 #include "headlab/common/error.h"
 #include "headlab/io/config.h"
 #include "headlab/train/trainer.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -20,16 +21,12 @@ int run_train(int argc, char** argv) {
       "init", "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model)",
       cxxopts::value<std::string>())(
       "out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())("h,help", "show this help");
-  options.parse_positional({"config"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"config"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("config"), "no config file given (usage: headlab train CONFIG [--set k=v]...)");
   const std::string path = args["config"].as<std::string>();
-  const Config config = load_config(path, args.count("set") ? args["set"].as<std::vector<std::string>>()
-                                                            : std::vector<std::string>{});
+  const Config config = load_config(path, list_option(args, "set"));
   RunOptions run;
   run.out_dir = args.count("out") ? args["out"].as<std::string>()
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();

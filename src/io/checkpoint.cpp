@@ -17,6 +17,8 @@
 #include <tuple>
 #include <utility>
 
+#include "headlab/io/provenance.h"
+
 namespace headlab {
 
 namespace fs = std::filesystem;
@@ -239,6 +241,11 @@ std::vector<unsigned char> CheckpointWriter::file_image(const std::string& name)
            "opening the root group");
     std::vector<Attr> attrs = {{kKindKey, Attr::Kind::string, "checkpoint"},
                                {kVersionKey, Attr::Kind::int64, {}, format_version_}};
+    // Every file says which build wrote it, unless the caller set a field itself (a tool
+    // rewriting a file keeps the original's).
+    for (const ProvenanceField& f : provenance())
+      if (std::none_of(attrs_.begin(), attrs_.end(), [&](const Attr& a) { return a.key == f.key; }))
+        attrs.push_back({f.key, Attr::Kind::string, f.value});
     attrs.insert(attrs.end(), attrs_.begin(), attrs_.end());
     for (const Attr& attr : attrs) {
       const hid_t type = attr.kind == Attr::Kind::string  ? hid_t(string_type)
@@ -561,6 +568,10 @@ std::string checkpoint_path(const std::string& run_dir, int64_t step) {
   char name[40];
   std::snprintf(name, sizeof name, "step_%08lld.h5", static_cast<long long>(step));
   return (fs::path(run_dir) / "checkpoints" / name).string();
+}
+
+std::string best_checkpoint_path(const std::string& run_dir) {
+  return (fs::path(run_dir) / "checkpoints" / "best.h5").string();
 }
 
 std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir) {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "config_schema.h"
+#include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 
 namespace headlab::config_internal {
@@ -159,19 +160,6 @@ std::string describe_rule(const Rule& rule) {
 
 namespace {
 
-// Insertions and deletions cost 1, a substitution 2, so "n_head" is nearer "n_heads" than "d_head".
-size_t key_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1), next(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    next[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      next[j] = std::min({row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 2)});
-    std::swap(row, next);
-  }
-  return row[b.size()];
-}
-
 std::string leaf(const std::string& key) { return key.substr(key.rfind('.') + 1); }
 
 // The nearest key by full name, or by the name after the section plus 2 (a key under the wrong
@@ -182,8 +170,8 @@ std::string closest_key(const std::string& key) {
   std::string best;
   size_t best_distance = SIZE_MAX, best_shared = 0;
   for (const KeySpec& spec : schema()) {
-    const size_t full = key_distance(key, spec.key);
-    const size_t d = std::min(full, key_distance(leaf(key), leaf(spec.key)) + 2);
+    const size_t full = edit_distance(key, spec.key);
+    const size_t d = std::min(full, edit_distance(leaf(key), leaf(spec.key)) + 2);
     const size_t shared = (key.size() + spec.key.size() - full) / 2;  // longest common subsequence
     if (d < best_distance || (d == best_distance && shared > best_shared))
       best_distance = d, best_shared = shared, best = spec.key;
@@ -196,7 +184,7 @@ std::string closest_key(const std::string& key) {
 [[noreturn]] void throw_unknown_key(const std::string& key, const std::string& where) {
   std::string message = "unknown key '" + key + "'" + (where.empty() ? "" : " in " + where);
   const std::string suggestion = closest_key(key);
-  throw Error(message + (suggestion.empty() ? "; docs/config.md lists every key"
+  throw Error(message + (suggestion.empty() ? "; docs/config.md and `headlab info --keys` list every key"
                                             : "; did you mean '" + suggestion + "'?"));
 }
 

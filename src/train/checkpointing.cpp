@@ -111,6 +111,16 @@ OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std:
   return c;
 }
 
+std::string resolve_checkpoint(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return path;  // a file, or a missing path the reader reports
+  if (const std::string best = best_checkpoint_path(path); fs::is_regular_file(best, ec)) return best;
+  if (const auto newest = newest_checkpoint(path)) return newest->path;
+  throw Error(path + " is a folder without checkpoints (a run folder has checkpoints/best.h5 or "
+                     "checkpoints/step_<N>.h5)");
+}
+
 std::string checkpoint_run_folder(const std::string& path) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::absolute(path).lexically_normal().parent_path();

@@ -15,6 +15,7 @@
 
 #include "headlab/common/parallel.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
 #include "headlab/train/setup.h"
@@ -115,6 +116,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   std::string resume_path;
   if (options.resume == "auto") {
     if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;
+    else if (!options.quiet) std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
   } else if (!options.resume.empty()) {
     resume_path = options.resume;
   } else {
@@ -131,7 +133,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     HEADLAB_CHECK(progress.step <= tc.steps,
                   resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
     if (!options.quiet)
-      std::fprintf(stderr, "resuming from step %lld (%s)\n", static_cast<long long>(progress.step), resume_path.c_str());
+      std::fprintf(stderr, "resuming %s at step %lld (%s)\n", dir.string().c_str(), static_cast<long long>(progress.step),
+                   resume_path.c_str());
   }
   if (resume_path.empty() && !options.init_from.empty()) {
     load_training_checkpoint(options.init_from, model, nullptr);  // the run itself starts at step 0
@@ -144,7 +147,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   }
 
   fs::create_directories(ckpt_dir);
-  write_file_atomically(dir / "config.toml", to_toml(config));
+  // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
+  write_file_atomically(dir / "config.toml", provenance_comment() + to_toml(config));
   if (resume_path.empty()) write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
   else truncate_metrics(metrics_path, progress.step);
   std::FILE* metrics = std::fopen(metrics_path.c_str(), "a");
@@ -222,7 +226,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
       progress.has_best = true;
       progress.best_val_loss = e.loss;
-      checkpoint((ckpt_dir / "best.h5").string());
+      checkpoint(best_checkpoint_path(dir.string()));
     }
     const bool stopping = stop_signal != 0;
     if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {

@@ -1,15 +1,20 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/provenance.h"
+#include "headlab/linalg/gemm.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
+#include "support/hdf5_edit.h"
 #include "support/scratch.h"
+#include "support/trained_run.h"
 
 using namespace headlab;
 using test::run_headlab;
@@ -164,13 +169,206 @@ TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every
 
 TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
   Scratch s;
-  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench"}) {
+  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench", "prune", "version"}) {
     const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
     INFO(verb << ": " << r.output);
     CHECK(r.code == 0);
     CHECK_THAT(r.output, Catch::Contains("headlab " + verb));
   }
   CHECK(run_headlab({"fly"}, s.dir / "log.txt").code == 2);
+}
+
+namespace {
+// The build's lines as `headlab --version` prints them.
+std::string build_lines() {
+  std::string text;
+  for (const ProvenanceField& f : provenance()) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-12s %s\n", f.label, f.value.c_str());
+    text += line;
+  }
+  return text;
+}
+}  // namespace
+
+TEST_CASE("--version, -V and the version verb print the version, commit, build type and BLIS kernels", "[cli]") {
+  Scratch s;
+  for (const std::string arg : {"--version", "-V", "version"}) {
+    const auto r = run_headlab({arg}, s.dir / "log.txt");
+    INFO(arg << ": " << r.output);
+    CHECK(r.code == 0);
+    CHECK(r.output == build_lines());
+  }
+  CHECK_FALSE(provenance_value("headlab_commit").empty());  // a hash, or "unknown" outside git
+  CHECK_FALSE(provenance_value("headlab_build_type").empty());
+  CHECK(provenance_value("blis_kernels") == blis_kernel_name());
+  const auto info = run_headlab({"info"}, s.dir / "info.log");
+  CHECK(info.code == 0);
+  CHECK(info.output.rfind(build_lines(), 0) == 0);  // info starts with the same lines
+}
+
+TEST_CASE("a run records its build in config.toml and its checkpoints, and info shows it; older checkpoints load",
+          "[cli]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  REQUIRE(run_headlab({"train", s.config.string(), "--out", out.string()}, s.dir / "train.log").code == 0);
+  const std::string config_toml = test::read_file(out / "config.toml");
+  CHECK(config_toml.rfind(provenance_comment(), 0) == 0);
+  CHECK_THAT(config_toml, Catch::Contains("# headlab_commit = \"" + provenance_value("headlab_commit") + "\"\n"));
+  CHECK(load_config((out / "config.toml").string()).model.d_model == 16);  // comments only
+
+  const std::string ckpt = (out / "checkpoints" / "step_00000004.h5").string();
+  {
+    CheckpointReader r(ckpt);
+    for (const ProvenanceField& f : provenance()) CHECK(r.string_attr(f.key) == f.value);
+  }
+  const auto info = run_headlab({"info", ckpt}, s.dir / "info.log");
+  CHECK(info.code == 0);
+  CHECK_THAT(info.output, Catch::Contains("written by   headlab " + provenance_value("headlab_version") + ", commit " +
+                                          provenance_value("headlab_commit") + ", build type " +
+                                          provenance_value("headlab_build_type") + ", blis kernels " +
+                                          provenance_value("blis_kernels") + "\n"));
+
+  test::delete_root_attrs(ckpt, {"headlab_version", "headlab_commit", "headlab_build_type", "blis_kernels"});
+  const auto old_info = run_headlab({"info", ckpt}, s.dir / "old_info.log");
+  INFO(old_info.output);
+  CHECK(old_info.code == 0);
+  CHECK_THAT(old_info.output, Catch::Contains("written by   (not recorded: an older checkpoint)"));
+  CHECK(run_headlab({"eval", ckpt}, s.dir / "old_eval.log").code == 0);
+}
+
+TEST_CASE("bad command lines are one line naming the argument, exit code 2, with a suggestion for a typo", "[cli]") {
+  Scratch s;
+  const fs::path empty = s.dir / "empty_run";
+  fs::create_directories(empty);
+  const std::string cfg = s.config.string(), sweep = s.write("grid.toml", "").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"trian"}, "headlab: error: unknown verb 'trian'; did you mean 'train'?"},
+      {{"anlyze"}, "headlab: error: unknown verb 'anlyze'; did you mean 'analyze'?"},
+      {{"fly"}, "headlab: error: unknown verb 'fly' (headlab help lists them)"},
+      {{"help", "trian"}, "headlab help: error: unknown verb 'trian'; did you mean 'train'?"},
+      {{"train", cfg, "b.toml"}, "headlab train: error: unexpected argument 'b.toml' (see headlab train --help)"},
+      {{"eval", "x.h5", "y.h5"}, "headlab eval: error: unexpected argument 'y.h5' (see headlab eval --help)"},
+      {{"version", "now"}, "headlab version: error: unexpected argument 'now' (see headlab version --help)"},
+      {{"eval", "x.h5", "--batches", "-3"}, "headlab eval: error: --batches must be at least 1, got -3"},
+      {{"analyze", "x.h5", "--batch-size=0"}, "headlab analyze: error: --batch-size must be at least 1, got 0"},
+      {{"sample", "x.h5", "--tokens", "-1"}, "headlab sample: error: --tokens must be at least 0, got -1"},
+      {{"prune", "x.h5", "--strategy", "random", "--finetune-steps", "-2"},
+       "headlab prune: error: --finetune-steps must be at least 0, got -2"},
+      {{"sweep", sweep, "--jobs", "0"}, "headlab sweep: error: --jobs must be at least 1, got 0"},
+      {{"sample", "x.h5", "--tokens", "abc"},
+       "headlab sample: error: invalid value 'abc' for --tokens (see headlab sample --help)"},
+      {{"eval", "x.h5", "--batches=1e3"}, "headlab eval: error: invalid value '1e3' for --batches (see headlab eval --help)"},
+      {{"sweep", sweep, "-j", "two"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
+      {{"sweep", sweep, "-jtwo"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
+      {{"sample", "x.h5", "--seed", "-1"}, "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
+      {{"bench", cfg, "--steps", "many"}, "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
+      {{"eval", "x.h5", "--batch", "3"}, "headlab eval: error: unknown option '--batch'; did you mean '--batches'?"},
+      {{"sample", "x.h5", "--temprature=0"},
+       "headlab sample: error: unknown option '--temprature'; did you mean '--temperature'?"},
+      {{"eval", "x.h5", "--verbose"}, "headlab eval: error: unknown option '--verbose' (see headlab eval --help)"},
+      {{"info", "x.h5", "--set", "model.n_heads=2"},
+       "headlab info: error: --set applies to a config file, not a checkpoint"},
+      {{"eval", empty.string()}, "headlab eval: error: " + empty.string() + " is a folder without checkpoints"},
+  };
+  for (const Case& c : cases) {
+    std::string command;
+    for (const std::string& a : c.args) command += " " + a;
+    const auto r = run_headlab(c.args, s.dir / "log.txt");
+    INFO("headlab" << command << " printed: " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK(r.output.rfind(c.expected, 0) == 0);
+  }
+}
+
+TEST_CASE("help lists the verbs, help VERB is VERB --help", "[cli]") {
+  Scratch s;
+  const auto help = run_headlab({"help"}, s.dir / "help.log");
+  CHECK(help.code == 0);
+  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "analyze", "prune", "version", "help"})
+    CHECK_THAT(help.output, Catch::Contains("\n  " + verb + " "));
+  const auto help_eval = run_headlab({"help", "eval"}, s.dir / "help_eval.log");
+  CHECK(help_eval.code == 0);
+  CHECK(help_eval.output == run_headlab({"eval", "--help"}, s.dir / "eval_help.log").output);
+  CHECK(run_headlab({}, s.dir / "none.log").code == 2);  // no verb: the list, as an error
+}
+
+TEST_CASE("sample --help shows the default prompt escaped", "[cli]") {
+  Scratch s;
+  const auto r = run_headlab({"sample", "--help"}, s.dir / "log.txt");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("--prompt arg") && Catch::Contains("(default: \"\\n\", a newline)\n"));
+  CHECK(r.output.find("\n)") == std::string::npos);  // what a raw newline default printed
+}
+
+TEST_CASE("--resume auto says whether it found a run", "[cli]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  const auto first = run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto"},
+                                  s.dir / "first.log");
+  INFO(first.output);
+  REQUIRE(first.code == 0);
+  CHECK_THAT(first.output, Catch::Contains("no run in " + out.string() + ": starting a new run\n"));
+  const auto second = run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto", "--set",
+                                   "train.steps=6"},
+                                  s.dir / "second.log");
+  INFO(second.output);
+  REQUIRE(second.code == 0);
+  CHECK_THAT(second.output, Catch::Contains("resuming " + out.string() + " at step 4 ("));
+}
+
+TEST_CASE("eval, analyze, sample, info and prune take a run folder: its best checkpoint, else its newest", "[cli]") {
+  Scratch s;
+  const fs::path out = s.dir / "run";
+  REQUIRE(run_headlab({"train", s.config.string(), "--out", out.string()}, s.dir / "train.log").code == 0);
+  const std::string best = (out / "checkpoints" / "best.h5").string();
+  REQUIRE(fs::exists(best));
+  const auto eval = run_headlab({"eval", out.string()}, s.dir / "eval.log");
+  INFO(eval.output);
+  CHECK(eval.code == 0);
+  CHECK(eval.output.rfind("checkpoint " + best + " (step ", 0) == 0);
+  CHECK(run_headlab({"sample", out.string(), "--tokens", "5"}, s.dir / "sample.log").code == 0);
+  const auto analyze = run_headlab({"analyze", out.string(), "--batches", "1", "--no-similarity"}, s.dir / "analyze.log");
+  INFO(analyze.output);
+  CHECK(analyze.code == 0);
+  CHECK(fs::exists(out / "heads.csv"));
+  CHECK_THAT(run_headlab({"info", out.string()}, s.dir / "info.log").output, Catch::Contains("checkpoint   " + best));
+
+  fs::remove(best);  // a run stopped before its first evaluation: the newest step
+  CHECK(resolve_checkpoint(out.string()) == (out / "checkpoints" / "step_00000004.h5").string());
+  CHECK(resolve_checkpoint(best) == best);  // a file is taken as it is, even a missing one
+  const auto newest = run_headlab({"eval", out.string()}, s.dir / "eval_newest.log");
+  CHECK(newest.code == 0);
+  CHECK_THAT(newest.output, Catch::Contains("step_00000004.h5 (step 4)"));
+}
+
+TEST_CASE("sample on a model of a generated task says so in one line", "[cli]") {
+  static const test::TrainedRun run("cli_sample", test::k_relation_config(1, 2, {1}, 20));
+  const auto r = run_headlab({"sample", run.checkpoint()}, run.scratch.dir / "log.txt");
+  INFO(r.output);
+  CHECK(r.code == 2);
+  CHECK(count_lines(r.output) == 1);
+  CHECK_THAT(r.output, Catch::Contains("trained on data.task = k_relation (vocab 8)") &&
+                           Catch::Contains("sample generates text from byte-level text decoders only"));
+}
+
+TEST_CASE("info --keys lists every config key with its type, default and meaning", "[cli]") {
+  Scratch s;
+  const auto r = run_headlab({"info", "--keys"}, s.dir / "log.txt");
+  CHECK(r.code == 0);
+  CHECK(count_lines(r.output) == 1 + static_cast<int>(config_schema().size()));
+  for (const ConfigKeyInfo& k : config_schema()) {
+    INFO(k.key);
+    const std::string line = line_starting(r.output, k.key + " ");
+    CHECK_THAT(line, Catch::Contains(" " + k.type + " ") && Catch::Contains(" " + k.default_value + " ") &&
+                         Catch::Contains(k.doc));
+    if (!k.allowed.empty()) CHECK_THAT(line, Catch::EndsWith("(allowed: " + k.allowed + ")"));
+  }
 }
 
 TEST_CASE("analyze --prompt writes every head's attention on the user's text; eval and analyze --mask switch heads off",

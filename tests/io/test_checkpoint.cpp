@@ -13,6 +13,9 @@
 #include <sstream>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/provenance.h"
+#include "headlab/linalg/gemm.h"
+#include "support/hdf5_edit.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -147,13 +150,42 @@ TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays
   CHECK(reader.read_array<uint64_t>("rng/state") == u64);
   CHECK(reader.read_array<uint8_t>("analysis/head_mask") == std::vector<uint8_t>(mask, mask + 6));
 
-  CHECK(reader.attr_names() ==
-        std::vector<std::string>{"empty", "headlab_format_version", "headlab_kind", "lr", "run_name", "step"});
+  CHECK(reader.attr_names() == std::vector<std::string>{"blis_kernels", "empty", "headlab_build_type",
+                                                        "headlab_commit", "headlab_format_version", "headlab_kind",
+                                                        "headlab_version", "lr", "run_name", "step"});
   CHECK(reader.string_attr("headlab_kind") == "checkpoint");
   CHECK(reader.string_attr("run_name") == "tiny-gpt \xc3\xa9t\xc3\xa9");
   CHECK(reader.string_attr("empty").empty());
   CHECK(reader.int_attr("step") == -7);
   CHECK(reader.double_attr("lr") == 6e-4);
+}
+
+TEST_CASE("every checkpoint records the build that wrote it, and files without the record still read",
+          "[io][checkpoint]") {
+  TempDir dir;
+  const std::string path = dir / "ckpt.h5", own = dir / "own.h5";
+  CheckpointWriter writer;
+  writer.set_int_attr("step", 3);
+  writer.commit(path);
+  const std::vector<ProvenanceField> recorded = recorded_provenance(CheckpointReader(path));
+  REQUIRE(recorded.size() == provenance().size());
+  for (size_t i = 0; i < recorded.size(); ++i) {
+    CHECK(std::string(recorded[i].key) == provenance()[i].key);
+    CHECK(recorded[i].value == provenance()[i].value);
+    CHECK_FALSE(recorded[i].value.empty());
+  }
+  CHECK(provenance_value("blis_kernels") == blis_kernel_name());
+
+  // A tool rewriting a file keeps the original's record.
+  writer.set_string_attr("headlab_commit", "0123abc");
+  writer.commit(own);
+  CHECK(CheckpointReader(own).string_attr("headlab_commit") == "0123abc");
+
+  // Files from before the record existed: no fields, and everything else reads as before.
+  test::delete_root_attrs(path, {"headlab_version", "headlab_commit", "headlab_build_type", "blis_kernels"});
+  CheckpointReader old(path);
+  CHECK(recorded_provenance(old).empty());
+  CHECK(old.int_attr("step") == 3);
 }
 
 TEST_CASE("checkpoint stores scalars and empty arrays with their shapes", "[io][checkpoint]") {

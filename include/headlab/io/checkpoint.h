@@ -2,7 +2,8 @@
 // decides what goes in; this layer only writes, validates and reads it (docs/checkpoint-format.md).
 // Layout: dataset "model/blocks/0/attn/qkv/weight" lives in nested groups model/blocks/0/attn/qkv;
 // arrays are row-major, little-endian, float32 (tensors) or float64/int64/uint64/uint8; the root
-// group carries headlab_kind = "checkpoint", headlab_format_version = 1 and the caller's attributes.
+// group carries headlab_kind = "checkpoint", headlab_format_version = 1, the build's provenance
+// (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
 // Memory: the writer copies every array when it is added (the caller's buffers may change at once)
 // and commit() builds the file in memory before one write, so it briefly holds about three copies;
 // the reader reads into tensors the caller owns. Use from one thread (HDF5 I/O stays on one thread).
@@ -129,6 +130,7 @@ struct CheckpointFile {
   std::string path;
 };
 std::string checkpoint_path(const std::string& run_dir, int64_t step);
+std::string best_checkpoint_path(const std::string& run_dir);  // RUN_DIR/checkpoints/best.h5
 std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir);  // sorted by step
 std::optional<CheckpointFile> newest_checkpoint(const std::string& run_dir);
 // Deletes every listed checkpoint except the `keep_last` newest and `best_path` (never deleted;

@@ -5,7 +5,8 @@
 //   attributes: config (resolved TOML), step, optimizer, optimizer_steps, best_val_loss,
 //               elapsed_s, log_loss_sum/log_loss_steps/log_tokens (the open metrics window), and
 //               rng = "counter" (all randomness is a pure function of the seeds and the step, so
-//               the step is the whole RNG and data-position state).
+//               the step is the whole RNG and data-position state); and, from the container, the
+//               build that wrote it (io/provenance.h).
 // docs/checkpoint-format.md describes the file for h5py users.
 #pragma once
 
@@ -68,6 +69,11 @@ struct OpenedCheckpoint {
   std::unique_ptr<Dataset> dataset;
 };
 OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The checkpoint `path` names: a file as it is; for a run folder, its checkpoints/best.h5, else its
+// newest checkpoints/step_<N>.h5 (a run stopped before its first evaluation has no best). Throws
+// naming the folder when it holds neither.
+std::string resolve_checkpoint(const std::string& path);
 
 // The run folder of a checkpoint: RUN for RUN/checkpoints/X.h5, else the checkpoint's own folder.
 std::string checkpoint_run_folder(const std::string& path);

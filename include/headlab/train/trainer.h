@@ -3,8 +3,9 @@
 // checkpoints/best.h5 on each new best validation loss), progress output and exact resume.
 //   RunOptions o; o.out_dir = "runs/default"; o.resume = "auto";  run_training(config, o);
 //
-// Run folder: DIR/config.toml (resolved config), DIR/metrics.csv (header, then one row per
-// logged step), DIR/checkpoints/step_<N>.h5 (the last train.keep_checkpoints) + best.h5.
+// Run folder: DIR/config.toml (resolved config, headed by the build's provenance as comments),
+// DIR/metrics.csv (header, then one row per logged step), DIR/checkpoints/step_<N>.h5 (the last
+// train.keep_checkpoints) + best.h5.
 // Resume is exact: the rows of metrics.csv after the checkpoint's step are dropped and replayed,
 // and every step is a pure function of (parameters, optimizer state, step), so a resumed run ends
 // bit-identical to an uninterrupted one at the same thread count (timing columns aside).
