@@ -21,6 +21,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/paths.h"
 #include "headlab/sweep/sweep.h"
+#include "options.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -110,12 +111,9 @@ int run_plot(int argc, char** argv) {
       cxxopts::value<int>()->default_value("110"))(
       "no-title", "leave out each figure's title (run, config, seeds), for a caption to replace")(
       "h,help", "show this help");
-  options.parse_positional({"path"});
-  auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return 0;
-  }
+  const auto parsed = parse_options(options, {"path"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("path"), "no folder given (usage: headlab plot PATH, a run or sweep folder)");
   const std::string path = args["path"].as<std::string>(), x = args["x-axis"].as<std::string>();
   HEADLAB_CHECK(x == "tokens" || x == "step", "--x-axis must be tokens or step, got '" << x << "'");
