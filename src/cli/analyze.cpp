@@ -185,6 +185,8 @@ int run_analyze(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "prompt", "only every head's attention on this text (byte-level text models)", cxxopts::value<std::string>())(
       "prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
+      "set", "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
+      cxxopts::value<std::vector<std::string>>())(
       "threads", "worker threads (default: the checkpoint's train.threads)",
       cxxopts::value<int>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
@@ -197,7 +199,7 @@ int run_analyze(int argc, char** argv) {
   const std::optional<int64_t> batches = count_option<int64_t>(args, "batches", 1),
                                batch_size = count_option<int64_t>(args, "batch-size", 1);
   const std::optional<int> threads = count_option<int>(args, "threads", 1);
-  OpenedCheckpoint opened = open_checkpoint(path);
+  OpenedCheckpoint opened = open_checkpoint(path, checkpoint_overrides(args, {"data.", "train.threads"}));
   const Config& config = opened.config;
   set_num_threads(threads ? *threads : resolved_threads(config));
   Model<float>& model = *opened.model;

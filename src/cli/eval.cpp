@@ -22,7 +22,9 @@ int run_eval(int argc, char** argv) {
       "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)", cxxopts::value<int64_t>())(
       "mask", "switch these heads off (gate 0) for the evaluation: LAYER:HEAD,... as heads.csv numbers them",
-      cxxopts::value<std::string>())("h,help", "show this help");
+      cxxopts::value<std::string>())(
+      "set", "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -31,7 +33,7 @@ int run_eval(int argc, char** argv) {
   const std::string split_arg = args["split"].as<std::string>();
   const Split split = parse_split(split_arg, false);
   const std::optional<int64_t> batches = count_option<int64_t>(args, "batches", 1);
-  OpenedCheckpoint opened = open_checkpoint(path);
+  OpenedCheckpoint opened = open_checkpoint(path, checkpoint_overrides(args, {"data.", "train.threads"}));
   const Config& config = opened.config;
   set_num_threads(resolved_threads(config));
   Model<float>& model = *opened.model;

@@ -92,6 +92,21 @@ std::vector<std::string> list_option(const cxxopts::ParseResult& args, const std
   return args.count(name) ? args[name].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
+std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args, const std::vector<std::string>& allowed) {
+  std::vector<std::string> overrides = list_option(args, "set");
+  for (const std::string& s : overrides) {
+    const std::string key = s.substr(0, s.find('='));
+    bool ok = false;
+    std::string names;
+    for (const std::string& a : allowed) {
+      ok = ok || (a.back() == '.' ? key.rfind(a, 0) == 0 && key.size() > a.size() : key == a);
+      names += (names.empty() ? "" : ", ") + (a.back() == '.' ? a + "*" : a);
+    }
+    HEADLAB_CHECK(ok, "--set " << s << ": only " << names << " can change here (the model is the checkpoint's)");
+  }
+  return overrides;
+}
+
 std::string escaped(const std::string& text) {
   std::string out;
   for (const unsigned char c : text) {

@@ -54,7 +54,7 @@ int run_prune(int argc, char** argv) {
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
       "out", "output folder (default: <run folder>/prune/<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>])",
       cxxopts::value<std::string>())(
-      "set", "override a train.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
+      "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
@@ -90,10 +90,7 @@ int run_prune(int argc, char** argv) {
   o.l0_steps = *count_option<int64_t>(args, "l0-steps", 1);
   o.l0_lr = args["l0-lr"].as<double>();
   validate(o);
-  const std::vector<std::string> overrides = list_option(args, "set");
-  for (const std::string& s : overrides)
-    HEADLAB_CHECK(s.rfind("train.", 0) == 0, "--set " << s << ": only train.* keys can change (the model and data "
-                                                        "are the checkpoint's)");
+  const std::vector<std::string> overrides = checkpoint_overrides(args, {"train.", "data."});
   const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
   HEADLAB_CHECK(fs::is_regular_file(path), "checkpoint " << path << " does not exist");
   OpenedCheckpoint opened = open_checkpoint(path, overrides);

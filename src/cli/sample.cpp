@@ -25,7 +25,9 @@ int run_sample(int argc, char** argv) {
       "prompt", "text to continue (default: \"\\n\", a newline)", cxxopts::value<std::string>())(
       "tokens", "bytes to generate", cxxopts::value<int64_t>()->default_value("200"))(
       "temperature", "softmax temperature; 0 = greedy", cxxopts::value<double>()->default_value("0.8"))(
-      "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))("h,help", "show this help");
+      "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
+      "set", "change train.threads of the checkpoint's config (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -36,7 +38,7 @@ int run_sample(int argc, char** argv) {
   const double temperature = *count_option<double>(args, "temperature", 0);
   HEADLAB_CHECK(std::isfinite(temperature), "--temperature must be finite, got " << temperature);
   HEADLAB_CHECK(!prompt.empty(), "--prompt must not be empty");
-  const Config config = checkpoint_config(path);
+  const Config config = checkpoint_config(path, checkpoint_overrides(args, {"train.threads"}));
   // Generated tasks have their own alphabets (k_relation's vocab may be 5): bytes mean nothing there.
   HEADLAB_CHECK(config.model.kind == "decoder" && config.data.task == "text",
                 path << " is " << (config.model.kind == "decoder" ? "a decoder" : "an encoder") << " trained on data.task = "

@@ -133,6 +133,11 @@ bool names_bible_cache(const std::string& path, const std::string& cache_path) {
 
 }  // namespace
 
+std::string portable_text_path(const std::string& path) {
+  if (path == kBibleAlias || fs::path(path).lexically_normal() == fs::path(kOldBibleCachePath)) return kBibleAlias;
+  return fs::absolute(path).lexically_normal().string();
+}
+
 std::string bible_cache_path() { return (user_cache_dir() / "bible-kjv.txt").string(); }
 
 std::string ensure_bible_corpus(const std::string& cache_path) {

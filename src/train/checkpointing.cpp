@@ -33,10 +33,10 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
   w.commit(path);
 }
 
-Config checkpoint_config(const std::string& path) {
+Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides) {
   CheckpointReader r(path);
   HEADLAB_CHECK(r.has_attr("config"), path << ": not a training checkpoint (no config attribute)");
-  return parse_config_text(r.string_attr("config"), path + " (config attribute)");
+  return parse_config_text(r.string_attr("config"), path + " (config attribute)", overrides);
 }
 
 Config pruned_config(const Config& config, const ModelSpec& spec) {
@@ -103,8 +103,7 @@ bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimiz
 
 OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std::string>& overrides) {
   OpenedCheckpoint c;
-  c.config = checkpoint_config(path);
-  if (!overrides.empty()) c.config = parse_config_text(to_toml(c.config), path + " (config attribute)", overrides);
+  c.config = checkpoint_config(path, overrides);
   c.model = std::make_unique<Model<float>>(model_spec(c.config));
   c.progress = load_training_checkpoint(path, *c.model, nullptr);
   c.dataset = make_dataset(c.config);

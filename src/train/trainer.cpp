@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "headlab/common/parallel.h"
+#include "headlab/data/text.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
@@ -90,10 +91,12 @@ std::string format_duration(double s) {
 }  // namespace
 
 namespace {
-// The run's config: the given one, with the model section of the init_from checkpoint if any.
+// The run's config: the given one, with the model section of the init_from checkpoint if any,
+// and a text corpus's path that holds from any working directory (the run folder may move).
 Config run_config(const Config& given, const RunOptions& options) {
   Config config = given;
   if (!options.init_from.empty()) config.model = checkpoint_config(options.init_from).model;
+  if (config.data.task == "text") config.data.path = portable_text_path(config.data.path);
   validate(config);
   return config;
 }

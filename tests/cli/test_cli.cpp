@@ -431,3 +431,60 @@ TEST_CASE("analyze --prompt writes every head's attention on the user's text; ev
     CHECK_THAT(r.output, Catch::Contains(c.expected));
   }
 }
+
+TEST_CASE("a run folder and its data move: the config stores absolute paths, and eval, analyze, prune and sample "
+          "take --set for data.* keys and threads only", "[cli]") {
+  Scratch s;
+  const fs::path work = s.dir / "work";
+  fs::create_directories(work);
+  fs::copy_file(s.dir / "corpus.txt", work / "my.txt");
+  const std::string relative_config = s.write("relative.toml", test::read_file(s.config)).string();
+  // Trained from `work` with a relative data.path: the stored path is absolute.
+  const auto train = run_headlab({"train", relative_config, "--set", "data.path=\"my.txt\"", "--out", "run"},
+                                 s.dir / "train.log", {}, work);
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+  const Config stored = load_config((work / "run" / "config.toml").string());
+  CHECK(fs::path(stored.data.path) == (work / "my.txt").lexically_normal());
+  CHECK(checkpoint_config((work / "run" / "checkpoints" / "best.h5").string()).data.path == stored.data.path);
+  // So another working directory evaluates it as it is.
+  const auto here = run_headlab({"eval", (work / "run").string()}, s.dir / "here.log");
+  CHECK(here.code == 0);
+
+  // The run and its data move elsewhere: the old path is gone, --set data.path points at the new one.
+  const fs::path moved = s.dir / "moved";
+  fs::rename(work, moved);
+  const std::string run = (moved / "run").string(), data = "data.path=\"" + (moved / "my.txt").string() + "\"";
+  const auto lost = run_headlab({"eval", run}, s.dir / "lost.log");
+  CHECK(lost.code == 2);
+  CHECK_THAT(lost.output, Catch::Contains("my.txt"));
+  const auto found = run_headlab({"eval", run, "--set", data, "--set", "train.threads=1"}, s.dir / "found.log");
+  INFO(found.output);
+  CHECK(found.code == 0);
+  CHECK(line_starting(found.output, "loss ") == line_starting(here.output, "loss "));
+  CHECK(run_headlab({"analyze", run, "--set", data, "--no-similarity", "--out", (s.dir / "a").string()},
+                    s.dir / "analyze.log").code == 0);
+  CHECK(run_headlab({"prune", run, "--set", data, "--strategy", "random", "--out", (s.dir / "p").string()},
+                    s.dir / "prune.log").code == 0);
+  CHECK(run_headlab({"sample", run, "--set", "train.threads=1", "--tokens", "4"}, s.dir / "sample.log").code == 0);
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"eval", run, "--set", "model.n_heads=4"},
+       "--set model.n_heads=4: only data.*, train.threads can change here (the model is the checkpoint's)"},
+      {{"analyze", run, "--set", "train.lr=0.1"}, "--set train.lr=0.1: only data.*, train.threads can change here"},
+      {{"sample", run, "--set", data}, "only train.threads can change here"},
+      {{"prune", run, "--set", "model.d_model=8", "--strategy", "random"}, "only train.*, data.* can change here"},
+      {{"eval", run, "--set", "data.seq_len=99"}, "data.seq_len=99 exceeds model.max_seq_len=16"},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_headlab(c.args, s.dir / "bad.log");
+    INFO(c.args[0] << " " << c.args[3] << " printed: " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+  }
+}

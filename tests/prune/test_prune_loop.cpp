@@ -217,7 +217,7 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
       {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},
       {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda=-1"}, "--lambda must be >= 0"},
       {{"prune", run.checkpoint(), "--strategy", "l0"}, "needs --lambda"},
-      {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"}, "only train.* keys"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"}, "only train.*, data.* can change here"},
       {{"prune", run.checkpoint(), "--strategy", "none"}, "needs --finetune-steps"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"}, "--rounds applies only to --strategy none"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--finetune-lr", "1e-3"}, "--finetune-lr needs fine-tuning"},

@@ -80,13 +80,13 @@ CommandResult run_program(const std::string& program, const std::vector<std::str
 }
 
 CommandResult run_headlab(const std::vector<std::string>& args, const fs::path& log,
-                          const std::map<std::string, std::string>& env) {
+                          const std::map<std::string, std::string>& env, const fs::path& cwd) {
 #ifdef HEADLAB_BINARY
   const std::string binary = HEADLAB_BINARY;
 #else
   const std::string binary = (fs::read_symlink("/proc/self/exe").parent_path() / "headlab").string();
 #endif
-  return run_program(binary, args, log, env);  // REQUIREs the binary: build the `headlab` target first
+  return run_program(binary, args, log, env, cwd);  // REQUIREs the binary: build the `headlab` target first
 }
 
 ScopedEnv::ScopedEnv(const std::string& name, const char* value) : name(name) {

@@ -40,7 +40,7 @@ CommandResult run_program(const std::string& program, const std::vector<std::str
 // run_program of the headlab executable in the build tree. The build passes HEADLAB_BINARY;
 // otherwise it sits next to the test binary.
 CommandResult run_headlab(const std::vector<std::string>& args, const std::filesystem::path& log,
-                          const std::map<std::string, std::string>& env = {});
+                          const std::map<std::string, std::string>& env = {}, const std::filesystem::path& cwd = {});
 
 // Sets (or with nullptr unsets) an environment variable for this process until the end of the
 // scope, then restores it. The variable is process-wide: the tests of one process run one by one.

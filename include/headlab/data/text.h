@@ -35,6 +35,10 @@ std::string bible_cache_path();
 // to it and renames it into place, so concurrent runs never see a half-written corpus.
 std::string ensure_bible_corpus(const std::string& cache_path = bible_cache_path());
 
+// data.path as a run folder stores it, so that the run works from any working directory: the
+// Bible's names as "bible" (the user cache, wherever the run is), any other path made absolute.
+std::string portable_text_path(const std::string& path);
+
 struct TextOptions {
   std::string path = kBibleAlias;  // data.path
   int64_t seq_len = 256;           // data.seq_len

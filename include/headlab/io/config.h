@@ -48,7 +48,7 @@ using IntList = std::vector<int64_t>;
   X(task, std::string, "text", one_of("text|k_relation|induction|reverse|sort|grammar|classify"),                    \
     "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")              \
   X(path, std::string, "bible", any(),                                                                               \
-    "text corpus for task=text, relative to the working directory; bible = the KJV, exported once per user to the cache") \
+    "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, exported once per user to the cache") \
   X(seq_len, int64_t, 128, positive(), "tokens per training sequence (T); at most model.max_seq_len")                \
   X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")               \
   X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")             \

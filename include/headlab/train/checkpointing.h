@@ -36,8 +36,9 @@ struct RunProgress {
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
                               const Optimizer<float>* optimizer, const RunProgress& progress);
 
-// The config a checkpoint was trained with.
-Config checkpoint_config(const std::string& path);
+// The config a checkpoint was trained with, with `overrides` ("key=value", as --set) applied and
+// validated; the verbs decide which keys they let change (cli/options.h, checkpoint_overrides).
+Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // A physically pruned model (nn/prune.h) as an ordinary checkpoint that eval, sample, info,
 // analyze and `train --init` load: `config` (the unpruned model's) gets model.layer_heads and an
