@@ -111,12 +111,12 @@ std::string trim(const std::string& s) {
 // "key=value": the value is read as TOML (8, 0.5, true, [1, 2], "text"); a string key also takes
 // the bare text (model.positions=sinusoidal, data.path=a b.txt); text that is no TOML value stays
 // a string, so the type error shows what was written.
-void apply_override(const std::string& text, Config& config, Origins& origins) {
+void apply_override(const std::string& text, Config& config, Origins& origins, const std::string& origin) {
   const size_t eq = text.find('=');
   const std::string key = trim(text.substr(0, eq)), value = eq == std::string::npos ? "" : trim(text.substr(eq + 1));
   HEADLAB_CHECK(eq != std::string::npos && !key.empty(),
                 "malformed --set '" << text << "': expected key=value, e.g. --set model.n_heads=8");
-  const std::string where = "--set " + text;
+  const std::string where = origin.empty() ? "--set " + text : origin;
   const KeySpec* spec = find_spec(key);
   if (!spec) throw_unknown_key(key, where);
   const bool bare_string = std::holds_alternative<std::string*>(spec->field(config)) && !value.empty() &&
@@ -138,7 +138,9 @@ void apply_override(const std::string& text, Config& config, Origins& origins) {
 }  // namespace
 
 Config parse_config_text(const std::string& toml_text, const std::string& origin,
-                         const std::vector<std::string>& overrides) {
+                         const std::vector<std::string>& overrides, const std::vector<std::string>& override_origins) {
+  HEADLAB_CHECK(override_origins.empty() || override_origins.size() == overrides.size(),
+                "parse_config_text: " << override_origins.size() << " origins for " << overrides.size() << " overrides");
   toml::table document;
   try {
     document = toml::parse(std::string_view(toml_text), std::string_view(origin));
@@ -150,13 +152,15 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
   Config config;
   Origins origins;
   apply_table(document, "", origin, config, origins);
-  for (const std::string& item : overrides) apply_override(item, config, origins);
+  for (size_t i = 0; i < overrides.size(); ++i)
+    apply_override(overrides[i], config, origins, override_origins.empty() ? "" : override_origins[i]);
   validate_config(config, origins);
   return config;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_config_text(read_text_file(path, "config file"), path, overrides);
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   const std::vector<std::string>& override_origins) {
+  return parse_config_text(read_text_file(path, "config file"), path, overrides, override_origins);
 }
 
 }  // namespace headlab

@@ -238,6 +238,7 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
         HEADLAB_CHECK(set_keys.insert(leaf.key).second,
                       "sweep file " << where(path, leaf) << ": '" << leaf.key << "' is set twice in [set]");
         spec.set.push_back(leaf.key + "=" + as_toml_text(*leaf.node));
+        spec.set_origins.push_back(where(path, leaf) + " [set]");
       }
     } else if (key == "grid") {
       for (const Leaf& leaf : flat_section(node, "grid", path)) {
@@ -248,7 +249,7 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
         for (const SweepAxis& axis : spec.grid)
           HEADLAB_CHECK(axis.key != leaf.key,
                         "sweep file " << where(path, leaf) << ": '" << leaf.key << "' appears twice in [grid]");
-        SweepAxis axis{leaf.key, {}};
+        SweepAxis axis{leaf.key, {}, where(path, leaf) + " [grid]"};
         for (const toml::node& value : *values) axis.values.push_back(as_toml_text(value));
         spec.grid.push_back(std::move(axis));
       }
@@ -297,6 +298,7 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
   for (size_t index = 0; index < total; ++index) {
     SweepPoint point;
     point.overrides = spec.set;
+    point.override_origins = spec.set_origins;
     std::string label;  // the values as written, for errors (the folder name needs a valid config)
     size_t rest = index;
     std::vector<size_t> choice(spec.grid.size());
@@ -307,11 +309,13 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
     for (size_t a = 0; a < spec.grid.size(); ++a) {
       const std::string item = spec.grid[a].key + "=" + spec.grid[a].values[choice[a]];
       point.overrides.push_back(item);
+      point.override_origins.push_back(spec.grid[a].origin + " " + item);
       label += (a ? "," : "") + item;
     }
     try {
-      point.config = spec.base.empty() ? parse_config_text("", "<built-in defaults>", point.overrides)
-                                       : load_config(spec.base, point.overrides);
+      point.config = spec.base.empty()
+                         ? parse_config_text("", "<built-in defaults>", point.overrides, point.override_origins)
+                         : load_config(spec.base, point.overrides, point.override_origins);
       const ModelSpec model = model_spec(point.config);
       validate(model);
       for (const ParamSpec& p : parameter_specs(model)) point.n_params += p.shape.numel();

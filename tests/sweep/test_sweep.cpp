@@ -145,6 +145,25 @@ TEST_CASE("an invalid grid point is reported before anything runs, naming the po
   CHECK_FALSE(fs::exists(out));
 }
 
+TEST_CASE("a bad key or value in [set] or [grid] is named by the file, line and section it was written at",
+          "[sweep]") {
+  Scratch s;
+  const fs::path set_key = s.write("set_key.toml", "base = \"base.toml\"\n[set]\n\"model.n_head\" = 4\n"
+                                                   "[grid]\n\"train.seed\" = [0]\n");
+  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(set_key.string())),
+                      Contains("unknown key 'model.n_head' in " + set_key.string() + ":3 [set]; did you mean "
+                               "'model.n_heads'?") && !Contains("--set"));
+  const fs::path set_value = s.write("set_value.toml", "base = \"base.toml\"\n[set]\n\"model.n_heads\" = \"x\"\n"
+                                                       "[grid]\n\"train.seed\" = [0]\n");
+  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(set_value.string())),
+                      Contains("model.n_heads must be an integer") && Contains(set_value.string() + ":3 [set]") &&
+                          !Contains("--set"));
+  const fs::path grid_value = s.write("grid_value.toml", "base = \"base.toml\"\n[grid]\n\"train.steps\" = [2, -1]\n");
+  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(grid_value.string())),
+                      Contains("train.steps must be") && Contains(grid_value.string() + ":3 [grid] train.steps=-1") &&
+                          !Contains("--set"));
+}
+
 TEST_CASE("a malformed sweep file is one error line naming the file and the problem", "[sweep]") {
   Scratch s;
   const std::string path = (s.dir / "x.toml").string();

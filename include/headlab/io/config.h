@@ -112,10 +112,14 @@ struct Config {
 
 // Reads a TOML file, applies "key=value" overrides in order (values are TOML: 8, [1, 2], "x"; a
 // string key also takes a bare word), then validate()s. Keys not given keep their defaults.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// `override_origins`, when given, names where each override was written ("grid.toml:5 [set]") in
+// error messages; otherwise they are "--set key=value".
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                   const std::vector<std::string>& override_origins = {});
 // The same on text; `origin` names the text in error messages (a path, or "<string>").
 Config parse_config_text(const std::string& toml_text, const std::string& origin,
-                         const std::vector<std::string>& overrides = {});
+                         const std::vector<std::string>& overrides = {},
+                         const std::vector<std::string>& override_origins = {});
 
 // Throws on a value outside its key's allowed set or an impossible combination
 // (d_model vs n_heads, n_heads vs n_kv_heads, data.seq_len vs model.max_seq_len, ...).

@@ -23,6 +23,7 @@ namespace headlab {
 struct SweepAxis {
   std::string key;
   std::vector<std::string> values;
+  std::string origin;  // where the key was written: "grid.toml:9 [grid]"
 };
 
 struct SweepSpec {
@@ -30,6 +31,7 @@ struct SweepSpec {
   std::string name;               // `name = "..."` in the file, else the file's stem
   std::string base;               // resolved path of the base config; "" = built-in defaults
   std::vector<std::string> set;   // "key=value" for every run, in file order
+  std::vector<std::string> set_origins;  // where each was written: "grid.toml:5 [set]"
   std::vector<SweepAxis> grid;    // in file order; the first key varies slowest
 };
 
@@ -37,6 +39,7 @@ struct SweepPoint {
   std::string name;                                         // folder name, e.g. "model.n_heads=4,train.seed=1"
   std::vector<std::pair<std::string, std::string>> values;  // grid key -> config_value(config, key)
   std::vector<std::string> overrides;                       // set, then this point's grid values
+  std::vector<std::string> override_origins;                // where each was written, for errors
   Config config;                                            // resolved and validated
   int64_t n_params = 0;
 };
