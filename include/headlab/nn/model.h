@@ -114,7 +114,7 @@ class Model {
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
   const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
 
-  // Multiply-adds per token of one forward pass at sequence length T (for FLOP counts).
+  // Flops per token of one forward pass at sequence length T: 2 per multiply-add.
   double forward_flops_per_token(int64_t seq_len) const;
 
  private:
