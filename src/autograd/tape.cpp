@@ -42,7 +42,7 @@ Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward,
                 "tape: an op has " << inputs.size() << " inputs, at most " << kMaxOpInputs);
   bool any_requires_grad = false;
   for (const Var<T>& v : inputs) {
-    HEADLAB_CHECK(v.tape == this, "tape: an op mixes Vars of different tapes (or a reset tape)");
+    HEADLAB_CHECK(v.tape == this, "tape: an op mixes Vars of different tapes");
     any_requires_grad = any_requires_grad || nodes_[v.id].requires_grad;
   }
   Node<T>& n = nodes_.emplace_back();
