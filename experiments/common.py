@@ -1,6 +1,7 @@
 """Helpers shared by the experiments' make_results.py scripts (experiments/<name>/make_results.py
 puts this folder on sys.path): one-line failures, CSV reading, mean ± std over seeds, and the
-atomic write of RESULTS.md."""
+atomic write of RESULTS.md, and Holm's correction, which both experiments' tests use.
+experiments/tests/ tests these and the experiments' statistics."""
 import csv
 import math
 import os
@@ -39,6 +40,18 @@ def pm(m, s, digits):
     if math.isnan(m):
         return "–"
     return f"{m:.{digits}f} ± {s:.{digits}f}" if not math.isnan(s) else f"{m:.{digits}f}"
+
+
+def holm(p_values):
+    """Holm's step-down adjusted p values, in the input's order: sorted ascending, the k-th smallest
+    (k from 0) becomes max over j <= k of min(1, (m - j) p_(j)). A hypothesis is rejected at
+    family-wise level alpha where its adjusted p is at most alpha. Ties keep their input order."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted, running, m = [math.nan] * len(p_values), 0.0, len(p_values)
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
 
 
 def write_atomically(path, text):

@@ -366,12 +366,9 @@ class Paired:
 
 
 def holm(comparisons):
-    """Holm's step-down adjustment of the comparisons' p values, in place."""
-    order = sorted(range(len(comparisons)), key=lambda i: comparisons[i].p)
-    m, running = len(comparisons), 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * comparisons[i].p))
-        comparisons[i].p_holm = running
+    """Holm's step-down adjustment of the comparisons' p values (common.holm), in place."""
+    for c, adjusted in zip(comparisons, common.holm([c.p for c in comparisons])):
+        c.p_holm = adjusted
     return comparisons
 
 

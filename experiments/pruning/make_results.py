@@ -30,7 +30,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from common import fail, mean_std, pm, write_atomically  # noqa: E402  (experiments/common.py)
+from common import fail, mean_std, number, pm, write_atomically  # noqa: E402  (experiments/common.py)
+from common import holm as common_holm  # noqa: E402
 
 # task -> (title, the prune metric: a column of prune.csv)
 TASKS = {
@@ -63,10 +64,6 @@ T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8:
 
 
 # ---- data ----------------------------------------------------------------------------------------
-
-
-def number(text):
-    return float(text) if text not in ("", None) else math.nan
 
 
 class Data:
@@ -168,13 +165,7 @@ def paired_t(diffs):
 
 def holm(p, alpha=ALPHA):
     """Holm-Bonferroni: which of the p-values are rejected at family-wise level alpha."""
-    order = np.argsort(p, kind="stable")
-    reject = np.zeros(len(p), dtype=bool)
-    for rank, k in enumerate(order):
-        if p[k] > alpha / (len(p) - rank):
-            break
-        reject[k] = True
-    return reject
+    return np.array(common_holm([float(x) for x in p])) <= alpha
 
 
 def significant(diffs):
