@@ -198,3 +198,21 @@ def test_loading_needs_numpy_and_h5py_only(train_variant):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[0] == "8"
+
+
+def test_the_readme_example_runs(train_variant):
+    """The README's "Using checkpoints from Python" example, on a tiny checkpoint instead of
+    runs/default (its max_seq_len is 32, so generate() slides its window as sample does)."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    readme = open(os.path.join(root, "README.md")).read()
+    section = readme[readme.index("## Using checkpoints from Python"):]
+    code = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python\n") + 10)]
+    assert len(code.strip().splitlines()) == 5
+    path = checkpoint_of(train_variant("mha"))
+    code = code.replace("runs/default/checkpoints/best.h5", path)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stderr
+    assert "torch.Size([1, 12, 256]) torch.Size([1, 4, 12, 12]) b'" in r.stdout
