@@ -75,9 +75,12 @@ class Attention(nn.Module):
         self.qkv = Linear(d_model, (n_heads + 2 * n_kv_heads) * d_head, bias)
         self.proj = Linear(n_heads * d_head, d_model, bias)
         self.register_buffer("gates", torch.ones(n_heads))
+        self.gated = True  # False: skip the multiplication by the model's gates (all ones: the speed reference)
 
-    def heads(self, x, causal, key_padding, gates):
-        """Per-head outputs [B,T,H,Dh] (gated) and probabilities [B,H,T,T]."""
+    def heads(self, x, hidden, padded, gates):
+        """Per-head outputs [B,T,H,Dh] (gated) and probabilities [B,H,T,T]. hidden: bool mask of
+        the scores no query may see ([T,T] or [B,1,T,T]) or None; padded: whether some row may
+        see no key at all."""
         B, T, _ = x.shape
         H, Hkv, Dh = self.n_heads, self.n_kv_heads, self.d_head
         qkv = self.qkv(x).view(B, T, H + 2 * Hkv, Dh)
@@ -88,21 +91,16 @@ class Attention(nn.Module):
             k = k.repeat_interleave(H // Hkv, dim=1)
             v = v.repeat_interleave(H // Hkv, dim=1)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(Dh))
-        masked = None
-        if causal:
-            masked = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # key s > query t
-        if key_padding is not None:
-            pad = ~key_padding.bool()[:, None, None, :]                          # [B,1,1,T]
-            masked = pad if masked is None else (masked | pad)
-        if masked is not None:
-            scores = scores.masked_fill(masked, float("-inf"))
+        if hidden is not None:
+            scores = scores.masked_fill(hidden, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
-        if key_padding is not None:  # a query that sees no key at all: probabilities (and output) 0
+        if padded:  # a query that sees no key at all: probabilities (and output) 0, not NaN
             probs = torch.nan_to_num(probs, nan=0.0)
         out = probs @ v                                                          # [B,H,T,Dh]
-        g = (self.gates if gates is None else gates).to(out.dtype)
-        # one gate per head [H], or per example and head [B,H] (per-example gate gradients)
-        out = out * (g[None, :, None, None] if g.dim() == 1 else g[:, :, None, None])
+        if gates is not None or self.gated:
+            g = (self.gates if gates is None else gates).to(out.dtype)
+            # one gate per head [H], or per example and head [B,H] (per-example gate gradients)
+            out = out * (g[None, :, None, None] if g.dim() == 1 else g[:, :, None, None])
         return out.transpose(1, 2), probs
 
 
@@ -118,8 +116,8 @@ class Block(nn.Module):
         self.mlp.proj = Linear(spec["d_mlp"], C, spec["bias"])
         self.activation = spec["activation"]
 
-    def forward(self, x, causal, key_padding, gates):
-        a, probs = self.attn.heads(self.ln1(x), causal, key_padding, gates)  # a [B,T,H,Dh]
+    def forward(self, x, hidden, padded, gates):
+        a, probs = self.attn.heads(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]
         B, T = a.shape[:2]
         x = x + self.attn.proj(a.reshape(B, T, -1))
         h = self.mlp.fc(self.ln2(x))
@@ -130,7 +128,10 @@ class Block(nn.Module):
 class Model(nn.Module):
     """A headlab decoder (causal LM) or encoder (classifier), built from a config or spec."""
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, gated: bool = True):
+        """gated=False leaves the multiplication by the model's own gates out of the forward
+        (they must all be 1 then: a plain PyTorch transformer, as bench/torch_ref.py times it);
+        gates passed to forward() are applied either way."""
         super().__init__()
         self.config = config
         spec = self.spec = model_spec(config)
@@ -144,6 +145,9 @@ class Model(nn.Module):
             self.sinusoid = sinusoid_table(spec["max_seq_len"], C)  # float64, cast at use: not a buffer
         self.blocks = nn.ModuleList(Block(spec, spec["heads"][l], spec["kv_heads"][l])
                                     for l in range(spec["n_layers"]))
+        for blk in self.blocks:
+            blk.attn.gated = gated
+        self._causal = {}  # T -> [T,T] bool, True above the diagonal (key s > query t)
         self.ln_f = LayerNorm(C, spec["norm_eps"])
         if spec["kind"] == "decoder":
             if not spec["tie_embeddings"]:
@@ -206,7 +210,7 @@ class Model(nn.Module):
             raise ValueError(f"sequence length {T} is outside [1, max_seq_len={self.spec['max_seq_len']}]")
         w = self.tok_emb.weight
         pos = self.pos_emb.weight[:T] if hasattr(self, "pos_emb") else self.sinusoid[:T].to(w.dtype)
-        return w[tokens] + pos
+        return F.embedding(tokens, w) + pos
 
     def forward(self, tokens, targets=None, labels=None, key_padding=None, gates=None,
                 return_attention=False, return_head_outputs=False) -> ModelOutput:
@@ -218,9 +222,18 @@ class Model(nn.Module):
             key_padding = torch.as_tensor(key_padding)
         decoder = self.spec["kind"] == "decoder"
         x = self.embed(tokens)
+        T = tokens.shape[1]
+        hidden = None  # the scores no query sees: causal (decoder) and padded keys
+        if decoder:
+            if T not in self._causal:
+                self._causal[T] = torch.ones(T, T, dtype=torch.bool).triu(1)
+            hidden = self._causal[T].to(x.device)
+        if key_padding is not None:
+            pad = ~key_padding.bool()[:, None, None, :]  # [B,1,1,T]
+            hidden = pad if hidden is None else (hidden | pad)
         attention, head_outputs = [], []
         for l, blk in enumerate(self.blocks):
-            x, a, probs = blk(x, decoder, key_padding, None if gates is None else gates[l])
+            x, a, probs = blk(x, hidden, key_padding is not None, None if gates is None else gates[l])
             if return_attention:
                 attention.append(probs)
             if return_head_outputs:
