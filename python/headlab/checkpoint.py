@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 
@@ -246,9 +245,7 @@ def save_checkpoint(path: str, ckpt: Checkpoint, optimizer: bool = False) -> Non
         attrs.pop("optimizer_steps", None)
     datasets = {MODEL_PREFIX + k: np.ascontiguousarray(v, dtype=np.float32) for k, v in ckpt.params.items()}
     datasets.update(optim)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=directory)
-    os.close(fd)
+    tmp = f"{path}.tmp.{os.getpid()}"  # headlab's temp name: prune_checkpoints clears it if we die
     try:
         with h5py.File(tmp, "w", libver=("v110", "v110")) as f:
             for k, v in attrs.items():

@@ -9,6 +9,8 @@ binary (docs/checkpoint-format.md, "The forward pass", states every step).
 Parameter names are the checkpoint's with "." for "/": blocks.0.attn.qkv.weight. The head gates
 are buffers (blocks.<l>.attn.gates, 1 = on, 0 = off), not trained; forward(gates=[...]) takes
 other gate tensors (e.g. ones with requires_grad, whose gradient is Michel et al.'s importance).
+A forward hook on model.blocks[l].attn receives (head outputs [B,T,H,Dh] gated, probabilities
+[B,H,T,T]) as its output.
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ class Attention(nn.Module):
         self.register_buffer("gates", torch.ones(n_heads))
         self.gated = True  # False: skip the multiplication by the model's gates (all ones: the speed reference)
 
-    def heads(self, x, hidden, padded, gates):
+    def forward(self, x, hidden, padded, gates):
         """Per-head outputs [B,T,H,Dh] (gated) and probabilities [B,H,T,T]. hidden: bool mask of
         the scores no query may see ([T,T] or [B,1,T,T]) or None; padded: whether some row may
         see no key at all."""
@@ -117,7 +119,7 @@ class Block(nn.Module):
         self.activation = spec["activation"]
 
     def forward(self, x, hidden, padded, gates):
-        a, probs = self.attn.heads(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]
+        a, probs = self.attn(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]; forward hooks see both
         B, T = a.shape[:2]
         x = x + self.attn.proj(a.reshape(B, T, -1))
         h = self.mlp.fc(self.ln2(x))

@@ -216,3 +216,24 @@ def test_the_readme_example_runs(train_variant):
                        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert r.returncode == 0, r.stderr
     assert "torch.Size([1, 12, 256]) torch.Size([1, 4, 12, 12]) b'" in r.stdout
+
+
+def test_forward_hooks_see_each_heads_output_and_attention(train_variant):
+    model = headlab.load_model(checkpoint_of(train_variant("mqa_active_heads")), torch.float64)
+    seen = {}
+    model.blocks[1].attn.register_forward_hook(lambda m, inputs, out: seen.update(heads=out[0], probs=out[1]))
+    out = model(torch.tensor([list(b"so that if a man")]), return_attention=True, return_head_outputs=True)
+    torch.testing.assert_close(seen["probs"], out.attention[1], rtol=0, atol=0)
+    torch.testing.assert_close(seen["heads"], out.head_outputs[1], rtol=0, atol=0)
+    assert seen["heads"].shape == (1, 16, 4, 6) and float(seen["heads"][:, :, 2:].abs().max()) == 0  # gates 0
+    rows = out.attention[1].sum(-1)
+    torch.testing.assert_close(rows, torch.ones_like(rows))
+    assert float(out.attention[1][0, :, 0, 1:].abs().max()) == 0  # causal
+
+
+def test_a_mismatched_checkpoint_is_refused(train_variant, tmp_path):
+    ckpt = headlab.load_checkpoint(checkpoint_of(train_variant("mha")))
+    ckpt.config["model"]["n_heads"] = 2
+    with pytest.raises(ValueError, match="shape"):
+        headlab.save_checkpoint(str(tmp_path / "bad.h5"), ckpt)
+    assert not os.listdir(tmp_path)
