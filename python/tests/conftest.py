@@ -60,6 +60,9 @@ DECODERS = {
                                      positions="sinusoidal", bias=False, activation="relu"),
     "mqa_active_heads": dict(n_heads=4, n_kv_heads=1, d_head=6, active_heads=[3, 2]),
     "pruned_layer_heads": dict(n_heads=4, layer_heads=[3, 1], d_head=8, tie_embeddings=True),
+    # `headlab prune` of the "mha" run, its heads physically removed (pruned_small.h5: layer_heads
+    # [1, 1], no optimizer state, written by save_pruned_checkpoint)
+    "physically_pruned": None,
 }
 ENCODERS = {
     "enc_first_gqa": dict(n_heads=4, n_kv_heads=2, pooling="first"),
@@ -93,7 +96,12 @@ def trained(name, tmp_path_factory, corpus):
     if name in _trained:
         return _trained[name]
     root = tmp_path_factory.mktemp(name)
-    if name in DECODERS:
+    if name == "physically_pruned":
+        run_headlab("prune", trained("mha", tmp_path_factory, corpus), "--strategy", "importance", "--step-frac", 0.25,
+                    "--out", root / "prune")
+        os.makedirs(root / "run" / "checkpoints")
+        os.rename(root / "prune" / "pruned_small.h5", root / "run" / "checkpoints" / "best.h5")
+    elif name in DECODERS:
         model = dict(kind="decoder", vocab_size=256, d_model=32, n_layers=2, max_seq_len=32, **DECODERS[name])
         data = dict(task="text", path=corpus, seq_len=32)
         train = TRAIN
@@ -103,8 +111,9 @@ def trained(name, tmp_path_factory, corpus):
         data = dict(task="classify", seq_len=12, vocab_size=16, min_len=2, max_len=5)
         # the encoders need more steps to learn the task at all (loss ~0.39 against 0.69 at chance)
         train = dict(TRAIN, batch_size=64, steps=800, lr=4e-3, warmup_steps=20, weight_decay=0.0)
-    write_config(root / "config.toml", model, data, train)
-    run_headlab("train", root / "config.toml", "--out", root / "run")
+    if name != "physically_pruned":
+        write_config(root / "config.toml", model, data, train)
+        run_headlab("train", root / "config.toml", "--out", root / "run")
     _trained[name] = str(root / "run")
     return _trained[name]
 

@@ -82,6 +82,9 @@ def test_loss_importance_and_ablation_match_the_binary(variant, train_variant, t
     check_scores(py, binary, ckpt.spec["heads"])
     # `headlab eval` scores the same split (it prints 4 decimals)
     assert abs(eval_printed_loss(path) - py["loss"]) <= 5e-5 + 1e-6
+    if variant == "physically_pruned":
+        assert ckpt.config["model"]["layer_heads"] == [1, 1] and "optimizer" not in ckpt.attrs
+        assert ckpt.params["blocks/0/attn/qkv/weight"].shape == (3 * 8, 32)
     if variant == "mqa_active_heads":  # the heads switched off in training have gate 0 and no effect
         assert [g.tolist() for g in ckpt.gates()] == [[1, 1, 1, 0], [1, 1, 0, 0]]
         assert py["ablation_loss_delta"][0][3] == 0 and binary["ablation_loss_delta"][0, 3] == 0
@@ -105,7 +108,7 @@ def test_greedy_continuations_match_byte_for_byte(variant, train_variant):
         assert out == prompt + model.generate(prompt, 60) + b"\n"
 
 
-@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "pruned_layer_heads"])
+@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "pruned_layer_heads", "physically_pruned"])
 def test_attention_probabilities_match_the_binary(variant, train_variant, tmp_path):
     path = checkpoint_of(train_variant(variant))
     model = headlab.load_model(path, torch.float64)
@@ -140,7 +143,8 @@ def test_classify_examples_are_the_binarys(variant, train_variant, tmp_path):
             np.testing.assert_allclose(probs[0].detach().numpy(), want[l], atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "pruned_layer_heads", "enc_mean_nobias_sin_relu"])
+@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "pruned_layer_heads", "physically_pruned",
+                                     "enc_mean_nobias_sin_relu"])
 def test_a_checkpoint_written_from_python_evaluates_in_headlab_to_the_same_loss(variant, train_variant, tmp_path):
     path = checkpoint_of(train_variant(variant))
     model = headlab.load_model(path)
