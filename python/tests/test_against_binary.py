@@ -2,6 +2,11 @@
 whole split, greedy continuations, attention probabilities, per-head importance and ablation,
 and checkpoints written from Python read back by the binary.
 
+Whole-split losses: `headlab eval` prints the loss to 4 decimals, too coarse for 1e-5, so the
+1e-5 comparisons use the `loss` attribute (a double) of `headlab analyze`'s heads.h5, which is
+the same forward over the same batches of the same split; eval's printed value is checked too,
+to its 4 decimals.
+
 Tolerances: headlab computes in float32, the Python model here in float64, so agreement is
 limited by float32 rounding (about 1e-7 relative per operation; measured on these models: losses
 agree to 5e-7 relative or better, importance to 5e-6 relative, ablation deltas to 4e-7 nats).
