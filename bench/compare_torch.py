@@ -1,5 +1,9 @@
 #!/usr/bin/python3
-"""headlab vs the PyTorch reference (../shared/bench/torch_ref.py), alternately in one run.
+"""headlab vs the PyTorch reference (bench/torch_ref.py), alternately in one run.
+
+The reference is the repository's own: bench/torch_ref.py trains python/headlab's Model (the
+network of configs/bench.toml, plain matmul + masked-softmax attention) with torch.optim.AdamW,
+so this script needs nothing outside a clone but Debian's python3-torch and a built headlab.
 
 For every configuration it runs torch_ref.py and `headlab bench configs/bench.toml` back to
 back, `--reps` times (torch, headlab, torch, headlab, ...; the order flips every repetition so
@@ -46,7 +50,8 @@ p.add_argument("--headlab", default=None, help="headlab binary (default: $HEADLA
 p.add_argument("--headlab-b", default=None,
                help="a second headlab binary (e.g. a branch with a fix), run in the same alternation; "
                     "reported as its own table and targets")
-p.add_argument("--torch-ref", default=os.path.join(ROOT, "..", "shared", "bench", "torch_ref.py"))
+p.add_argument("--torch-ref", default=os.path.join(ROOT, "bench", "torch_ref.py"),
+               help="the PyTorch side (default: bench/torch_ref.py, python/headlab's model)")
 p.add_argument("--python", default="/usr/bin/python3", help="interpreter for torch_ref.py (Debian's torch)")
 p.add_argument("--config", default=os.path.join(ROOT, "configs", "bench.toml"))
 p.add_argument("--quick", action="store_true", help="fewer points, steps and repetitions (iteration)")

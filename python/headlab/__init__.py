@@ -1,0 +1,30 @@
+"""headlab checkpoints from Python: read and write them with numpy + h5py, and run the model in
+PyTorch exactly as the headlab binary does (docs/checkpoint-format.md).
+
+    import headlab
+    ckpt = headlab.load_checkpoint("runs/default/checkpoints/best.h5")   # numpy only
+    model = headlab.load_model("runs/default/checkpoints/best.h5")       # torch.nn.Module
+
+torch is imported only when a torch-based name (Model, load_model, export_state_dict,
+head_scores, split_loss) is first used.
+"""
+from .checkpoint import (Checkpoint, load_checkpoint, model_spec, parameter_shapes, save_checkpoint,
+                         to_toml)
+from .data import eval_batches, text_windows
+
+__all__ = ["Checkpoint", "load_checkpoint", "save_checkpoint", "model_spec", "parameter_shapes", "to_toml",
+           "eval_batches", "text_windows", "Model", "ModelOutput", "load_model", "export_state_dict",
+           "head_scores", "split_loss"]
+
+_TORCH_NAMES = {"Model": "model", "ModelOutput": "model", "load_model": "model", "export_state_dict": "model",
+                "head_scores": "analysis", "split_loss": "analysis"}
+
+
+def __getattr__(name):
+    if name in _TORCH_NAMES:
+        import importlib
+        module = importlib.import_module(f".{_TORCH_NAMES[name]}", __name__)
+        value = getattr(module, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'headlab' has no attribute {name!r}")

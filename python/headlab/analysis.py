@@ -1,0 +1,90 @@
+"""Per-head scores as `headlab analyze` defines them (src/analysis/heads.cpp, docs/analysis.md),
+on a Model and the batches of a split (data.eval_batches):
+
+    loss                    sum of per-target losses / number of scored targets
+    importance[l][h]        mean over examples with a scored target of |dL_b/dxi_h|, L_b the
+                            example's mean loss, xi_h the head's gate (Michel et al. 2019)
+    importance_normalized   importance divided by the l2 norm of its layer's importances
+    ablation_loss_delta     loss with head h alone gated to 0, minus loss
+
+    s = head_scores(model, eval_batches(ckpt.config, "val"))
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def _example_losses(model, out, targets, labels):
+    """Per-example loss sums [B] and scored-target counts [B]."""
+    if model.spec["kind"] == "decoder":
+        t = torch.as_tensor(targets, dtype=torch.long)
+        logits = out.logits
+        losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1), ignore_index=-1,
+                                 reduction="none").view(t.shape)
+        return losses.sum(1), (t != -1).sum(1)
+    y = torch.as_tensor(labels, dtype=torch.long)
+    losses = F.cross_entropy(out.logits, y, ignore_index=-1, reduction="none")
+    return losses, (y != -1).long()
+
+
+def split_loss(model, batches) -> float:
+    """The whole-split mean loss, as `headlab eval` computes it."""
+    total, count = 0.0, 0
+    with torch.no_grad():
+        for tokens, targets, labels, key_padding in batches:
+            out = model(tokens, key_padding=key_padding)
+            s, n = _example_losses(model, out, targets, labels)
+            total += float(s.sum())
+            count += int(n.sum())
+    return total / count
+
+
+def head_scores(model, batches, ablation: bool = True) -> dict:
+    """loss, importance, importance_normalized and ablation_loss_delta ([L][H_l] lists of floats)."""
+    heads = model.spec["heads"]
+    L = len(heads)
+    dtype = model.tok_emb.weight.dtype
+    grad_abs = [np.zeros(h) for h in heads]
+    n_examples, loss_sum, n_targets = 0, 0.0, 0
+    masked_sum = [np.zeros(h) for h in heads]
+    base_gates = [g.detach().clone() for g in model.gates()]
+    for tokens, targets, labels, key_padding in batches:
+        B = tokens.shape[0]
+        # One gate per example and head: d(sum_b L_b)/d gate[b,h] = dL_b/dxi_h, zero gates included.
+        gates = [g.to(dtype)[None, :].repeat(B, 1).requires_grad_(True) for g in base_gates]
+        out = model(tokens, key_padding=key_padding, gates=gates)
+        s, n = _example_losses(model, out, targets, labels)
+        loss_sum += float(s.sum())
+        n_targets += int(n.sum())
+        scored = n > 0
+        per_example = torch.where(scored, s / n.clamp(min=1).to(s.dtype), torch.zeros_like(s))
+        grads = torch.autograd.grad(per_example.sum(), gates)
+        for l in range(L):
+            grad_abs[l] += grads[l][scored].abs().sum(0).detach().numpy()
+        n_examples += int(scored.sum())
+        if ablation:
+            with torch.no_grad():
+                for l in range(L):
+                    for h in range(heads[l]):
+                        if float(base_gates[l][h]) == 0.0:  # nothing changes: the unmasked loss
+                            masked_sum[l][h] += float(s.sum())
+                            continue
+                        g = [x.to(dtype) for x in base_gates]
+                        g[l] = g[l].clone()
+                        g[l][h] = 0
+                        m = model(tokens, key_padding=key_padding, gates=g)
+                        masked_sum[l][h] += float(_example_losses(model, m, targets, labels)[0].sum())
+    loss = loss_sum / n_targets
+    importance = [g / n_examples for g in grad_abs]
+    normalized = []
+    for imp in importance:
+        norm = float(np.sqrt((imp ** 2).sum()))
+        normalized.append(imp / norm if norm > 0 else np.zeros_like(imp))
+    result = dict(loss=loss, n_targets=n_targets, n_examples=n_examples,
+                  importance=[x.tolist() for x in importance],
+                  importance_normalized=[x.tolist() for x in normalized])
+    if ablation:
+        result["ablation_loss_delta"] = [(m / n_targets - loss).tolist() for m in masked_sum]
+    return result

@@ -1,0 +1,273 @@
+"""Reading and writing headlab checkpoints with h5py and numpy only (no torch).
+
+A checkpoint (docs/checkpoint-format.md) is an HDF5 file with root attributes (`config`, a TOML
+string holding the resolved run config, `step`, ...) and one float32 dataset per parameter under
+`model/`, named by module path: `model/blocks/0/attn/qkv/weight`.
+
+    ckpt = load_checkpoint("runs/x/checkpoints/best.h5")
+    ckpt.config["model"]["n_heads"], ckpt.spec["d_head"], ckpt.params["blocks/0/attn/qkv/weight"]
+    save_checkpoint("edited.h5", ckpt)       # `headlab eval edited.h5` reads it
+"""
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+
+FORMAT_VERSION = 1
+MODEL_PREFIX = "model/"
+
+# The run attributes headlab's reader requires (load_training_checkpoint), with the values a
+# checkpoint without training progress carries (a pruned one: save_pruned_checkpoint).
+_INT_ATTRS = {"step": 0, "has_best": 0, "log_loss_steps": 0, "tokens_seen": 0}
+_FLOAT_ATTRS = {"best_val_loss": 0.0, "elapsed_s": 0.0, "log_loss_sum": 0.0}
+
+
+def model_spec(config: dict) -> dict:
+    """The architecture a resolved config describes, with headlab's derived values filled in
+    (src/train/setup.cpp model_spec): n_kv_heads 0 -> n_heads, d_head 0 -> d_model / n_heads,
+    d_mlp = mlp_ratio * d_model, and per-layer head counts."""
+    m = dict(config.get("model", {}))
+    get = m.get
+    n_heads = int(get("n_heads", 4))
+    d_model = int(get("d_model", 128))
+    n_layers = int(get("n_layers", 2))
+    layer_heads = [int(h) for h in get("layer_heads", [])]
+    n_kv = int(get("n_kv_heads", 0)) or n_heads
+    spec = dict(
+        kind=get("kind", "decoder"),
+        vocab_size=int(get("vocab_size", 256)),
+        d_model=d_model,
+        n_heads=n_heads,
+        n_kv_heads=n_kv,
+        d_head=int(get("d_head", 0)) or d_model // n_heads,
+        n_layers=n_layers,
+        d_mlp=int(get("mlp_ratio", 4)) * d_model,
+        max_seq_len=int(get("max_seq_len", 256)),
+        positions=get("positions", "learned"),
+        activation=get("activation", "gelu"),
+        norm_eps=float(get("norm_eps", 1e-5)),
+        tie_embeddings=bool(get("tie_embeddings", False)),
+        bias=bool(get("bias", True)),
+        n_classes=int(get("n_classes", 2)),
+        pooling=get("pooling", "first"),
+        layer_heads=layer_heads,
+        active_heads=[int(h) for h in get("active_heads", [])],
+    )
+    # Layer l's query heads and K/V heads (a pruned layer keeps MHA: as many K/V heads as query heads).
+    spec["heads"] = layer_heads if layer_heads else [n_heads] * n_layers
+    spec["kv_heads"] = layer_heads if layer_heads else [n_kv] * n_layers
+    if spec["kind"] not in ("decoder", "encoder"):
+        raise ValueError(f"model.kind must be decoder or encoder, got {spec['kind']!r}")
+    for l, (h, hkv) in enumerate(zip(spec["heads"], spec["kv_heads"])):
+        if h % hkv:
+            raise ValueError(f"layer {l}: n_kv_heads={hkv} does not divide n_heads={h}")
+    return spec
+
+
+def parameter_shapes(spec: dict) -> dict:
+    """Every model tensor of a spec, name -> shape, in headlab's declaration order
+    (src/nn/model.cpp parameter_specs), gates included ("blocks/<l>/attn/gates")."""
+    C, Dh, F, V = spec["d_model"], spec["d_head"], spec["d_mlp"], spec["vocab_size"]
+    shapes = {"tok_emb/weight": (V, C)}
+    if spec["positions"] == "learned":
+        shapes["pos_emb/weight"] = (spec["max_seq_len"], C)
+
+    def linear(name, out, inp):
+        shapes[name + "/weight"] = (out, inp)
+        if spec["bias"]:
+            shapes[name + "/bias"] = (out,)
+
+    def norm(name):
+        shapes[name + "/weight"] = (C,)
+        shapes[name + "/bias"] = (C,)
+
+    for l in range(spec["n_layers"]):
+        H, Hkv = spec["heads"][l], spec["kv_heads"][l]
+        norm(f"blocks/{l}/ln1")
+        linear(f"blocks/{l}/attn/qkv", (H + 2 * Hkv) * Dh, C)
+        linear(f"blocks/{l}/attn/proj", C, H * Dh)
+        norm(f"blocks/{l}/ln2")
+        linear(f"blocks/{l}/mlp/fc", F, C)
+        linear(f"blocks/{l}/mlp/proj", C, F)
+    norm("ln_f")
+    if spec["kind"] == "decoder":
+        if not spec["tie_embeddings"]:
+            shapes["lm_head/weight"] = (V, C)
+    else:
+        linear("cls_head", spec["n_classes"], C)
+    for l in range(spec["n_layers"]):
+        shapes[f"blocks/{l}/attn/gates"] = (spec["heads"][l],)
+    return shapes
+
+
+@dataclass
+class Checkpoint:
+    """A headlab checkpoint in memory.
+
+    config: the resolved run config, {section: {key: value}} (parsed from the `config` attribute);
+    spec:   the architecture with derived values (model_spec(config));
+    params: model tensors by name without the "model/" prefix, float32 numpy arrays, gates included;
+    attrs:  the root attributes (strings, ints, floats), `config` among them;
+    optim:  the optimizer datasets (optim/...), kept only when load_checkpoint(optimizer=True).
+    """
+    config: dict
+    params: dict
+    attrs: dict = field(default_factory=dict)
+    optim: dict = field(default_factory=dict)
+
+    @property
+    def spec(self) -> dict:
+        return model_spec(self.config)
+
+    def gates(self) -> list:
+        """Per-layer head gates [H_l] (1 = on, 0 = off)."""
+        return [self.params[f"blocks/{l}/attn/gates"] for l in range(self.spec["n_layers"])]
+
+
+def _attr_value(v):
+    if isinstance(v, bytes):
+        return v.decode("utf-8")
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def load_checkpoint(path: str, optimizer: bool = False) -> Checkpoint:
+    """Reads a headlab checkpoint (any model: decoder or encoder, pruned `layer_heads` ones too).
+    Checks what headlab's reader checks: the kind and format attributes, and that the model
+    tensors are exactly those the config describes, with their shapes."""
+    with h5py.File(path, "r") as f:
+        attrs = {k: _attr_value(f.attrs[k]) for k in f.attrs}
+        if attrs.get("headlab_kind") != "checkpoint":
+            raise ValueError(f"{path}: not a headlab checkpoint (headlab_kind is {attrs.get('headlab_kind')!r})")
+        if attrs.get("headlab_format_version") != FORMAT_VERSION:
+            raise ValueError(f"{path}: unsupported checkpoint format version {attrs.get('headlab_format_version')} "
+                             f"(this reader reads {FORMAT_VERSION})")
+        if "config" not in attrs:
+            raise ValueError(f"{path}: not a training checkpoint (no config attribute)")
+        tensors = {}
+        f.visititems(lambda name, obj: tensors.__setitem__(name, np.array(obj))
+                     if isinstance(obj, h5py.Dataset) else None)
+    config = tomllib.loads(attrs["config"])
+    params = {k[len(MODEL_PREFIX):]: v for k, v in tensors.items() if k.startswith(MODEL_PREFIX)}
+    optim = {k: v for k, v in tensors.items() if k.startswith("optim/")} if optimizer else {}
+    ckpt = Checkpoint(config=config, params=params, attrs=attrs, optim=optim)
+    check_params(ckpt.spec, params, path)
+    return ckpt
+
+
+def check_params(spec: dict, params: dict, where: str = "checkpoint") -> None:
+    want = parameter_shapes(spec)
+    missing = [k for k in want if k not in params]
+    extra = [k for k in params if k not in want]
+    if missing or extra:
+        raise ValueError(f"{where}: the model tensors do not match the config (missing {missing}, unexpected {extra})")
+    for k, shape in want.items():
+        if tuple(params[k].shape) != tuple(shape):
+            raise ValueError(f"{where}: model/{k} has shape {list(params[k].shape)}, the config gives {list(shape)}")
+
+
+# ---- writing -------------------------------------------------------------------------------
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        s = repr(v)
+        return s if any(c in s for c in ".en") else s + ".0"
+    if isinstance(v, str):
+        out = '"'
+        for c in v:
+            if c in '"\\':
+                out += "\\" + c
+            elif c == "\n":
+                out += "\\n"
+            elif c == "\t":
+                out += "\\t"
+            elif ord(c) < 32 or ord(c) == 127:
+                out += f"\\u{ord(c):04x}"
+            else:
+                out += c
+        return out + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} {v!r} as a TOML value")
+
+
+def to_toml(config: dict) -> str:
+    """The config as TOML: one [section] per table, as headlab writes it."""
+    lines = []
+    for section, table in config.items():
+        if not isinstance(table, dict):
+            lines.append(f"{section} = {_toml_value(table)}")
+            continue
+        lines.append(f"[{section}]")
+        for key, value in table.items():
+            lines.append(f"{key} = {_toml_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def save_checkpoint(path: str, ckpt: Checkpoint, optimizer: bool = False) -> None:
+    """Writes `ckpt` in headlab's layout (HDF5 1.10 format, one chunk per dataset with a
+    Fletcher-32 checksum, float32 tensors under model/, the run attributes), so `headlab eval`,
+    `analyze`, `sample`, `info` and `train --init` read it. The provenance attributes of the file
+    it came from are kept. Optimizer state is written only with optimizer=True and ckpt.optim
+    loaded (and only if the shapes still match); without it the file is like a pruned checkpoint:
+    it evaluates, and `headlab train --init` starts a new run from it.
+    Written to a temporary name and renamed, as headlab does."""
+    spec = ckpt.spec
+    check_params(spec, ckpt.params, path)
+    attrs = dict(ckpt.attrs)
+    attrs["config"] = to_toml(ckpt.config)
+    attrs["headlab_kind"] = "checkpoint"
+    attrs["headlab_format_version"] = FORMAT_VERSION
+    for k, v in _INT_ATTRS.items():
+        attrs.setdefault(k, v)
+    for k, v in _FLOAT_ATTRS.items():
+        attrs.setdefault(k, v)
+    attrs.setdefault("rng", "counter")
+    optim = ckpt.optim if optimizer else {}
+    if not optim:
+        attrs.pop("optimizer", None)
+        attrs.pop("optimizer_steps", None)
+    datasets = {MODEL_PREFIX + k: np.ascontiguousarray(v, dtype=np.float32) for k, v in ckpt.params.items()}
+    datasets.update(optim)
+    tmp = f"{path}.tmp.{os.getpid()}"  # headlab's temp name: prune_checkpoints clears it if we die
+    try:
+        with h5py.File(tmp, "w", libver=("v110", "v110")) as f:
+            for k, v in attrs.items():
+                if isinstance(v, bool):
+                    v = int(v)
+                if isinstance(v, str):
+                    f.attrs.create(k, v, dtype=h5py.string_dtype("utf-8"))
+                elif isinstance(v, (int, np.integer)):
+                    f.attrs.create(k, np.int64(v), dtype="<i8")
+                elif isinstance(v, (float, np.floating)):
+                    f.attrs.create(k, np.float64(v), dtype="<f8")
+                else:
+                    raise TypeError(f"attribute {k}: cannot write {type(v).__name__}")
+            for name in sorted(datasets):
+                a = np.ascontiguousarray(datasets[name])
+                if a.size:
+                    f.create_dataset(name, data=a, chunks=a.shape if a.ndim else None,
+                                     fletcher32=a.ndim > 0)
+                else:
+                    f.create_dataset(name, data=a)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
