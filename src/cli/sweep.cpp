@@ -7,10 +7,12 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/error.h"
+#include "headlab/common/files.h"
 #include "headlab/sweep/sweep.h"
 #include "options.h"
 #include "verbs.h"
@@ -50,8 +52,14 @@ int run_sweep(int argc, char** argv) {
   const std::string out = args.count("out") ? args["out"].as<std::string>()
                                             : (std::filesystem::path("runs") / spec.name).string();
   const std::filesystem::path out_path(out);
+  // One sweep process per folder at a time (each run also locks its own folder).
+  auto lock_folder = [&] {
+    std::filesystem::create_directories(out_path);
+    return std::make_unique<FileLock>(out_path / ".sweep.lock", "sweep folder " + out);
+  };
 
   if (args.count("aggregate-only")) {
+    const auto lock = lock_folder();
     aggregate_sweep(out);
     std::printf("%s\n%s\n", (out_path / "results.csv").c_str(), (out_path / "summary.md").c_str());
     return 0;
@@ -69,6 +77,7 @@ int run_sweep(int argc, char** argv) {
     return 0;
   }
 
+  const auto lock = lock_folder();  // after the grid is known to be valid: bad input writes nothing
   SweepOptions run;
   run.out_dir = out;
   run.jobs = jobs;

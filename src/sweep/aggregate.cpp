@@ -64,6 +64,7 @@ struct Run {
   int64_t params = 0, steps = 0;
   std::optional<RunMetrics> metrics;
   bool finished = false;
+  std::string failure;  // RUN/failed.txt of an unfinished run: why its last attempt failed
 };
 
 struct Group {
@@ -178,6 +179,10 @@ void aggregate_sweep(const std::string& sweep_dir) {
       run.metrics = read_run_metrics(metrics.string());
       run.finished = run.metrics->last_step >= run.steps && run.metrics->val_loss.has_value();
     }
+    if (const fs::path failed = dir / run.name / kFailedFile; !run.finished && fs::exists(failed)) {
+      run.failure = read_text_file(failed, "failure note");
+      while (!run.failure.empty() && (run.failure.back() == '\n' || run.failure.back() == '\r')) run.failure.pop_back();
+    }
     runs.push_back(std::move(run));
   }
   HEADLAB_CHECK(!runs.empty(), grid_path.string() << " lists no runs");
@@ -199,7 +204,8 @@ void aggregate_sweep(const std::string& sweep_dir) {
   }
 
   struct Row {
-    int n_runs = 0;
+    int n_runs = 0, n_failed = 0;
+    std::string failures;  // "run: why; run: why"
     int64_t params = 0;
     MeanStd loss, accuracy, bpb, rate;
   };
@@ -210,6 +216,10 @@ void aggregate_sweep(const std::string& sweep_dir) {
     row.params = g.runs.front()->params;
     std::vector<double> loss, accuracy, bpb, rate;
     for (const Run* r : g.runs) {
+      if (!r->failure.empty()) {
+        ++row.n_failed;
+        row.failures += (row.failures.empty() ? "" : "; ") + r->name + ": " + r->failure;
+      }
       if (!r->finished) continue;
       loss.push_back(*r->metrics->val_loss);
       if (r->metrics->val_accuracy) accuracy.push_back(*r->metrics->val_accuracy);
@@ -227,14 +237,14 @@ void aggregate_sweep(const std::string& sweep_dir) {
   std::ostringstream csv;
   for (const size_t k : group_keys) csv << csv_field(keys[k]) << ",";
   csv << "n_seeds,n_runs,params,val_loss_mean,val_loss_std,val_accuracy_mean,val_accuracy_std,val_bpb_mean,val_bpb_std,"
-         "tokens_per_s\n";
+         "tokens_per_s,n_failed,failures\n";
   for (size_t g = 0; g < groups.size(); ++g) {
     const Row& r = rows[g];
     for (const std::string& v : groups[g].values) csv << csv_field(v) << ",";
     csv << r.loss.n << "," << r.n_runs << "," << r.params << "," << format_number(r.loss.mean) << ","
         << format_number(r.loss.std) << "," << format_number(r.accuracy.mean) << "," << format_number(r.accuracy.std)
         << "," << format_number(r.bpb.mean) << "," << format_number(r.bpb.std) << ","
-        << format_number(r.rate.mean, "%.1f") << "\n";
+        << format_number(r.rate.mean, "%.1f") << "," << r.n_failed << "," << csv_field(r.failures) << "\n";
   }
 
   // summary.md: the same table for reading; metric columns no point has are left out.
@@ -275,7 +285,7 @@ void aggregate_sweep(const std::string& sweep_dir) {
     const std::string progress = r.metrics && r.metrics->last_step > 0
                                      ? "at step " + std::to_string(r.metrics->last_step) + " of " + std::to_string(r.steps)
                                      : std::string("no metrics yet");
-    unfinished.push_back(r.name + " (" + progress + ")");
+    unfinished.push_back(r.name + " (" + progress + (r.failure.empty() ? "" : "; FAILED: " + r.failure) + ")");
   }
   if (!unfinished.empty()) {
     md << "\nNot finished, so not in the table:\n\n";

@@ -9,6 +9,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,9 +174,16 @@ pid_t start_run(const std::string& binary, const fs::path& run_dir) {
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   HEADLAB_CHECK(log_fd >= 0, "cannot open " << log.string() << " for writing");
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);  // Ctrl-C reaches the sweep only; it forwards one SIGTERM
+#if defined(__linux__)
+    // A sweep killed outright (kill -9) takes its runs down too, each checkpointing on SIGTERM,
+    // rather than leaving them training while a rerun starts the same points.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(130);  // the sweep died before prctl
+#endif
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
@@ -433,6 +443,8 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
     while (!sweep_stop_signal && next < pending.size() && static_cast<int>(running.size()) < options.jobs) {
       const size_t i = pending[next++];
       const fs::path run = out / points[i].name;
+      std::error_code ec;
+      fs::remove(run / kFailedFile, ec);  // this attempt's outcome replaces the last one's
       running.push_back({start_run(options.headlab_binary, run), i, std::chrono::steady_clock::now()});
       if (!options.quiet && resume_step[i] > 0)
         std::fprintf(stderr, "sweep: resumed %s from step %lld\n", points[i].name.c_str(),
@@ -482,6 +494,7 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
                                             : describe_exit(status);
         const std::string why = how + ": " + last;
         report.failures.push_back({point.name, why});
+        write_file_atomically(run / kFailedFile, why + "\n");
         if (!options.quiet)
           std::fprintf(stderr, "sweep: [%zu/%zu] FAILED %s (%s; log %s)\n", done, pending.size(), point.name.c_str(),
                        why.c_str(), (run / "train.log").c_str());

@@ -116,6 +116,10 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   model.params().init(static_cast<uint64_t>(tc.seed));
   std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(config, model.params());
 
+  // One process per run folder: a second `train --out` of it (a rerun sweep while the killed one's
+  // runs still stop) would interleave checkpoints and metrics.
+  fs::create_directories(dir);
+  const FileLock lock(dir / ".lock", "run folder " + dir.string());
   std::string resume_path;
   if (options.resume == "auto") {
     if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;

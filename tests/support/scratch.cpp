@@ -46,8 +46,8 @@ std::string read_file(const fs::path& path) {
   return s.str();
 }
 
-CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const fs::path& log,
-                          const std::map<std::string, std::string>& env, const fs::path& cwd) {
+pid_t start_program(const std::string& program, const std::vector<std::string>& args, const fs::path& log,
+                    const std::map<std::string, std::string>& env, const fs::path& cwd) {
   REQUIRE(::access(program.c_str(), X_OK) == 0);
   std::vector<std::string> all = {program};
   all.insert(all.end(), args.begin(), args.end());
@@ -74,19 +74,32 @@ CommandResult run_program(const std::string& program, const std::vector<std::str
     ::execve(argv[0], argv.data(), envp.data());
     ::_exit(127);
   }
+  REQUIRE(pid > 0);
+  return pid;
+}
+
+CommandResult wait_program(pid_t pid, const fs::path& log) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(log)};
 }
 
+CommandResult run_program(const std::string& program, const std::vector<std::string>& args, const fs::path& log,
+                          const std::map<std::string, std::string>& env, const fs::path& cwd) {
+  return wait_program(start_program(program, args, log, env, cwd), log);
+}
+
+std::string headlab_binary() {
+#ifdef HEADLAB_BINARY
+  return HEADLAB_BINARY;
+#else
+  return (fs::read_symlink("/proc/self/exe").parent_path() / "headlab").string();
+#endif
+}
+
 CommandResult run_headlab(const std::vector<std::string>& args, const fs::path& log,
                           const std::map<std::string, std::string>& env, const fs::path& cwd) {
-#ifdef HEADLAB_BINARY
-  const std::string binary = HEADLAB_BINARY;
-#else
-  const std::string binary = (fs::read_symlink("/proc/self/exe").parent_path() / "headlab").string();
-#endif
-  return run_program(binary, args, log, env, cwd);  // REQUIREs the binary: build the `headlab` target first
+  return run_program(headlab_binary(), args, log, env, cwd);  // REQUIREs the binary: build the `headlab` target first
 }
 
 ScopedEnv::ScopedEnv(const std::string& name, const char* value) : name(name) {

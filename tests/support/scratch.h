@@ -6,6 +6,8 @@
 //   ScopedEnv env("XDG_CACHE_HOME", dir);  set (nullptr: unset) until the end of the scope
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <map>
 #include <string>
@@ -36,6 +38,14 @@ struct CommandResult {
 CommandResult run_program(const std::string& program, const std::vector<std::string>& args,
                           const std::filesystem::path& log, const std::map<std::string, std::string>& env = {},
                           const std::filesystem::path& cwd = {});
+
+// run_program in two halves, for a test that signals the process while it runs.
+pid_t start_program(const std::string& program, const std::vector<std::string>& args, const std::filesystem::path& log,
+                    const std::map<std::string, std::string>& env = {}, const std::filesystem::path& cwd = {});
+CommandResult wait_program(pid_t pid, const std::filesystem::path& log);
+
+// The headlab executable in the build tree.
+std::string headlab_binary();
 
 // run_program of the headlab executable in the build tree. The build passes HEADLAB_BINARY;
 // otherwise it sits next to the test binary.

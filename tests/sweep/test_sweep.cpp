@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,11 +9,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "headlab/common/error.h"
+#include "headlab/common/files.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/nn/model.h"
 #include "headlab/sweep/sweep.h"
@@ -366,8 +369,122 @@ TEST_CASE("a failing run is reported with its log's last line and the other runs
   const auto rows = read_results(out / "results.csv");
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].at("n_seeds") == "2");
+  CHECK(rows[0].at("n_failed") == "0");
   CHECK(rows[1].at("train.lr") == "1e30");
   CHECK(rows[1].at("n_seeds") == "0");
+  // The failure is recorded where the results are read, with its error line.
+  CHECK(rows[1].at("n_failed") == "2");
+  CHECK_THAT(rows[1].at("failures"), Contains("train.lr=1e30,train.seed=0: exit code 2: ") &&
+                                         Contains("train.lr=1e30,train.seed=1: exit code 2: ") &&
+                                         Contains("training diverged"));
+  CHECK_THAT(read_file(out / "summary.md"), Contains("FAILED: exit code 2: ") && Contains("training diverged"));
+}
+
+TEST_CASE("two sweeps on one folder, or two trainings of one run folder, do not run at once", "[sweep]") {
+  Scratch s;
+  const fs::path file = s.write("seeds.toml", "base = \"base.toml\"\n[grid]\n\"train.seed\" = [0, 1]\n");
+  const fs::path out = s.dir / "out";
+  fs::create_directories(out);
+  {
+    const FileLock held(out / ".sweep.lock", "held by the test");
+    const CommandResult r = run_headlab({"sweep", file.string(), "--out", out.string()}, s.dir / "log.txt");
+    CHECK(r.code == 2);
+    REQUIRE(lines_of(r.output).size() == 1);
+    CHECK_THAT(r.output, Contains("sweep folder " + out.string() + " is in use by another headlab process (pid " +
+                                  std::to_string(::getpid()) + ")"));
+    CHECK_FALSE(fs::exists(out / "grid.csv"));
+    CHECK(run_headlab({"sweep", file.string(), "--out", out.string(), "--aggregate-only"}, s.dir / "log.txt").code == 2);
+  }
+  const fs::path run = s.dir / "run";
+  fs::create_directories(run);
+  const FileLock held(run / ".lock", "held by the test");
+  const CommandResult r = run_headlab({"train", (s.dir / "base.toml").string(), "--out", run.string()}, s.dir / "t.txt");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Contains("run folder " + run.string() + " is in use by another headlab process"));
+  CHECK_FALSE(fs::exists(run / "metrics.csv"));
+}
+
+namespace {
+// Waits until no process holds a run folder's lock (the runs of a killed sweep stop on SIGTERM).
+void wait_until_unlocked(const fs::path& run) {
+  for (int i = 0; i < 400; ++i) {
+    try {
+      const FileLock probe(run / ".lock", "probe");
+      return;
+    } catch (const Error&) {
+      ::usleep(25000);
+    }
+  }
+  FAIL("a run of the killed sweep still holds " << run.string() << " after 10 s");
+}
+}  // namespace
+
+TEST_CASE("kill -9 of a sweep or of one of its runs at any moment: a rerun ends as an uninterrupted sweep",
+          "[sweep]") {
+  Scratch s;
+  // Three runs of 600 steps (about a second each), a checkpoint every 50: kills land mid-run.
+  const fs::path file = s.write("seeds.toml", "base = \"base.toml\"\n[set]\n\"train.steps\" = 600\n"
+                                              "\"train.checkpoint_every\" = 50\n\"train.eval_every\" = 100\n"
+                                              "[grid]\n\"train.seed\" = [0, 1, 2]\n");
+  const fs::path straight = s.dir / "straight";
+  REQUIRE(run_headlab({"sweep", file.string(), "--jobs", "2", "--out", straight.string()}, s.dir / "s.log").code == 0);
+  const std::vector<std::string> names = {"train.seed=0", "train.seed=1", "train.seed=2"};
+  auto same_as_straight = [&](const fs::path& out) {
+    for (const std::string& name : names) {
+      INFO(name);
+      CHECK(metrics_without_timing(out / name) == metrics_without_timing(straight / name));
+    }
+    const auto want = read_results(straight / "results.csv"), got = read_results(out / "results.csv");
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      for (const char* key : {"n_seeds", "val_loss_mean", "val_loss_std", "n_failed", "failures"})
+        CHECK(got[i].at(key) == want[i].at(key));
+  };
+
+  std::mt19937 rng(7);
+  const std::string binary = test::headlab_binary();
+  SECTION("the sweep process") {
+    const fs::path out = s.dir / "killed";
+    int interrupted = 0;  // kills that left a run unfinished (the others came too late)
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      const pid_t sweep = test::start_program(binary, {"sweep", file.string(), "--jobs", "2", "--out", out.string()},
+                                              s.dir / "k.log");
+      ::usleep(std::uniform_int_distribution<int>(100000, 1200000)(rng));
+      ::kill(sweep, SIGKILL);
+      test::wait_program(sweep, s.dir / "k.log");
+      for (const std::string& name : names) wait_until_unlocked(out / name);
+      bool all_done = true;
+      for (const std::string& name : names) all_done = all_done && fs::exists(checkpoint_path((out / name).string(), 600));
+      interrupted += !all_done;
+    }
+    CHECK(interrupted >= 1);
+    const CommandResult rerun = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
+    INFO(rerun.output);
+    CHECK(rerun.code == 0);
+    same_as_straight(out);
+  }
+  SECTION("one of its runs") {
+    const fs::path out = s.dir / "child";
+    const pid_t sweep = test::start_program(binary, {"sweep", file.string(), "--jobs", "1", "--out", out.string()},
+                                            s.dir / "k.log");
+    // The first run's trainer: the process holding train.seed=0's lock, once it has a checkpoint.
+    const fs::path first = out / names[0];
+    for (int i = 0; i < 1000 && !fs::exists(checkpoint_path(first.string(), 50)); ++i) ::usleep(10000);
+    const std::string holder = read_file(first / ".lock");
+    REQUIRE(!holder.empty());
+    ::kill(std::stoi(holder), SIGKILL);
+    const CommandResult killed = test::wait_program(sweep, s.dir / "k.log");
+    INFO(killed.output);
+    CHECK(killed.code == 1);  // that run failed; the others finished
+    const auto rows = read_results(out / "results.csv");
+    CHECK(rows[0].at("n_failed") == "1");
+    CHECK_THAT(rows[0].at("failures"), Contains("train.seed=0: killed by signal 9"));
+    const CommandResult rerun = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
+    INFO(rerun.output);
+    CHECK(rerun.code == 0);
+    CHECK_FALSE(fs::exists(first / "failed.txt"));
+    same_as_straight(out);
+  }
 }
 
 TEST_CASE("a run folder whose checkpoint cannot be read fails up front and is left untouched", "[sweep]") {

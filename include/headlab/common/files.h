@@ -16,4 +16,19 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 // would open as an empty stream, included).
 std::string read_text_file(const std::filesystem::path& path, const std::string& what);
 
+// An exclusive lock on `path` (created if missing) for this object's lifetime: flock(2), so the
+// kernel releases it when the process dies, kill -9 included, and a stale lock file locks
+// nothing. Throws one line when another process (or another FileLock) holds it:
+// "<what> is in use by another headlab process (pid N)".
+class FileLock {
+ public:
+  FileLock(const std::filesystem::path& path, const std::string& what);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace headlab

@@ -100,6 +100,10 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
 // The manifest DIR/grid.csv: run,<grid keys...>,params,steps; one row per point.
 void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& points);
 
+// RUN/failed.txt: why a run's last attempt failed (one line), written by run_sweep and removed
+// when the run starts again; aggregation reports it in results.csv and summary.md.
+inline constexpr const char* kFailedFile = "failed.txt";
+
 // ---- aggregation (src/sweep/aggregate.cpp) ----
 
 // What one run's metrics.csv says at its end.
@@ -121,8 +125,9 @@ struct MeanStd {
 MeanStd mean_std(const std::vector<double>& values);
 
 // Reads DIR/grid.csv and every run's metrics.csv; writes DIR/results.csv (one row per grid point
-// without the seed keys, in grid order) and DIR/summary.md. Only runs whose metrics reach
-// train.steps count; unfinished ones are listed in the summary. Throws if DIR has no grid.csv.
+// without the seed keys, in grid order; n_failed and failures name the runs whose last attempt
+// failed, with why) and DIR/summary.md. Only runs whose metrics reach train.steps count;
+// unfinished ones are listed in the summary, failed ones with why. Throws if DIR has no grid.csv.
 void aggregate_sweep(const std::string& sweep_dir);
 
 // CSV with RFC 4180 quoting, shared by the writer and the reader of grid.csv and results.csv.
