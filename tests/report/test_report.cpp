@@ -94,7 +94,7 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   CHECK(html.find("{{DATA}}") == std::string::npos);
   CHECK_THAT(html, Catch::Contains("id=\"report-data\">{\"generated\":"));
   CHECK_THAT(html, Catch::Contains("\"kind\":\"run\""));
-  CHECK_THAT(html, Catch::Contains("\"config\":\"# headlab_version"));  // config.toml with its provenance
+  CHECK_THAT(html, Catch::Contains("\"config\":\"# the build that wrote this file (headlab --version)\\n# headlab_version = "));
   CHECK_THAT(html, Catch::Contains("\"metrics\":{\"columns\":[\"step\",\"tokens\",\"lr\",\"train_loss\",\"val_loss\""));
   CHECK_THAT(html, Catch::Contains("\"heads\":{\"columns\":[\"layer\",\"head\",\"gate\",\"importance\""));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[\"best.h5\""));
