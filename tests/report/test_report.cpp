@@ -124,6 +124,20 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   }
 }
 
+TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[report]") {
+  // run_small's attention_example_0.csv (+ _tokens.csv) is hand-written: no .h5, no checkpoints.
+  test::ScratchDir s("report_csv");
+  fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/run_small", s.dir / "run", fs::copy_options::recursive);
+  const auto r = run_headlab({"report", (s.dir / "run").string(), "--out", (s.dir / "r.html").string()}, s.dir / "log.txt");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string html = test::read_file(s.dir / "r.html");
+  check_self_contained(html);
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":4,\"T\":16,\"causal\":true,"
+                                   "\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
+  CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
+}
+
 TEST_CASE("report of a sweep holds the results table and every run", "[report]") {
   test::ScratchDir s("report_sweep");
   fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/sweep_small", s.dir / "sweep", fs::copy_options::recursive);
@@ -163,6 +177,7 @@ TEST_CASE("report of a missing folder, a folder that is not a run, or with bad o
       {{"report", (s.dir / "stuff").string(), "--prompt", "x", "--prompt-file", "y"}, "give --prompt or --prompt-file, not both"},
       {{"report", (s.dir / "stuff").string(), "extra"}, "extra"},
       {{"report", (s.dir / "stuff").string(), "--colour"}, "colour"},
+      {{"reprot", (s.dir / "stuff").string()}, "unknown verb 'reprot'; did you mean 'report'?"},
   };
   for (const Case& c : cases) {
     const auto r = run_headlab(c.args, s.dir / "log.txt");
