@@ -17,6 +17,7 @@ import csv
 import json
 import re
 import sys
+import zlib
 from html.parser import HTMLParser
 
 
@@ -55,6 +56,8 @@ def embedded_data(report_path):
 
 def head_bytes(example, layer, head):
     raw = base64.b64decode(example["heads"][layer * example["n_heads"] + head])
+    if example.get("encoding") == "deflate":
+        raw = zlib.decompress(raw)
     T = example["T"]
     expected = T * (T + 1) // 2 if example["causal"] else T * T
     if len(raw) != expected:

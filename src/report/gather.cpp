@@ -84,7 +84,8 @@ std::string list_json(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-// An example's maps, one base64 string per head (l * n_heads + h; null for a head the layer lacks).
+// An example's maps, one base64 string of zlib-compressed bytes per head (l * n_heads + h; null
+// for a head the layer lacks).
 std::string example_json(const std::string& name, const AttentionExample& a, const std::vector<std::string>& labels) {
   const int64_t L = a.n_layers, H = a.n_heads, T = a.seq_len;
   bool causal = true;
@@ -96,13 +97,14 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
   if (layer_heads.empty()) layer_heads.assign(L, H);
   std::string out = "{\"name\":" + json_string(name) + ",\"n_layers\":" + std::to_string(L) +
                     ",\"n_heads\":" + std::to_string(H) + ",\"T\":" + std::to_string(T) +
-                    ",\"causal\":" + (causal ? "true" : "false") + ",\"layer_heads\":[";
+                    ",\"causal\":" + (causal ? "true" : "false") + ",\"encoding\":\"deflate\",\"layer_heads\":[";
   for (int64_t l = 0; l < L; ++l) append_item(out, l > 0, std::to_string(layer_heads[l]));
   out += "],\"tokens\":" + list_json(labels) + ",\"heads\":[";
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) {
       const double* map = a.probs.data() + (l * H + h) * T * T;
-      append_item(out, l + h > 0, h < layer_heads[l] ? json_string(base64_encode(quantise_map(map, T, causal))) : "null");
+      append_item(out, l + h > 0,
+                  h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, causal)))) : "null");
     }
   return out + "]}";
 }

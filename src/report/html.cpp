@@ -1,9 +1,11 @@
-// The page of headlab report: JSON and base64 helpers, the one-byte quantisation of attention
-// maps, and the template (src/report/report.html, compiled in as kReportTemplate) filled in.
+// The page of headlab report: JSON and base64 helpers, the one-byte quantisation and the zlib
+// compression of attention maps, and the template (src/report/report.html, compiled in as kReportTemplate) filled in.
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include <zlib.h>
 
 #include "headlab/common/error.h"
 #include "headlab/report/report.h"
@@ -60,6 +62,15 @@ std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool cau
       const double p = probs[t * T + s];
       out.push_back(static_cast<unsigned char>(std::isfinite(p) ? std::lround(std::fmin(1.0, std::fmax(0.0, p)) * 255) : 0));
     }
+  return out;
+}
+
+std::vector<unsigned char> deflate_bytes(const std::vector<unsigned char>& bytes) {
+  uLongf size = compressBound(bytes.size());
+  std::vector<unsigned char> out(size);
+  HEADLAB_CHECK(compress2(out.data(), &size, bytes.data(), bytes.size(), 6) == Z_OK,
+                "report: zlib failed to compress " << bytes.size() << " bytes");
+  out.resize(size);
   return out;
 }
 

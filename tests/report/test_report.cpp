@@ -78,6 +78,10 @@ TEST_CASE("base64, JSON strings and the one-byte quantisation of attention maps"
   const std::vector<double> map = {1.0, 0.0, 0.25, 0.75};
   CHECK(quantise_map(map.data(), 2, true) == std::vector<unsigned char>{255, 64, 191});
   CHECK(quantise_map(map.data(), 2, false) == std::vector<unsigned char>{255, 0, 64, 191});
+  // zlib format: header 0x78, then deflate; 1000 zeros compress to a few bytes.
+  const std::vector<unsigned char> packed = deflate_bytes(std::vector<unsigned char>(1000, 0));
+  CHECK(packed.size() < 30);
+  CHECK(packed[0] == 0x78);
 }
 
 TEST_CASE("report of a trained run holds its config, curves, heads, pruning and attention maps, offline",
@@ -100,17 +104,17 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[\"best.h5\""));
   CHECK_THAT(html, Catch::Contains("\"prune\":[{\"name\":\"entropy"));
   CHECK_THAT(html, Catch::Contains("\"csv\":{\"columns\":[\"strategy\",\"seed\""));
-  CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":2,\"T\":16,\"causal\":true"));
-  CHECK_THAT(html, Catch::Contains("{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":12,\"causal\":true"));
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":2,\"T\":16,\"causal\":true,\"encoding\":\"deflate\""));
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":12,\"causal\":true,\"encoding\":\"deflate\""));
   CHECK_THAT(html, Catch::Contains("\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));  // the prompt, as characters
 
-  // Every head of the dumped example, as the page receives it: base64 of round(255 p) over the
-  // lower triangle of attention_example_0.h5's maps.
+  // Every head of the dumped example, as the page receives it: base64 of zlib of round(255 p) over
+  // the lower triangle of attention_example_0.h5's maps.
   const CheckpointReader h5((a.run / "attention_example_0.h5").string());
   const std::vector<double> probs = h5.read_array<double>("attention");
   std::string heads = "\"heads\":[";
   for (int64_t k = 0; k < 4; ++k)
-    heads += (k ? ",\"" : "\"") + base64_encode(quantise_map(probs.data() + k * 256, 16, true)) + "\"";
+    heads += (k ? ",\"" : "\"") + base64_encode(deflate_bytes(quantise_map(probs.data() + k * 256, 16, true))) + "\"";
   CHECK_THAT(html, Catch::Contains(heads + "]}"));
 
   SECTION("the default output is RUN/report.html, and the template is the one compiled in") {
@@ -134,7 +138,7 @@ TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[
   const std::string html = test::read_file(s.dir / "r.html");
   check_self_contained(html);
   CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":4,\"T\":16,\"causal\":true,"
-                                   "\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
+                                   "\"encoding\":\"deflate\",\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
 }
 

@@ -4,8 +4,8 @@
 // every run folder) into one JSON document; report_html() puts it into the page template, which
 // is compiled into the binary (src/report/report.html, embedded by cmake/embed_text.cmake), so an
 // installed headlab needs no shared file for it. Attention maps are quantised to one byte per
-// probability (round(255 p)), the lower triangle only for causal maps, base64 per head; the page
-// decodes a head when it is first drawn.
+// probability (round(255 p)), the lower triangle only for causal maps, compressed with zlib and
+// base64-encoded per head; the page decodes a head when it is first drawn.
 //   std::string json = gather_report("runs/default", {});
 //   write_file_atomically("runs/default/report.html", report_html(json, "default"));
 #pragma once
@@ -39,5 +39,7 @@ std::string json_string(const std::string& text);  // quoted and escaped; '<' as
 // One head's map [T, T] (row-major probabilities) as bytes round(255 p): rows 0..T-1, the first
 // t + 1 entries of row t when `causal`, else all T.
 std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal);
+// zlib's compress2 (the zlib format, which the browser's DecompressionStream("deflate") reads).
+std::vector<unsigned char> deflate_bytes(const std::vector<unsigned char>& bytes);
 
 }  // namespace headlab
