@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -128,16 +126,24 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
     HEADLAB_CHECK(!rows.empty() && rows[0].size() > 3 && rows[0][0] == "layer",
                   (dir / (stem + ".csv")).string() << ": not an attention dump (layer,head,query,k0,...)");
     a.seq_len = static_cast<int64_t>(rows[0].size()) - 3;
+    auto index = [&](size_t r, size_t i) {  // layer, head or query of row r: a count
+      char* end = nullptr;
+      const long long v = i < rows[r].size() ? std::strtoll(rows[r][i].c_str(), &end, 10) : -1;
+      HEADLAB_CHECK(end && *end == '\0' && !rows[r][i].empty() && v >= 0,
+                    stem << ".csv: row " << r << " has '" << (i < rows[r].size() ? rows[r][i] : "") << "' for "
+                         << rows[0][i] << ", not a count");
+      return static_cast<int64_t>(v);
+    };
     for (size_t r = 1; r < rows.size(); ++r) {
-      a.n_layers = std::max<int64_t>(a.n_layers, std::stoll(rows[r][0]) + 1);
-      a.n_heads = std::max<int64_t>(a.n_heads, std::stoll(rows[r][1]) + 1);
+      a.n_layers = std::max<int64_t>(a.n_layers, index(r, 0) + 1);
+      a.n_heads = std::max<int64_t>(a.n_heads, index(r, 1) + 1);
     }
     const int64_t T = a.seq_len;
     a.probs.assign(a.n_layers * a.n_heads * T * T, std::nan(""));
     for (size_t r = 1; r < rows.size(); ++r) {
       HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3, stem << ".csv: row " << r << " has "
                                                                           << rows[r].size() << " fields, not " << T + 3);
-      const int64_t l = std::stoll(rows[r][0]), h = std::stoll(rows[r][1]), t = std::stoll(rows[r][2]);
+      const int64_t l = index(r, 0), h = index(r, 1), t = index(r, 2);
       HEADLAB_CHECK(t >= 0 && t < T, stem << ".csv: row " << r << " has query " << t << " outside [0, " << T << ")");
       for (int64_t s = 0; s < T; ++s) a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(rows[r][3 + s].c_str(), nullptr);
     }

@@ -165,6 +165,8 @@ TEST_CASE("report of a missing folder, a folder that is not a run, or with bad o
   test::ScratchDir s("report_bad");
   fs::create_directories(s.dir / "empty");
   fs::create_directories(s.dir / "stuff");
+  fs::create_directories(s.dir / "badcsv");
+  s.write("badcsv/attention_example_0.csv", "layer,head,query,k0\nx,0,0,1\n");
   s.write("stuff/notes.txt", "not a run\n");
   fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/sweep_small", s.dir / "sweep", fs::copy_options::recursive);
   struct Case {
@@ -182,6 +184,7 @@ TEST_CASE("report of a missing folder, a folder that is not a run, or with bad o
       {{"report", (s.dir / "stuff").string(), "extra"}, "extra"},
       {{"report", (s.dir / "stuff").string(), "--colour"}, "colour"},
       {{"reprot", (s.dir / "stuff").string()}, "unknown verb 'reprot'; did you mean 'report'?"},
+      {{"report", (s.dir / "badcsv").string()}, "attention_example_0.csv: row 1 has 'x' for layer, not a count"},
   };
   for (const Case& c : cases) {
     const auto r = run_headlab(c.args, s.dir / "log.txt");
