@@ -190,7 +190,8 @@ std::vector<std::string> example_stems(const fs::path& dir) {
 std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
   std::string out = "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
                     ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" +
-                    optional_csv(dir / "metrics.csv") + ",\"heads\":" + optional_csv(dir / "heads.csv");
+                    optional_csv(dir / "metrics.csv") + ",\"heads\":" + optional_csv(dir / "heads.csv") +
+                    ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv");
   std::vector<std::string> checkpoints;
   if (fs::is_directory(dir / "checkpoints"))
     for (const auto& entry : fs::directory_iterator(dir / "checkpoints"))

@@ -101,6 +101,7 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   CHECK_THAT(html, Catch::Contains("\"config\":\"# the build that wrote this file (headlab --version)\\n# headlab_version = "));
   CHECK_THAT(html, Catch::Contains("\"metrics\":{\"columns\":[\"step\",\"tokens\",\"lr\",\"train_loss\",\"val_loss\""));
   CHECK_THAT(html, Catch::Contains("\"heads\":{\"columns\":[\"layer\",\"head\",\"gate\",\"importance\""));
+  CHECK_THAT(html, Catch::Contains("\"similarity\":{\"columns\":[\"head\",\"L0H0\",\"L0H1\",\"L1H0\",\"L1H1\"]"));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[\"best.h5\""));
   CHECK_THAT(html, Catch::Contains("\"prune\":[{\"name\":\"entropy"));
   CHECK_THAT(html, Catch::Contains("\"csv\":{\"columns\":[\"strategy\",\"seed\""));
