@@ -33,6 +33,7 @@ constexpr Verb kVerbs[] = {
     {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
     {"analyze", headlab::cli::run_analyze, "per-head importance, ablation and attention statistics -> heads.csv"},
     {"prune", headlab::cli::run_prune, "prune heads by a score (or L0 gates), metric after every round -> prune.csv"},
+    {"report", headlab::cli::run_report, "one self-contained HTML file of a run or sweep: curves, heatmaps, attention viewer"},
     {"version", headlab::cli::run_version, "the version, git commit, build type and BLIS kernel set (also --version, -V)"},
     {"help", run_help, "this list (headlab help VERB: the verb's options)"},
 };

@@ -97,6 +97,10 @@ TEST_CASE("an installed headlab trains, plots and evaluates from its shipped con
   CHECK_THAT(headlab_in_work({"eval", "runs/default/checkpoints/best.h5", "--split", "test", "--batches", "8"},
                              "eval.log"),
              Contains("bits_per_byte"));
+  // The report's page is compiled in: no shared file needed, written inside the run folder.
+  CHECK_THAT(headlab_in_work({"report", "runs/default", "--prompt", "And God"}, "report.log"),
+             Contains("wrote runs/default/report.html"));
+  CHECK_THAT(test::read_file(run / "report.html"), Contains("function createViewer") && Contains("{\"name\":\"prompt\""));
 
   // Nothing written outside the run folder and the user cache.
   CHECK(names_in(work) == std::set<std::string>{"runs"});

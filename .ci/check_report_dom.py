@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks the DOM Chromium dumped of a headlab report (.ci/test-browser); standard library only.
+
+  check_report_dom.py DOM --report REPORT.html --heads-csv heads.csv [--example NAME --layer L --head H|all] [--runs N]
+
+- the page ran to the end (body data-ready="1") and #js-errors is empty;
+- every heatmap has one cell per row of heads.csv, one heatmap per column with a value;
+- with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
+  bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
+  in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
+- with --runs N: the sweep page holds N run sections.
+Prints one line naming the first failed check and exits 1.
+"""
+import argparse
+import base64
+import csv
+import json
+import re
+import sys
+import zlib
+from html.parser import HTMLParser
+
+
+class Elements(HTMLParser):
+    """Every element's tag and attributes, and the text of #js-errors."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements, self.errors, self._in_errors = [], "", False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.elements.append((tag, attrs))
+        self._in_errors = attrs.get("id") == "js-errors"
+
+    def handle_endtag(self, tag):
+        self._in_errors = False
+
+    def handle_data(self, data):
+        if self._in_errors:
+            self.errors += data
+
+
+def fail(message):
+    print(f"check_report_dom: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def embedded_data(report_path):
+    text = open(report_path, encoding="utf-8").read()
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', text, re.S)
+    if not m:
+        fail(f"{report_path}: no embedded report-data")
+    return json.loads(m.group(1))
+
+
+def head_bytes(example, layer, head):
+    raw = base64.b64decode(example["heads"][layer * example["n_heads"] + head])
+    if example.get("encoding") == "deflate":
+        raw = zlib.decompress(raw)
+    T = example["T"]
+    expected = T * (T + 1) // 2 if example["causal"] else T * T
+    if len(raw) != expected:
+        fail(f"example {example['name']} layer {layer} head {head}: {len(raw)} bytes, expected {expected}")
+    return raw
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("dom")
+    p.add_argument("--report", required=True)
+    p.add_argument("--heads-csv", required=True)
+    p.add_argument("--example")
+    p.add_argument("--layer", type=int)
+    p.add_argument("--head")
+    p.add_argument("--runs", type=int)
+    args = p.parse_args()
+
+    dom = Elements()
+    dom.feed(open(args.dom, encoding="utf-8").read())
+    if dom.errors.strip():
+        fail(f"JavaScript errors: {dom.errors.strip()}")
+    if not any(tag == "body" and a.get("data-ready") == "1" for tag, a in dom.elements):
+        fail("the page's script did not finish (no body data-ready=1)")
+
+    with open(args.heads_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    columns = [c for c in rows[0] if c not in ("layer", "head") and any(r[c] != "" for r in rows)]
+    cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
+    for name in columns:
+        got = {(a["data-layer"], a["data-head"]) for a in cells if a["data-column"] == name}
+        want = {(r["layer"], r["head"]) for r in rows}
+        if got != want:
+            fail(f"heatmap {name}: cells {sorted(got)}, expected one per head {sorted(want)}")
+    values = [a for a in cells if a["data-value"] != ""]
+    if not values:
+        fail("no heatmap cell has a value")
+
+    if args.runs is not None:
+        runs = [a for tag, a in dom.elements if tag == "details" and "data-run" in a]
+        if len(runs) != args.runs:
+            fail(f"{len(runs)} run sections, expected {args.runs}")
+
+    if args.example is not None:
+        viewers = [a for tag, a in dom.elements if tag == "div" and "data-rendered" in a]
+        if not viewers:
+            fail("no rendered attention viewer")
+        v = viewers[0]
+        shown = (v.get("data-example"), v.get("data-layer"), v.get("data-head"))
+        if shown != (args.example, str(args.layer), args.head):
+            fail(f"the viewer shows example, layer, head {shown}, expected {(args.example, str(args.layer), args.head)}")
+        data = embedded_data(args.report)
+        example = next((e for e in data["runs"][0]["examples"] if e["name"] == args.example), None)
+        if example is None:
+            fail(f"example {args.example} is not in {args.report}")
+        heads = range(example["layer_heads"][args.layer]) if args.head == "all" else [int(args.head)]
+        total = sum(sum(head_bytes(example, args.layer, h)) for h in heads)
+        if v.get("data-sum") != str(total):
+            fail(f"the viewer drew matrices summing to {v.get('data-sum')}, the selected head(s) sum to {total}")
+        if v.get("data-canvases") != str(len(heads)) or v.get("data-t") != str(example["T"]):
+            fail(f"the viewer drew {v.get('data-canvases')} canvases of T = {v.get('data-t')}, "
+                 f"expected {len(heads)} of T = {example['T']}")
+        canvases = [a for tag, a in dom.elements if tag == "canvas" and a.get("data-layer") == str(args.layer)]
+        if len(canvases) != len(heads):
+            fail(f"{len(canvases)} canvases of layer {args.layer} in the DOM, expected {len(heads)}")
+        if int(v.get("data-painted", "0")) < example["T"]:
+            fail(f"the viewer's canvas has {v.get('data-painted')} painted pixels")
+        tokens = [a for tag, a in dom.elements if tag == "span" and "data-pos" in a]
+        if len(tokens) != example["T"]:
+            fail(f"{len(tokens)} tokens in the strip, expected {example['T']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+// headlab report RUN_OR_SWEEP [--out FILE.html] [--prompt TEXT | --prompt-file FILE] [--set data.KEY=V]
+// One self-contained HTML file of a run or sweep folder (default: PATH/report.html): config and
+// provenance, training curves, per-head heatmaps, pruning curves and an attention viewer
+// (src/report/, docs/report.md). --prompt first computes every head's attention on the text with
+// the run's best checkpoint (as analyze --prompt does, without writing its files) and adds it to
+// the viewer. For a sweep folder, results.csv and summary.md are rewritten first, as plot does.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <cxxopts.hpp>
+
+#include "headlab/common/files.h"
+#include "headlab/report/report.h"
+#include "headlab/train/checkpointing.h"
+#include "options.h"
+#include "verbs.h"
+
+namespace headlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A byte as the viewer shows it: itself when printable, else \n or \xNN (as analyze's _tokens.csv).
+std::string byte_label(unsigned char byte) {
+  if (byte == '\n') return "\\n";
+  if (byte >= 32 && byte < 127) return std::string(1, static_cast<char>(byte));
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", byte);
+  return buf;
+}
+
+ExtraExample prompt_example(const std::string& run, const std::string& text, const std::vector<std::string>& overrides) {
+  const std::string checkpoint = resolve_checkpoint(run);
+  OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
+  HEADLAB_CHECK(opened.config.data.task == "text",
+                "--prompt: the checkpoint models data.task = " << opened.config.data.task
+                    << ", not bytes of text; a prompt is text for a byte-level text model");
+  const std::vector<int32_t> tokens(reinterpret_cast<const unsigned char*>(text.data()),
+                                    reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+  ExtraExample e;
+  e.name = "prompt";
+  e.attention = attention_on_tokens(*opened.model, tokens);
+  for (const unsigned char c : text) e.token_labels.push_back(byte_label(c));
+  return e;
+}
+
+}  // namespace
+
+int run_report(int argc, char** argv) {
+  cxxopts::Options options("headlab report",
+                           "One self-contained HTML file of a run or sweep folder: config, curves, per-head heatmaps, "
+                           "pruning curves and an attention viewer (docs/report.md).");
+  options.positional_help("RUN_OR_SWEEP");
+  options.add_options()("path", "run folder or sweep folder", cxxopts::value<std::string>())(
+      "out", "the HTML file to write (default: PATH/report.html)", cxxopts::value<std::string>())(
+      "prompt", "also every head's attention on this text (the run's best checkpoint; byte-level text models)",
+      cxxopts::value<std::string>())("prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
+      "set", "change a data.* key of the checkpoint's config for --prompt, e.g. --set data.path=moved.txt (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
+  const auto parsed = parse_options(options, {"path"}, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
+  HEADLAB_CHECK(args.count("path"), "no folder given (usage: headlab report RUN_OR_SWEEP [--out FILE.html])");
+  const std::string path = args["path"].as<std::string>();
+  std::error_code ec;
+  HEADLAB_CHECK(fs::is_directory(path, ec), "no such folder: " << path);
+  const std::vector<std::string> overrides = checkpoint_overrides(args, {"data."});
+
+  std::vector<ExtraExample> extra;
+  if (args.count("prompt") || args.count("prompt-file")) {
+    HEADLAB_CHECK(args.count("prompt") + args.count("prompt-file") == 1, "give --prompt or --prompt-file, not both");
+    HEADLAB_CHECK(!fs::exists(fs::path(path) / "grid.csv"),
+                  path << " is a sweep folder: --prompt needs a run folder (one of its runs)");
+    const std::string text = args.count("prompt") ? args["prompt"].as<std::string>()
+                                                  : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
+    extra.push_back(prompt_example(path, text, overrides));
+  }
+  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(path) / "report.html";
+  const std::string html = report_html(gather_report(path, extra), fs::absolute(path).lexically_normal().string());
+  if (out.has_parent_path()) fs::create_directories(out.parent_path());
+  write_file_atomically(out, html);
+  std::printf("wrote %s (%.1f KB)\n", out.string().c_str(), html.size() / 1024.0);
+  return 0;
+}
+
+}  // namespace headlab::cli

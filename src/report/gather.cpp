@@ -1,0 +1,269 @@
+// headlab report's data: what a run or sweep folder holds, read into one JSON document for the
+// page (src/report/report.html reads it; docs/report.md lists the fields). CSV files go in as
+// {"columns": [...], "rows": [[...], ...]} with numbers as numbers and empty cells as null, so
+// the page, not this file, decides what to draw from each column.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "headlab/common/error.h"
+#include "headlab/common/files.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/io/provenance.h"
+#include "headlab/report/report.h"
+#include "headlab/sweep/sweep.h"
+
+namespace headlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// out += ",item" (or "item" for the first of a list).
+void append_item(std::string& out, bool comma, const std::string& item) {
+  if (comma) out += ',';
+  out += item;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.8g", v);
+  return buf;
+}
+
+// A CSV cell: a number when all of it parses as one, null when empty, else a string.
+std::string json_cell(const std::string& text) {
+  if (text.empty()) return "null";
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() + text.size() && text.find_first_of("xXnN") == std::string::npos) return json_number(v);
+  return json_string(text);
+}
+
+std::vector<std::vector<std::string>> read_csv_rows(const fs::path& path) {
+  std::istringstream in(read_text_file(path, "CSV file"));
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);)
+    if (line.find_first_not_of(" \r") != std::string::npos) rows.push_back(split_csv_line(line));
+  return rows;
+}
+
+std::string csv_json(const fs::path& path) {
+  const auto rows = read_csv_rows(path);
+  if (rows.empty()) return "null";
+  std::string out = "{\"columns\":[";
+  for (size_t i = 0; i < rows[0].size(); ++i) append_item(out, i > 0, json_string(rows[0][i]));
+  out += "],\"rows\":[";
+  for (size_t r = 1; r < rows.size(); ++r) {
+    out += r > 1 ? ",[" : "[";
+    for (size_t i = 0; i < rows[0].size(); ++i) append_item(out, i > 0, json_cell(i < rows[r].size() ? rows[r][i] : ""));
+    out += "]";
+  }
+  return out + "]}";
+}
+
+std::string optional_csv(const fs::path& path) { return fs::is_regular_file(path) ? csv_json(path) : "null"; }
+std::string optional_text(const fs::path& path) {
+  return fs::is_regular_file(path) ? json_string(read_text_file(path, "file")) : "null";
+}
+
+std::string list_json(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) append_item(out, i > 0, json_string(items[i]));
+  return out + "]";
+}
+
+// An example's maps, one base64 string of zlib-compressed bytes per head (l * n_heads + h; null
+// for a head the layer lacks).
+std::string example_json(const std::string& name, const AttentionExample& a, const std::vector<std::string>& labels) {
+  const int64_t L = a.n_layers, H = a.n_heads, T = a.seq_len;
+  bool causal = true;
+  for (size_t i = 0; i < a.probs.size() && causal; ++i) {
+    const int64_t s = static_cast<int64_t>(i % T), t = static_cast<int64_t>(i / T % T);
+    causal = s <= t || a.probs[i] == 0 || std::isnan(a.probs[i]);
+  }
+  std::vector<int64_t> layer_heads = a.layer_heads;
+  if (layer_heads.empty()) layer_heads.assign(L, H);
+  std::string out = "{\"name\":" + json_string(name) + ",\"n_layers\":" + std::to_string(L) +
+                    ",\"n_heads\":" + std::to_string(H) + ",\"T\":" + std::to_string(T) +
+                    ",\"causal\":" + (causal ? "true" : "false") + ",\"encoding\":\"deflate\",\"layer_heads\":[";
+  for (int64_t l = 0; l < L; ++l) append_item(out, l > 0, std::to_string(layer_heads[l]));
+  out += "],\"tokens\":" + list_json(labels) + ",\"heads\":[";
+  for (int64_t l = 0; l < L; ++l)
+    for (int64_t h = 0; h < H; ++h) {
+      const double* map = a.probs.data() + (l * H + h) * T * T;
+      append_item(out, l + h > 0,
+                  h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, causal)))) : "null");
+    }
+  return out + "]}";
+}
+
+// attention_example_I.h5 (preferred: exact, and small to read) or attention_example_I.csv
+// (layer,head,query,k0..k{T-1}), as headlab analyze writes them.
+AttentionExample read_example(const fs::path& dir, const std::string& stem) {
+  AttentionExample a;
+  if (fs::is_regular_file(dir / (stem + ".h5"))) {
+    const CheckpointReader h5((dir / (stem + ".h5")).string());
+    const Shape shape = h5.shape("attention");
+    HEADLAB_CHECK(shape.rank == 4 && shape[2] == shape[3], h5.path() << ": attention is not [L, H, T, T]");
+    a.n_layers = shape[0], a.n_heads = shape[1], a.seq_len = shape[2];
+    a.probs = h5.read_array<double>("attention");
+    if (h5.has("tokens")) {
+      const std::vector<int64_t> tokens = h5.read_array<int64_t>("tokens");
+      a.row.tokens.assign(tokens.begin(), tokens.end());
+    }
+  } else {
+    const auto rows = read_csv_rows(dir / (stem + ".csv"));
+    HEADLAB_CHECK(!rows.empty() && rows[0].size() > 3 && rows[0][0] == "layer",
+                  (dir / (stem + ".csv")).string() << ": not an attention dump (layer,head,query,k0,...)");
+    a.seq_len = static_cast<int64_t>(rows[0].size()) - 3;
+    auto index = [&](size_t r, size_t i) {  // layer, head or query of row r: a count
+      char* end = nullptr;
+      const long long v = i < rows[r].size() ? std::strtoll(rows[r][i].c_str(), &end, 10) : -1;
+      HEADLAB_CHECK(end && *end == '\0' && !rows[r][i].empty() && v >= 0,
+                    stem << ".csv: row " << r << " has '" << (i < rows[r].size() ? rows[r][i] : "") << "' for "
+                         << rows[0][i] << ", not a count");
+      return static_cast<int64_t>(v);
+    };
+    for (size_t r = 1; r < rows.size(); ++r) {
+      a.n_layers = std::max<int64_t>(a.n_layers, index(r, 0) + 1);
+      a.n_heads = std::max<int64_t>(a.n_heads, index(r, 1) + 1);
+    }
+    const int64_t T = a.seq_len;
+    a.probs.assign(a.n_layers * a.n_heads * T * T, std::nan(""));
+    for (size_t r = 1; r < rows.size(); ++r) {
+      HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3, stem << ".csv: row " << r << " has "
+                                                                          << rows[r].size() << " fields, not " << T + 3);
+      const int64_t l = index(r, 0), h = index(r, 1), t = index(r, 2);
+      HEADLAB_CHECK(t >= 0 && t < T, stem << ".csv: row " << r << " has query " << t << " outside [0, " << T << ")");
+      for (int64_t s = 0; s < T; ++s) a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(rows[r][3 + s].c_str(), nullptr);
+    }
+  }
+  const int64_t T = a.seq_len;
+  for (int64_t l = 0; l < a.n_layers; ++l) {  // a layer's heads: those whose first row is a probability
+    int64_t n = 0;
+    while (n < a.n_heads && !std::isnan(a.probs[((l * a.n_heads + n) * T) * T])) ++n;
+    a.layer_heads.push_back(n);
+  }
+  return a;
+}
+
+// Token labels from _tokens.csv's text column; else the token ids.
+std::vector<std::string> read_token_labels(const fs::path& dir, const std::string& stem, const AttentionExample& a) {
+  std::vector<std::string> labels;
+  const fs::path path = dir / (stem + "_tokens.csv");
+  if (fs::is_regular_file(path)) {
+    const auto rows = read_csv_rows(path);
+    const size_t column = rows.empty() ? 0 : std::find(rows[0].begin(), rows[0].end(), "text") - rows[0].begin();
+    if (!rows.empty() && column < rows[0].size())
+      for (size_t r = 1; r < rows.size(); ++r) labels.push_back(column < rows[r].size() ? rows[r][column] : "");
+  }
+  for (size_t t = labels.size(); t < a.row.tokens.size(); ++t) labels.push_back(std::to_string(a.row.tokens[t]));
+  labels.resize(a.seq_len);
+  return labels;
+}
+
+// Dumped examples, numbered ones in order, then the prompt.
+std::vector<std::string> example_stems(const fs::path& dir) {
+  static const std::regex pattern(R"(attention_example_(\d+|prompt)\.(h5|csv))");
+  std::set<std::pair<int64_t, std::string>> found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    std::smatch m;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, m, pattern))
+      found.insert({m[1] == "prompt" ? INT64_MAX : std::stoll(m[1]), "attention_example_" + m[1].str()});
+  }
+  std::vector<std::string> stems;
+  for (const auto& f : found) stems.push_back(f.second);
+  return stems;
+}
+
+std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
+  std::string out = "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
+                    ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" +
+                    optional_csv(dir / "metrics.csv") + ",\"heads\":" + optional_csv(dir / "heads.csv") +
+                    ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv");
+  std::vector<std::string> checkpoints;
+  if (fs::is_directory(dir / "checkpoints"))
+    for (const auto& entry : fs::directory_iterator(dir / "checkpoints"))
+      if (entry.path().extension() == ".h5") checkpoints.push_back(entry.path().filename().string());
+  std::sort(checkpoints.begin(), checkpoints.end());
+  out += ",\"checkpoints\":" + list_json(checkpoints) + ",\"prune\":[";
+  std::vector<std::string> prune_dirs;
+  if (fs::is_regular_file(dir / "prune.csv")) prune_dirs.push_back(".");
+  if (fs::is_directory(dir / "prune"))
+    for (const auto& entry : fs::directory_iterator(dir / "prune"))
+      if (fs::is_regular_file(entry.path() / "prune.csv")) prune_dirs.push_back(entry.path().filename().string());
+  std::sort(prune_dirs.begin(), prune_dirs.end());
+  for (size_t i = 0; i < prune_dirs.size(); ++i) {
+    const fs::path csv = prune_dirs[i] == "." ? dir / "prune.csv" : dir / "prune" / prune_dirs[i] / "prune.csv";
+    append_item(out, i > 0, "{\"name\":" + json_string(prune_dirs[i] == "." ? name : prune_dirs[i]) +
+                                ",\"csv\":" + csv_json(csv) + "}");
+  }
+  out += "],\"examples\":[";
+  bool first = true;
+  for (const std::string& stem : example_stems(dir)) {
+    const AttentionExample a = read_example(dir, stem);
+    append_item(out, !first, example_json(stem.substr(18), a, read_token_labels(dir, stem, a)));  // after "attention_example_"
+    first = false;
+  }
+  for (const ExtraExample& e : extra) {
+    append_item(out, !first, example_json(e.name, e.attention, e.token_labels));
+    first = false;
+  }
+  return out + "]}";
+}
+
+std::string generated_json(const std::string& folder) {
+  const std::time_t now = std::time(nullptr);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::string out = "{\"folder\":" + json_string(folder) + ",\"date\":" + json_string(when);
+  for (const ProvenanceField& f : provenance()) append_item(out, true, json_string(f.key) + ":" + json_string(f.value));
+  return out + "}";
+}
+
+}  // namespace
+
+std::string gather_report(const std::string& folder, const std::vector<ExtraExample>& extra) {
+  std::error_code ec;
+  HEADLAB_CHECK(fs::is_directory(folder, ec), "no such folder: " << folder);
+  const fs::path dir(folder);
+  fs::path normal = fs::absolute(dir).lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();  // "runs/x/"
+  const std::string name = normal.filename().empty() ? folder : normal.filename().string();
+  const std::string head = "{\"generated\":" + generated_json(folder) + ",\"name\":" + json_string(name);
+  if (fs::is_regular_file(dir / "grid.csv")) {
+    HEADLAB_CHECK(extra.empty(), folder << " is a sweep folder: --prompt needs a run folder (one of its runs)");
+    aggregate_sweep(folder);  // as headlab plot does: the tables agree with the runs' metrics
+    std::string out = head + ",\"kind\":\"sweep\",\"grid\":" + csv_json(dir / "grid.csv") +
+                      ",\"results\":" + optional_csv(dir / "results.csv") +
+                      ",\"summary\":" + optional_text(dir / "summary.md") + ",\"runs\":[";
+    const auto grid = read_csv_rows(dir / "grid.csv");
+    bool first = true;
+    for (size_t r = 1; r < grid.size(); ++r) {
+      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0])) continue;
+      append_item(out, !first, run_json(dir / grid[r][0], grid[r][0], {}));
+      first = false;
+    }
+    return out + "]}";
+  }
+  const bool has_run_files = fs::is_regular_file(dir / "metrics.csv") || fs::is_regular_file(dir / "heads.csv") ||
+                             fs::is_regular_file(dir / "prune.csv") || fs::is_directory(dir / "prune") ||
+                             !example_stems(dir).empty();
+  HEADLAB_CHECK(has_run_files || !extra.empty(),
+                folder << " is not a run or sweep folder: it holds no metrics.csv, grid.csv, heads.csv, "
+                          "attention_example_*, prune.csv or prune/");
+  return head + ",\"kind\":\"run\",\"runs\":[" + run_json(dir, name, extra) + "]}";
+}
+
+}  // namespace headlab

@@ -1,0 +1,108 @@
+// The page of headlab report: JSON and base64 helpers, the one-byte quantisation and the zlib
+// compression of attention maps, and the template (src/report/report.html, compiled in as kReportTemplate) filled in.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <zlib.h>
+
+#include "headlab/common/error.h"
+#include "headlab/report/report.h"
+#include "headlab_report_template.h"  // generated from src/report/report.html (cmake/embed_text.cmake)
+
+namespace headlab {
+
+std::string base64_encode(const std::vector<unsigned char>& bytes) {
+  static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const unsigned v = bytes[i] << 16 | bytes[i + 1] << 8 | bytes[i + 2];
+    out += {alphabet[v >> 18], alphabet[v >> 12 & 63], alphabet[v >> 6 & 63], alphabet[v & 63]};
+  }
+  if (i + 1 == bytes.size()) {
+    const unsigned v = bytes[i] << 16;
+    out += {alphabet[v >> 18], alphabet[v >> 12 & 63], '=', '='};
+  } else if (i + 2 == bytes.size()) {
+    const unsigned v = bytes[i] << 16 | bytes[i + 1] << 8;
+    out += {alphabet[v >> 18], alphabet[v >> 12 & 63], alphabet[v >> 6 & 63], '='};
+  }
+  return out;
+}
+
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 || c == '<' || c == '>' || c == '&') {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal) {
+  std::vector<unsigned char> out;
+  out.reserve(causal ? T * (T + 1) / 2 : T * T);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t s = 0; s < (causal ? t + 1 : T); ++s) {
+      const double p = probs[t * T + s];
+      out.push_back(static_cast<unsigned char>(std::isfinite(p) ? std::lround(std::fmin(1.0, std::fmax(0.0, p)) * 255) : 0));
+    }
+  return out;
+}
+
+std::vector<unsigned char> deflate_bytes(const std::vector<unsigned char>& bytes) {
+  uLongf size = compressBound(bytes.size());
+  std::vector<unsigned char> out(size);
+  HEADLAB_CHECK(compress2(out.data(), &size, bytes.data(), bytes.size(), 6) == Z_OK,
+                "report: zlib failed to compress " << bytes.size() << " bytes");
+  out.resize(size);
+  return out;
+}
+
+namespace {
+
+std::string html_escaped(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else if (c == '"') out += "&quot;";
+    else out += c;
+  }
+  return out;
+}
+
+// The first (or with `last`, the last) occurrence of `placeholder`.
+void replace_once(std::string& text, const std::string& placeholder, const std::string& value, bool last = false) {
+  const size_t at = last ? text.rfind(placeholder) : text.find(placeholder);
+  HEADLAB_CHECK(at != std::string::npos, "report template: no " << placeholder);
+  text.replace(at, placeholder.size(), value);
+}
+
+}  // namespace
+
+std::string report_html(const std::string& json, const std::string& title) {
+  std::string page = kReportTemplate;
+  // {{DATA}} is the template's last placeholder, {{TITLE}} its first: neither value can hide the other.
+  replace_once(page, "{{DATA}}", json, true);  // json_string escapes '<': no "</script>" inside
+  replace_once(page, "{{TITLE}}", html_escaped(title));
+  return page;
+}
+
+}  // namespace headlab
