@@ -124,7 +124,9 @@ def test_attention_probabilities_match_the_binary(variant, train_variant, tmp_pa
     out = model(torch.tensor([list(prompt.encode())]), return_attention=True)
     for l, probs in enumerate(out.attention):
         got = probs[0].detach().numpy()
-        np.testing.assert_allclose(got, want[l, :got.shape[0]], atol=1e-6, rtol=0)
+        # The binary's float32 scores (|score| up to ~50 in sharp heads) carry ~1e-6 rounding, which
+        # moves a probability by up to p (1 - p) times that: 1e-5 still catches any wrong term.
+        np.testing.assert_allclose(got, want[l, :got.shape[0]], atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("variant", list(ENCODERS))
@@ -145,7 +147,7 @@ def test_classify_examples_are_the_binarys(variant, train_variant, tmp_path):
         out = model(torch.tensor(tokens[e:e + 1]), key_padding=torch.tensor(key_padding[e:e + 1]),
                     return_attention=True)
         for l, probs in enumerate(out.attention):
-            np.testing.assert_allclose(probs[0].detach().numpy(), want[l], atol=1e-6, rtol=0)
+            np.testing.assert_allclose(probs[0].detach().numpy(), want[l], atol=1e-5, rtol=0)  # float32, as above
 
 
 @pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "pruned_layer_heads", "physically_pruned",
