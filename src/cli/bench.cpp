@@ -2,7 +2,7 @@
 // headlab bench --gemm [--size N] [--reps R] [--threads N]
 //
 // Training speed on random tokens, printed as ONE JSON line with the keys of the PyTorch reference
-// (../shared/bench/torch_ref.py): step_ms_median/min/max, tokens_per_s, flops_per_token,
+// (bench/torch_ref.py): step_ms_median/min/max, tokens_per_s, flops_per_token,
 // gflops, peak_rss_mb, params, plus headlab's own (blis_kernels, threads,
 // allocations_per_step, minflt_per_step, ...). Every timed step is exactly train_step(): zero
 // grads, forward, backward, clip (norm only when train.grad_clip = 0), AdamW; the data comes from
