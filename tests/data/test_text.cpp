@@ -234,13 +234,25 @@ TEST_CASE("each text file problem is one error line naming the path", "[data][te
     require_one_line_naming(load_error(options_for(dir.path)), dir.path, "cannot read");
   }
   SECTION("unreadable: no read permission") {
-    if (::geteuid() == 0) {
-      WARN("running as root, which reads any file: permission check skipped");
-      return;
-    }
     TempFile file("noperm", random_text(4000, 5));
     fs::permissions(file.path, fs::perms::none);
-    require_one_line_naming(load_error(options_for(file.path)), file.path, "cannot read");
+    if (::geteuid() != 0) {
+      require_one_line_naming(load_error(options_for(file.path)), file.path, "cannot read");
+      return;
+    }
+    // Root reads any file (CI runs as root): run headlab as `nobody` (util-linux's setpriv), whose
+    // first act, loading data.path, must fail with the line. exec, not code run after fork().
+    const fs::path log = file.path + ".log";
+    const test::CommandResult r = test::run_program(
+        "/usr/bin/setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", test::headlab_binary(), "train",
+                             (fs::path(HEADLAB_SOURCE_DIR) / "configs" / "default.toml").string(), "--set",
+                             "data.path=" + file.path, "--out", file.path + ".run"},
+        log);
+    CHECK(r.code == 2);
+    const std::string output = r.output.substr(0, r.output.find_last_not_of('\n') + 1);
+    const std::string message = output.substr(output.rfind('\n') + 1);  // after the "training ..." line
+    CHECK(message.rfind("headlab train: error: ", 0) == 0);
+    require_one_line_naming(message, file.path, "cannot read");
   }
   SECTION("empty file") {
     TempFile file("empty", "");
