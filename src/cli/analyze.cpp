@@ -20,12 +20,14 @@
 #include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
+#include "headlab/data/text.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
 #include "options.h"
+#include "prompt.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -42,13 +44,7 @@ class TokenNames {
       for (const GrammarWord& w : grammar_lexicon(vocab_size)) words_.push_back(w.text);
   }
   std::string operator()(int32_t token) const {
-    if (task_ == "text") {
-      if (token == '\n') return "\\n";
-      if (token >= 32 && token < 127) return std::string(1, static_cast<char>(token));
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", token & 0xff);
-      return buf;
-    }
+    if (task_ == "text") return text_token_label(token);
     if (task_ == "grammar" && token >= 0 && token < static_cast<int32_t>(words_.size())) return words_[token];
     if (task_ == "classify") {
       if (token == vocab_ - 3) return "CLS";
@@ -208,16 +204,8 @@ int run_analyze(int argc, char** argv) {
   if (args.count("mask")) switch_off_heads(model, parse_head_list(args["mask"].as<std::string>(), model.spec(), "--mask"));
   const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
 
-  if (args.count("prompt") || args.count("prompt-file")) {
-    HEADLAB_CHECK(args.count("prompt") + args.count("prompt-file") == 1, "give --prompt or --prompt-file, not both");
-    HEADLAB_CHECK(config.data.task == "text",
-                  "--prompt: the checkpoint models data.task = " << config.data.task
-                      << ", not bytes of text; a prompt is text for a byte-level text model");
-    const std::string text =
-        args.count("prompt") ? args["prompt"].as<std::string>() : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
-    const std::vector<int32_t> tokens(reinterpret_cast<const unsigned char*>(text.data()),
-                                      reinterpret_cast<const unsigned char*>(text.data()) + text.size());
-    const AttentionExample a = attention_on_tokens(model, tokens);
+  if (const std::optional<std::string> text = prompt_option(args)) {
+    const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
     fs::create_directories(out);
     dump_example(out, "prompt", a, TokenNames(config, dataset->vocab_size()), -1, path, "prompt");
     std::printf("wrote %s/attention_example_prompt.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n",

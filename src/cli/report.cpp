@@ -12,9 +12,11 @@
 #include <cxxopts.hpp>
 
 #include "headlab/common/files.h"
+#include "headlab/data/text.h"
 #include "headlab/report/report.h"
 #include "headlab/train/checkpointing.h"
 #include "options.h"
+#include "prompt.h"
 #include "verbs.h"
 
 namespace headlab::cli {
@@ -23,27 +25,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A byte as the viewer shows it: itself when printable, else \n or \xNN (as analyze's _tokens.csv).
-std::string byte_label(unsigned char byte) {
-  if (byte == '\n') return "\\n";
-  if (byte >= 32 && byte < 127) return std::string(1, static_cast<char>(byte));
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "\\x%02x", byte);
-  return buf;
-}
-
 ExtraExample prompt_example(const std::string& run, const std::string& text, const std::vector<std::string>& overrides) {
   const std::string checkpoint = resolve_checkpoint(run);
   OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
-  HEADLAB_CHECK(opened.config.data.task == "text",
-                "--prompt: the checkpoint models data.task = " << opened.config.data.task
-                    << ", not bytes of text; a prompt is text for a byte-level text model");
-  const std::vector<int32_t> tokens(reinterpret_cast<const unsigned char*>(text.data()),
-                                    reinterpret_cast<const unsigned char*>(text.data()) + text.size());
+  const std::vector<int32_t> tokens = prompt_tokens(opened.config, text);
   ExtraExample e;
   e.name = "prompt";
   e.attention = attention_on_tokens(*opened.model, tokens);
-  for (const unsigned char c : text) e.token_labels.push_back(byte_label(c));
+  for (const int32_t t : tokens) e.token_labels.push_back(text_token_label(t));
   return e;
 }
 
@@ -70,13 +59,10 @@ int run_report(int argc, char** argv) {
   const std::vector<std::string> overrides = checkpoint_overrides(args, {"data."});
 
   std::vector<ExtraExample> extra;
-  if (args.count("prompt") || args.count("prompt-file")) {
-    HEADLAB_CHECK(args.count("prompt") + args.count("prompt-file") == 1, "give --prompt or --prompt-file, not both");
+  if (const std::optional<std::string> text = prompt_option(args)) {
     HEADLAB_CHECK(!fs::exists(fs::path(path) / "grid.csv"),
                   path << " is a sweep folder: --prompt needs a run folder (one of its runs)");
-    const std::string text = args.count("prompt") ? args["prompt"].as<std::string>()
-                                                  : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
-    extra.push_back(prompt_example(path, text, overrides));
+    extra.push_back(prompt_example(path, *text, overrides));
   }
   const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(path) / "report.html";
   const std::string html = report_html(gather_report(path, extra), fs::absolute(path).lexically_normal().string());

@@ -133,6 +133,14 @@ bool names_bible_cache(const std::string& path, const std::string& cache_path) {
 
 }  // namespace
 
+std::string text_token_label(int32_t token) {
+  if (token == '\n') return "\\n";
+  if (token >= 32 && token < 127) return std::string(1, static_cast<char>(token));
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "\\x%02x", token & 0xff);
+  return buf;
+}
+
 std::string portable_text_path(const std::string& path) {
   if (path == kBibleAlias || fs::path(path).lexically_normal() == fs::path(kOldBibleCachePath)) return kBibleAlias;
   return fs::absolute(path).lexically_normal().string();

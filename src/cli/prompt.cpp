@@ -1,0 +1,23 @@
+#include "prompt.h"
+
+#include "headlab/common/error.h"
+#include "headlab/common/files.h"
+
+namespace headlab::cli {
+
+std::optional<std::string> prompt_option(const cxxopts::ParseResult& args) {
+  if (!args.count("prompt") && !args.count("prompt-file")) return std::nullopt;
+  HEADLAB_CHECK(args.count("prompt") + args.count("prompt-file") == 1, "give --prompt or --prompt-file, not both");
+  return args.count("prompt") ? args["prompt"].as<std::string>()
+                              : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
+}
+
+std::vector<int32_t> prompt_tokens(const Config& config, const std::string& text) {
+  HEADLAB_CHECK(config.data.task == "text", "--prompt: the checkpoint models data.task = "
+                                                << config.data.task
+                                                << ", not bytes of text; a prompt is text for a byte-level text model");
+  return {reinterpret_cast<const unsigned char*>(text.data()),
+          reinterpret_cast<const unsigned char*>(text.data()) + text.size()};
+}
+
+}  // namespace headlab::cli
