@@ -39,6 +39,10 @@ std::string ensure_bible_corpus(const std::string& cache_path = bible_cache_path
 // Bible's names as "bible" (the user cache, wherever the run is), any other path made absolute.
 std::string portable_text_path(const std::string& path);
 
+// A text token (a byte) as people read it in tables and viewers: itself when printable ASCII,
+// else \n or \xNN.
+std::string text_token_label(int32_t token);
+
 struct TextOptions {
   std::string path = kBibleAlias;  // data.path
   int64_t seq_len = 256;           // data.seq_len
