@@ -1,5 +1,7 @@
 // headlab: the command-line entry point. Dispatches to a verb; every headlab::Error becomes one
-// line on stderr and exit code 2, so bad input never ends in a crash or a stack trace.
+// line on stderr and exit code 2, so bad input never ends in a crash or a stack trace. Under
+// mpirun (train and sweep only) an error all ranks agreed on is printed once, by rank 0; an
+// error only one rank met is printed by that rank, naming it, and ends the job (MPI_Abort).
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -10,6 +12,7 @@
 
 #include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
+#include "headlab/dist/dist.h"
 #include "headlab/linalg/gemm.h"
 #include "verbs.h"
 
@@ -81,16 +84,33 @@ int main(int argc, char** argv) {
   const bool version_flag = !std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V");
   const Verb* verb = find_verb(version_flag ? "version" : argv[1]);
   const std::string name = verb ? verb->name : "";
+  const std::string prefix = "headlab" + (name.empty() ? "" : " " + name) + ": error: ";
   try {
-    if (verb == nullptr) throw_unknown_verb(argv[1]);
-    headlab::init_blis();
-    return verb->run(argc - 1, argv + 1);
-  } catch (const headlab::Error& e) {
-    std::fprintf(stderr, "headlab%s%s: error: %s\n", name.empty() ? "" : " ", name.c_str(), e.what());
-  } catch (const cxxopts::exceptions::exception& e) {
-    std::fprintf(stderr, "headlab %s: error: %s (see headlab %s --help)\n", name.c_str(), e.what(), name.c_str());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "headlab%s%s: error: %s\n", name.empty() ? "" : " ", name.c_str(), e.what());
+    const headlab::dist::Session session(&argc, &argv);
+    try {
+      if (verb == nullptr) throw_unknown_verb(argv[1]);
+      if (headlab::dist::size() > 1 && name != "train" && name != "sweep")  // every rank stops here
+        throw headlab::dist::JobError(name + " runs as one process; only train and sweep run under mpirun", 0);
+      headlab::init_blis();
+      return verb->run(argc - 1, argv + 1);
+    } catch (const headlab::dist::JobError& e) {
+      if (headlab::dist::rank() == 0) std::fprintf(stderr, "%s%s\n", prefix.c_str(), e.what());
+    } catch (const std::exception& e) {
+      const bool options_error = dynamic_cast<const cxxopts::exceptions::exception*>(&e) != nullptr;
+      const std::string line = e.what() + (options_error ? " (see headlab " + name + " --help)" : std::string());
+      // Under mpirun: the same bad input on every rank is one line from rank 0; an error on one
+      // rank alone (the others wait for it in a collective) names the rank and ends the job.
+      if (headlab::dist::all_ranks_failed(10.0)) {
+        if (headlab::dist::rank() == 0) std::fprintf(stderr, "%s%s\n", prefix.c_str(), line.c_str());
+      } else {
+        std::fprintf(stderr, "%srank %d of %d: %s\n", prefix.c_str(), headlab::dist::rank(), headlab::dist::size(),
+                     line.c_str());
+        std::fflush(stderr);
+        headlab::dist::abort_job(2);
+      }
+    }
+  } catch (const std::exception& e) {  // from the Session: MPI is not available
+    std::fprintf(stderr, "%s%s\n", prefix.c_str(), e.what());
   }
   return 2;
 }

@@ -2,7 +2,8 @@
 // Expands and validates the grid (an invalid point stops everything before a file is written),
 // runs the unfinished points through this executable's `train` verb, then aggregates
 // DIR/results.csv and DIR/summary.md. Exit: 0 all finished, 1 a run failed, 2 bad input,
-// 130 interrupted.
+// 130 interrupted. Under `mpirun -np P`, rank 0 deals the points out to all ranks (each runs
+// --jobs at once) and alone locks the folder, aggregates and reports.
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
+#include "headlab/dist/dist.h"
 #include "headlab/sweep/sweep.h"
 #include "options.h"
 #include "verbs.h"
@@ -58,6 +60,8 @@ int run_sweep(int argc, char** argv) {
     return std::make_unique<FileLock>(out_path / ".sweep.lock", "sweep folder " + out);
   };
 
+  const bool coordinator = dist::rank() == 0;
+  if ((args.count("aggregate-only") || args.count("dry-run")) && !coordinator) return 0;  // one rank is enough
   if (args.count("aggregate-only")) {
     const auto lock = lock_folder();
     aggregate_sweep(out);
@@ -77,13 +81,19 @@ int run_sweep(int argc, char** argv) {
     return 0;
   }
 
-  const auto lock = lock_folder();  // after the grid is known to be valid: bad input writes nothing
+  std::unique_ptr<FileLock> lock;  // after the grid is known to be valid: bad input writes nothing
+  dist::together([&] {
+    if (coordinator) lock = lock_folder();
+  });
   SweepOptions run;
   run.out_dir = out;
   run.jobs = jobs;
   run.headlab_binary = this_executable();
   const SweepReport report = headlab::run_sweep(points, run);
-  aggregate_sweep(out);
+  dist::together([&] {
+    if (coordinator) aggregate_sweep(out);
+  });
+  if (!coordinator) return report.interrupted ? 130 : 0;
   std::fprintf(stderr, "sweep: %d ran, %d already finished, %zu failed%s; results in %s and %s\n", report.n_ran,
                report.n_skipped, report.failures.size(), report.interrupted ? ", interrupted" : "",
                (out_path / "results.csv").c_str(), (out_path / "summary.md").c_str());

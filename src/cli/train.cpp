@@ -1,10 +1,12 @@
 // headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--init CHECKPOINT] [--out DIR]
+// Also as `mpirun -np P headlab train ...` (data-parallel, docs/distributed.md): rank 0 talks.
 #include <cstdio>
 #include <filesystem>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/error.h"
+#include "headlab/dist/dist.h"
 #include "headlab/io/config.h"
 #include "headlab/train/trainer.h"
 #include "options.h"
@@ -32,9 +34,15 @@ int run_train(int argc, char** argv) {
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
   run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
   run.init_from = args.count("init") ? args["init"].as<std::string>() : "";
-  std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
+  const bool talk = dist::rank() == 0;
+  run.quiet = !talk;
+  if (talk && dist::size() > 1)
+    std::fprintf(stderr, "training %s -> %s on %d ranks\n", path.c_str(), run.out_dir.c_str(), dist::size());
+  else if (talk)
+    std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
   const RunResult r = run_training(config, run);
-  std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",
+  if (talk)
+    std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",
                r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step), r.final_train_loss,
                r.final_val_loss, r.tokens_per_s, r.elapsed_s);
   return r.end == RunEnd::finished ? 0 : 130;

@@ -20,7 +20,7 @@ BatchPrefetcher::~BatchPrefetcher() {
   thread_.join();
 }
 
-const Batch& BatchPrefetcher::get(int64_t index) {
+const Batch& BatchPrefetcher::get(int64_t index, int64_t next_index) {
   const int next = 1 - current_;
   std::unique_lock<std::mutex> lock(mutex_);
   ++stats_.batches;
@@ -42,7 +42,7 @@ const Batch& BatchPrefetcher::get(int64_t index) {
   }
   current_ = next;
   if (!thread_.joinable()) return buffers_[current_];
-  pending_ = index + 1;
+  pending_ = next_index >= 0 ? next_index : index + 1;
   filling_ = true;
   lock.unlock();
   wake_.notify_one();

@@ -33,6 +33,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
+#include "headlab/dist/dist.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -148,11 +149,17 @@ std::string now_text() {
   return buf;
 }
 
-struct Child {
-  pid_t pid;
-  size_t point;
-  std::chrono::steady_clock::time_point start;
-};
+// The environment a run starts with: this one without the MPI launcher's variables, so that a
+// run started by a rank of `mpirun headlab sweep` is one process and does not join the job.
+std::vector<std::string> run_environment() {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string var = *e;
+    if (var.rfind("OMPI_", 0) == 0 || var.rfind("PMIX_", 0) == 0 || var.rfind("PMI_", 0) == 0) continue;
+    env.push_back(var);
+  }
+  return env;
+}
 
 // fork + exec `binary train RUN/config.toml --out RUN --resume auto`, output appended to
 // RUN/train.log. Everything the child needs is built before fork(): after it, only
@@ -168,9 +175,12 @@ pid_t start_run(const std::string& binary, const fs::path& run_dir) {
     for (const std::string& a : args) header << " " << a;
     header << "\n";
   }
-  std::vector<char*> argv;
+  std::vector<char*> argv, envp;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const std::vector<std::string> env = run_environment();
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   HEADLAB_CHECK(log_fd >= 0, "cannot open " << log.string() << " for writing");
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -187,7 +197,7 @@ pid_t start_run(const std::string& binary, const fs::path& run_dir) {
     ::dup2(log_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::execv(argv[0], argv.data());
+    ::execve(argv[0], argv.data(), envp.data());
     const char msg[] = "headlab sweep: error: cannot execute the headlab binary\n";
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
     ::_exit(127);
@@ -196,6 +206,142 @@ pid_t start_run(const std::string& binary, const fs::path& run_dir) {
   if (null_fd >= 0) ::close(null_fd);
   HEADLAB_CHECK(pid > 0, "cannot start a run: fork failed");
   return pid;
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "exit code " + std::to_string(WEXITSTATUS(status));
+}
+
+// How a run that this process started ended.
+enum class Ending { finished, stopped, failed };
+struct RunEnded {
+  size_t point = 0;
+  Ending ending = Ending::failed;
+  std::string detail;  // finished/stopped: the log's last line; failed: exit status and last line
+  double seconds = 0;
+};
+
+// The runs this process (the sweep, or one rank of it) has running, as child processes.
+class LocalRuns {
+ public:
+  LocalRuns(const std::vector<SweepPoint>& points, const fs::path& out, const std::string& binary)
+      : points_(points), out_(out), binary_(binary) {}
+
+  size_t size() const { return running_.size(); }
+
+  void start(size_t point) {
+    const fs::path run = out_ / points_[point].name;
+    std::error_code ec;
+    fs::remove(run / kFailedFile, ec);  // this attempt's outcome replaces the last one's
+    running_.push_back({start_run(binary_, run), point, std::chrono::steady_clock::now()});
+  }
+
+  // SIGTERM to every running run, once: each checkpoints and exits with 130.
+  void stop_all() {
+    if (stopping_) return;
+    stopping_ = true;
+    for (const Child& c : running_) ::kill(c.pid, SIGTERM);
+  }
+
+  // The runs that have ended since the last call (waitpid without blocking).
+  std::vector<RunEnded> reap() {
+    std::vector<RunEnded> ended;
+    for (size_t r = 0; r < running_.size();) {
+      int status = 0;
+      const pid_t got = ::waitpid(running_[r].pid, &status, WNOHANG);
+      if (got == 0 || (got < 0 && errno == EINTR)) {
+        ++r;
+        continue;
+      }
+      const Child child = running_[r];
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(r));
+      const SweepPoint& point = points_[child.point];
+      const fs::path run = out_ / point.name;
+      RunEnded e;
+      e.point = child.point;
+      e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.start).count();
+      // got < 0: the child was reaped elsewhere (SIGCHLD ignored); its checkpoints tell the outcome.
+      const bool exited_ok = got < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      const bool finished = exited_ok && run_status(run.string(), point.config).state == RunState::finished;
+      const std::string last = last_log_line(run / "train.log");
+      if (finished) {
+        e.ending = Ending::finished;
+        e.detail = last;
+      } else if (stopping_ && got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 130) {
+        e.ending = Ending::stopped;
+        e.detail = last;
+      } else {
+        const std::string how = got < 0 ? std::string("lost track of the process")
+                                : exited_ok ? "exited without a checkpoint at train.steps = " +
+                                                  std::to_string(point.config.train.steps)
+                                            : describe_exit(status);
+        e.ending = Ending::failed;
+        e.detail = how + ": " + last;
+      }
+      ended.push_back(std::move(e));
+    }
+    return ended;
+  }
+
+ private:
+  struct Child {
+    pid_t pid;
+    size_t point;
+    std::chrono::steady_clock::time_point start;
+  };
+  const std::vector<SweepPoint>& points_;
+  fs::path out_;
+  std::string binary_;
+  std::vector<Child> running_;
+  bool stopping_ = false;
+};
+
+// The distributed sweep's work queue (mpirun -np P headlab sweep): rank 0 deals out points to
+// the other ranks as their slots free up. A worker's messages to rank 0, on kToCoordinator:
+//   "want"                        a slot is free: rank 0 answers on kToWorker with a point
+//                                 index, or "none" (no more points: stop asking)
+//   "ended POINT KIND SECONDS\nDETAIL"  a run ended (KIND 0 finished, 1 stopped, 2 failed)
+//   "leaving"                     no run left and none wanted: the worker is done
+constexpr int kToCoordinator = 11, kToWorker = 12;
+
+std::string encode(const RunEnded& e) {
+  std::ostringstream text;
+  text << "ended " << e.point << ' ' << static_cast<int>(e.ending) << ' ' << e.seconds << '\n' << e.detail;
+  return text.str();
+}
+
+RunEnded decode_ended(const std::string& text) {
+  RunEnded e;
+  std::istringstream in(text.substr(6, text.find('\n') - 6));
+  int ending = 0;
+  in >> e.point >> ending >> e.seconds;
+  e.ending = static_cast<Ending>(ending);
+  e.detail = text.substr(text.find('\n') + 1);
+  return e;
+}
+
+// A rank other than 0: runs what rank 0 hands out, `jobs` at a time, until told there is no more.
+void serve_points(const std::vector<SweepPoint>& points, const SweepOptions& options) {
+  LocalRuns runs(points, options.out_dir, options.headlab_binary);
+  bool asking = true;
+  while (asking || runs.size() > 0) {
+    if (sweep_stop_signal) {
+      asking = false;
+      runs.stop_all();
+    }
+    if (asking && static_cast<int>(runs.size()) < options.jobs) {
+      dist::send_text(0, kToCoordinator, "want");
+      const std::string answer = dist::receive_text(0, kToWorker);
+      if (answer == "none") asking = false;
+      else runs.start(std::stoul(answer));
+      continue;
+    }
+    const std::vector<RunEnded> ended = runs.reap();
+    for (const RunEnded& e : ended) dist::send_text(0, kToCoordinator, encode(e));
+    if (ended.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  dist::send_text(0, kToCoordinator, "leaving");
 }
 
 // "" when the run's newest checkpoint was trained with this point's [model] section (or there is
@@ -209,11 +355,6 @@ std::string model_mismatch(const RunStatus& status, const Config& config) {
   } catch (const std::exception& e) {
     return e.what();
   }
-}
-
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "exit code " + std::to_string(WEXITSTATUS(status));
 }
 
 }  // namespace
@@ -389,118 +530,139 @@ void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& p
 }
 
 SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions& options) {
-  HEADLAB_CHECK(!options.out_dir.empty(), "sweep: no output directory given");
-  HEADLAB_CHECK(options.jobs >= 1, "sweep: --jobs " << options.jobs << " must be at least 1");
-  HEADLAB_CHECK(::access(options.headlab_binary.c_str(), X_OK) == 0,
-                "sweep: cannot execute the headlab binary '" << options.headlab_binary << "'");
-  const fs::path out(options.out_dir);
-  const int cores = options.cores > 0 ? options.cores : num_threads();
-  const int threads = std::max(1, cores / options.jobs);
-  fs::create_directories(out);
-  write_grid_csv(out.string(), points);
-
+  const bool coordinator = dist::rank() == 0;
   SweepReport report;
   std::vector<size_t> pending;
   std::vector<int64_t> resume_step(points.size(), 0);
-  int n_resume = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const fs::path run = out / points[i].name;
-    const RunStatus status = run_status(run.string(), points[i].config);
-    // A folder trained with another model (the sweep file changed) is neither skipped nor
-    // resumed, and its config.toml is left describing its checkpoints.
-    if (const std::string why = model_mismatch(status, points[i].config); !why.empty()) {
-      report.failures.push_back({points[i].name, why});
-      if (!options.quiet) std::fprintf(stderr, "sweep: FAILED %s (%s)\n", points[i].name.c_str(), why.c_str());
-      continue;
+  int n_resume = 0, threads = 1;
+  const fs::path out(options.out_dir);
+  // Rank 0 checks the folder and writes every run's config.toml before any rank starts a run.
+  dist::together([&] {
+    HEADLAB_CHECK(!options.out_dir.empty(), "sweep: no output directory given");
+    HEADLAB_CHECK(options.jobs >= 1, "sweep: --jobs " << options.jobs << " must be at least 1");
+    HEADLAB_CHECK(::access(options.headlab_binary.c_str(), X_OK) == 0,
+                  "sweep: cannot execute the headlab binary '" << options.headlab_binary << "'");
+    const int cores = options.cores > 0 ? options.cores : dist::cores_per_rank(num_threads());
+    threads = std::max(1, cores / options.jobs);
+    if (!coordinator) return;
+    fs::create_directories(out);
+    write_grid_csv(out.string(), points);
+    for (size_t i = 0; i < points.size(); ++i) {
+      const fs::path run = out / points[i].name;
+      const RunStatus status = run_status(run.string(), points[i].config);
+      // A folder trained with another model (the sweep file changed) is neither skipped nor
+      // resumed, and its config.toml is left describing its checkpoints.
+      if (const std::string why = model_mismatch(status, points[i].config); !why.empty()) {
+        report.failures.push_back({points[i].name, why});
+        if (!options.quiet) std::fprintf(stderr, "sweep: FAILED %s (%s)\n", points[i].name.c_str(), why.c_str());
+        continue;
+      }
+      if (status.state == RunState::finished) {
+        ++report.n_skipped;
+        continue;
+      }
+      n_resume += status.state == RunState::resume;
+      resume_step[i] = status.step;
+      Config config = points[i].config;
+      const bool sweep_sets_threads = std::any_of(points[i].overrides.begin(), points[i].overrides.end(),
+                                                  [](const std::string& o) { return o.rfind("train.threads=", 0) == 0; });
+      if (!sweep_sets_threads) config.train.threads = threads;
+      fs::create_directories(run);
+      write_file_atomically(run / "config.toml", to_toml(config));
+      pending.push_back(i);
     }
-    if (status.state == RunState::finished) {
-      ++report.n_skipped;
-      continue;
+    if (!options.quiet) {
+      const int ranks = dist::size();
+      std::fprintf(stderr, "sweep: %zu runs: %d finished (skipped), %d to resume, %zu to start; %s%d at once x %d thread%s -> %s\n",
+                   points.size(), report.n_skipped, n_resume, pending.size() - n_resume,
+                   ranks > 1 ? (std::to_string(ranks) + " ranks x ").c_str() : "", options.jobs, threads,
+                   threads == 1 ? "" : "s", out.c_str());
+      if (options.jobs > cores)
+        std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs, cores);
     }
-    n_resume += status.state == RunState::resume;
-    resume_step[i] = status.step;
-    Config config = points[i].config;
-    const bool sweep_sets_threads = std::any_of(points[i].overrides.begin(), points[i].overrides.end(),
-                                                [](const std::string& o) { return o.rfind("train.threads=", 0) == 0; });
-    if (!sweep_sets_threads) config.train.threads = threads;
-    fs::create_directories(run);
-    write_file_atomically(run / "config.toml", to_toml(config));
-    pending.push_back(i);
-  }
-  if (!options.quiet) {
-    std::fprintf(stderr, "sweep: %zu runs: %d finished (skipped), %d to resume, %zu to start; %d at once x %d thread%s -> %s\n",
-                 points.size(), report.n_skipped, n_resume, pending.size() - n_resume, options.jobs, threads,
-                 threads == 1 ? "" : "s", out.c_str());
-    if (options.jobs > cores)
-      std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs, cores);
-  }
+  });
 
   SignalScope signals;
-  std::vector<Child> running;
-  size_t next = 0, done = 0;
-  bool forwarded = false;
-  while (next < pending.size() || !running.empty()) {
-    while (!sweep_stop_signal && next < pending.size() && static_cast<int>(running.size()) < options.jobs) {
-      const size_t i = pending[next++];
-      const fs::path run = out / points[i].name;
-      std::error_code ec;
-      fs::remove(run / kFailedFile, ec);  // this attempt's outcome replaces the last one's
-      running.push_back({start_run(options.headlab_binary, run), i, std::chrono::steady_clock::now()});
-      if (!options.quiet && resume_step[i] > 0)
-        std::fprintf(stderr, "sweep: resumed %s from step %lld\n", points[i].name.c_str(),
-                     static_cast<long long>(resume_step[i]));
-      else if (!options.quiet)
-        std::fprintf(stderr, "sweep: started %s\n", points[i].name.c_str());
+  if (!coordinator) {
+    serve_points(points, options);
+    report.interrupted = sweep_stop_signal != 0;
+    return report;
+  }
+  LocalRuns runs(points, out, options.headlab_binary);
+  size_t next = 0, done = 0, remote_running = 0;
+  int workers = dist::size() - 1;  // ranks that have not left yet
+  bool stopping = false;
+  auto record = [&](const RunEnded& e, int rank) {
+    ++done;
+    if (rank > 0) --remote_running;
+    const SweepPoint& point = points[e.point];
+    const fs::path run = out / point.name;
+    const std::string where = rank > 0 ? " on rank " + std::to_string(rank) : "";
+    if (e.ending == Ending::finished) {
+      ++report.n_ran;
+      if (!options.quiet)
+        std::fprintf(stderr, "sweep: [%zu/%zu] done %s%s in %.1f s: %s\n", done, pending.size(), point.name.c_str(),
+                     where.c_str(), e.seconds, e.detail.c_str());
+    } else if (e.ending == Ending::stopped) {
+      report.interrupted = true;
+      if (!options.quiet) std::fprintf(stderr, "sweep: stopped %s%s: %s\n", point.name.c_str(), where.c_str(), e.detail.c_str());
+    } else {
+      report.failures.push_back({point.name, e.detail});
+      write_file_atomically(run / kFailedFile, e.detail + "\n");
+      if (!options.quiet)
+        std::fprintf(stderr, "sweep: [%zu/%zu] FAILED %s%s (%s; log %s)\n", done, pending.size(), point.name.c_str(),
+                     where.c_str(), e.detail.c_str(), (run / "train.log").c_str());
     }
-    if (sweep_stop_signal && !forwarded) {
-      forwarded = true;
+  };
+  auto announce = [&](size_t i, int rank) {
+    if (options.quiet) return;
+    const std::string where = rank > 0 ? " on rank " + std::to_string(rank) : "";
+    if (resume_step[i] > 0)
+      std::fprintf(stderr, "sweep: resumed %s%s from step %lld\n", points[i].name.c_str(), where.c_str(),
+                   static_cast<long long>(resume_step[i]));
+    else
+      std::fprintf(stderr, "sweep: started %s%s\n", points[i].name.c_str(), where.c_str());
+  };
+
+  while (next < pending.size() || runs.size() > 0 || workers > 0) {
+    if (sweep_stop_signal && !stopping) {
+      stopping = true;
       report.interrupted = true;
       if (!options.quiet)
         std::fprintf(stderr, "sweep: signal %d: stopping %zu running run%s (they checkpoint); %zu not started\n",
-                     sweep_stop_signal.load(), running.size(), running.size() == 1 ? "" : "s", pending.size() - next);
-      for (const Child& c : running) ::kill(c.pid, SIGTERM);
+                     sweep_stop_signal.load(), runs.size() + remote_running, runs.size() + remote_running == 1 ? "" : "s",
+                     pending.size() - next);
+      runs.stop_all();
       next = pending.size();
     }
-    bool reaped = false;
-    for (size_t r = 0; r < running.size();) {
-      int status = 0;
-      const pid_t got = ::waitpid(running[r].pid, &status, WNOHANG);
-      if (got == 0 || (got < 0 && errno == EINTR)) {
-        ++r;
-        continue;
-      }
-      reaped = true;
-      const Child child = running[r];
-      running.erase(running.begin() + static_cast<std::ptrdiff_t>(r));
-      ++done;
-      const SweepPoint& point = points[child.point];
-      const fs::path run = out / point.name;
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - child.start).count();
-      // got < 0: the child was reaped elsewhere (SIGCHLD ignored); its checkpoints tell the outcome.
-      const bool exited_ok = got < 0 || (WIFEXITED(status) && WEXITSTATUS(status) == 0);
-      const bool finished = exited_ok && run_status(run.string(), point.config).state == RunState::finished;
-      const std::string last = last_log_line(run / "train.log");
-      if (finished) {
-        ++report.n_ran;
-        if (!options.quiet)
-          std::fprintf(stderr, "sweep: [%zu/%zu] done %s in %.1f s: %s\n", done, pending.size(), point.name.c_str(),
-                       seconds, last.c_str());
-      } else if (forwarded && got > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 130) {
-        if (!options.quiet) std::fprintf(stderr, "sweep: stopped %s: %s\n", point.name.c_str(), last.c_str());
+    while (!stopping && next < pending.size() && static_cast<int>(runs.size()) < options.jobs) {
+      const size_t i = pending[next++];
+      runs.start(i);
+      announce(i, 0);
+    }
+    bool busy = false;
+    for (const RunEnded& e : runs.reap()) {
+      record(e, 0);
+      busy = true;
+    }
+    for (dist::TextMessage m = dist::poll_text(kToCoordinator); m.from >= 0; m = dist::poll_text(kToCoordinator)) {
+      busy = true;
+      if (m.text == "want") {
+        if (stopping || next >= pending.size()) {
+          dist::send_text(m.from, kToWorker, "none");
+        } else {
+          const size_t i = pending[next++];
+          ++remote_running;
+          dist::send_text(m.from, kToWorker, std::to_string(i));
+          announce(i, m.from);
+        }
+      } else if (m.text == "leaving") {
+        --workers;
       } else {
-        const std::string how = got < 0 ? std::string("lost track of the process")
-                                : exited_ok ? "exited without a checkpoint at train.steps = " +
-                                                  std::to_string(point.config.train.steps)
-                                            : describe_exit(status);
-        const std::string why = how + ": " + last;
-        report.failures.push_back({point.name, why});
-        write_file_atomically(run / kFailedFile, why + "\n");
-        if (!options.quiet)
-          std::fprintf(stderr, "sweep: [%zu/%zu] FAILED %s (%s; log %s)\n", done, pending.size(), point.name.c_str(),
-                       why.c_str(), (run / "train.log").c_str());
+        record(decode_ended(m.text), m.from);
       }
     }
-    if (!reaped && !running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!busy) std::this_thread::sleep_for(std::chrono::milliseconds(stopping || runs.size() > 0 ? 50 : 5));
   }
   return report;
 }

@@ -1,3 +1,4 @@
+#include "headlab/dist/dist.h"
 #include "headlab/train/setup.h"
 
 #include "headlab/common/parallel.h"
@@ -100,8 +101,9 @@ int64_t default_eval_batches(const Config& config, const Dataset& dataset, Split
   return dataset.eval_batches(split, batch_size) > 0 ? 0 : config.train.eval_batches;
 }
 
+// train.threads = 0: the cores, shared among the ranks mpirun put on this machine.
 int resolved_threads(const Config& config) {
-  return config.train.threads > 0 ? static_cast<int>(config.train.threads) : num_threads();
+  return config.train.threads > 0 ? static_cast<int>(config.train.threads) : dist::cores_per_rank(num_threads());
 }
 
 }  // namespace headlab

@@ -15,6 +15,7 @@
 
 #include "headlab/common/parallel.h"
 #include "headlab/data/text.h"
+#include "headlab/dist/dist.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
@@ -103,66 +104,86 @@ Config run_config(const Config& given, const RunOptions& options) {
 }  // namespace
 
 RunResult run_training(const Config& given, const RunOptions& options) {
-  const Config config = run_config(given, options);
-  HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
+  // Under mpirun every rank runs this function: each builds the model, reads the checkpoint and
+  // trains its share of every step; rank 0 alone locks the folder, evaluates and writes
+  // config.toml, metrics.csv and checkpoints (the other ranks' logging counters go unused). Each stage ends in dist::together, so a failure on any rank is
+  // one error on all of them, never a rank left waiting.
+  const bool writer = dist::rank() == 0;
+  Config config;
+  ModelSpec spec;
+  std::unique_ptr<Dataset> dataset;
+  // Everything that can fail on bad input happens before anything is written.
+  dist::together([&] {
+    config = run_config(given, options);
+    HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
+    micro_batches_of_rank(config.train.grad_accum, dist::rank(), dist::size());  // the split is valid
+    set_num_threads(resolved_threads(config));
+    spec = model_spec(config);
+    dataset = make_dataset(config);
+  });
   const fs::path dir = options.out_dir, ckpt_dir = dir / "checkpoints", metrics_path = dir / "metrics.csv";
   const TrainConfig& tc = config.train;
-
-  // Everything that can fail on bad input happens before anything is written.
-  set_num_threads(resolved_threads(config));
-  const ModelSpec spec = model_spec(config);
-  std::unique_ptr<Dataset> dataset = make_dataset(config);
   Model<float> model(spec);
   model.params().init(static_cast<uint64_t>(tc.seed));
   std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(config, model.params());
 
-  // One process per run folder: a second `train --out` of it (a rerun sweep while the killed one's
-  // runs still stop) would interleave checkpoints and metrics.
-  fs::create_directories(dir);
-  const FileLock lock(dir / ".lock", "run folder " + dir.string());
+  std::unique_ptr<FileLock> lock;
   std::string resume_path;
-  if (options.resume == "auto") {
-    if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;
-    else if (!options.quiet) std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
-  } else if (!options.resume.empty()) {
-    resume_path = options.resume;
-  } else {
-    HEADLAB_CHECK(list_checkpoints(dir.string()).empty() && !fs::exists(metrics_path),
-                  dir.string() << " already holds a run; use --resume auto to continue it or --out for a new one");
-  }
+  dist::together([&] {
+    if (!writer) return;
+    // One process per run folder: a second `train --out` of it (a rerun sweep while the killed
+    // one's runs still stop) would interleave checkpoints and metrics.
+    fs::create_directories(dir);
+    lock = std::make_unique<FileLock>(dir / ".lock", "run folder " + dir.string());
+    if (options.resume == "auto") {
+      if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;
+      else if (!options.quiet) std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
+    } else if (!options.resume.empty()) {
+      resume_path = options.resume;
+    } else {
+      HEADLAB_CHECK(list_checkpoints(dir.string()).empty() && !fs::exists(metrics_path),
+                    dir.string() << " already holds a run; use --resume auto to continue it or --out for a new one");
+    }
+  });
+  resume_path = dist::broadcast(resume_path);  // every rank starts from the checkpoint rank 0 chose
   RunProgress progress;
-  if (!resume_path.empty()) {
-    const Config saved = checkpoint_config(resume_path);
-    HEADLAB_CHECK(saved.model == config.model,
-                  resume_path << ": trained with a different model section than this config (compare "
-                              << (dir / "config.toml").string() << ")");
-    progress = load_training_checkpoint(resume_path, model, optimizer.get());
-    HEADLAB_CHECK(progress.step <= tc.steps,
-                  resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
-    if (!options.quiet)
-      std::fprintf(stderr, "resuming %s at step %lld (%s)\n", dir.string().c_str(), static_cast<long long>(progress.step),
-                   resume_path.c_str());
-  }
-  if (resume_path.empty() && !options.init_from.empty()) {
-    load_training_checkpoint(options.init_from, model, nullptr);  // the run itself starts at step 0
-    // The moments continue where they match: fresh ones would first undo the trained model.
-    const bool continued = continue_optimizer_state(options.init_from, *optimizer);
-    if (!options.quiet)
-      std::fprintf(stderr, "initializing from %s (its model section replaces the config's): weights and %s\n",
-                   options.init_from.c_str(),
-                   continued ? "optimizer state" : "fresh optimizer moments (it holds no state for this model)");
-  }
-
-  fs::create_directories(ckpt_dir);
-  // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
-  write_file_atomically(dir / "config.toml", provenance_comment() + to_toml(config));
-  if (resume_path.empty()) write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
-  else truncate_metrics(metrics_path, progress.step);
-  std::FILE* metrics = std::fopen(metrics_path.c_str(), "a");
-  HEADLAB_CHECK(metrics != nullptr, "cannot append to " << metrics_path.string());
+  std::FILE* metrics = nullptr;
+  dist::together([&] {
+    if (!resume_path.empty()) {
+      const Config saved = checkpoint_config(resume_path);
+      HEADLAB_CHECK(saved.model == config.model,
+                    resume_path << ": trained with a different model section than this config (compare "
+                                << (dir / "config.toml").string() << ")");
+      progress = load_training_checkpoint(resume_path, model, optimizer.get());
+      HEADLAB_CHECK(progress.step <= tc.steps,
+                    resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
+      if (!options.quiet && writer)
+        std::fprintf(stderr, "resuming %s at step %lld (%s)\n", dir.string().c_str(),
+                     static_cast<long long>(progress.step), resume_path.c_str());
+    }
+    if (resume_path.empty() && !options.init_from.empty()) {
+      load_training_checkpoint(options.init_from, model, nullptr);  // the run itself starts at step 0
+      // The moments continue where they match: fresh ones would first undo the trained model.
+      const bool continued = continue_optimizer_state(options.init_from, *optimizer);
+      if (!options.quiet && writer)
+        std::fprintf(stderr, "initializing from %s (its model section replaces the config's): weights and %s\n",
+                     options.init_from.c_str(),
+                     continued ? "optimizer state" : "fresh optimizer moments (it holds no state for this model)");
+    }
+    if (!writer) return;
+    fs::create_directories(ckpt_dir);
+    // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
+    write_file_atomically(dir / "config.toml", provenance_comment() + to_toml(config));
+    if (resume_path.empty()) write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
+    else truncate_metrics(metrics_path, progress.step);
+    metrics = std::fopen(metrics_path.c_str(), "a");
+    HEADLAB_CHECK(metrics != nullptr, "cannot append to " << metrics_path.string());
+  });
   struct FileCloser {
     std::FILE* f;
-    ~FileCloser() { std::fclose(f); }
+    ~FileCloser() {
+      if (f) std::fclose(f);
+    }
   } metrics_closer{metrics};
 
   Arena arena;
@@ -200,50 +221,55 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     }
 
     const bool last = progress.step == tc.steps;
-    const bool eval_now = last || (tc.eval_every > 0 && progress.step % tc.eval_every == 0);
-    EvalStats e;
-    if (eval_now) {
-      e = evaluate(model, *dataset, Split::val, tc.eval_batches, eval_batch, tape);
-      result.final_val_loss = e.loss;
-    }
-    if (eval_now || last || progress.step % tc.log_every == 0) {
-      const double t = now_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
-      const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
-      std::fprintf(metrics, "%lld,%lld,%.6g,%.6g,%s,%s,%s,%.6g,%.1f,%.2f\n", static_cast<long long>(progress.step),
-                   static_cast<long long>(progress.tokens_seen), s.lr, train_loss,
-                   format_optional(e.loss, eval_now).c_str(), format_optional(e.accuracy, eval_now && e.accuracy >= 0).c_str(),
-                   format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0).c_str(), s.grad_norm, rate,
-                   elapsed_before + t - start);
-      HEADLAB_CHECK(std::fflush(metrics) == 0, "cannot write " << metrics_path.string() << " (disk full?)");
-      if (!options.quiet) {
-        const double eta = (tc.steps - progress.step) * (t - start) / (progress.step - first_step);
-        char line[256];
-        std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
-                      static_cast<long long>(progress.step), static_cast<long long>(tc.steps), train_loss,
-                      eval_now ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
-                      format_duration(eta).c_str());
-        if (tty) std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
-        else std::fprintf(stderr, "%s\n", line);
+    // A signal reaches the ranks at different moments: they agree to stop after the same step.
+    const bool stopping = dist::any_rank(stop_signal != 0);
+    dist::together([&] {
+      if (!writer) return;
+      const bool eval_now = last || (tc.eval_every > 0 && progress.step % tc.eval_every == 0);
+      EvalStats e;
+      if (eval_now) {
+        e = evaluate(model, *dataset, Split::val, tc.eval_batches, eval_batch, tape);
+        result.final_val_loss = e.loss;
       }
-      progress.log_loss_sum = 0;
-      progress.log_loss_steps = 0;
-      window_tokens = 0;
-      window_start = t;
-    }
-    if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
-      progress.has_best = true;
-      progress.best_val_loss = e.loss;
-      checkpoint(best_checkpoint_path(dir.string()));
-    }
-    const bool stopping = stop_signal != 0;
-    if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {
-      checkpoint(checkpoint_path(dir.string(), progress.step));
-      if (tc.keep_checkpoints > 0) prune_checkpoints(dir.string(), static_cast<int>(tc.keep_checkpoints), "");
-    }
+      if (eval_now || last || progress.step % tc.log_every == 0) {
+        const double t = now_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
+        const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
+        std::fprintf(metrics, "%lld,%lld,%.6g,%.6g,%s,%s,%s,%.6g,%.1f,%.2f\n", static_cast<long long>(progress.step),
+                     static_cast<long long>(progress.tokens_seen), s.lr, train_loss,
+                     format_optional(e.loss, eval_now).c_str(),
+                     format_optional(e.accuracy, eval_now && e.accuracy >= 0).c_str(),
+                     format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0).c_str(), s.grad_norm, rate,
+                     elapsed_before + t - start);
+        HEADLAB_CHECK(std::fflush(metrics) == 0, "cannot write " << metrics_path.string() << " (disk full?)");
+        if (!options.quiet) {
+          const double eta = (tc.steps - progress.step) * (t - start) / (progress.step - first_step);
+          char line[256];
+          std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
+                        static_cast<long long>(progress.step), static_cast<long long>(tc.steps), train_loss,
+                        eval_now ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
+                        format_duration(eta).c_str());
+          if (tty) std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
+          else std::fprintf(stderr, "%s\n", line);
+        }
+        progress.log_loss_sum = 0;
+        progress.log_loss_steps = 0;
+        window_tokens = 0;
+        window_start = t;
+      }
+      if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
+        progress.has_best = true;
+        progress.best_val_loss = e.loss;
+        checkpoint(best_checkpoint_path(dir.string()));
+      }
+      if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {
+        checkpoint(checkpoint_path(dir.string(), progress.step));
+        if (tc.keep_checkpoints > 0) prune_checkpoints(dir.string(), static_cast<int>(tc.keep_checkpoints), "");
+      }
+    });
     if (stopping) {
-      if (!options.quiet)
-        std::fprintf(stderr, "%sstopped by signal %d at step %lld; resume with --resume auto\n", tty ? "\n" : "",
-                     stop_signal.load(), static_cast<long long>(progress.step));
+      if (!options.quiet && writer)
+        std::fprintf(stderr, "%sstopped by a signal at step %lld; resume with --resume auto\n", tty ? "\n" : "",
+                     static_cast<long long>(progress.step));
       result.end = RunEnd::interrupted;
       break;
     }

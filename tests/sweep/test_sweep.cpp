@@ -20,6 +20,7 @@
 #include "headlab/nn/model.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
+#include "support/run_files.h"
 #include "support/scratch.h"
 
 using namespace headlab;
@@ -43,6 +44,7 @@ struct Scratch : test::ScratchDir {
 using test::CommandResult;
 using test::read_file;
 using test::run_headlab;
+using test::metrics_without_timing;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -64,16 +66,6 @@ std::vector<std::map<std::string, std::string>> read_results(const fs::path& pat
     std::map<std::string, std::string> row;
     for (size_t c = 0; c < f.size(); ++c) row[header[c]] = f[c];
     rows.push_back(row);
-  }
-  return rows;
-}
-
-// metrics.csv without its timing columns (tokens_per_s, elapsed_s): equal for equal training.
-std::vector<std::string> metrics_without_timing(const fs::path& run) {
-  std::vector<std::string> rows;
-  for (std::string line : lines_of(read_file(run / "metrics.csv"))) {
-    for (int i = 0; i < 2; ++i) line = line.substr(0, line.rfind(','));
-    rows.push_back(line);
   }
   return rows;
 }

@@ -17,9 +17,12 @@
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
 #include "headlab/train/trainer.h"
+#include "support/run_files.h"
 #include "support/scratch.h"
 
 using namespace headlab;
+using test::checkpoint_tensors;
+using test::metrics_without_timing;
 namespace fs = std::filesystem;
 
 namespace {
@@ -48,30 +51,6 @@ Config tiny_config(const Scratch& s) {
   c.train.keep_checkpoints = 0;
   c.train.threads = 2;
   return c;
-}
-
-std::vector<std::string> metrics_without_timing(const fs::path& run) {
-  std::ifstream in(run / "metrics.csv");
-  std::vector<std::string> rows;
-  for (std::string line; std::getline(in, line);) {
-    // Drop the last two columns (tokens_per_s, elapsed_s).
-    for (int i = 0; i < 2; ++i) line = line.substr(0, line.rfind(','));
-    rows.push_back(line);
-  }
-  return rows;
-}
-
-std::vector<float> all_model_tensors(const std::string& checkpoint) {
-  CheckpointReader r(checkpoint);
-  std::vector<float> values;
-  for (const std::string& name : r.names()) {
-    if (r.dtype(name) != ArrayDType::float32) continue;
-    const Shape shape = r.shape(name);
-    std::vector<float> buf(shape.numel());
-    r.read_into(name, Tensor<float>(buf.data(), shape));
-    values.insert(values.end(), buf.begin(), buf.end());
-  }
-  return values;
 }
 
 RunOptions quiet_run(const fs::path& dir, const std::string& resume = "") {
@@ -124,8 +103,8 @@ TEST_CASE("a run stopped between checkpoints and resumed ends bit-identical to a
   const auto straight_rows = metrics_without_timing(s.dir / "straight"), resumed_rows = metrics_without_timing(s.dir / "resumed");
   CHECK(straight_rows.size() == 13);  // header + 12 steps
   CHECK(resumed_rows == straight_rows);
-  CHECK(all_model_tensors(checkpoint_path((s.dir / "resumed").string(), 12)) ==
-        all_model_tensors(checkpoint_path((s.dir / "straight").string(), 12)));
+  CHECK(checkpoint_tensors(checkpoint_path((s.dir / "resumed").string(), 12)) ==
+        checkpoint_tensors(checkpoint_path((s.dir / "straight").string(), 12)));
 }
 
 TEST_CASE("prefetching batches in the background changes nothing: runs with and without it are bit-identical", "[train]") {
@@ -137,8 +116,8 @@ TEST_CASE("prefetching batches in the background changes nothing: runs with and 
   c.train.prefetch = false;
   const RunResult without = run_training(c, quiet_run(s.dir / "without"));
   CHECK(metrics_without_timing(s.dir / "with") == metrics_without_timing(s.dir / "without"));
-  CHECK(all_model_tensors(checkpoint_path((s.dir / "with").string(), 12)) ==
-        all_model_tensors(checkpoint_path((s.dir / "without").string(), 12)));
+  CHECK(checkpoint_tensors(checkpoint_path((s.dir / "with").string(), 12)) ==
+        checkpoint_tensors(checkpoint_path((s.dir / "without").string(), 12)));
   CHECK(with.batches == 24);  // 12 steps x 2 micro-batches
   CHECK(without.batches == 0);
 }

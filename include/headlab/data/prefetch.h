@@ -25,10 +25,10 @@ class BatchPrefetcher {
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
 
-  // Batch `index` of the split; then starts filling index + 1 in the background. Asking for an
-  // index other than the one prefetched (the first call, a resume, no background thread) fills
-  // it here instead.
-  const Batch& get(int64_t index);
+  // Batch `index` of the split; then starts filling `next` (default index + 1) in the
+  // background. Asking for an index other than the one prefetched (the first call, a resume, no
+  // background thread) fills it here instead.
+  const Batch& get(int64_t index, int64_t next = -1);
 
   struct Stats {
     int64_t batches = 0;  // get() calls

@@ -1,11 +1,15 @@
 // The training step, in one place. A step is a pure function of (parameters, optimizer state,
 // step number): its batches are dataset batch (step * grad_accum + micro) and its dropout seed
 // mixes train.seed with the step, so a resumed run replays the same steps bit for bit.
+// Under mpirun each rank runs an aligned block of the step's micro-batches and the gradients
+// are summed over ranks in a fixed order (dist::sum_over_ranks), so P ranks produce the bits of
+// one process with the same train.grad_accum (docs/distributed.md).
 //   TrainingContext ctx{model, *optimizer, batches, tape, schedule, grad_accum, clip, seed};
 //   StepStats s = train_step(ctx, step);
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "headlab/autograd/tape.h"
 #include "headlab/data/batch.h"
@@ -13,6 +17,7 @@
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
 #include "headlab/optim/schedule.h"
+#include "headlab/train/gradient_sum.h"
 
 namespace headlab {
 
@@ -38,6 +43,9 @@ struct TrainingContext {
   double grad_clip = 0;  // 0 = off
   uint64_t seed = 0;     // train.seed
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
+  // Kept across steps so that a warmed-up step allocates nothing.
+  MicroBatchSum gradient_sum{};
+  std::vector<double> rank_losses{}, step_losses{};  // this rank's micro-batch losses; all ranks'
 };
 
 struct StepStats {
@@ -47,11 +55,21 @@ struct StepStats {
   int64_t tokens = 0;    // tokens (or examples, for the encoder) that carried a target
 };
 
+// The micro-batches [begin, end) of a step that rank `rank` of `ranks` runs: an aligned block of
+// grad_accum / ranks. Throws unless the split is exact and, with more than one rank, a power of
+// two per rank (the condition for matching one process bit for bit).
+struct MicroBatchRange {
+  int64_t begin = 0, end = 0;
+};
+MicroBatchRange micro_batches_of_rank(int64_t grad_accum, int rank, int ranks);
+
 // Model inputs for a batch (the encoder reads labels as its targets).
 ModelInput model_input(const Model<float>& model, const Batch& batch);
 
-// Zero grads -> for each micro-batch: forward, loss / grad_accum, backward -> clip -> update.
-// Throws headlab::Error when the loss or the gradient norm is not finite (nothing is updated).
+// For each of this rank's micro-batches: forward, backward of loss / grad_accum into a zeroed
+// slab, added into the micro-batch tree -> sum over ranks -> clip -> update. Throws
+// headlab::Error when a loss or the gradient norm is not finite (nothing is updated); under
+// mpirun every rank throws it together (dist::agree).
 StepStats train_step(TrainingContext& ctx, int64_t step);
 
 }  // namespace headlab
