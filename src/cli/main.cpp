@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
         headlab::dist::abort_job(2);
       }
     }
-  } catch (const std::exception& e) {  // from the Session: MPI is not available
-    std::fprintf(stderr, "%s%s\n", prefix.c_str(), e.what());
+  } catch (const std::exception& e) {  // from the Session: MPI is not available (said once)
+    if (headlab::dist::rank_from_launcher() == 0) std::fprintf(stderr, "%s%s\n", prefix.c_str(), e.what());
   }
   return 2;
 }

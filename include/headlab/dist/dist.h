@@ -22,6 +22,9 @@ namespace headlab::dist {
 
 // True when mpirun (or another PMI launcher) started this process: its environment says so.
 bool launched_by_mpi();
+// This process's rank as the launcher's environment gives it (0 without one): usable before
+// MPI_Init, or in a build without MPI.
+int rank_from_launcher();
 
 // MPI_Init on construction when launched by mpirun (an error if this build has no MPI), MPI_Finalize
 // on destruction. Without mpirun it does nothing and rank() = 0, size() = 1.
