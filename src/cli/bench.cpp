@@ -34,8 +34,6 @@
 #include "headlab/io/config.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
-#include "headlab/ops/elementwise.h"
-#include "headlab/optim/clip.h"
 #include "headlab/tensor/arena.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
@@ -166,8 +164,8 @@ int run_bench(int argc, char** argv) {
       cxxopts::value<int>())("batch", "sequences per step: sets train.batch_size (like torch_ref --batch)",
                              cxxopts::value<int>())(
       "tag", "free-form label copied into the JSON line", cxxopts::value<std::string>()->default_value(""))(
-      "phases", "after the timed steps, time --steps more split into phases (zero_grad, forward, backward, "
-                "tape reset, clip, optimizer) by running train_step's sequence of calls inline")(
+      "phases", "after the timed steps, time --steps more split into train_step's phases (data, forward, "
+                "backward, tape reset, gradient sum, clip, optimizer)")(
       "gemm", "time an N x N x N sgemm through headlab::gemm instead of training")(
       "size", "--gemm: N", cxxopts::value<int>()->default_value("2048"))(
       "reps", "--gemm: timed repetitions", cxxopts::value<int>()->default_value("10"))("h,help", "show this help");
@@ -250,39 +248,26 @@ int run_bench(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &u);
   const long minflt = u.ru_minflt - minflt0;
 
-  // --phases: the calls of train_step (grad_accum = 1), one by one, each timed. Not the headline
-  // measurement (that is train_step itself, above); this only splits a step into its parts.
+  // --phases: `steps` more steps of train_step with its phase clock on (StepPhases). Not the
+  // headline measurement (that is train_step without the clock, above); this only splits a step.
   std::string phases_json;
   if (args.count("phases")) {
-    HEADLAB_CHECK(tc.grad_accum == 1, "--phases needs train.grad_accum = 1");
-    const char* names[] = {"zero_grad", "forward", "backward", "tape_reset", "clip", "optimizer", "total"};
-    std::vector<double> ph[7];
+    const std::pair<const char*, double StepPhases::*> parts[] = {
+        {"data", &StepPhases::data},           {"forward", &StepPhases::forward},
+        {"backward", &StepPhases::backward},   {"tape_reset", &StepPhases::tape_reset},
+        {"gradient_sum", &StepPhases::gradient_sum}, {"clip", &StepPhases::clip},
+        {"optimizer", &StepPhases::optimizer}, {"total", &StepPhases::total}};
+    std::vector<std::vector<double>> ph(std::size(parts));
+    StepPhases phases;
+    ctx.phases = &phases;
     for (int i = 0; i < steps; ++i) {
-      const int64_t step = warmup + steps + i;
-      double t[7];
-      t[0] = now_seconds();
-      model.params().zero_grad();
-      const Batch& batch = batches.get(step);
-      t[1] = now_seconds();
-      ForwardOptions fo;
-      fo.training = true;
-      ModelOutput<float> out = model.forward(tape, model_input(model, batch), fo);
-      (void)out.loss.value()(0);
-      t[2] = now_seconds();
-      tape.backward(scale(out.loss, 1.0));
-      t[3] = now_seconds();
-      tape.reset();
-      t[4] = now_seconds();
-      clip_grad_norm(model.params(), tc.grad_clip);
-      t[5] = now_seconds();
-      optimizer->step(learning_rate(schedule, step));
-      t[6] = now_seconds();
-      for (int k = 0; k < 6; ++k) ph[k].push_back(t[k + 1] - t[k]);
-      ph[6].push_back(t[6] - t[0]);
+      train_step(ctx, warmup + steps + i);
+      for (size_t k = 0; k < std::size(parts); ++k) ph[k].push_back(phases.*parts[k].second);
     }
+    ctx.phases = nullptr;
     phases_json = ", \"phase_ms_median\": {";
-    for (int k = 0; k < 7; ++k)
-      phases_json += std::string(k ? ", " : "") + "\"" + names[k] + "\": " + fixed(median(ph[k]) * 1e3, 3);
+    for (size_t k = 0; k < std::size(parts); ++k)
+      phases_json += std::string(k ? ", " : "") + "\"" + parts[k].first + "\": " + fixed(median(ph[k]) * 1e3, 3);
     phases_json += "}";
   }
 

@@ -1,5 +1,6 @@
 #include "headlab/train/step.h"
 
+#include <chrono>
 #include <cmath>
 
 #include "headlab/common/hash.h"
@@ -31,7 +32,33 @@ MicroBatchRange micro_batches_of_rank(int64_t grad_accum, int rank, int ranks) {
   return {rank * per_rank, (rank + 1) * per_rank};
 }
 
+namespace {
+// Adds the time since the last lap to a phase; does nothing (reads no clock) without phases.
+class PhaseClock {
+ public:
+  explicit PhaseClock(StepPhases* phases) : phases_(phases) {
+    if (!phases_) return;
+    *phases_ = StepPhases{};
+    start_ = last_ = std::chrono::steady_clock::now();
+  }
+  void lap(double StepPhases::*phase) {
+    if (!phases_) return;
+    const auto now = std::chrono::steady_clock::now();
+    phases_->*phase += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+  ~PhaseClock() {
+    if (phases_) phases_->total = std::chrono::duration<double>(last_ - start_).count();
+  }
+
+ private:
+  StepPhases* phases_;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+}  // namespace
+
 StepStats train_step(TrainingContext& ctx, int64_t step) {
+  PhaseClock clock(ctx.phases);
   StepStats stats;
   stats.lr = learning_rate(ctx.schedule, step);
   const MicroBatchRange mine = micro_batches_of_rank(ctx.grad_accum, dist::rank(), dist::size());
@@ -48,24 +75,30 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       // The batch this rank asks for next: its next micro-batch, or its first one of the next step.
       const int64_t next = micro + 1 < mine.end ? index + 1 : (step + 1) * ctx.grad_accum + mine.begin;
       const Batch& batch = ctx.batches.get(index, next);
+      clock.lap(&StepPhases::data);
       ForwardOptions options;
       options.training = true;
       options.dropout_seed = hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
       ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, batch), options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);
+      clock.lap(&StepPhases::forward);
       // Each micro-batch's gradient of loss / grad_accum, on its own (zeroed) slab; the slabs are
       // then added in MicroBatchSum's tree, the order a data-parallel job reproduces.
       params.zero_grad();
       const Var<float> objective = ctx.gate_sampler ? add(out.loss, ctx.gate_sampler->penalty(ctx.tape)) : out.loss;
       ctx.tape.backward(scale(objective, 1.0 / static_cast<double>(ctx.grad_accum)));
+      clock.lap(&StepPhases::backward);
       ctx.tape.reset();
+      clock.lap(&StepPhases::tape_reset);
       if (n_mine > 1) ctx.gradient_sum.add(params.grads());
+      clock.lap(&StepPhases::gradient_sum);
       for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? batch.labels : batch.targets)
         tokens += target >= 0;
     }
   });
   if (n_mine > 1) ctx.gradient_sum.finish(params.grads());
+  clock.lap(&StepPhases::gradient_sum);
 
   // Every rank sees every micro-batch's loss, in order: the finiteness check and the mean are
   // the same everywhere, and the same as one process's.
@@ -78,10 +111,13 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
   stats.tokens = dist::sum_over_ranks(tokens);
   // The data-parallel all-reduce: every rank then clips and steps on identical gradients.
   dist::sum_over_ranks(params.grads(), params.slab_size());
+  clock.lap(&StepPhases::gradient_sum);
   stats.grad_norm = clip_grad_norm(params, ctx.grad_clip);
   HEADLAB_CHECK(std::isfinite(stats.grad_norm),
                 "training diverged: gradient norm is " << stats.grad_norm << " at step " << step);
+  clock.lap(&StepPhases::clip);
   ctx.optimizer.step(stats.lr);
+  clock.lap(&StepPhases::optimizer);
   return stats;
 }
 

@@ -33,6 +33,19 @@ class GateSampler {
   virtual Var<float> penalty(Tape<float>& tape) = 0;
 };
 
+// Where a step's time goes (headlab bench --phases), in seconds, summed over its micro-batches.
+// train_step fills it when TrainingContext::phases points to one; otherwise it reads no clock.
+struct StepPhases {
+  double data = 0;          // the batch from the prefetcher
+  double forward = 0;
+  double backward = 0;      // zeroing the gradient slab included
+  double tape_reset = 0;
+  double gradient_sum = 0;  // the micro-batch tree and the sum over ranks
+  double clip = 0;
+  double optimizer = 0;
+  double total = 0;
+};
+
 struct TrainingContext {
   Model<float>& model;
   Optimizer<float>& optimizer;
@@ -43,6 +56,7 @@ struct TrainingContext {
   double grad_clip = 0;  // 0 = off
   uint64_t seed = 0;     // train.seed
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
+  StepPhases* phases = nullptr;         // non-null: train_step times its parts into it
   // Kept across steps so that a warmed-up step allocates nothing.
   MicroBatchSum gradient_sum{};
   std::vector<double> rank_losses{}, step_losses{};  // this rank's micro-batch losses; all ranks'
