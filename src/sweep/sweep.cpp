@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -33,6 +32,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
+#include "headlab/common/signals.h"
 #include "headlab/dist/dist.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/checkpointing.h"
@@ -104,32 +104,6 @@ std::string resolve_base(const std::string& base, const std::string& sweep_path,
 
 // ---------------------------------------------------------------------------------------------
 // Running points.
-
-// First SIGINT/SIGTERM: stop starting runs and forward SIGTERM to the running ones. A second one
-// kills the sweep at once (the children, in their own process groups, still checkpoint).
-std::atomic<int> sweep_stop_signal{0};
-extern "C" void on_sweep_signal(int sig) {
-  if (sweep_stop_signal.exchange(sig) != 0) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
-}
-
-struct SignalScope {
-  struct sigaction old_int {}, old_term {};
-  SignalScope() {
-    sweep_stop_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_sweep_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-  }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
 
 // The last non-empty line of a log, with progress-line carriage returns resolved.
 std::string last_log_line(const fs::path& log) {
@@ -326,7 +300,7 @@ void serve_points(const std::vector<SweepPoint>& points, const SweepOptions& opt
   LocalRuns runs(points, options.out_dir, options.headlab_binary);
   bool asking = true;
   while (asking || runs.size() > 0) {
-    if (sweep_stop_signal) {
+    if (stop_signal()) {
       asking = false;
       runs.stop_all();
     }
@@ -582,10 +556,12 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
     }
   });
 
-  SignalScope signals;
+  // First SIGINT/SIGTERM: stop starting runs and forward SIGTERM to the running ones. A second
+  // one kills the sweep at once (the children, in their own process groups, still checkpoint).
+  StopOnSignal signals;
   if (!coordinator) {
     serve_points(points, options);
-    report.interrupted = sweep_stop_signal != 0;
+    report.interrupted = stop_signal() != 0;
     return report;
   }
   LocalRuns runs(points, out, options.headlab_binary);
@@ -625,12 +601,12 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
   };
 
   while (next < pending.size() || runs.size() > 0 || workers > 0) {
-    if (sweep_stop_signal && !stopping) {
+    if (stop_signal() && !stopping) {
       stopping = true;
       report.interrupted = true;
       if (!options.quiet)
         std::fprintf(stderr, "sweep: signal %d: stopping %zu running run%s (they checkpoint); %zu not started\n",
-                     sweep_stop_signal.load(), runs.size() + remote_running, runs.size() + remote_running == 1 ? "" : "s",
+                     stop_signal(), runs.size() + remote_running, runs.size() + remote_running == 1 ? "" : "s",
                      pending.size() - next);
       runs.stop_all();
       next = pending.size();

@@ -3,10 +3,8 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "headlab/common/parallel.h"
+#include "headlab/common/signals.h"
 #include "headlab/data/text.h"
 #include "headlab/dist/dist.h"
 #include "headlab/io/checkpoint.h"
@@ -31,27 +30,6 @@ const char* const kMetricsHeader =
 namespace fs = std::filesystem;
 
 namespace {
-
-// Ctrl-C / SIGTERM: finish the current step, checkpoint, exit. A second signal kills at once.
-std::atomic<int> stop_signal{0};
-extern "C" void on_stop_signal(int sig) {
-  stop_signal = sig;
-  std::signal(sig, SIG_DFL);
-}
-
-struct SignalScope {
-  using Handler = void (*)(int);
-  Handler old_int, old_term;
-  SignalScope() {
-    stop_signal = 0;
-    old_int = std::signal(SIGINT, on_stop_signal);
-    old_term = std::signal(SIGTERM, on_stop_signal);
-  }
-  ~SignalScope() {
-    std::signal(SIGINT, old_int);
-    std::signal(SIGTERM, old_term);
-  }
-};
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -205,7 +183,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     save_training_checkpoint(path, config, model, optimizer.get(), progress);
   };
 
-  SignalScope signals;
+  StopOnSignal signals;  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit; a second kills
   for (int64_t step = progress.step; step < tc.steps; ++step) {
     const StepStats s = train_step(ctx, step);
     progress.step = step + 1;
@@ -222,7 +200,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
 
     const bool last = progress.step == tc.steps;
     // A signal reaches the ranks at different moments: they agree to stop after the same step.
-    const bool stopping = dist::any_rank(stop_signal != 0);
+    const bool stopping = dist::any_rank(stop_signal() != 0);
     dist::together([&] {
       if (!writer) return;
       const bool eval_now = last || (tc.eval_every > 0 && progress.step % tc.eval_every == 0);
