@@ -6,6 +6,7 @@
 // agree. The script is $HEADLAB_PLOT_SCRIPT, else plot/headlab_plot.py among the shared files
 // (common/paths.h); the interpreter is $HEADLAB_PYTHON, else /usr/bin/python3 (where Debian's
 // python3-matplotlib lives), else python3 on PATH.
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/paths.h"
+#include "headlab/common/subprocess.h"
 #include "headlab/sweep/sweep.h"
 #include "options.h"
 #include "verbs.h"
@@ -51,27 +53,25 @@ std::string find_python() {
 // Runs the script with stdout passed through and stderr collected; a failure becomes one Error
 // line (the script's last stderr line; any lines before it, such as a traceback, are printed).
 void run_script(const std::string& python, const std::vector<std::string>& args) {
-  std::vector<std::string> all = {python};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (const std::string& a : all) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  ChildProcess child;
+  child.args = {python};
+  child.args.insert(child.args.end(), args.begin(), args.end());
+  for (const std::string& var : current_environment())
+    if (var.rfind("MPLBACKEND=", 0) != 0) child.env.push_back(var);
+  child.env.push_back("MPLBACKEND=Agg");  // files, never a window
   int pipe_fd[2];
-  HEADLAB_CHECK(::pipe(pipe_fd) == 0, "plot: cannot create a pipe");
+  HEADLAB_CHECK(::pipe2(pipe_fd, O_CLOEXEC) == 0, "plot: cannot create a pipe");
+  child.stderr_fd = pipe_fd[1];
   std::fflush(stdout);
-  ::setenv("MPLBACKEND", "Agg", 1);  // before fork: after it, the child only execs
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  pid_t pid = -1;
+  try {
+    pid = start_child(child);
+  } catch (...) {
     ::close(pipe_fd[0]);
-    ::dup2(pipe_fd[1], STDERR_FILENO);
     ::close(pipe_fd[1]);
-    ::execvp(argv[0], argv.data());
-    const char msg[] = "exec failed\n";
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
+    throw;
   }
   ::close(pipe_fd[1]);
-  HEADLAB_CHECK(pid > 0, "plot: fork failed");
   std::string err;
   char buf[4096];
   for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) != 0;) {
@@ -80,9 +80,7 @@ void run_script(const std::string& python, const std::vector<std::string>& args)
     err.append(buf, static_cast<size_t>(n));
   }
   ::close(pipe_fd[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = wait_child(pid);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     std::fputs(err.c_str(), stderr);  // warnings, if any
     return;

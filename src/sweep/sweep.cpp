@@ -9,9 +9,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#if defined(__linux__)
-#include <sys/prctl.h>
-#endif
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +30,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
 #include "headlab/common/signals.h"
+#include "headlab/common/subprocess.h"
 #include "headlab/dist/dist.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/checkpointing.h"
@@ -127,58 +125,43 @@ std::string now_text() {
 // run started by a rank of `mpirun headlab sweep` is one process and does not join the job.
 std::vector<std::string> run_environment() {
   std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string var = *e;
-    if (var.rfind("OMPI_", 0) == 0 || var.rfind("PMIX_", 0) == 0 || var.rfind("PMI_", 0) == 0) continue;
-    env.push_back(var);
-  }
+  for (const std::string& var : current_environment())
+    if (var.rfind("OMPI_", 0) != 0 && var.rfind("PMIX_", 0) != 0 && var.rfind("PMI_", 0) != 0) env.push_back(var);
   return env;
 }
 
-// fork + exec `binary train RUN/config.toml --out RUN --resume auto`, output appended to
-// RUN/train.log. Everything the child needs is built before fork(): after it, only
-// async-signal-safe calls.
+// `binary train RUN/config.toml --out RUN --resume auto`, output appended to RUN/train.log, in
+// its own process group (a Ctrl-C reaches the sweep only, which forwards one SIGTERM) and ended
+// with the sweep: a sweep killed outright (kill -9) takes its runs down too, each checkpointing
+// on SIGTERM, rather than leaving them training while a rerun starts the same points.
 pid_t start_run(const std::string& binary, const fs::path& run_dir) {
-  const std::vector<std::string> args = {binary,          "train",       (run_dir / "config.toml").string(),
-                                         "--out",         run_dir.string(), "--resume",
-                                         "auto"};
+  ChildProcess child;
+  child.args = {binary, "train", (run_dir / "config.toml").string(), "--out", run_dir.string(), "--resume", "auto"};
+  child.env = run_environment();
+  child.own_process_group = true;
+  child.ends_with_parent = true;
   const fs::path log = run_dir / "train.log";
   {
     std::ofstream header(log, std::ios::app);
     header << "== " << now_text() << ":";
-    for (const std::string& a : args) header << " " << a;
+    for (const std::string& a : child.args) header << " " << a;
     header << "\n";
   }
-  std::vector<char*> argv, envp;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const std::vector<std::string> env = run_environment();
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   HEADLAB_CHECK(log_fd >= 0, "cannot open " << log.string() << " for writing");
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);  // Ctrl-C reaches the sweep only; it forwards one SIGTERM
-#if defined(__linux__)
-    // A sweep killed outright (kill -9) takes its runs down too, each checkpointing on SIGTERM,
-    // rather than leaving them training while a rerun starts the same points.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(130);  // the sweep died before prctl
-#endif
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
-    const char msg[] = "headlab sweep: error: cannot execute the headlab binary\n";
-    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
+  child.stdout_fd = child.stderr_fd = log_fd;
+  child.stdin_fd = null_fd;
+  pid_t pid = -1;
+  try {
+    pid = start_child(child);
+  } catch (...) {
+    ::close(log_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    throw;
   }
   ::close(log_fd);
   if (null_fd >= 0) ::close(null_fd);
-  HEADLAB_CHECK(pid > 0, "cannot start a run: fork failed");
   return pid;
 }
 

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "headlab/common/subprocess.h"
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -49,38 +51,23 @@ std::string read_file(const fs::path& path) {
 pid_t start_program(const std::string& program, const std::vector<std::string>& args, const fs::path& log,
                     const std::map<std::string, std::string>& env, const fs::path& cwd) {
   REQUIRE(::access(program.c_str(), X_OK) == 0);
-  std::vector<std::string> all = {program};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  // The environment is built before fork(): the child of a threaded process may only exec.
-  std::vector<std::string> environment;
-  for (char** e = environ; *e; ++e) {
-    const std::string item(*e);
-    if (!env.count(item.substr(0, item.find('=')))) environment.push_back(item);
-  }
-  for (const auto& [key, value] : env) environment.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const std::string dir = cwd.string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    if (!dir.empty() && ::chdir(dir.c_str()) != 0) ::_exit(126);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
-  }
-  REQUIRE(pid > 0);
+  ChildProcess child;
+  child.args = {program};
+  child.args.insert(child.args.end(), args.begin(), args.end());
+  for (const std::string& item : current_environment())
+    if (!env.count(item.substr(0, item.find('=')))) child.env.push_back(item);
+  for (const auto& [key, value] : env) child.env.push_back(key + "=" + value);
+  child.working_dir = cwd.string();
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  child.stdout_fd = child.stderr_fd = fd;
+  const pid_t pid = start_child(child);
+  ::close(fd);
   return pid;
 }
 
 CommandResult wait_program(pid_t pid, const fs::path& log) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const int status = wait_child(pid);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), read_file(log)};
 }
 
