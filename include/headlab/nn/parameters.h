@@ -49,8 +49,9 @@ class Parameters {
   T* grads() const { return static_cast<T*>(grads_.data()); }
   int64_t slab_size() const { return slab_size_; }
 
-  // Deterministic init: parameter i draws from a generator seeded by (seed, i), so adding a
-  // parameter does not change the others' values.
+  // Deterministic init: parameter i draws from a generator seeded by (seed, i). The values
+  // follow the table's order: inserting a parameter (or dropping one, as model.bias = false
+  // does) changes the initial values of every later one.
   void init(uint64_t seed);
   void zero_grad();
 
