@@ -233,4 +233,10 @@ TEST_CASE("mpirun -np 2 headlab sweep deals the points to both ranks and matches
   CHECK(without_speed(s.dir / "two" / "results.csv") == serial_rows);
   for (const fs::directory_entry& run : fs::directory_iterator(s.dir / "serial"))
     if (run.is_directory()) CHECK(metrics_without_timing(run.path()) == metrics_without_timing(s.dir / "two" / run.path().filename()));
+  // A rerun under mpirun skips every finished point, as a serial rerun does.
+  const CommandResult again = run_mpi(2, {"sweep", file.string(), "--out", (s.dir / "two").string()}, s.dir / "again.log");
+  INFO(again.output);
+  CHECK(again.code == 0);
+  CHECK_THAT(again.output, Contains("6 runs: 6 finished (skipped), 0 to resume, 0 to start"));
+  CHECK(without_speed(s.dir / "two" / "results.csv") == serial_rows);
 }
