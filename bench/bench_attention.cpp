@@ -4,7 +4,7 @@
 // Variants, alternated rep by rep in one run so the ratios share the machine's state:
 //   blis   the first kernel (kept here for comparison): per-head BLIS products on 128-row causal
 //          blocks, A [B,H,T,T] saved by the forward and read by the backward;
-//   fused  the library kernel (src/ops/attention_kernels.cpp), A recomputed from row stats;
+//   fused  the library kernel (src/ops/attention/), A recomputed from row stats;
 //   keep   the library kernel with A saved and read back. The tape uses `fused` below d_head
 //          128 and `keep` from 128 on (kSaveProbsMinDHead in src/ops/attention.cpp): these
 //          rows are the measurement behind that threshold.
@@ -191,14 +191,15 @@ int main(int argc, char** argv) {
         if (name == "blis") {
           blis_v1::forward(out, probs, q, k, v);
         } else {
-          attention_forward(out, kept, stats, q, k, v, Tensor<float>(), options, workspace);
+          attention_forward(out, {.probs = kept, .stats = stats}, {.q = q, .k = k, .v = v}, options,
+                            {.workspace = workspace});
         }
         const double t1 = seconds_now();
         if (name == "blis") {
           blis_v1::backward(dq, dk, dv, dout, q, k, v, probs, scratch);
         } else {
-          attention_backward(dq, dk, dv, Tensor<float>(), dout, q, k, v, Tensor<float>(), kept, stats, options,
-                             workspace, Tensor<float>());
+          attention_backward({.dq = dq, .dk = dk, .dv = dv}, dout, {.q = q, .k = k, .v = v},
+                             {.probs = kept, .stats = stats}, options, {.workspace = workspace});
         }
         const double t2 = seconds_now(), c2 = cpu_seconds_now();
         if (r < 3) continue;  // warm-up

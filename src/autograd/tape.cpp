@@ -47,6 +47,7 @@ Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward,
   }
   Node<T>& n = nodes_.emplace_back();
   n.value = value;
+  n.op = backward;
   n.requires_grad = grad_enabled_ && any_requires_grad;
   if (n.requires_grad) {
     n.backward = backward;

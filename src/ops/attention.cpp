@@ -1,6 +1,7 @@
-// Fused multi-head attention: argument checks, the parallel drivers over heads, the backward's
-// derivation and the tape binding. The per-head numeric kernels (8-row blocks, packed K/V, fused
-// scale + mask + softmax) are in attention_kernels.cpp.
+// Fused multi-head attention: argument checks, the parallel drivers over heads and the tape
+// binding. The per-head numeric kernels (8-row blocks, packed K/V, fused scale + mask + softmax)
+// are in src/ops/attention/: tiles.h (products and packing), softmax.h, forward.cpp, and
+// backward.cpp with the backward's derivation; kernels.h is their interface.
 // Shapes: q [B,T,H,Dh], k,v [B,T,Hkv,Dh], gates [H] -> out [B,T,H,Dh]; stats [B,H,T,2].
 // Why not per-head BLIS calls (the first version): at d_head <= 64 they cost more in per-call
 // overhead and packing than in flops, so 16 heads took 3.7x the time of 1 head at d_model 256
@@ -20,7 +21,7 @@
 
 #include <algorithm>
 
-#include "attention_kernels.h"
+#include "attention/kernels.h"
 #include "headlab/common/parallel.h"
 
 namespace headlab {
@@ -29,14 +30,13 @@ namespace {
 
 namespace ak = attention_kernels;
 
-constexpr int64_t kAttentionTag = 0x4154544e;  // "ATTN" in Node::ints[3]: marks attention outputs
-
 struct Dims {
   int64_t B, T, H, Hkv, Dh, group;  // group = H / Hkv query heads per kv head
 };
 
 template <typename T>
-Dims check_inputs(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& gates) {
+Dims check_inputs(const AttentionInputs<T>& in) {
+  const Tensor<T>&q = in.q, &k = in.k, &v = in.v, &gates = in.gates;
   HEADLAB_CHECK(q.rank() == 4, "attention: q " << q.shape().str() << " must be [B, T, n_heads, d_head]");
   HEADLAB_CHECK(k.rank() == 4, "attention: k " << k.shape().str() << " must be [B, T, n_kv_heads, d_head]");
   HEADLAB_CHECK(k.shape() == v.shape(), "attention: v " << v.shape().str() << " differs from k " << k.shape().str());
@@ -99,94 +99,82 @@ int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward) 
 //   S = Q K^T / sqrt(Dh);  A = softmax_rows(mask(S));  O = x A V;  stats = (row max, 1/row sum).
 // A pruned head (x = 0) still computes A and stats: the backward needs them for d gates[h].
 template <typename T>
-void attention_forward(const Tensor<T>& out, const Tensor<T>& probs, const Tensor<T>& stats, const Tensor<T>& q,
-                       const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& gates,
-                       const AttentionOptions& options, const Tensor<T>& workspace) {
-  const Dims d = check_inputs(q, k, v, gates);
+void attention_forward(const Tensor<T>& out, const AttentionSaved<T>& saved, const AttentionInputs<T>& in,
+                       const AttentionOptions& options, const AttentionScratch<T>& scratch) {
+  const Dims d = check_inputs(in);
   check_shape("out", out, {d.B, d.T, d.H, d.Dh});
-  if (!probs.empty()) check_contiguous("probs", probs, {d.B, d.H, d.T, d.T});
-  if (!stats.empty()) check_contiguous("stats", stats, {d.B, d.H, d.T, 2});
-  check_workspace(workspace, d, false);
+  if (!saved.probs.empty()) check_contiguous("probs", saved.probs, {d.B, d.H, d.T, d.T});
+  if (!saved.stats.empty()) check_contiguous("stats", saved.stats, {d.B, d.H, d.T, 2});
+  check_workspace(scratch.workspace, d, false);
+  const ak::KernelPath path = ak::resolve_kernels(options.kernels);
   const ak::Problem p(d.T, d.Dh, options.causal);
 #pragma omp parallel
   {
-    const ak::Workspace<T> w(workspace.data() + omp_get_thread_num() * workspace.size(1), p, false);
+    const ak::Workspace<T> w(scratch.workspace.data() + omp_get_thread_num() * scratch.workspace.size(1), p, false);
     int64_t packed = -1;  // the (b, kv head) whose K/V this thread's workspace holds
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
       const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group;
       const uint8_t* pad = options.key_padding ? options.key_padding + b * d.T : nullptr;
-      ak::forward_head(p, w, packed != b * d.Hkv + g, const_head(q, b, h), const_head(k, b, g), const_head(v, b, g),
-                       head(out, b, h), gates.empty() ? T(1) : gates(h), pad, per_head(probs, d, b, h, d.T * d.T),
-                       per_head(stats, d, b, h, 2 * d.T));
+      ak::forward_head(path, p, w, packed != b * d.Hkv + g, const_head(in.q, b, h), const_head(in.k, b, g),
+                       const_head(in.v, b, g), head(out, b, h), in.gates.empty() ? T(1) : in.gates(h), pad,
+                       per_head(saved.probs, d, b, h, d.T * d.T), per_head(saved.stats, d, b, h, 2 * d.T));
       packed = b * d.Hkv + g;
     }
   }
 }
 
-// Backward, per (b, h) with g = h / (H/Hkv), gate x = gates[h] (1 without gates), dO = dout_bh.
-// The forward was:
-//   (1) S = Q K^T / sqrt(Dh)        masked entries excluded
-//   (2) A = softmax_rows(S)         masked entries 0
-//   (3) Y = A V
-//   (4) O = x Y
-// Read in reverse, with G = dO V^T (the ungated dA):
-//   (4) dx += sum(dO * Y) = sum_{t,s} A[t,s] G[t,s] = sum_t r[t],  r = rowsum(G * A);
-//       dO' = x dO.
-//   (3) dV += A^T dO' = x A^T dO;   dA = dO' V^T = x G.
-//   (2) softmax: dS[t,s] = A[t,s] (dA[t,s] - sum_j A[t,j] dA[t,j]) = x A * (G - r).
-//       A masked entry has A = 0, so it gets dS = 0; a fully masked row gets all 0.
-//   (1) dQ += dS K / sqrt(Dh);   dK += dS^T Q / sqrt(Dh).
-// A comes back from the stats as A = exp(S - max) / sum, the forward's own arithmetic.
-// Why neither saving nor recomputing Y for the gate: r is the row sum softmax's backward needs
-// anyway, and it is taken on the ungated G, so dx stays right for a pruned head (x = 0).
+// Backward, per (b, kv head) and its query heads in order; the derivation is written above the
+// kernels, in attention/backward.cpp.
 template <typename T>
-void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T>& dv, const Tensor<T>& dgates,
-                        const Tensor<T>& dout, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                        const Tensor<T>& gates, const Tensor<T>& probs, const Tensor<T>& stats,
-                        const AttentionOptions& options, const Tensor<T>& workspace,
-                        const Tensor<T>& gate_partials) {
-  const Dims d = check_inputs(q, k, v, gates);
+void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, const AttentionInputs<T>& in,
+                        const AttentionSaved<T>& saved, const AttentionOptions& options,
+                        const AttentionScratch<T>& scratch) {
+  const Dims d = check_inputs(in);
   check_shape("dout", dout, {d.B, d.T, d.H, d.Dh});
-  if (probs.empty()) {
-    HEADLAB_CHECK(!stats.empty(), "attention: the backward needs probs or stats from the forward");
-    check_contiguous("stats", stats, {d.B, d.H, d.T, 2});
+  if (saved.probs.empty()) {
+    HEADLAB_CHECK(!saved.stats.empty(), "attention: the backward needs probs or stats from the forward");
+    check_contiguous("stats", saved.stats, {d.B, d.H, d.T, 2});
   } else {
-    check_contiguous("probs", probs, {d.B, d.H, d.T, d.T});
+    check_contiguous("probs", saved.probs, {d.B, d.H, d.T, d.T});
   }
-  if (!dq.empty()) check_shape("dq", dq, q.shape());
-  if (!dk.empty()) check_shape("dk", dk, k.shape());
-  if (!dv.empty()) check_shape("dv", dv, v.shape());
-  check_workspace(workspace, d, true);
+  const Tensor<T>&dq = grads.dq, &dk = grads.dk, &dv = grads.dv, &dgates = grads.dgates;
+  if (!dq.empty()) check_shape("dq", dq, in.q.shape());
+  if (!dk.empty()) check_shape("dk", dk, in.k.shape());
+  if (!dv.empty()) check_shape("dv", dv, in.v.shape());
+  check_workspace(scratch.workspace, d, true);
+  const Tensor<T>& partials = scratch.gate_partials;
   if (!dgates.empty()) {
-    HEADLAB_CHECK(!gates.empty(), "attention: dgates given without gates");
+    HEADLAB_CHECK(!in.gates.empty(), "attention: dgates given without gates");
     check_shape("dgates", dgates, {d.H});
-    check_contiguous("gate_partials", gate_partials, {d.B, d.H});
+    check_contiguous("gate_partials", partials, {d.B, d.H});
   }
   if (dq.empty() && dk.empty() && dv.empty() && dgates.empty()) return;
+  const ak::KernelPath path = ak::resolve_kernels(options.kernels);
   const ak::Problem p(d.T, d.Dh, options.causal);
 #pragma omp parallel
   {
-    const ak::Workspace<T> w(workspace.data() + omp_get_thread_num() * workspace.size(1), p, true);
+    const ak::Workspace<T> w(scratch.workspace.data() + omp_get_thread_num() * scratch.workspace.size(1), p, true);
 #pragma omp for schedule(static)
     for (int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
       const int64_t b = bg / d.Hkv, g = bg % d.Hkv;
       const uint8_t* pad = options.key_padding ? options.key_padding + b * d.T : nullptr;
-      ak::backward_begin(p, w, const_head(k, b, g), const_head(v, b, g));
+      ak::backward_begin(path, p, w, const_head(in.k, b, g), const_head(in.v, b, g));
       for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
-        const T partial = ak::backward_head(
-            p, w, const_head(q, b, h), const_head(dout, b, h), head(dq, b, h), gates.empty() ? T(1) : gates(h), pad,
-            per_head(probs, d, b, h, d.T * d.T), per_head(stats, d, b, h, 2 * d.T), !dk.empty(), !dv.empty());
-        if (!dgates.empty()) gate_partials.data()[b * d.H + h] = partial;
+        const T partial = ak::backward_head(path, p, w, const_head(in.q, b, h), const_head(dout, b, h), head(dq, b, h),
+                                            in.gates.empty() ? T(1) : in.gates(h), pad,
+                                            per_head(saved.probs, d, b, h, d.T * d.T),
+                                            per_head(saved.stats, d, b, h, 2 * d.T), !dk.empty(), !dv.empty());
+        if (!dgates.empty()) partials.data()[b * d.H + h] = partial;
       }
-      ak::backward_end(p, w, head(dk, b, g), head(dv, b, g));
+      ak::backward_end(path, p, w, head(dk, b, g), head(dv, b, g));
     }
   }
   // Gate gradients: partials summed over b in a fixed order, whatever the thread count.
   if (!dgates.empty())
     for (int64_t h = 0; h < d.H; ++h) {
       T total = T(0);
-      for (int64_t b = 0; b < d.B; ++b) total += gate_partials.data()[b * d.H + h];
+      for (int64_t b = 0; b < d.B; ++b) total += partials.data()[b * d.H + h];
       dgates(h) += total;
     }
 }
@@ -194,14 +182,24 @@ void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T
 namespace {
 
 // Node layout: inputs q, k, v[, gates]; saved[0] = A if kept, saved[1] = stats if the backward
-// recomputes A; ints[0] = causal, ints[1] = has gates, ints[3] = kAttentionTag; context =
-// key_padding (caller-owned, outlives the step).
+// recomputes A; ints[0] = causal, ints[1] = AttentionKernels; context = key_padding
+// (caller-owned, outlives the step). Node::op = attention_node_backward marks attention outputs.
 template <typename T>
 AttentionOptions node_options(const Node<T>& node) {
   AttentionOptions options;
   options.causal = node.ints[0] != 0;
+  options.kernels = static_cast<AttentionKernels>(node.ints[1]);
   options.key_padding = static_cast<const uint8_t*>(node.context);
   return options;
+}
+
+// q, k, v[, gates] of a node recorded with its inputs (grad on).
+template <typename T>
+AttentionInputs<T> node_inputs(Tape<T>& tape, const Node<T>& node) {
+  return {.q = tape.node(node.inputs[0]).value,
+          .k = tape.node(node.inputs[1]).value,
+          .v = tape.node(node.inputs[2]).value,
+          .gates = node.n_inputs == 4 ? tape.node(node.inputs[3]).value : Tensor<T>()};
 }
 
 // The kernels' per-thread workspace, in the tape's scratch (reused by every call of the step).
@@ -222,18 +220,20 @@ inline bool backward_reads_probs(int64_t d_head) { return d_head >= kSaveProbsMi
 template <typename T>
 void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
   const bool has_gates = node.n_inputs == 4;
-  const Tensor<T>& q = tape.node(node.inputs[0]).value;
-  const Tensor<T> gates = has_gates ? tape.node(node.inputs[3]).value : Tensor<T>();
-  const Tensor<T> dq = tape.input_grad(node, 0), dk = tape.input_grad(node, 1), dv = tape.input_grad(node, 2);
-  const Tensor<T> dgates = has_gates ? tape.input_grad(node, 3) : Tensor<T>();
+  const AttentionInputs<T> in = node_inputs(tape, node);
+  const AttentionGrads<T> grads{.dq = tape.input_grad(node, 0),
+                                .dk = tape.input_grad(node, 1),
+                                .dv = tape.input_grad(node, 2),
+                                .dgates = has_gates ? tape.input_grad(node, 3) : Tensor<T>()};
   // Scratch before the parallel region.
-  const Tensor<T> workspace = workspace_for(tape, q, true);
-  const Tensor<T> partials = dgates.empty() ? Tensor<T>() : tape.arena().template empty<T>({q.size(0), q.size(2)});
+  const AttentionScratch<T> scratch{
+      .workspace = workspace_for(tape, in.q, true),
+      .gate_partials =
+          grads.dgates.empty() ? Tensor<T>() : tape.arena().template empty<T>({in.q.size(0), in.q.size(2)})};
   // The forward decided: stats saved = recompute A from them (even if attention_probs kept A since).
-  const Tensor<T> probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>();
-  attention_backward(dq, dk, dv, dgates, node.grad, q, tape.node(node.inputs[1]).value,
-                     tape.node(node.inputs[2]).value, gates, probs, node.saved[1], node_options(node), workspace,
-                     partials);
+  const AttentionSaved<T> saved{.probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>(),
+                                .stats = node.saved[1]};
+  attention_backward(grads, node.grad, in, saved, node_options(node), scratch);
 }
 
 }  // namespace
@@ -245,26 +245,25 @@ Var<T> attention(Var<T> q, Var<T> k, Var<T> v, const AttentionOptions& options, 
                 "attention: q, k, v and gates belong to different tapes");
   Tape<T>& tape = *q.tape;
   const bool has_gates = gates.defined();
-  const Tensor<T> gates_value = has_gates ? gates.value() : Tensor<T>();
-  const Dims d = check_inputs(q.value(), k.value(), v.value(), gates_value);
+  const AttentionInputs<T> in{
+      .q = q.value(), .k = k.value(), .v = v.value(), .gates = has_gates ? gates.value() : Tensor<T>()};
+  const Dims d = check_inputs(in);
   // The same rule record() applies: a backward is recorded iff grad is on and an input needs it.
   const bool backward = tape.grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
                                                 (has_gates && gates.requires_grad()));
   Arena& arena = tape.arena();
   const Tensor<T> out = arena.template empty<T>({d.B, d.T, d.H, d.Dh});
   const bool reads_probs = backward && backward_reads_probs(d.Dh);
-  const Tensor<T> probs =
-      options.keep_probs || reads_probs ? arena.template empty<T>({d.B, d.H, d.T, d.T}) : Tensor<T>();
-  const Tensor<T> stats = backward && !reads_probs ? arena.template empty<T>({d.B, d.H, d.T, 2}) : Tensor<T>();
-  attention_forward(out, probs, stats, q.value(), k.value(), v.value(), gates_value, options,
-                    workspace_for(tape, q.value(), false));
+  const AttentionSaved<T> saved{
+      .probs = options.keep_probs || reads_probs ? arena.template empty<T>({d.B, d.H, d.T, d.T}) : Tensor<T>(),
+      .stats = backward && !reads_probs ? arena.template empty<T>({d.B, d.H, d.T, 2}) : Tensor<T>()};
+  attention_forward(out, saved, in, options, {.workspace = workspace_for(tape, in.q, false)});
   Node<T>& node = has_gates ? tape.record(out, attention_node_backward<T>, {q, k, v, gates})
                             : tape.record(out, attention_node_backward<T>, {q, k, v});
-  node.saved[0] = probs;
-  node.saved[1] = stats;
+  node.saved[0] = saved.probs;
+  node.saved[1] = saved.stats;
   node.ints[0] = options.causal;
-  node.ints[1] = has_gates;
-  node.ints[3] = kAttentionTag;
+  node.ints[1] = static_cast<int64_t>(options.kernels);
   node.context = options.key_padding;
   return tape.last();
 }
@@ -274,33 +273,30 @@ Tensor<T> attention_probs(Var<T> out) {
   HEADLAB_CHECK(out.defined(), "attention_probs: the Var is undefined");
   Tape<T>& tape = *out.tape;
   Node<T>& node = tape.node(out.id);
-  HEADLAB_CHECK(node.ints[3] == kAttentionTag,
+  HEADLAB_CHECK(node.op == attention_node_backward<T>,
                 "attention_probs: Var " << out.id << " " << node.value.shape().str() << " is not an attention output");
   if (!node.saved[0].empty()) return node.saved[0];
   HEADLAB_CHECK(!node.saved[1].empty(),
                 "attention_probs: probabilities were not kept (grad off): set AttentionOptions::keep_probs");
   // Recompute: the same forward on the same inputs writes the same A, bit for bit. Kept on the
   // node so later calls return it.
-  const Tensor<T>& q = tape.node(node.inputs[0]).value;
-  const Tensor<T> gates = node.n_inputs == 4 ? tape.node(node.inputs[3]).value : Tensor<T>();
+  const AttentionInputs<T> in = node_inputs(tape, node);
   Arena& arena = tape.arena();
-  const Tensor<T> probs = arena.template empty<T>({q.size(0), q.size(2), q.size(1), q.size(1)});
-  attention_forward(arena.template empty<T>(q.shape()), probs, Tensor<T>(), q, tape.node(node.inputs[1]).value,
-                    tape.node(node.inputs[2]).value, gates, node_options(node), workspace_for(tape, q, false));
+  const Tensor<T> probs = arena.template empty<T>({in.q.size(0), in.q.size(2), in.q.size(1), in.q.size(1)});
+  attention_forward(arena.template empty<T>(in.q.shape()), {.probs = probs}, in, node_options(node),
+                    {.workspace = workspace_for(tape, in.q, false)});
   node.saved[0] = probs;
   return probs;
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                                   \
-  template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                         \
-  template Tensor<T> attention_probs<T>(Var<T>);                                                                 \
-  template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,     \
-                                     const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,                       \
-                                     const AttentionOptions&, const Tensor<T>&);                                 \
-  template void attention_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
-                                      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,    \
-                                      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,                      \
-                                      const AttentionOptions&, const Tensor<T>&, const Tensor<T>&);
+#define HEADLAB_INSTANTIATE(T)                                                                                \
+  template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                      \
+  template Tensor<T> attention_probs<T>(Var<T>);                                                              \
+  template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&,   \
+                                     const AttentionOptions&, const AttentionScratch<T>&);                    \
+  template void attention_backward<T>(const AttentionGrads<T>&, const Tensor<T>&, const AttentionInputs<T>&, \
+                                      const AttentionSaved<T>&, const AttentionOptions&,                      \
+                                      const AttentionScratch<T>&);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

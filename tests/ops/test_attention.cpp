@@ -10,15 +10,24 @@
 #include "headlab/common/parallel.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/elementwise.h"
+#include "support/compare.h"
 #include "support/gradcheck.h"
 #include "support/naive_attention.h"
 #include "support/random.h"
 
 using namespace headlab;
+using headlab::test::check_same_bits;
 using headlab::test::gradcheck;
+using headlab::test::require_close;
+using headlab::test::same_bits;
+using headlab::test::to_vector;
 using headlab::test::random_tensor;
 
 namespace {
+
+// A "long" sequence: T = 2 * 128 + 20 spans many of the kernels' 8-row blocks and several 32-key
+// tiles, with ragged ends.
+constexpr int64_t kLongT = 2 * 128 + 20;
 
 enum class Gates { none, gated, pruned };  // pruned: gated, with gates[0] = 0 exactly
 // mixed: item 0 right-padded, item 1 left-padded (its first causal rows see no real key);
@@ -85,16 +94,7 @@ Inputs<T> make_inputs(Arena& arena, const Case& c, uint64_t seed) {
 }
 
 template <typename T>
-std::vector<T> to_vector(const Tensor<T>& t) {
-  std::vector<T> out(t.numel());
-  Tensor<T>(out.data(), t.shape()).copy_from(t);
-  return out;
-}
-
-template <typename T>
-struct Run {
-  std::vector<T> out, probs, dq, dk, dv, dgates;
-};
+using Run = test::NaiveAttention<T>;  // out, probs, dq, dk, dv, dgates
 
 // Forward and backward through the tape, with L = sum(dout * out) so out's gradient is dout.
 template <typename T>
@@ -109,29 +109,6 @@ Run<T> run_tape(const Inputs<T>& in, const AttentionOptions& options, const Tens
            to_vector(v.grad()), {}};
   if (gates.defined()) r.dgates = to_vector(gates.grad());
   return r;
-}
-
-// max |got - want| <= tol * max(1, max |want|), and every value finite.
-template <typename T>
-void require_close(const char* what, const std::vector<T>& got, const std::vector<T>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  double max_ref = 0, max_diff = 0;
-  size_t worst = 0, non_finite = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    non_finite += !std::isfinite(got[i]);
-    max_ref = std::max(max_ref, std::abs(double(want[i])));
-    const double diff = std::abs(double(got[i]) - double(want[i]));
-    if (diff > max_diff) max_diff = diff, worst = i;
-  }
-  INFO(what << ": max |diff| " << max_diff << " at index " << worst << ", max |ref| " << max_ref << ", "
-            << non_finite << " non-finite values");
-  REQUIRE(non_finite == 0);
-  REQUIRE(max_diff <= tol * std::max(1.0, max_ref));
-}
-
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
 // A test-only view op (the engine has no narrow on Vars yet): out = x.narrow(dim, start, length),
@@ -230,7 +207,7 @@ TEMPLATE_TEST_CASE("attention forward and backward match the naive loop referenc
 TEMPLATE_TEST_CASE("attention matches the naive loop reference across several causal row blocks",
                    "[ops][attention]", float, double) {
   // Two full blocks and a partial one; few heads, as the naive softmax Jacobian is O(T^3).
-  Case c{2, 2 * kAttentionBlock + 20, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned,
+  Case c{2, kLongT, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned,
          GENERATE(Padding::none, Padding::mixed), true};
   require_matches_naive<TestType>(c, 13, 19);
 }
@@ -320,14 +297,8 @@ TEST_CASE("attention is bit-identical when run twice and on 1 or 2 threads", "[o
   set_num_threads(1);
   const Run<float> serial = run_tape(in, options, dout);
   set_num_threads(previous);
-  for (const Run<float>* other : {&second, &serial}) {
-    CHECK(same_bits(first.out, other->out));
-    CHECK(same_bits(first.probs, other->probs));
-    CHECK(same_bits(first.dq, other->dq));
-    CHECK(same_bits(first.dk, other->dk));
-    CHECK(same_bits(first.dv, other->dv));
-    CHECK(same_bits(first.dgates, other->dgates));
-  }
+  check_same_bits(first, second);
+  check_same_bits(first, serial);
 }
 
 TEST_CASE("attention allocates no tensor memory after a warm-up step", "[ops][attention]") {
@@ -415,12 +386,7 @@ TEST_CASE("attention with d_head 16 and 32 is bit-identical on 1 or 2 threads", 
   set_num_threads(1);
   const Run<float> serial = run_tape(in, options, dout);
   set_num_threads(previous);
-  CHECK(same_bits(first.out, serial.out));
-  CHECK(same_bits(first.probs, serial.probs));
-  CHECK(same_bits(first.dq, serial.dq));
-  CHECK(same_bits(first.dk, serial.dk));
-  CHECK(same_bits(first.dv, serial.dv));
-  CHECK(same_bits(first.dgates, serial.dgates));
+  check_same_bits(first, serial);
 }
 
 TEMPLATE_TEST_CASE("a backward that recomputes A from the row stats equals one that reads the saved A, bit for bit",
@@ -447,9 +413,11 @@ TEMPLATE_TEST_CASE("a backward that recomputes A from the row stats equals one t
     dk[kept] = arena.zeros<TestType>({c.B, c.T, c.Hkv, c.Dh});
     dv[kept] = arena.zeros<TestType>({c.B, c.T, c.Hkv, c.Dh});
     dgates[kept] = arena.zeros<TestType>({c.H});
-    attention_forward(out[kept], probs, stats, in.q, in.k, in.v, in.gates, options, workspace);
-    attention_backward(dq[kept], dk[kept], dv[kept], dgates[kept], dout, in.q, in.k, in.v, in.gates,
-                       kept ? probs : Tensor<TestType>(), stats, options, workspace, partials);
+    const AttentionInputs<TestType> inputs{.q = in.q, .k = in.k, .v = in.v, .gates = in.gates};
+    attention_forward(out[kept], {.probs = probs, .stats = stats}, inputs, options, {.workspace = workspace});
+    attention_backward({.dq = dq[kept], .dk = dk[kept], .dv = dv[kept], .dgates = dgates[kept]}, dout, inputs,
+                       {.probs = kept ? probs : Tensor<TestType>(), .stats = stats}, options,
+                       {.workspace = workspace, .gate_partials = partials});
   }
   CHECK(same_bits(to_vector(out[0]), to_vector(out[1])));
   CHECK(same_bits(to_vector(dq[0]), to_vector(dq[1])));
@@ -486,13 +454,10 @@ TEST_CASE("the kernel API with A kept matches the tape", "[ops][attention]") {
   const Tensor<double> dq = arena.zeros<double>({c.B, c.T, c.H, c.Dh}), dk = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}),
                        dv = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}), dgates = arena.zeros<double>({c.H});
   const Tensor<double> workspace = arena.empty<double>({num_threads(), attention_workspace_size(c.T, c.Dh)});
-  attention_forward(out, probs, Tensor<double>(), in.q, in.k, in.v, in.gates, options, workspace);
-  attention_backward(dq, dk, dv, dgates, dout, in.q, in.k, in.v, in.gates, probs, Tensor<double>(), options, workspace,
-                     arena.empty<double>({c.B, c.H}));
-  CHECK(same_bits(to_vector(out), tape.out));
-  CHECK(same_bits(to_vector(probs), tape.probs));
-  CHECK(same_bits(to_vector(dq), tape.dq));
-  CHECK(same_bits(to_vector(dk), tape.dk));
-  CHECK(same_bits(to_vector(dv), tape.dv));
-  CHECK(same_bits(to_vector(dgates), tape.dgates));
+  const AttentionInputs<double> inputs{.q = in.q, .k = in.k, .v = in.v, .gates = in.gates};
+  attention_forward(out, {.probs = probs}, inputs, options, {.workspace = workspace});
+  attention_backward({.dq = dq, .dk = dk, .dv = dv, .dgates = dgates}, dout, inputs, {.probs = probs}, options,
+                     {.workspace = workspace, .gate_partials = arena.empty<double>({c.B, c.H})});
+  check_same_bits({to_vector(out), to_vector(probs), to_vector(dq), to_vector(dk), to_vector(dv), to_vector(dgates)},
+                  tape);
 }

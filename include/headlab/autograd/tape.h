@@ -62,6 +62,10 @@ struct Node {
   bool requires_grad = false;
   bool retain_grad = false;  // keep `grad` readable after backward (see Tape::retain_grad)
   BackwardFn<T> backward = nullptr;
+  // Which op made this node, named by its backward function: record() sets it even when it
+  // records no backward (grad off), so an op can recognise its outputs (attention_probs). Null
+  // for leaves and constants.
+  BackwardFn<T> op = nullptr;
   int n_inputs = 0;
   int32_t inputs[kMaxOpInputs] = {};
   Tensor<T> saved[kMaxSaved];  // what the backward reads, besides the inputs' values

@@ -23,6 +23,17 @@
 
 namespace headlab {
 
+// Which kernels run. On x86-64 every build has both: `generic` (compiled with the build's own
+// flags; the float softmax in plain loops) and `avx512` (compiled for AVX-512; the float softmax
+// with intrinsics, double's in plain loops). They agree to a few ulp, not bit for bit.
+// `automatic` is what the build is for: a native build for an AVX-512 machine runs avx512; a
+// portable build (HEADLAB_NATIVE=OFF) runs the generic kernels compiled for AVX-512 where the CPU
+// has it and HEADLAB_NO_AVX512 is unset or 0, else for baseline x86-64; other builds run generic.
+enum class AttentionKernels { automatic, generic, avx512 };
+
+// Whether `kernels` can run here (avx512: an x86-64 build on a CPU with AVX-512 F/BW/CD/DQ/VL).
+bool attention_kernels_available(AttentionKernels kernels);
+
 struct AttentionOptions {
   bool causal = true;
   // [B,T] contiguous, 1 = real token, 0 = padding (masked as a key). Must outlive the step:
@@ -30,11 +41,8 @@ struct AttentionOptions {
   const uint8_t* key_padding = nullptr;
   // Keep A [B,H,T,T] even without a backward, for attention_probs().
   bool keep_probs = false;
+  AttentionKernels kernels = AttentionKernels::automatic;
 };
-
-// A "long" sequence for tests: T = 2 kAttentionBlock + 20 spans many of the kernels' 8-row blocks
-// and several 32-key tiles, with ragged ends. (It was the BLIS path's causal block size.)
-inline constexpr int64_t kAttentionBlock = 128;
 
 // The tape op. `gates` is a [H] Var or a default Var{} (no gates).
 template <typename T>
@@ -46,40 +54,57 @@ Var<T> attention(Var<T> q, Var<T> k, Var<T> v, const AttentionOptions& options =
 template <typename T>
 Tensor<T> attention_probs(Var<T> out);
 
-// Kernels on Tensors (no tape, no allocation), for the tape op, tests and bench/. An empty
-// gates tensor means no gates. Parallel over (b, h) forward and over (b, kv head) backward.
-//   workspace: [P, W] contiguous, P >= num_threads(), W >= attention_workspace_size(T, Dh[, false
-//              for the forward]).
-//   probs: [B,H,T,T] contiguous to keep A, or empty.  stats: [B,H,T,2] contiguous, or empty.
+// Kernels on Tensors (no tape, no allocation), for the tape op, tests and bench/. Their tensors
+// come in named bundles, built with designated initializers ({.q = q, .k = k, .v = v}), so that
+// a swapped pair is visible at the call. An empty tensor means "none" / "not needed".
 template <typename T>
-void attention_forward(const Tensor<T>& out, const Tensor<T>& probs, const Tensor<T>& stats, const Tensor<T>& q,
-                       const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& gates,
-                       const AttentionOptions& options, const Tensor<T>& workspace);
+struct AttentionInputs {
+  Tensor<T> q{}, k{}, v{};  // [B,T,H,Dh], [B,T,Hkv,Dh], [B,T,Hkv,Dh]; any strides
+  Tensor<T> gates{};        // [H], or empty: no gates
+};
+// What the forward keeps for the backward: A, or the row stats A is recomputed from.
+template <typename T>
+struct AttentionSaved {
+  Tensor<T> probs{};  // [B,H,T,T] contiguous, or empty
+  Tensor<T> stats{};  // [B,H,T,2] contiguous (row max, 1/sum), or empty
+};
+// Gradients the backward accumulates into, each shaped as its input; any may be empty.
+template <typename T>
+struct AttentionGrads {
+  Tensor<T> dq{}, dk{}, dv{}, dgates{};
+};
+// Caller-provided memory. workspace: [P, W] contiguous, P >= num_threads(), W >=
+// attention_workspace_size(T, Dh[, false for the forward]). gate_partials: [B,H] contiguous, only
+// for the backward with dgates.
+template <typename T>
+struct AttentionScratch {
+  Tensor<T> workspace{}, gate_partials{};
+};
 
-// Accumulates into dq, dk, dv, dgates (any of them may be empty = not needed). A is read from
-// probs [B,H,T,T] if non-empty, else recomputed from the forward's stats [B,H,T,2].
-//   gate_partials: [B,H] contiguous (only read when dgates is non-empty).
+// Parallel over (b, h). Writes out [B,T,H,Dh] and whichever of saved's tensors are non-empty.
 template <typename T>
-void attention_backward(const Tensor<T>& dq, const Tensor<T>& dk, const Tensor<T>& dv, const Tensor<T>& dgates,
-                        const Tensor<T>& dout, const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                        const Tensor<T>& gates, const Tensor<T>& probs, const Tensor<T>& stats,
-                        const AttentionOptions& options, const Tensor<T>& workspace,
-                        const Tensor<T>& gate_partials);
+void attention_forward(const Tensor<T>& out, const AttentionSaved<T>& saved, const AttentionInputs<T>& inputs,
+                       const AttentionOptions& options, const AttentionScratch<T>& scratch);
+
+// Parallel over (b, kv head). Accumulates into grads. A is read from saved.probs if non-empty,
+// else recomputed from saved.stats.
+template <typename T>
+void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, const AttentionInputs<T>& inputs,
+                        const AttentionSaved<T>& saved, const AttentionOptions& options,
+                        const AttentionScratch<T>& scratch);
 
 // Elements of T per thread the kernels above need as workspace; the forward alone needs less
 // (less than half at any d_head), which is what backward = false gives.
 int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward = true);
 
-#define HEADLAB_ATTENTION_EXTERN(T)                                                                         \
-  extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);             \
-  extern template Tensor<T> attention_probs<T>(Var<T>);                                                     \
-  extern template void attention_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
-                                            const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,           \
-                                            const Tensor<T>&, const AttentionOptions&, const Tensor<T>&);   \
-  extern template void attention_backward<T>(                                                               \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
-      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,             \
-      const Tensor<T>&, const AttentionOptions&, const Tensor<T>&, const Tensor<T>&);
+#define HEADLAB_ATTENTION_EXTERN(T)                                                                               \
+  extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                   \
+  extern template Tensor<T> attention_probs<T>(Var<T>);                                                           \
+  extern template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&, \
+                                            const AttentionOptions&, const AttentionScratch<T>&);                 \
+  extern template void attention_backward<T>(const AttentionGrads<T>&, const Tensor<T>&,                          \
+                                             const AttentionInputs<T>&, const AttentionSaved<T>&,                 \
+                                             const AttentionOptions&, const AttentionScratch<T>&);
 HEADLAB_ATTENTION_EXTERN(float)
 HEADLAB_ATTENTION_EXTERN(double)
 #undef HEADLAB_ATTENTION_EXTERN
