@@ -47,6 +47,7 @@ TEST_CASE("an installed headlab trains, plots and evaluates from its shipped con
 
   const fs::path share = prefix / "share" / "headlab", headlab = prefix / "bin" / "headlab";
   CHECK(fs::is_regular_file(share / "plot" / "headlab_plot.py"));
+  CHECK(fs::is_regular_file(share / "plot" / "plot_common.py"));  // and the modules it imports
   CHECK(fs::is_regular_file(prefix / "share" / "doc" / "headlab" / "README.md"));
   CHECK(fs::is_regular_file(prefix / "share" / "doc" / "headlab" / "docs" / "config.md"));
   const std::set<std::string> installed = tree(prefix);

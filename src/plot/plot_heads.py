@@ -1,0 +1,165 @@
+"""Figures of headlab analyze's files in a run folder: heads.csv, heads_similarity.csv and the
+attention examples."""
+import csv
+import math
+import os
+import re
+import textwrap
+
+from plot_common import (
+    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plt, read_csv, save
+)
+
+# ----------------------------------------------------------------------------------------------
+# headlab analyze's files in a run folder: heads.csv, heads_similarity.csv, attention_example_I.csv.
+
+
+def plot_heads(run_dir, out_dir, title_prefix, written):
+    """heads_<column>.png: a layer x head heatmap per column of heads.csv that varies."""
+    path = os.path.join(run_dir, "heads.csv")
+    if not os.path.exists(path):
+        return
+    rows = read_csv(path)
+    if not rows or "layer" not in rows[0] or "head" not in rows[0]:
+        fail(f"{path}: expected a header layer,head,<metric columns> and at least one row")
+    layers = sorted({int(r["layer"]) for r in rows})
+    heads = sorted({int(r["head"]) for r in rows})
+    skipped = []
+    for column in [c for c in rows[0] if c not in ("layer", "head")]:
+        values = [[math.nan] * len(heads) for _ in layers]
+        for r in rows:
+            v = number(r[column])
+            if v is not None:
+                values[layers.index(int(r["layer"]))][heads.index(int(r["head"]))] = v
+        finite = [v for row in values for v in row if not math.isnan(v)]
+        if not finite:
+            skipped.append(f"{column} (no values)")
+            continue
+        if min(finite) == max(finite):
+            skipped.append(f"{column} (every head {finite[0]:g})")
+            continue
+        signed = column.endswith("_delta") or (min(finite) < 0 < max(finite))
+        fig, ax = plt.subplots(figsize=(2.2 + 0.6 * len(heads), 1.6 + 0.5 * len(layers)))
+        image = heatmap(ax, values, centre_zero=signed, annotate=len(layers) <= 8 and len(heads) <= 16)
+        label = HEAD_COLUMNS.get(column, column.replace("_", " "))
+        fig.colorbar(image, ax=ax, label=textwrap.fill(label, 4 * len(layers) + 22))
+        cell_ticks(ax, [str(h) for h in heads], [str(l) for l in layers])
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        notes = ["red > 0 > blue"] if signed else []
+        if len(finite) < len(layers) * len(heads):
+            notes.append("hatched = no value")
+        note = f"\n({', '.join(notes)})" if notes else ""
+        figure_title(ax, f"{title_prefix}{column.replace('_', ' ')} per head{note}", fontsize=10)
+        save(fig, os.path.join(out_dir, f"heads_{column}"), written)
+    if skipped:
+        NOTES.append(f"{path}: no heatmap for {', '.join(skipped)}")
+
+
+def plot_head_similarity(run_dir, out_dir, title_prefix, written):
+    """heads_similarity.png: the (L*H) x (L*H) Jensen-Shannon distance matrix."""
+    path = os.path.join(run_dir, "heads_similarity.csv")
+    if not os.path.exists(path):
+        return
+    rows = read_csv(path)
+    labels = [r.get("head") for r in rows]
+    if not rows or list(rows[0].keys())[1:] != labels or not all(re.fullmatch(r"L\d+H\d+", l or "") for l in labels):
+        fail(f"{path}: expected a header head,L0H0,L0H1,... and one row per head in the same order")
+    values = [[number(r[l]) if number(r[l]) is not None else math.nan for l in labels] for r in rows]
+    ticks = [re.sub(r"L(\d+)H(\d+)", r"\1:\2", l) for l in labels]
+    n = len(labels)
+    size = min(max(5.0, 3 + 0.45 * n), 16)
+    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    image = heatmap(ax, values, vmin=0.0, vmax=1.0, annotate=n <= 16, fmt="{:.2f}")
+    fig.colorbar(image, ax=ax, label="Jensen-Shannon distance\n(0 = same attention, 1 = disjoint)")
+    cell_ticks(ax, ticks, ticks, rotate_x=True)
+    per_layer = sum(1 for l in labels if l.startswith("L0H"))
+    for boundary in range(per_layer, n, per_layer or n):  # lines between layers
+        ax.axhline(boundary - 0.5, color="white", linewidth=1.5)
+        ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
+    ax.set_xlabel("head (layer:head)")
+    ax.set_ylabel("head (layer:head)")
+    figure_title(ax, f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
+        "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", int(11 * size)),
+                 fontsize=10)
+    save(fig, os.path.join(out_dir, "heads_similarity"), written)
+
+
+def read_attention_example(path):
+    """{(layer, head): T x T rows} from attention_example_I.csv (layer,head,query,k0..k{T-1})."""
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, [])
+        keys = header[3:]
+        if header[:3] != ["layer", "head", "query"] or not keys or keys != [f"k{s}" for s in range(len(keys))]:
+            fail(f"{path}: expected a header layer,head,query,k0,...,k<T-1> (headlab analyze --dump-example)")
+        maps = {}
+        for line in reader:
+            values = [number(v) for v in line]
+            if len(values) != len(header) or any(v is None for v in values):
+                fail(f"{path}: line {reader.line_num} does not have {len(header)} numbers")
+            maps.setdefault((int(values[0]), int(values[1])), []).append(values[3:])
+    if not maps or any(len(rows) != len(keys) for rows in maps.values()):
+        fail(f"{path}: expected {len(keys)} query rows for every (layer, head)")
+    return maps
+
+
+def read_example_tokens(path, length):
+    """The text of each position, and which positions are real (not padding), from _tokens.csv."""
+    if not os.path.exists(path):
+        return [str(t) for t in range(length)], list(range(length))
+    rows = read_csv(path)
+    if len(rows) != length or not rows or "text" not in rows[0] or "real" not in rows[0]:
+        fail(f"{path}: expected position,token,text,real,... and {length} rows, one per position")
+    text = [r["text"].replace(" ", "\u2423") for r in rows]  # a visible space
+    return text, [t for t, r in enumerate(rows) if r["real"] != "0"]
+
+
+def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
+    """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map."""
+    # Dataset examples in index order, then the --prompt one.
+    found = sorted(((not m.group(1).isdigit(), int(m.group(1)) if m.group(1).isdigit() else 0), m.group(1), name)
+                   for name in os.listdir(run_dir) if (m := re.fullmatch(r"attention_example_(\d+|prompt)\.csv", name)))
+    for _, example, name in found:
+        path = os.path.join(run_dir, name)
+        maps = read_attention_example(path)
+        length = len(next(iter(maps.values())))
+        text, keep = read_example_tokens(os.path.join(run_dir, f"attention_example_{example}_tokens.csv"), length)
+        n_layers, n_heads = max(l for l, _ in maps) + 1, max(h for _, h in maps) + 1
+        for layer, head in chosen or []:
+            if (layer, head) not in maps:
+                fail(f"--heads {layer}:{head}: {path} has layers 0-{n_layers - 1} and heads 0-{n_heads - 1}")
+        panels = chosen or sorted(maps)
+        n_cols = n_heads if not chosen else min(len(panels), 4)
+        n_rows = math.ceil(len(panels) / n_cols)
+        side = 4.2 if len(panels) <= 2 else 2.6
+        show_tokens = len(keep) <= (40 if side > 4 else 24)
+        fig, axes = plt.subplots(n_rows, n_cols, figsize=(side * n_cols + 1.2, side * n_rows + 1.0),
+                                 squeeze=False, constrained_layout=True)
+        for i, (layer, head) in enumerate(panels):
+            ax = axes[i // n_cols][i % n_cols]
+            grid = [[maps[(layer, head)][q][k] for k in keep] for q in keep]
+            image = heatmap(ax, grid, cmap="magma", vmin=0.0, vmax=1.0)
+            labels = [text[t] for t in keep] if show_tokens else [str(t) for t in keep]
+            step = 1 if show_tokens else max(1, math.ceil(len(keep) / 8))
+            ax.set_xticks(range(0, len(keep), step), labels[::step], fontsize=7 if show_tokens else 8)
+            ax.set_yticks(range(0, len(keep), step), labels[::step], fontsize=7 if show_tokens else 8)
+            ax.tick_params(length=0)
+            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
+            if i % n_cols == 0 or len(panels) <= 2:
+                ax.set_ylabel("query position")
+            if i // n_cols == n_rows - 1 or len(panels) <= 2 or i + n_cols >= len(panels):
+                ax.set_xlabel("key position (attended to)")
+        for j in range(len(panels), n_rows * n_cols):
+            axes[j // n_cols][j % n_cols].set_visible(False)
+        fig.colorbar(image, ax=axes.ravel().tolist(), label="attention probability", shrink=0.9)
+        words = [text[t].replace("\u2423", " ") for t in keep]
+        shown = ("" if all(len(w) == 1 for w in words) else " ").join(words)  # bytes, or words
+        snippet = shown if len(shown) <= 70 else shown[:67] + "..."
+        padding = f"; {length - len(keep)} padding positions left out" if len(keep) < length else ""
+        which = "chosen heads" if chosen else "every head"
+        where = "the prompt" if example == "prompt" else f"example {example}"
+        figure_title(fig, f"{title_prefix}attention of {which} on {where}{padding}\n\"{snippet}\"\n"
+                     "row = query position, column = the key it attends to; each row sums to 1", fontsize=10)
+        save(fig, os.path.join(out_dir, f"attention_example_{example}"), written)
+    return len(found)

@@ -1,0 +1,203 @@
+"""Figures of headlab prune's prune.csv files: metric against heads pruned, heads left per layer."""
+import csv
+import math
+import os
+
+from plot_common import (
+    METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plt,
+    read_config, read_csv, save, unique
+)
+
+# ----------------------------------------------------------------------------------------------
+# headlab prune's prune.csv files: one per invocation, in PATH/prune/<name>/ of a run folder.
+
+PRUNE_HEADER = ["strategy", "seed", "finetune_steps", "recompute", "lambda", "round", "heads_pruned",
+                "fraction_pruned", "heads_kept", "heads_per_layer", "val_loss", "val_accuracy", "val_bpb",
+                "pruned_heads"]
+PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
+    "importance": ("importance (Michel et al.)", "tab:blue"),
+    "ablation": ("ablation loss", "tab:purple"),
+    "entropy": ("attention entropy", "tab:green"),
+    "confidence": ("confidence (Voita et al.)", "tab:orange"),
+    "random": ("random", "tab:gray"),
+    "l0": ("L0 gates (lambda sweep)", "tab:red"),
+}
+PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss")
+
+
+def find_prune_files(folder):
+    """prune.csv of FOLDER itself (one invocation), of its sub-folders (a folder of invocations),
+    and of FOLDER/prune/*/ (a run folder)."""
+    candidates = [os.path.join(folder, "prune.csv")]
+    for parent in (folder, os.path.join(folder, "prune")):
+        if os.path.isdir(parent):
+            candidates += [os.path.join(parent, d, "prune.csv") for d in sorted(os.listdir(parent))]
+    return [p for p in unique(candidates) if os.path.isfile(p)]
+
+
+def read_prune(path):
+    """One prune.csv: its rows, sorted by round, with numbers parsed."""
+    with open(path, newline="") as f:
+        header = next(csv.reader(f), [])
+    if header != PRUNE_HEADER:
+        fail(f"{path}: not a headlab prune.csv: the header must be {','.join(PRUNE_HEADER)}")
+    rows = read_csv(path)
+    if not rows:
+        fail(f"{path}: no rows")
+    parsed = []
+    for i, r in enumerate(rows, start=2):
+        try:
+            row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round", "heads_pruned", "heads_kept")}
+            row.update({k: float(r[k]) for k in ("fraction_pruned", "val_loss")})
+            row.update({k: number(r[k]) for k in ("lambda", "val_accuracy", "val_bpb")})
+            row["heads_per_layer"] = [int(n) for n in r["heads_per_layer"].split()]
+        except (TypeError, ValueError):
+            fail(f"{path}: line {i} has a malformed number")
+        if sum(row["heads_per_layer"]) != row["heads_kept"] or len(r["pruned_heads"].split()) != row["heads_pruned"]:
+            fail(f"{path}: line {i}: heads_per_layer must sum to heads_kept and pruned_heads list heads_pruned heads")
+        if r["strategy"] not in PRUNE_STRATEGIES:
+            fail(f"{path}: line {i}: unknown strategy '{r['strategy']}' (expected {'|'.join(PRUNE_STRATEGIES)})")
+        if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]):
+            fail(f"{path}: line {i}: one file holds one strategy and seed")
+        row["strategy"] = r["strategy"]
+        parsed.append(row)
+    return sorted(parsed, key=lambda r: r["round"])
+
+
+def prune_series(files):
+    """Groups the files into curves: (strategy, finetune_steps, recompute) -> files (the seeds of
+    random, or repeated invocations); the l0 files of one finetune_steps form one lambda sweep."""
+    series = {}
+    for rows in files:
+        first = rows[0]
+        recompute = 0 if first["strategy"] in ("random", "l0") else first["recompute"]
+        series.setdefault((first["strategy"], first["finetune_steps"], recompute), []).append(rows)
+    order = list(PRUNE_STRATEGIES)
+    return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])))
+
+
+def series_label(key, files, band=True):
+    strategy, finetune_steps, recompute = key
+    label = PRUNE_STRATEGIES[strategy][0]
+    if strategy not in ("random", "l0"):
+        label += ", re-scored every round" if recompute else ", scored once"
+    if finetune_steps:
+        label += f", fine-tuned {finetune_steps} steps"
+    if strategy != "l0" and len(files) > 1:
+        label += f" (mean of {len(files)} seeds{', band = min-max' if band else ''})"
+    return label
+
+
+def by_round(files, value):
+    """Per round present in every file: (mean fraction pruned, mean, min, max of value(row))."""
+    rounds = sorted(set.intersection(*({r["round"] for r in rows} for rows in files)))
+    out = []
+    for n in rounds:
+        rows = [next(r for r in f if r["round"] == n) for f in files]
+        ys = [value(r) for r in rows]
+        if any(y is None for y in ys):
+            continue
+        out.append((sum(r["fraction_pruned"] for r in rows) / len(rows), sum(ys) / len(ys), min(ys), max(ys)))
+    return out
+
+
+def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written):
+    """prune_<metric>.png: the metric against the fraction of heads pruned, one curve per strategy."""
+    all_rows = [r for files in series.values() for rows in files for r in rows]
+    total_heads = all_rows[0]["heads_pruned"] + all_rows[0]["heads_kept"]
+    for metric in PRUNE_METRICS:
+        if not any(r[metric] is not None for r in all_rows):
+            continue
+        fig, ax = plt.subplots(figsize=(9.5, 5))
+        baseline = [r[metric] for r in all_rows if r["round"] == 0 and r[metric] is not None]
+        if baseline:
+            ax.axhline(sum(baseline) / len(baseline), color="black", linestyle=":", linewidth=1,
+                       label="unpruned model")
+        for key, files in series.items():
+            strategy, finetune_steps, recompute = key
+            color = PRUNE_STRATEGIES[strategy][1]
+            style = "--" if finetune_steps else "-"
+            if strategy == "l0":  # one point per lambda: the gated model (round 1), in lambda order
+                ends = sorted(((rows[-1]["lambda"] or 0.0, rows[-1]) for rows in files if rows[-1]["round"] > 0),
+                              key=lambda p: p[0])
+                ends = [(lam, r) for lam, r in ends if r[metric] is not None]
+                ax.plot([r["fraction_pruned"] for _, r in ends], [r[metric] for _, r in ends], color=color,
+                        linestyle=style, marker="D", markersize=6, label=series_label(key, files))
+                for lam, r in ends:
+                    ax.annotate(f"\u03bb={lam:g}", (r["fraction_pruned"], r[metric]), textcoords="offset points",
+                                xytext=(6, 6), fontsize=8, color=color,
+                                bbox=dict(boxstyle="round,pad=0.15", facecolor="white", edgecolor="none", alpha=0.85))
+                continue
+            points = by_round(files, lambda r: r[metric])
+            xs, means = [p[0] for p in points], [p[1] for p in points]
+            ax.plot(xs, means, color=color, linestyle=style, marker="o", markersize=4,
+                    markerfacecolor=color if recompute or strategy == "random" else "white",
+                    label=series_label(key, files))
+            if len(files) > 1:
+                ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=color, alpha=0.2,
+                                linewidth=0)
+        ax.set_xlim(-0.02, 1.0)
+        ax.set_xlabel("fraction of heads pruned")
+        ax.set_ylabel(metric_label(metric))
+        top = ax.secondary_xaxis("top", functions=(lambda f: f * total_heads, lambda n: n / total_heads))
+        top.set_xlabel(f"heads pruned (of {total_heads})")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
+                  title_fontsize=7)
+        figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as heads are pruned "
+                         f"({n_files} prune.csv files){subtitle}", fontsize=10)
+        save(fig, os.path.join(out_dir, f"prune_{metric}"), written)
+
+
+def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written):
+    """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda)."""
+    keys = list(series)
+    n_cols = min(3, len(keys))
+    n_rows = math.ceil(len(keys) / n_cols)
+    n_layers = max(len(r["heads_per_layer"]) for files in series.values() for rows in files for r in rows)
+    most = max(max(r["heads_per_layer"]) for files in series.values() for rows in files for r in rows)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.2 * n_cols, 0.5 * n_layers * n_rows + 1.3 * n_rows + 1),
+                             squeeze=False, constrained_layout=True)
+    for i, key in enumerate(keys):
+        ax = axes[i // n_cols][i % n_cols]
+        files = series[key]
+        if key[0] == "l0":
+            ends = sorted((rows[-1] for rows in files), key=lambda r: r["lambda"] or 0.0)
+            columns = [r["heads_per_layer"] for r in ends]
+            x_labels = [f"\u03bb={r['lambda']:g}\n{100 * r['fraction_pruned']:.0f}%" for r in ends]
+            ax.set_xlabel("gate penalty lambda / % of heads pruned")
+        else:
+            columns = []
+            for layer in range(n_layers):
+                columns.append(by_round(files, lambda r: r["heads_per_layer"][layer]))
+            x_labels = [f"{n}\n{100 * p[0]:.0f}%" for n, p in enumerate(columns[0])]
+            columns = [[columns[layer][n][1] for layer in range(n_layers)] for n in range(len(columns[0]))]
+            ax.set_xlabel("pruning round / % of heads pruned")
+        values = [[column[layer] for column in columns] for layer in range(n_layers)]
+        image = heatmap(ax, values, cmap="Blues", vmin=0, vmax=most, annotate=True, fmt="{:.2g}")
+        cell_ticks(ax, x_labels, [str(l) for l in range(n_layers)])
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_ylabel("layer")
+        label = series_label(key, files, band=False).replace(" (mean", "\n(mean")
+        ax.set_title(label, fontsize=8)
+    for j in range(len(keys), n_rows * n_cols):
+        axes[j // n_cols][j % n_cols].set_visible(False)
+    fig.colorbar(image, ax=axes.ravel().tolist(), label="heads left in the layer", shrink=0.8)
+    figure_title(fig, f"{title_prefix}heads left per layer as pruning proceeds, by strategy{subtitle}", fontsize=10)
+    save(fig, os.path.join(out_dir, "prune_heads_per_layer"), written)
+
+
+def plot_prune(folder, out_dir, title_prefix, written):
+    paths = find_prune_files(folder)
+    if not paths:
+        return
+    files = [read_prune(p) for p in paths]
+    shapes = {(len(r["heads_per_layer"]), r["heads_kept"] + r["heads_pruned"]) for rows in files for r in rows}
+    if len(shapes) > 1:
+        fail(f"{folder}: its prune.csv files are of different models (layers, heads): {sorted(shapes)}")
+    series = prune_series(files)
+    context = describe_config(read_config(folder))
+    subtitle = f"\n{context}" if context else ""
+    plot_prune_curves(series, out_dir, title_prefix, subtitle, len(paths), written)
+    plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
