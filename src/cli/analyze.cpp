@@ -36,36 +36,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A readable label for a token: the byte for text, the word for grammar, CLS/SEP/PAD for classify.
-class TokenNames {
- public:
-  TokenNames(const Config& config, int64_t vocab_size) : task_(config.data.task), vocab_(vocab_size) {
-    if (task_ == "grammar")
-      for (const GrammarWord& w : grammar_lexicon(vocab_size)) words_.push_back(w.text);
-  }
-  std::string operator()(int32_t token) const {
-    if (task_ == "text") return text_token_label(token);
-    if (task_ == "grammar" && token >= 0 && token < static_cast<int32_t>(words_.size())) return words_[token];
-    if (task_ == "classify") {
-      if (token == vocab_ - 3) return "CLS";
-      if (token == vocab_ - 2) return "SEP";
-      if (token == vocab_ - 1) return "PAD";
-    }
-    return std::to_string(token);
-  }
-
- private:
-  std::string task_;
-  int64_t vocab_;
-  std::vector<std::string> words_;
-};
-
 // attention_example_I.csv: layer,head,query,k0..k{T-1} (one attention row per line);
 // attention_example_I_tokens.csv: position,token,text,real,target,label,gold_head,gold_antecedent,
 // is_delimiter (empty where the task has no such field; real = 0 for padding, from key_padding or
 // the pad token); attention_example_I.h5: the same arrays.
 // `name` is the example's index in the split, or "prompt".
-void dump_example(const fs::path& dir, const std::string& name, const AttentionExample& a, const TokenNames& names,
+void dump_example(const fs::path& dir, const std::string& name, const AttentionExample& a, const Dataset& dataset,
                   int32_t pad_token, const std::string& checkpoint, const std::string& source) {
   const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len;
   const Batch& r = a.row;
@@ -92,7 +68,7 @@ void dump_example(const fs::path& dir, const std::string& name, const AttentionE
   };
   text = "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
   for (int64_t t = 0; t < T_; ++t) {
-    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(names(r.tokens[t])) + "," +
+    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(dataset.token_label(r.tokens[t])) + "," +
             (r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t)) + "," +
             field(r.targets, t) + "," +
             (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," + field(r.gold_antecedent, t) +
@@ -207,7 +183,7 @@ int run_analyze(int argc, char** argv) {
   if (const std::optional<std::string> text = prompt_option(args)) {
     const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
     fs::create_directories(out);
-    dump_example(out, "prompt", a, TokenNames(config, dataset->vocab_size()), -1, path, "prompt");
+    dump_example(out, "prompt", a, *dataset, -1, path, "prompt");
     std::printf("wrote %s/attention_example_prompt.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n",
                 out.string().c_str(), static_cast<long long>(a.seq_len), static_cast<long long>(a.n_layers));
     return 0;
@@ -255,10 +231,9 @@ int run_analyze(int argc, char** argv) {
               o.similarity ? ", heads_similarity.csv" : "");
 
   if (!dump.empty()) {
-    const TokenNames names(config, dataset->vocab_size());
     for (int64_t example : dump) {
       dump_example(out, std::to_string(example), attention_example(model, *dataset, split, example, o.batch_size),
-                   names, o.pad_token, path, split_arg);
+                   *dataset, o.pad_token, path, split_arg);
       std::printf("wrote %s/attention_example_%lld.csv (+ _tokens.csv, .h5)\n", out.string().c_str(),
                   static_cast<long long>(example));
     }

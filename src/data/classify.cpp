@@ -52,6 +52,12 @@ class ClassifyTask : public SyntheticTask {
     layout.gold_antecedent = true;
     return layout;
   }
+  std::string token_label(int32_t token) const override {
+    if (token == vocab_ - 3) return "CLS";
+    if (token == vocab_ - 2) return "SEP";
+    if (token == vocab_ - 1) return "PAD";
+    return std::to_string(token);
+  }
 
  protected:
   int32_t pad_token() const override { return static_cast<int32_t>(vocab_ - 1); }

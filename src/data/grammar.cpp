@@ -102,6 +102,10 @@ class GrammarTask : public SyntheticTask {
   std::string name() const override { return "grammar(vocab=" + std::to_string(lexicon_.size()) + ")"; }
   int64_t vocab_size() const override { return static_cast<int64_t>(lexicon_.size()); }
   bool has_accuracy() const override { return false; }  // the next word is a choice, not an answer
+  std::string token_label(int32_t token) const override {
+    return token >= 0 && token < static_cast<int32_t>(lexicon_.size()) ? lexicon_[static_cast<size_t>(token)].text
+                                                                       : std::to_string(token);
+  }
   BatchLayout batch_layout() const override {
     BatchLayout layout;
     layout.gold_head = true;

@@ -71,6 +71,9 @@ class Dataset {
   virtual BatchLayout batch_layout() const { return {}; }
   // true when the task has a right answer per example (labels or gold fields) to score.
   virtual bool has_accuracy() const { return false; }
+  // A readable label for a token, for attention dumps and reports: the byte for text, the word
+  // for grammar, CLS/SEP/PAD for classify; the id by default.
+  virtual std::string token_label(int32_t token) const { return std::to_string(token); }
   // Text bytes per token, for bits-per-byte: 1 for byte-level text; 0 when the tokens are not
   // text (synthetic tasks), meaning "do not report bits-per-byte".
   virtual double bytes_per_token() const { return 0.0; }

@@ -66,6 +66,7 @@ class TextDataset : public Dataset {
   int64_t seq_len() const override { return seq_len_; }
   bool has_accuracy() const override { return false; }
   double bytes_per_token() const override { return 1.0; }
+  std::string token_label(int32_t token) const override { return text_token_label(token); }
   int64_t eval_batches(Split split, int64_t batch_size) const override;
   std::vector<int64_t> train_token_counts() const override;  // every byte of the train block
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override;
