@@ -58,7 +58,9 @@ namespace blis_v1 {
 
 constexpr int64_t kBlock = 128;
 
-Tensor<float> head(const Tensor<float>& x, int64_t b, int64_t h) { return x.select(0, b).select(1, h); }
+Tensor<float> head(const Tensor<float>& x, int64_t b, int64_t h) {
+  return x.select(0, b).select(1, h);
+}
 Tensor<float> block(const Tensor<float>& m, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   return m.narrow(0, r0, r1 - r0).narrow(1, c0, c1 - c0);
 }

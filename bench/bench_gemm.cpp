@@ -33,17 +33,19 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   init_blis();
   const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
-  std::printf("blis kernels: %s, threads: %d, reps: %d (median GFLOP/s)\n", blis_kernel_name().c_str(),
-              num_threads(), reps);
+  std::printf("blis kernels: %s, threads: %d, reps: %d (median GFLOP/s)\n", blis_kernel_name().c_str(), num_threads(),
+              reps);
   std::printf("%-18s %10s %10s %10s %12s %12s\n", "M x K x N", "direct", "gemm()", "linear", "gemm/direct",
               "linear/direct");
-  struct GemmShape { int64_t m, k, n; };
-  const GemmShape shapes[] = {{2048, 2048, 2048}, {2048, 256, 768}, {2048, 256, 1024},
-                              {2048, 1024, 256}, {2048, 512, 1536}, {128, 64, 128}};
+  struct GemmShape {
+    int64_t m, k, n;
+  };
+  const GemmShape shapes[] = {{2048, 2048, 2048}, {2048, 256, 768},  {2048, 256, 1024},
+                              {2048, 1024, 256},  {2048, 512, 1536}, {128, 64, 128}};
   for (const GemmShape& s : shapes) {
     Arena arena;
-    Tensor<float> x = arena.empty<float>({s.m, s.k});   // activations [M, K]
-    Tensor<float> w = arena.empty<float>({s.n, s.k});   // weight [N, K] (PyTorch orientation)
+    Tensor<float> x = arena.empty<float>({s.m, s.k});  // activations [M, K]
+    Tensor<float> w = arena.empty<float>({s.n, s.k});  // weight [N, K] (PyTorch orientation)
     Tensor<float> y = arena.empty<float>({s.m, s.n});
     for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = static_cast<float>((i % 17) - 8) * 0.01f;
     for (int64_t i = 0; i < w.numel(); ++i) w.data()[i] = static_cast<float>((i % 13) - 6) * 0.01f;
@@ -55,8 +57,8 @@ int main(int argc, char** argv) {
     Arena step_arena;
     for (int r = 0; r < reps + 2; ++r) {
       double t0 = seconds_now();
-      bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_TRANSPOSE, s.m, s.n, s.k, &one, x.data(), s.k, 1, w.data(), s.k, 1,
-                   &zero, y.data(), s.n, 1, nullptr, &rntm);
+      bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_TRANSPOSE, s.m, s.n, s.k, &one, x.data(), s.k, 1, w.data(), s.k, 1, &zero,
+                   y.data(), s.n, 1, nullptr, &rntm);
       double t1 = seconds_now();
       gemm(x, w.transpose(0, 1), y, 1.0f, 0.0f);
       double t2 = seconds_now();
@@ -72,8 +74,7 @@ int main(int argc, char** argv) {
       engine.push_back(t2 - t1);
       op.push_back(t3 - t2);
     }
-    const double gd = flops / median(direct) * 1e-9, ge = flops / median(engine) * 1e-9,
-                 gl = flops / median(op) * 1e-9;
+    const double gd = flops / median(direct) * 1e-9, ge = flops / median(engine) * 1e-9, gl = flops / median(op) * 1e-9;
     char label[64];
     std::snprintf(label, sizeof label, "%ldx%ldx%ld", static_cast<long>(s.m), static_cast<long>(s.k),
                   static_cast<long>(s.n));

@@ -78,14 +78,14 @@ int main(int argc, char** argv) {
     for (int64_t h = 0; h < spec.n_heads; ++h) keep[l].push_back((h + l) % 2 == 0);  // half, differently per layer
   Model<float> pruned = prune_heads(full, keep);
 
-  std::printf("bench_prune: %s d_model %lld, %lld layers, %lld -> %lld heads in all (d_head %lld), mlp %lld, T %lld, "
-              "%d threads, blis %s, %d reps (alternated)\n",
-              kind.c_str(), (long long)spec.d_model, (long long)spec.n_layers, (long long)spec.total_heads(),
-              (long long)pruned.spec().total_heads(), (long long)spec.d_head, (long long)spec.d_mlp, (long long)T,
-              num_threads(), blis_kernel_name().c_str(), reps);
-  std::printf("parameters %lld -> %lld; forward flops/token ratio pruned/full %.3f\n",
-              (long long)full.params().count(), (long long)pruned.params().count(),
-              pruned.forward_flops_per_token(T) / full.forward_flops_per_token(T));
+  std::printf(
+      "bench_prune: %s d_model %lld, %lld layers, %lld -> %lld heads in all (d_head %lld), mlp %lld, T %lld, "
+      "%d threads, blis %s, %d reps (alternated)\n",
+      kind.c_str(), (long long)spec.d_model, (long long)spec.n_layers, (long long)spec.total_heads(),
+      (long long)pruned.spec().total_heads(), (long long)spec.d_head, (long long)spec.d_mlp, (long long)T,
+      num_threads(), blis_kernel_name().c_str(), reps);
+  std::printf("parameters %lld -> %lld; forward flops/token ratio pruned/full %.3f\n", (long long)full.params().count(),
+              (long long)pruned.params().count(), pruned.forward_flops_per_token(T) / full.forward_flops_per_token(T));
   std::printf("%6s %12s %12s %12s %12s %14s %14s %8s\n", "batch", "full_med_ms", "full_min_ms", "pruned_med_ms",
               "pruned_min_ms", "full_ex_per_s", "pruned_ex_per_s", "speedup");
   Arena arena;

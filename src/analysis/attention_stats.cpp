@@ -45,8 +45,7 @@ double entropy_of(const T* p, int64_t n) {
 }
 
 void check_probs_shape(const char* who, const Shape& shape, const AttentionBatchInfo& info) {
-  HEADLAB_CHECK(shape.rank == 4 && shape[0] == info.batch_size && shape[2] == info.seq_len &&
-                    shape[3] == info.seq_len,
+  HEADLAB_CHECK(shape.rank == 4 && shape[0] == info.batch_size && shape[2] == info.seq_len && shape[3] == info.seq_len,
                 who << ": probabilities of shape " << shape.str() << " do not match B=" << info.batch_size
                     << ", T=" << info.seq_len << " (expected [B,H,T,T])");
 }
@@ -54,9 +53,25 @@ void check_probs_shape(const char* who, const Shape& shape, const AttentionBatch
 }  // namespace
 
 AttentionSums::AttentionSums(int64_t n)
-    : rows(n), entropy(n), distance(n), confidence(n), delimiter_mass(n), previous_n(n), previous_hit(n),
-      head_n(n), head_hit(n), dependent_n(n), dependent_hit(n), antecedent_n(n), antecedent_hit(n),
-      delimiter_n(n), delimiter_hit(n), rare_n(n), rare_hit(n), argmax_offsets(n), js_sum(n * n) {}
+    : rows(n),
+      entropy(n),
+      distance(n),
+      confidence(n),
+      delimiter_mass(n),
+      previous_n(n),
+      previous_hit(n),
+      head_n(n),
+      head_hit(n),
+      dependent_n(n),
+      dependent_hit(n),
+      antecedent_n(n),
+      antecedent_hit(n),
+      delimiter_n(n),
+      delimiter_hit(n),
+      rare_n(n),
+      rare_hit(n),
+      argmax_offsets(n),
+      js_sum(n * n) {}
 
 template <typename T>
 double js_distance(const T* p, const T* q, int64_t n) {
@@ -132,8 +147,7 @@ void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, cons
 }
 
 template <typename T>
-void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
-                            AttentionSums& sums) {
+void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info, AttentionSums& sums) {
   HEADLAB_CHECK(!probs.empty(), "accumulate_js_distance: no layers");
   const int64_t B = info.batch_size, T_ = info.seq_len;
   std::vector<std::pair<int64_t, int64_t>> head_at;  // (layer, head) of each head index, layer by layer
@@ -242,12 +256,10 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
   }
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                               \
-  template double js_distance<T>(const T*, const T*, int64_t);                                               \
-  template void accumulate_attention_stats<T>(const Tensor<T>&, int64_t, const AttentionBatchInfo&,         \
-                                              AttentionSums&);                                               \
-  template void accumulate_js_distance<T>(const std::vector<Tensor<T>>&, const AttentionBatchInfo&,          \
-                                          AttentionSums&);
+#define HEADLAB_INSTANTIATE(T)                                                                                       \
+  template double js_distance<T>(const T*, const T*, int64_t);                                                       \
+  template void accumulate_attention_stats<T>(const Tensor<T>&, int64_t, const AttentionBatchInfo&, AttentionSums&); \
+  template void accumulate_js_distance<T>(const std::vector<Tensor<T>>&, const AttentionBatchInfo&, AttentionSums&);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

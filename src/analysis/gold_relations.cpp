@@ -28,8 +28,8 @@ GoldRelations::GoldRelations(const AttentionBatchInfo& info) : info_(info), T_(i
   HEADLAB_CHECK(info.tokens != nullptr, "attention statistics: token counts given without the tokens");
   for (int64_t i = 0; i < B * T_; ++i)
     HEADLAB_CHECK(info.tokens[i] >= 0 && info.tokens[i] < info.vocab_size,
-                  "attention statistics: token " << info.tokens[i] << " at row " << i << " has no count (vocab_size="
-                                                 << info.vocab_size << ")");
+                  "attention statistics: token " << info.tokens[i] << " at row " << i
+                                                 << " has no count (vocab_size=" << info.vocab_size << ")");
   // The keys visible from t: a prefix of the real tokens when causal, all of them otherwise.
   rarest_count_.assign(static_cast<size_t>(B * T_), -1);
   for (int64_t b = 0; b < B; ++b) {

@@ -85,14 +85,17 @@ void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const s
 //              head). A head already gated 0 stays 0 either way.
 enum class LayerMask { head_off, head_only };
 
-bool masked_by(LayerMask mask, int64_t g, int64_t head) { return (mask == LayerMask::head_off) == (g == head); }
+bool masked_by(LayerMask mask, int64_t g, int64_t head) {
+  return (mask == LayerMask::head_off) == (g == head);
+}
 
 // Sums over batches of the per-head masked forwards of one kind (ablation or layer_only).
 struct MaskedSums {
   std::vector<double> loss, correct;              // [N] over scored targets
   std::vector<std::vector<double>> example_loss;  // [N][E]
   explicit MaskedSums(int64_t n_heads)
-      : loss(static_cast<size_t>(n_heads)), correct(static_cast<size_t>(n_heads)),
+      : loss(static_cast<size_t>(n_heads)),
+        correct(static_cast<size_t>(n_heads)),
         example_loss(static_cast<size_t>(n_heads)) {}
 };
 
@@ -324,15 +327,15 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     // Michel et al.: divide by the l2 norm of the layer's importances.
     for (int64_t l = 0; l < L; ++l) {
       double norm = 0;
-      for (int64_t h = 0; h < s.heads_in_layer(l); ++h) norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
+      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
+        norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
       norm = std::sqrt(norm);
       for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
         s.importance_normalized[s.index(l, h)] = norm > 0 ? s.importance[s.index(l, h)] / norm : 0.0;
     }
   }
   if (options.ablation)
-    finish_masked(ablation, s, has_accuracy, s.ablation_loss_delta, s.ablation_accuracy_delta,
-                  s.example_ablation_loss);
+    finish_masked(ablation, s, has_accuracy, s.ablation_loss_delta, s.ablation_accuracy_delta, s.example_ablation_loss);
   if (options.layer_only)
     finish_masked(layer_only, s, has_accuracy, s.layer_only_loss_delta, s.layer_only_accuracy_delta,
                   s.example_layer_only_loss);

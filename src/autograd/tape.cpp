@@ -11,8 +11,7 @@ Tape<T>::Tape(Arena& arena) : arena_(&arena) {
 template <typename T>
 Var<T> Tape<T>::leaf(const Tensor<T>& value, const Tensor<T>& grad) {
   HEADLAB_CHECK(grad.empty() || grad.shape() == value.shape(),
-                "leaf: gradient shape " << grad.shape().str() << " differs from value shape "
-                                        << value.shape().str());
+                "leaf: gradient shape " << grad.shape().str() << " differs from value shape " << value.shape().str());
   Node<T>& n = nodes_.emplace_back();
   n.value = value;
   n.grad = grad;
@@ -36,8 +35,7 @@ Var<T> Tape<T>::constant(const Tensor<T>& value) {
 }
 
 template <typename T>
-Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward,
-                         std::initializer_list<Var<T>> inputs) {
+Node<T>& Tape<T>::record(const Tensor<T>& value, BackwardFn<T> backward, std::initializer_list<Var<T>> inputs) {
   HEADLAB_CHECK(inputs.size() <= static_cast<size_t>(kMaxOpInputs),
                 "tape: an op has " << inputs.size() << " inputs, at most " << kMaxOpInputs);
   bool any_requires_grad = false;

@@ -68,11 +68,10 @@ void dump_example(const fs::path& dir, const std::string& name, const AttentionE
   };
   text = "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
   for (int64_t t = 0; t < T_; ++t) {
-    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(dataset.token_label(r.tokens[t])) + "," +
-            (r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t)) + "," +
-            field(r.targets, t) + "," +
-            (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," + field(r.gold_antecedent, t) +
-            "," + field(r.is_delimiter, t) + "\n";
+    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(dataset.token_label(r.tokens[t])) +
+            "," + (r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t)) + "," +
+            field(r.targets, t) + "," + (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," +
+            field(r.gold_antecedent, t) + "," + field(r.is_delimiter, t) + "\n";
   }
   write_file_atomically(dir / (stem + "_tokens.csv"), text);
 
@@ -100,8 +99,10 @@ void dump_example(const fs::path& dir, const std::string& name, const AttentionE
 // One right-aligned column of the summary table: printf `format`, or "-" for NaN, in `width`.
 std::string cell(double v, const char* format, int width) {
   char text[32], out[48];
-  if (std::isnan(v)) std::snprintf(text, sizeof text, "-");
-  else std::snprintf(text, sizeof text, format, v);
+  if (std::isnan(v))
+    std::snprintf(text, sizeof text, "-");
+  else
+    std::snprintf(text, sizeof text, format, v);
   std::snprintf(out, sizeof out, "%*s", width, text);
   return out;
 }
@@ -110,9 +111,10 @@ void print_summary(const HeadScores& s) {
   bool gold = false, rare = false;
   for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
   for (double v : s.rare_token_agreement) rare = rare || !std::isnan(v);
-  std::printf("layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
-              "  offset (share)%s%s\n",
-              gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "");
+  std::printf(
+      "layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
+      "  offset (share)%s%s\n",
+      gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "");
   for (int64_t l = 0; l < s.n_layers; ++l)
     for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
       const int64_t k = s.index(l, h);
@@ -143,8 +145,8 @@ int run_analyze(int argc, char** argv) {
                            "Per-head importance, ablation, attention statistics and similarity of a checkpoint.");
   options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
-                        cxxopts::value<std::string>())(
-      "split", "val, test or train", cxxopts::value<std::string>()->default_value("val"))(
+                        cxxopts::value<std::string>())("split", "val, test or train",
+                                                       cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to analyze (default: the whole split, or train.eval_batches for generated tasks)",
       cxxopts::value<int64_t>())("batch-size", "rows per batch (default: train.batch_size)", cxxopts::value<int64_t>())(
       "out", "folder for the files (default: the checkpoint's run folder)", cxxopts::value<std::string>())(
@@ -154,13 +156,13 @@ int run_analyze(int argc, char** argv) {
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
       "mask", "switch these heads off (gate 0) first: LAYER:HEAD,... as heads.csv numbers them",
-      cxxopts::value<std::string>())(
-      "prompt", "only every head's attention on this text (byte-level text models)", cxxopts::value<std::string>())(
-      "prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
-      "set", "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
-      cxxopts::value<std::vector<std::string>>())(
-      "threads", "worker threads (default: the checkpoint's train.threads)",
-      cxxopts::value<int>())("h,help", "show this help");
+      cxxopts::value<std::string>())("prompt", "only every head's attention on this text (byte-level text models)",
+                                     cxxopts::value<std::string>())("prompt-file", "the same with the text of a file",
+                                                                    cxxopts::value<std::string>())(
+      "set",
+      "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("threads", "worker threads (default: the checkpoint's train.threads)",
+                                                  cxxopts::value<int>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -177,8 +179,10 @@ int run_analyze(int argc, char** argv) {
   Model<float>& model = *opened.model;
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
-  if (args.count("mask")) switch_off_heads(model, parse_head_list(args["mask"].as<std::string>(), model.spec(), "--mask"));
-  const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
+  if (args.count("mask"))
+    switch_off_heads(model, parse_head_list(args["mask"].as<std::string>(), model.spec(), "--mask"));
+  const fs::path out =
+      args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
 
   if (const std::optional<std::string> text = prompt_option(args)) {
     const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
@@ -208,14 +212,16 @@ int run_analyze(int argc, char** argv) {
   fs::create_directories(out);
 
   const HeadScores s = analyze_heads(model, *dataset, split, n, o);
-  std::printf("checkpoint %s (step %lld), %s split: %lld batches of %lld, %lld examples, %lld targets, "
-              "%lld query rows\n",
-              path.c_str(), static_cast<long long>(progress.step), split_arg.c_str(),
-              static_cast<long long>(s.n_batches), static_cast<long long>(o.batch_size),
-              static_cast<long long>(s.n_examples), static_cast<long long>(s.n_targets),
-              static_cast<long long>(s.n_query_rows));
-  if (s.accuracy >= 0) std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
-  else std::printf("loss %.4f\n", s.loss);
+  std::printf(
+      "checkpoint %s (step %lld), %s split: %lld batches of %lld, %lld examples, %lld targets, "
+      "%lld query rows\n",
+      path.c_str(), static_cast<long long>(progress.step), split_arg.c_str(), static_cast<long long>(s.n_batches),
+      static_cast<long long>(o.batch_size), static_cast<long long>(s.n_examples), static_cast<long long>(s.n_targets),
+      static_cast<long long>(s.n_query_rows));
+  if (s.accuracy >= 0)
+    std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
+  else
+    std::printf("loss %.4f\n", s.loss);
   print_summary(s);
 
   write_heads_csv((out / "heads.csv").string(), s);

@@ -140,11 +140,12 @@ int run_gemm(int64_t n, int reps, int threads) {
     if (r >= 2) times.push_back(t1 - t0);
   }
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
-  std::printf("{\"gemm\": [%lld, %lld, %lld], \"threads\": %d, \"blis_kernels\": %s, \"reps\": %d, "
-              "\"ms_median\": %s, \"gflops\": %s, \"gflops_best\": %s}\n",
-              (long long)n, (long long)n, (long long)n, threads, quoted(blis_kernel_name()).c_str(), reps,
-              fixed(median(times) * 1e3, 3).c_str(), fixed(flops / median(times) * 1e-9, 2).c_str(),
-              fixed(flops / *std::min_element(times.begin(), times.end()) * 1e-9, 2).c_str());
+  std::printf(
+      "{\"gemm\": [%lld, %lld, %lld], \"threads\": %d, \"blis_kernels\": %s, \"reps\": %d, "
+      "\"ms_median\": %s, \"gflops\": %s, \"gflops_best\": %s}\n",
+      (long long)n, (long long)n, (long long)n, threads, quoted(blis_kernel_name()).c_str(), reps,
+      fixed(median(times) * 1e3, 3).c_str(), fixed(flops / median(times) * 1e-9, 2).c_str(),
+      fixed(flops / *std::min_element(times.begin(), times.end()) * 1e-9, 2).c_str());
   return 0;
 }
 
@@ -156,16 +157,17 @@ int run_bench(int argc, char** argv) {
   options.positional_help("CONFIG");
   options.add_options()("config", "config file (configs/bench.toml is the PyTorch reference model)",
                         cxxopts::value<std::string>())(
-      "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "steps", "timed steps", cxxopts::value<int>()->default_value("20"))(
+      "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("steps", "timed steps", cxxopts::value<int>()->default_value("20"))(
       "warmup", "untimed warm-up steps before them", cxxopts::value<int>()->default_value("3"))(
       "threads", "threads (default: train.threads, 0 there = all cores / OMP_NUM_THREADS)", cxxopts::value<int>())(
       "seq", "sequence length T: sets data.seq_len and model.max_seq_len (like torch_ref --seq)",
       cxxopts::value<int>())("batch", "sequences per step: sets train.batch_size (like torch_ref --batch)",
-                             cxxopts::value<int>())(
-      "tag", "free-form label copied into the JSON line", cxxopts::value<std::string>()->default_value(""))(
-      "phases", "after the timed steps, time --steps more split into train_step's phases (data, forward, "
-                "backward, tape reset, gradient sum, clip, optimizer)")(
+                             cxxopts::value<int>())("tag", "free-form label copied into the JSON line",
+                                                    cxxopts::value<std::string>()->default_value(""))(
+      "phases",
+      "after the timed steps, time --steps more split into train_step's phases (data, forward, "
+      "backward, tape reset, gradient sum, clip, optimizer)")(
       "gemm", "time an N x N x N sgemm through headlab::gemm instead of training")(
       "size", "--gemm: N", cxxopts::value<int>()->default_value("2048"))(
       "reps", "--gemm: timed repetitions", cxxopts::value<int>()->default_value("10"))("h,help", "show this help");
@@ -177,15 +179,17 @@ int run_bench(int argc, char** argv) {
     return run_gemm(*count_option<int>(args, "size", 1), *count_option<int>(args, "reps", 1),
                     threads_arg ? *threads_arg : num_threads());
   }
-  HEADLAB_CHECK(args.count("config"), "no config file given (usage: headlab bench CONFIG [--set k=v]... "
-                                      "[--steps N] [--warmup N])");
+  HEADLAB_CHECK(args.count("config"),
+                "no config file given (usage: headlab bench CONFIG [--set k=v]... "
+                "[--steps N] [--warmup N])");
   const int steps = *count_option<int>(args, "steps", 1), warmup = *count_option<int>(args, "warmup", 0);
   std::vector<std::string> sets = list_option(args, "set");
   if (const auto seq = count_option<int>(args, "seq", 1)) {
     sets.push_back("data.seq_len=" + std::to_string(*seq));
     sets.push_back("model.max_seq_len=" + std::to_string(*seq));
   }
-  if (const auto batch = count_option<int>(args, "batch", 1)) sets.push_back("train.batch_size=" + std::to_string(*batch));
+  if (const auto batch = count_option<int>(args, "batch", 1))
+    sets.push_back("train.batch_size=" + std::to_string(*batch));
   if (threads_arg) sets.push_back("train.threads=" + std::to_string(*threads_arg));
   const Config config = load_config(args["config"].as<std::string>(), sets);
   const TrainConfig& tc = config.train;
@@ -204,7 +208,8 @@ int run_bench(int argc, char** argv) {
   ScheduleOptions schedule = schedule_options(config);
   schedule.total_steps = std::max<int64_t>(schedule.total_steps, warmup + steps);
   schedule.warmup_steps = std::min(schedule.warmup_steps, schedule.total_steps);
-  TrainingContext ctx{model, *optimizer, batches, tape, schedule, tc.grad_accum, tc.grad_clip, static_cast<uint64_t>(tc.seed)};
+  TrainingContext ctx{model,    *optimizer,    batches,      tape,
+                      schedule, tc.grad_accum, tc.grad_clip, static_cast<uint64_t>(tc.seed)};
 
   // Parameter counts as torch_ref counts them (head gates are not trained: not counted).
   const int64_t n_params = model.params().count();
@@ -252,11 +257,14 @@ int run_bench(int argc, char** argv) {
   // headline measurement (that is train_step without the clock, above); this only splits a step.
   std::string phases_json;
   if (args.count("phases")) {
-    const std::pair<const char*, double StepPhases::*> parts[] = {
-        {"data", &StepPhases::data},           {"forward", &StepPhases::forward},
-        {"backward", &StepPhases::backward},   {"tape_reset", &StepPhases::tape_reset},
-        {"gradient_sum", &StepPhases::gradient_sum}, {"clip", &StepPhases::clip},
-        {"optimizer", &StepPhases::optimizer}, {"total", &StepPhases::total}};
+    const std::pair<const char*, double StepPhases::*> parts[] = {{"data", &StepPhases::data},
+                                                                  {"forward", &StepPhases::forward},
+                                                                  {"backward", &StepPhases::backward},
+                                                                  {"tape_reset", &StepPhases::tape_reset},
+                                                                  {"gradient_sum", &StepPhases::gradient_sum},
+                                                                  {"clip", &StepPhases::clip},
+                                                                  {"optimizer", &StepPhases::optimizer},
+                                                                  {"total", &StepPhases::total}};
     std::vector<std::vector<double>> ph(std::size(parts));
     StepPhases phases;
     ctx.phases = &phases;
@@ -280,19 +288,19 @@ int run_bench(int argc, char** argv) {
        << ", \"n_heads\": " << spec.n_heads << ", \"n_kv_heads\": " << spec.n_kv_heads << ", \"seq\": " << T
        << ", \"batch\": " << tc.batch_size << ", \"grad_accum\": " << tc.grad_accum << ", \"threads\": " << threads
        << ", \"steps\": " << steps << ", \"warmup\": " << warmup << "}"
-       << ", \"tag\": " << quoted(args["tag"].as<std::string>()) << ", \"headlab\": " << quoted(provenance_value("headlab_version"))
-       << ", \"headlab_commit\": " << quoted(provenance_value("headlab_commit"))
-       << ", \"threads\": " << threads << ", \"blis_kernels\": " << quoted(blis_kernel_name())
-       << ", \"params\": " << n_params << ", \"params_nonembedding\": " << n_nonemb
-       << ", \"flops_per_token\": " << fixed(flops_per_token, 0)
+       << ", \"tag\": " << quoted(args["tag"].as<std::string>())
+       << ", \"headlab\": " << quoted(provenance_value("headlab_version"))
+       << ", \"headlab_commit\": " << quoted(provenance_value("headlab_commit")) << ", \"threads\": " << threads
+       << ", \"blis_kernels\": " << quoted(blis_kernel_name()) << ", \"params\": " << n_params
+       << ", \"params_nonembedding\": " << n_nonemb << ", \"flops_per_token\": " << fixed(flops_per_token, 0)
        << ", \"flops_formula\": \"6*N_nonemb + 12*n_layers*d_model*T (N_nonemb = all params except tok_emb, pos_emb)\""
        << ", \"step_ms_median\": " << fixed(med * 1e3, 3)
        << ", \"step_ms_min\": " << fixed(*std::min_element(times.begin(), times.end()) * 1e3, 3)
        << ", \"step_ms_max\": " << fixed(*std::max_element(times.begin(), times.end()) * 1e3, 3)
        << ", \"step_ms_all\": " << all << ", \"tokens_per_s\": " << fixed(tokens_per_step / med, 1)
        << ", \"gflops\": " << fixed(flops_per_token * tokens_per_step / med * 1e-9, 2)
-       << ", \"peak_rss_mb\": " << fixed(u.ru_maxrss / 1024.0, 1)
-       << ", \"loss_first\": " << fixed(losses.front(), 4) << ", \"loss_last\": " << fixed(losses.back(), 4)
+       << ", \"peak_rss_mb\": " << fixed(u.ru_maxrss / 1024.0, 1) << ", \"loss_first\": " << fixed(losses.front(), 4)
+       << ", \"loss_last\": " << fixed(losses.back(), 4)
        << ", \"allocations_per_step\": " << fixed(static_cast<double>(allocs) / steps, 2)
        << ", \"minflt_per_step\": " << std::lround(static_cast<double>(minflt) / steps)
        << ", \"arena_mb\": " << fixed(arena.capacity() / 1048576.0, 1) << ", \"loadavg_start\": " << load_start

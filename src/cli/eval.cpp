@@ -18,12 +18,14 @@ int run_eval(int argc, char** argv) {
   cxxopts::Options options("headlab eval", "Evaluate a checkpoint on a data split.");
   options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
-                        cxxopts::value<std::string>())(
-      "split", "val or test", cxxopts::value<std::string>()->default_value("val"))(
-      "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)", cxxopts::value<int64_t>())(
+                        cxxopts::value<std::string>())("split", "val or test",
+                                                       cxxopts::value<std::string>()->default_value("val"))(
+      "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)",
+      cxxopts::value<int64_t>())(
       "mask", "switch these heads off (gate 0) for the evaluation: LAYER:HEAD,... as heads.csv numbers them",
       cxxopts::value<std::string>())(
-      "set", "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
+      "set",
+      "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
@@ -46,8 +48,8 @@ int run_eval(int argc, char** argv) {
   Batch batch = dataset->make_batch(config.train.batch_size);
   const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, batch.batch_size);
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
-  std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(), static_cast<long long>(progress.step),
-              split_arg.c_str(), static_cast<long long>(e.n_targets));
+  std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(),
+              static_cast<long long>(progress.step), split_arg.c_str(), static_cast<long long>(e.n_targets));
   if (!mask.empty()) std::printf("heads switched off: %s\n", mask.c_str());
   std::printf("loss %.4f\n", e.loss);
   if (e.accuracy >= 0) std::printf("accuracy %.4f\n", e.accuracy);

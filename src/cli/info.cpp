@@ -37,11 +37,12 @@ std::string component(const std::string& name) {
 
 void print_model(const Config& config, const Model<float>& model) {
   const ModelSpec& s = model.spec();
-  std::printf("model        %s, d_model %lld, %lld layers, %lld heads x d_head %lld, %lld kv heads, mlp %lld, "
-              "vocab %lld, max_seq_len %lld, %s positions\n",
-              config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads,
-              (long long)s.d_head, (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size,
-              (long long)s.max_seq_len, config.model.positions.c_str());
+  std::printf(
+      "model        %s, d_model %lld, %lld layers, %lld heads x d_head %lld, %lld kv heads, mlp %lld, "
+      "vocab %lld, max_seq_len %lld, %s positions\n",
+      config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads, (long long)s.d_head,
+      (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len,
+      config.model.positions.c_str());
   if (!s.layer_heads.empty()) {  // a physically pruned model
     std::printf("layer heads ");
     for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
@@ -86,12 +87,13 @@ int run_version(int argc, char** argv) {
 }
 
 int run_info(int argc, char** argv) {
-  cxxopts::Options options("headlab info", "Show the build (version, commit, threads, BLIS kernels) and a checkpoint's "
-                                           "or config's model.");
+  cxxopts::Options options("headlab info",
+                           "Show the build (version, commit, threads, BLIS kernels) and a checkpoint's "
+                           "or config's model.");
   options.positional_help("[CHECKPOINT.h5 | RUN | CONFIG.toml]");
   options.add_options()("file", "checkpoint, run folder (its best.h5, else its newest checkpoint) or config",
-                        cxxopts::value<std::string>())(
-      "set", "override a config key (with a config file)", cxxopts::value<std::vector<std::string>>())(
+                        cxxopts::value<std::string>())("set", "override a config key (with a config file)",
+                                                       cxxopts::value<std::vector<std::string>>())(
       "keys", "list every config key: type, default, meaning and allowed values")("h,help", "show this help");
   const auto parsed = parse_options(options, {"file"}, argc, argv);
   if (!parsed) return 0;
@@ -138,7 +140,8 @@ int run_info(int argc, char** argv) {
                 p.has_best ? (", best val loss " + std::to_string(p.best_val_loss)).c_str() : "");
     // Older checkpoints do not record their build.
     std::string build;
-    for (const ProvenanceField& f : written_by) build += (build.empty() ? "" : ", ") + std::string(f.label) + " " + f.value;
+    for (const ProvenanceField& f : written_by)
+      build += (build.empty() ? "" : ", ") + std::string(f.label) + " " + f.value;
     std::printf("written by   %s\n", build.empty() ? "(not recorded: an older checkpoint)" : build.c_str());
   }
   print_model(*config, *model);

@@ -48,10 +48,12 @@ std::string unknown_option(const cxxopts::Options& options, int argc, char** arg
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
-    if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && !std::isalpha(static_cast<unsigned char>(arg[1])))) continue;
+    if (arg.size() < 2 || arg[0] != '-' || (arg[1] != '-' && !std::isalpha(static_cast<unsigned char>(arg[1]))))
+      continue;
     const std::string name = arg.substr(0, arg.find('='));
     // "-j2" is -j with its value to cxxopts: a short option is judged by its first letter.
-    const bool is_known = std::find(known.begin(), known.end(), arg[1] == '-' ? name : name.substr(0, 2)) != known.end();
+    const bool is_known =
+        std::find(known.begin(), known.end(), arg[1] == '-' ? name : name.substr(0, 2)) != known.end();
     if (is_known) continue;
     // A one-letter option is too short for a guess at what was meant.
     const std::string suggestion = arg[1] == '-' ? closest_name(name, known_long) : "";
@@ -84,7 +86,7 @@ std::optional<cxxopts::ParseResult> parse_options(cxxopts::Options& options, con
     return std::nullopt;
   }
   HEADLAB_CHECK(args->unmatched().empty(), "unexpected argument '" << escaped(args->unmatched().front()) << "' (see "
-                                                                    << options.program() << " --help)");
+                                                                   << options.program() << " --help)");
   return args;
 }
 
@@ -92,7 +94,8 @@ std::vector<std::string> list_option(const cxxopts::ParseResult& args, const std
   return args.count(name) ? args[name].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
 
-std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args, const std::vector<std::string>& allowed) {
+std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
+                                              const std::vector<std::string>& allowed) {
   std::vector<std::string> overrides = list_option(args, "set");
   for (const std::string& s : overrides) {
     const std::string key = s.substr(0, s.find('='));
@@ -110,9 +113,12 @@ std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args, 
 std::string escaped(const std::string& text) {
   std::string out;
   for (const unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\\') out += "\\\\";
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c == '\\')
+      out += "\\\\";
     else if (c < 32 || c == 127) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\x%02x", c);

@@ -41,7 +41,8 @@ std::vector<std::string> list_option(const cxxopts::ParseResult& args, const std
 // The --set values of a verb that reads a checkpoint, each of whose key is one of `allowed` (a key,
 // or a section prefix ending in '.': "data."); any other key, a model key above all, is one line
 // naming it. The keys a verb allows are in its --set help.
-std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args, const std::vector<std::string>& allowed);
+std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
+                                              const std::vector<std::string>& allowed);
 
 // "a\nb" -> "a\\nb": a value shown in help or messages on one line.
 std::string escaped(const std::string& text);

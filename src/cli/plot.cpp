@@ -104,11 +104,12 @@ int run_plot(int argc, char** argv) {
   options.add_options()("path", "run folder, sweep folder, or prune results", cxxopts::value<std::string>())(
       "x,x-axis", "x axis of the curves: tokens or step", cxxopts::value<std::string>()->default_value("tokens"))(
       "heads", "attention maps of these heads only, e.g. 0:1,2:3 (layer:head)", cxxopts::value<std::string>())(
-      "format", "file format: png, pdf or svg (vector, for papers)", cxxopts::value<std::string>()->default_value("png"))(
+      "format", "file format: png, pdf or svg (vector, for papers)",
+      cxxopts::value<std::string>()->default_value("png"))(
       "dpi", "resolution of PNGs (and of images inside PDF/SVG), dots per inch",
       cxxopts::value<int>()->default_value("110"))(
-      "no-title", "leave out each figure's title (run, config, seeds), for a caption to replace")(
-      "h,help", "show this help");
+      "no-title", "leave out each figure's title (run, config, seeds), for a caption to replace")("h,help",
+                                                                                                  "show this help");
   const auto parsed = parse_options(options, {"path"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -125,8 +126,8 @@ int run_plot(int argc, char** argv) {
   HEADLAB_CHECK(fs::is_directory(path, ec), "no such folder: " << path);
   HEADLAB_CHECK(!fs::is_empty(path, ec), path << " is empty: nothing to plot");
   if (fs::exists(fs::path(path) / "grid.csv")) aggregate_sweep(path);  // the figures read results.csv
-  std::vector<std::string> script_args = {find_plot_script(), path, "--x", x, "--format", format,
-                                          "--dpi", std::to_string(dpi)};
+  std::vector<std::string> script_args = {find_plot_script(), path,   "--x",   x,
+                                          "--format",         format, "--dpi", std::to_string(dpi)};
   if (args.count("no-title")) script_args.push_back("--no-title");
   if (args.count("heads")) script_args.insert(script_args.end(), {"--heads", args["heads"].as<std::string>()});
   run_script(find_python(), script_args);

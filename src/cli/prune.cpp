@@ -36,20 +36,19 @@ int run_prune(int argc, char** argv) {
                         cxxopts::value<std::string>())(
       "strategy",
       "importance, importance_raw, random, entropy, confidence, ablation, l0, or none (fine-tuning only: the control)",
-      cxxopts::value<std::string>())(
-      "step-frac", "fraction of all heads pruned per round", cxxopts::value<double>()->default_value("0.1"))(
+      cxxopts::value<std::string>())("step-frac", "fraction of all heads pruned per round",
+                                     cxxopts::value<double>()->default_value("0.1"))(
       "finetune-steps", "training steps after each round", cxxopts::value<int64_t>()->default_value("0"))(
       "finetune-lr", "constant fine-tuning rate (default: the rate the checkpoint's schedule had reached)",
       cxxopts::value<double>())("rounds", "none: rounds of fine-tuning (default: as many as pruning takes)",
-                                cxxopts::value<int64_t>())(
-      "recompute", "recompute the scores after every round")(
+                                cxxopts::value<int64_t>())("recompute", "recompute the scores after every round")(
       "seed", "seed for the random order, fine-tuning dropout and L0 noise",
-      cxxopts::value<uint64_t>()->default_value("0"))(
-      "split", "split the metric is measured on: val or test", cxxopts::value<std::string>()->default_value("val"))(
+      cxxopts::value<uint64_t>()->default_value("0"))("split", "split the metric is measured on: val or test",
+                                                      cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches of the split at every round (default: the whole split, or train.eval_batches)",
-      cxxopts::value<int64_t>())("score-batches", "training batches the scores are measured on (default: train.eval_batches)",
-                                 cxxopts::value<int64_t>())(
-      "lambda", "l0: penalty weight", cxxopts::value<double>())(
+      cxxopts::value<int64_t>())("score-batches",
+                                 "training batches the scores are measured on (default: train.eval_batches)",
+                                 cxxopts::value<int64_t>())("lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
       "out", "output folder (default: <run folder>/prune/<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>])",
@@ -125,15 +124,17 @@ int run_prune(int argc, char** argv) {
   // The same model with the masked heads physically removed, when that is possible: MHA, and
   // every layer keeps a head (L0 may close a whole layer).
   const HeadKeepMask keep = heads_with_nonzero_gates(*opened.model);
-  const bool layer_emptied =
-      std::any_of(keep.begin(), keep.end(), [](const std::vector<bool>& l) { return std::none_of(l.begin(), l.end(), [](bool k) { return k; }); });
+  const bool layer_emptied = std::any_of(keep.begin(), keep.end(), [](const std::vector<bool>& l) {
+    return std::none_of(l.begin(), l.end(), [](bool k) { return k; });
+  });
   const ModelSpec& spec = opened.model->spec();
   if (spec.n_kv_heads == spec.n_heads && !layer_emptied) {
     save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, prune_heads(*opened.model, keep),
                            progress.step);
     std::printf("wrote %s/pruned_small.h5 (heads removed from the tensors)\n", out.string().c_str());
   } else {
-    std::printf("no pruned_small.h5: %s\n", layer_emptied ? "a layer has no head left" : "heads share key/value heads (GQA/MQA)");
+    std::printf("no pruned_small.h5: %s\n",
+                layer_emptied ? "a layer has no head left" : "heads share key/value heads (GQA/MQA)");
   }
   return 0;
 }

@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-ExtraExample prompt_example(const std::string& run, const std::string& text, const std::vector<std::string>& overrides) {
+ExtraExample prompt_example(const std::string& run, const std::string& text,
+                            const std::vector<std::string>& overrides) {
   const std::string checkpoint = resolve_checkpoint(run);
   OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
   const std::vector<int32_t> tokens = prompt_tokens(opened.config, text);

@@ -21,13 +21,13 @@ int run_sample(int argc, char** argv) {
   options.positional_help("CHECKPOINT.h5 | RUN");
   // The prompt's default is a newline, which cxxopts would print raw in --help: given in the text.
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
-                        cxxopts::value<std::string>())(
-      "prompt", "text to continue (default: \"\\n\", a newline)", cxxopts::value<std::string>())(
+                        cxxopts::value<std::string>())("prompt", "text to continue (default: \"\\n\", a newline)",
+                                                       cxxopts::value<std::string>())(
       "tokens", "bytes to generate", cxxopts::value<int64_t>()->default_value("200"))(
       "temperature", "softmax temperature; 0 = greedy", cxxopts::value<double>()->default_value("0.8"))(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
-      "set", "change train.threads of the checkpoint's config (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "h,help", "show this help");
+      "set", "change train.threads of the checkpoint's config (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -41,8 +41,8 @@ int run_sample(int argc, char** argv) {
   const Config config = checkpoint_config(path, checkpoint_overrides(args, {"train.threads"}));
   // Generated tasks have their own alphabets (k_relation's vocab may be 5): bytes mean nothing there.
   HEADLAB_CHECK(config.model.kind == "decoder" && config.data.task == "text",
-                path << " is " << (config.model.kind == "decoder" ? "a decoder" : "an encoder") << " trained on data.task = "
-                     << config.data.task << " (vocab " << config.model.vocab_size
+                path << " is " << (config.model.kind == "decoder" ? "a decoder" : "an encoder")
+                     << " trained on data.task = " << config.data.task << " (vocab " << config.model.vocab_size
                      << "); sample generates text from byte-level text decoders only (eval and analyze read this one)");
   set_num_threads(resolved_threads(config));
   Model<float> model(model_spec(config));

@@ -43,16 +43,16 @@ int run_sweep(int argc, char** argv) {
       "j,jobs", "runs at once; the cores are split between them", cxxopts::value<int>()->default_value("1"))(
       "out", "sweep folder (default runs/<sweep name>)", cxxopts::value<std::string>())(
       "dry-run", "validate the grid and list the runs with what a sweep would do; write nothing")(
-      "aggregate-only", "only rewrite DIR/results.csv and DIR/summary.md from the runs' metrics")(
-      "h,help", "show this help");
+      "aggregate-only", "only rewrite DIR/results.csv and DIR/summary.md from the runs' metrics")("h,help",
+                                                                                                  "show this help");
   const auto parsed = parse_options(options, {"sweep"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("sweep"), "no sweep file given (usage: headlab sweep SWEEP.toml [--jobs N] [--out DIR])");
   const int jobs = *count_option<int>(args, "jobs", 1);
   const SweepSpec spec = load_sweep(args["sweep"].as<std::string>());
-  const std::string out = args.count("out") ? args["out"].as<std::string>()
-                                            : (std::filesystem::path("runs") / spec.name).string();
+  const std::string out =
+      args.count("out") ? args["out"].as<std::string>() : (std::filesystem::path("runs") / spec.name).string();
   const std::filesystem::path out_path(out);
   // One sweep process per folder at a time (each run also locks its own folder).
   auto lock_folder = [&] {

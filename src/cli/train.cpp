@@ -18,11 +18,13 @@ int run_train(int argc, char** argv) {
   cxxopts::Options options("headlab train", "Train a model from a TOML config (see docs/config.md).");
   options.positional_help("CONFIG");
   options.add_options()("config", "config file", cxxopts::value<std::string>())(
-      "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)", cxxopts::value<std::vector<std::string>>())(
-      "resume", "continue a run: auto (newest checkpoint in --out) or a checkpoint path", cxxopts::value<std::string>())(
-      "init", "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model)",
+      "set", "override a config key, e.g. --set model.n_heads=8 (repeatable)",
+      cxxopts::value<std::vector<std::string>>())(
+      "resume", "continue a run: auto (newest checkpoint in --out) or a checkpoint path",
       cxxopts::value<std::string>())(
-      "out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())("h,help", "show this help");
+      "init", "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model)",
+      cxxopts::value<std::string>())("out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())(
+      "h,help", "show this help");
   const auto parsed = parse_options(options, {"config"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -43,8 +45,8 @@ int run_train(int argc, char** argv) {
   const RunResult r = run_training(config, run);
   if (talk)
     std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",
-               r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step), r.final_train_loss,
-               r.final_val_loss, r.tokens_per_s, r.elapsed_s);
+                 r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step), r.final_train_loss,
+                 r.final_val_loss, r.tokens_per_s, r.elapsed_s);
   return r.end == RunEnd::finished ? 0 : 130;
 }
 

@@ -6,7 +6,9 @@ namespace headlab {
 
 namespace {
 std::atomic<int> received{0};
-extern "C" void record_stop_signal(int sig) { received = sig; }
+extern "C" void record_stop_signal(int sig) {
+  received = sig;
+}
 }  // namespace
 
 StopOnSignal::StopOnSignal() {
@@ -24,6 +26,8 @@ StopOnSignal::~StopOnSignal() {
   sigaction(SIGTERM, &old_term_, nullptr);
 }
 
-int stop_signal() { return received.load(); }
+int stop_signal() {
+  return received.load();
+}
 
 }  // namespace headlab

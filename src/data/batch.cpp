@@ -10,9 +10,12 @@ namespace headlab {
 
 const char* split_name(Split split) {
   switch (split) {
-    case Split::train: return "train";
-    case Split::val: return "val";
-    case Split::test: return "test";
+    case Split::train:
+      return "train";
+    case Split::val:
+      return "val";
+    case Split::test:
+      return "test";
   }
   return "unknown";
 }
@@ -39,9 +42,8 @@ Batch::Batch(int64_t B, int64_t T, const BatchLayout& layout) : batch_size(B), s
 }
 
 void Batch::check_shape(const std::string& who, int64_t expected_seq_len) const {
-  HEADLAB_CHECK(seq_len == expected_seq_len,
-                who << ": batch has seq_len=" << seq_len << " but the dataset has seq_len=" << expected_seq_len
-                    << " (make it with dataset.make_batch)");
+  HEADLAB_CHECK(seq_len == expected_seq_len, who << ": batch has seq_len=" << seq_len << " but the dataset has seq_len="
+                                                 << expected_seq_len << " (make it with dataset.make_batch)");
   const size_t n = static_cast<size_t>(batch_size * seq_len);
   auto sized = [n](size_t size) { return size == 0 || size == n; };
   HEADLAB_CHECK(batch_size > 0 && tokens.size() == n && targets.size() == n && sized(key_padding.size()) &&
@@ -56,7 +58,9 @@ double bits_per_byte(double mean_loss_nats, double bytes_per_token) {
   return mean_loss_nats / std::log(2.0) / bytes_per_token;
 }
 
-int64_t Dataset::eval_batches(Split, int64_t) const { return 0; }
+int64_t Dataset::eval_batches(Split, int64_t) const {
+  return 0;
+}
 
 std::vector<int64_t> Dataset::train_token_counts() const {
   constexpr int64_t kSampleBatches = 64, kSampleRows = 64;  // fixed, so the counts are too
@@ -78,8 +82,9 @@ std::vector<int64_t> Dataset::train_token_counts() const {
 void copy_row(const Batch& from, int64_t from_row, Batch& to, int64_t to_row) {
   HEADLAB_CHECK(from.seq_len == to.seq_len && from_row >= 0 && from_row < from.batch_size && to_row >= 0 &&
                     to_row < to.batch_size,
-                "copy_row: row " << from_row << " of a [" << from.batch_size << ", " << from.seq_len << "] batch to row "
-                                 << to_row << " of a [" << to.batch_size << ", " << to.seq_len << "] batch");
+                "copy_row: row " << from_row << " of a [" << from.batch_size << ", " << from.seq_len
+                                 << "] batch to row " << to_row << " of a [" << to.batch_size << ", " << to.seq_len
+                                 << "] batch");
   auto copy = [&](const auto& src, auto& dst, int64_t width) {
     HEADLAB_CHECK(src.empty() == dst.empty(), "copy_row: the two batches have different layouts");
     if (!src.empty()) std::copy_n(src.begin() + from_row * width, width, dst.begin() + to_row * width);

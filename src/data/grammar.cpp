@@ -26,16 +26,31 @@ namespace headlab {
 namespace {
 
 enum FunctionWord : int32_t {
-  kPad, kDot, kThe, kA, kThat, kNear, kWith, kBehind, kHe, kShe, kIt, kThey, kHim, kHer, kThem, kFunctionWords
+  kPad,
+  kDot,
+  kThe,
+  kA,
+  kThat,
+  kNear,
+  kWith,
+  kBehind,
+  kHe,
+  kShe,
+  kIt,
+  kThey,
+  kHim,
+  kHer,
+  kThem,
+  kFunctionWords
 };
 constexpr int64_t kMinVocab = kFunctionWords + 10;  // + man, woman, dog, runs, sees (each in two numbers)
 constexpr int kMaxSentence = 16;                    // the longest sentence has 14 tokens
 
 // Production probabilities.
-constexpr double kPronoun = 0.3;         // a subject/object NP is a pronoun, when one can refer
-constexpr double kSubjectModifier = 0.6; // a full subject NP carries a modifier
+constexpr double kPronoun = 0.3;          // a subject/object NP is a pronoun, when one can refer
+constexpr double kSubjectModifier = 0.6;  // a full subject NP carries a modifier
 constexpr double kObjectModifier = 0.25;
-constexpr double kTransitive = 0.5;      // a verb takes an object
+constexpr double kTransitive = 0.5;  // a verb takes an object
 
 struct ContentEntry {
   const char* singular;
@@ -87,10 +102,9 @@ struct NounList {
 
 class GrammarTask : public SyntheticTask {
  public:
-  explicit GrammarTask(const TaskOptions& o)
-      : SyntheticTask(o), lexicon_(grammar_lexicon(o.vocab_size)) {
-    HEADLAB_CHECK(seq_len_ >= kMaxSentence, "grammar: data.seq_len=" << seq_len_ << " is below " << kMaxSentence
-                                                                     << ", the longest sentence");
+  explicit GrammarTask(const TaskOptions& o) : SyntheticTask(o), lexicon_(grammar_lexicon(o.vocab_size)) {
+    HEADLAB_CHECK(seq_len_ >= kMaxSentence,
+                  "grammar: data.seq_len=" << seq_len_ << " is below " << kMaxSentence << ", the longest sentence");
     for (int32_t id = 0; id < static_cast<int32_t>(lexicon_.size()); ++id) {
       const GrammarWord& w = lexicon_[static_cast<size_t>(id)];
       if (w.number != 1) continue;
@@ -200,13 +214,17 @@ class GrammarTask : public SyntheticTask {
   // A pronoun for a random noun of the previous sentence; sets its antecedent, returns its
   // position and (through num) its number.
   int pronoun(RowRng& rng, const NounList& previous, bool subject, int& num, Sentence& s) const {
-    const GrammarWord& chosen = lexicon_[static_cast<size_t>(previous.word[rng.below(static_cast<uint64_t>(previous.n))])];
+    const GrammarWord& chosen =
+        lexicon_[static_cast<size_t>(previous.word[rng.below(static_cast<uint64_t>(previous.n))])];
     num = chosen.number;
     int32_t w = subject ? kThey : kThem;
     if (num == 1) {
-      if (chosen.gender == Gender::masculine) w = subject ? kHe : kHim;
-      else if (chosen.gender == Gender::feminine) w = subject ? kShe : kHer;
-      else w = kIt;
+      if (chosen.gender == Gender::masculine)
+        w = subject ? kHe : kHim;
+      else if (chosen.gender == Gender::feminine)
+        w = subject ? kShe : kHer;
+      else
+        w = kIt;
     }
     const int at = s.append(w);
     for (int i = previous.n - 1; i >= 0; --i) {
@@ -243,8 +261,8 @@ class GrammarTask : public SyntheticTask {
 
 std::vector<GrammarWord> grammar_lexicon(int64_t vocab_size) {
   const int64_t V = vocab_size ? vocab_size : kDefaultVocab;
-  HEADLAB_CHECK(V >= kMinVocab, "grammar: data.vocab_size=" << V << " is below the " << kMinVocab
-                                                            << " words the grammar needs");
+  HEADLAB_CHECK(V >= kMinVocab,
+                "grammar: data.vocab_size=" << V << " is below the " << kMinVocab << " words the grammar needs");
   std::vector<GrammarWord> lex = {
       {"<pad>", WordClass::pad},
       {".", WordClass::delimiter},

@@ -47,7 +47,9 @@ class InductionTask : public SyntheticTask {
     const int64_t T = row.seq_len;
     int32_t last = 0;  // x[T], which only ever appears as a target
     auto x = [&](int64_t i) -> int32_t& { return i < T ? row.tokens[i] : last; };
-    auto draw = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo + 1))); };
+    auto draw = [&](int64_t lo, int64_t hi) {
+      return lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo + 1)));
+    };
     auto filler = [&] { return static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab_))); };
     // A random prefix, then copies of earlier stretches separated by a little filler.
     int64_t t = draw(prefix_min_, prefix_max_);

@@ -26,15 +26,17 @@ class KRelationTask : public SyntheticTask {
     HEADLAB_CHECK(p_ >= 2, "k_relation: data.vocab_size=" << p_ << " must be at least 2");
     HEADLAB_CHECK(!offsets_.empty(), "k_relation: data.offsets is empty (give the relative offsets, e.g. [1, 3])");
     for (size_t i = 0; i < offsets_.size(); ++i) {
-      HEADLAB_CHECK(offsets_[i] > 0 && offsets_[i] < seq_len_,
-                    "k_relation: data.offsets holds " << offsets_[i] << ", outside [1, data.seq_len=" << seq_len_ << ")");
+      HEADLAB_CHECK(offsets_[i] > 0 && offsets_[i] < seq_len_, "k_relation: data.offsets holds "
+                                                                   << offsets_[i]
+                                                                   << ", outside [1, data.seq_len=" << seq_len_ << ")");
       for (size_t j = 0; j < i; ++j)
         HEADLAB_CHECK(offsets_[i] != offsets_[j], "k_relation: data.offsets repeats " << offsets_[i]);
     }
     first_scored_ = *std::max_element(offsets_.begin(), offsets_.end());
     const auto k = static_cast<int64_t>(offsets_.size());
-    HEADLAB_CHECK(k == 1 || p_ > k, "k_relation: data.vocab_size=" << p_ << " must exceed the " << k
-                                                                   << " offsets (the rule's coefficients must differ mod p)");
+    HEADLAB_CHECK(k == 1 || p_ > k,
+                  "k_relation: data.vocab_size=" << p_ << " must exceed the " << k
+                                                 << " offsets (the rule's coefficients must differ mod p)");
   }
 
   std::string name() const override {

@@ -53,14 +53,20 @@ void reset_row(const ExampleView& v, int32_t pad) {
 
 Split split_of_example(uint64_t content_hash) {
   switch (content_hash % 16) {
-    case 0: return Split::val;
-    case 1: return Split::test;
-    default: return Split::train;
+    case 0:
+      return Split::val;
+    case 1:
+      return Split::test;
+    default:
+      return Split::train;
   }
 }
 
 SyntheticTask::SyntheticTask(const TaskOptions& o)
-    : task_(o.task), seq_len_(o.seq_len), seed_(o.seed), train_examples_(o.train_examples),
+    : task_(o.task),
+      seq_len_(o.seq_len),
+      seed_(o.seed),
+      train_examples_(o.train_examples),
       eval_examples_(o.eval_examples) {
   HEADLAB_CHECK(seq_len_ > 0, o.task << ": data.seq_len=" << seq_len_ << " must be positive");
   HEADLAB_CHECK(train_examples_ >= 0, o.task << ": data.train_examples=" << train_examples_ << " must be >= 0");
@@ -119,8 +125,10 @@ void SyntheticTask::fill_batch(Split split, int64_t batch_index, Batch& out) con
       reset_row(v, pad_token());  // past the fixed eval set: nothing scored
       continue;
     }
-    if (cached) copy_row(*cached, id, out, row);
-    else write_example(split, id, v);
+    if (cached)
+      copy_row(*cached, id, out, row);
+    else
+      write_example(split, id, v);
   }
 }
 
@@ -135,14 +143,19 @@ void SyntheticTask::check_splits() const {
 std::unique_ptr<Dataset> make_task(const TaskOptions& options) {
   const std::string& t = options.task;
   std::unique_ptr<SyntheticTask> task;
-  if (t == "k_relation") task = make_k_relation_task(options);
-  else if (t == "induction") task = make_induction_task(options);
-  else if (t == "reverse" || t == "sort") task = make_algorithmic_task(options);
-  else if (t == "grammar") task = make_grammar_task(options);
-  else if (t == "classify") task = make_classify_task(options);
+  if (t == "k_relation")
+    task = make_k_relation_task(options);
+  else if (t == "induction")
+    task = make_induction_task(options);
+  else if (t == "reverse" || t == "sort")
+    task = make_algorithmic_task(options);
+  else if (t == "grammar")
+    task = make_grammar_task(options);
+  else if (t == "classify")
+    task = make_classify_task(options);
   else
-    HEADLAB_CHECK(false, "unknown synthetic task \"" << t
-                                                     << "\" (one of k_relation, induction, reverse, sort, grammar, classify)");
+    HEADLAB_CHECK(false, "unknown synthetic task \""
+                             << t << "\" (one of k_relation, induction, reverse, sort, grammar, classify)");
   task->check_splits();
   return task;
 }

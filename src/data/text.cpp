@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kKjvVerses = 31102;  // Gen 1:1 .. Rev 22:21 in the King James Version
+constexpr int64_t kKjvVerses = 31102;               // Gen 1:1 .. Rev 22:21 in the King James Version
 constexpr size_t kCheckedPrefix = size_t(1) << 20;  // the NUL / UTF-8 check reads the first MiB
 
 // Length of the verse label at the start of a `bible` output line ("Ge1:1 ", "1Chr3:4 ",
@@ -66,17 +66,28 @@ int64_t first_invalid_utf8(const std::vector<uint8_t>& s, size_t limit) {
   size_t i = 0;
   while (i < std::min(n, limit)) {
     const uint8_t c = s[i];
-    if (c < 0x80) { ++i; continue; }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     size_t len = 0;
     uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) len = 3;
-    else if (c == 0xED) len = 3, hi = 0x9F;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) len = 4, hi = 0x8F;
-    else return static_cast<int64_t>(i);
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c == 0xE0)
+      len = 3, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+      len = 3;
+    else if (c == 0xED)
+      len = 3, hi = 0x9F;
+    else if (c == 0xF0)
+      len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = 4;
+    else if (c == 0xF4)
+      len = 4, hi = 0x8F;
+    else
+      return static_cast<int64_t>(i);
     if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return static_cast<int64_t>(i);
     for (size_t k = 2; k < len; ++k)
       if (s[i + k] < 0x80 || s[i + k] > 0xBF) return static_cast<int64_t>(i);
@@ -146,7 +157,9 @@ std::string portable_text_path(const std::string& path) {
   return fs::absolute(path).lexically_normal().string();
 }
 
-std::string bible_cache_path() { return (user_cache_dir() / "bible-kjv.txt").string(); }
+std::string bible_cache_path() {
+  return (user_cache_dir() / "bible-kjv.txt").string();
+}
 
 std::string ensure_bible_corpus(const std::string& cache_path) {
   std::error_code ec;
@@ -228,10 +241,10 @@ TextDataset::TextDataset(const TextOptions& options)
   ranges_[static_cast<int>(Split::test)] = {val_end, n};
   for (Split split : {Split::train, Split::val, Split::test}) {
     const ByteRange r = split_range(split);
-    HEADLAB_CHECK(r.size() >= seq_len_ + 1,
-                  "text dataset: " << path_ << " is too short for seq_len=" << seq_len_ << ": its " << split_name(split)
-                                   << " block (bytes " << r.begin << ".." << r.end << " of " << n << ") has "
-                                   << r.size() << " bytes, needs at least " << seq_len_ + 1);
+    HEADLAB_CHECK(r.size() >= seq_len_ + 1, "text dataset: " << path_ << " is too short for seq_len=" << seq_len_
+                                                             << ": its " << split_name(split) << " block (bytes "
+                                                             << r.begin << ".." << r.end << " of " << n << ") has "
+                                                             << r.size() << " bytes, needs at least " << seq_len_ + 1);
   }
   // Eval tile k goes to position (k * stride) mod W; a stride near W / golden ratio that is
   // coprime with W makes this a permutation whose every prefix is spread over the block.
@@ -243,9 +256,13 @@ TextDataset::TextDataset(const TextOptions& options)
   }
 }
 
-ByteRange TextDataset::split_range(Split split) const { return ranges_[static_cast<int>(split)]; }
+ByteRange TextDataset::split_range(Split split) const {
+  return ranges_[static_cast<int>(split)];
+}
 
-int64_t TextDataset::eval_windows(Split split) const { return (split_range(split).size() - 1) / seq_len_; }
+int64_t TextDataset::eval_windows(Split split) const {
+  return (split_range(split).size() - 1) / seq_len_;
+}
 
 int64_t TextDataset::eval_batches(Split split, int64_t batch_size) const {
   HEADLAB_CHECK(batch_size > 0, "text dataset: batch_size=" << batch_size << " must be positive");
@@ -269,9 +286,9 @@ int64_t TextDataset::window_start(Split split, int64_t batch_index, int64_t row,
   const int64_t w = eval_windows(split);
   const int64_t k = batch_index * batch_size + row;
   if (k >= w) return -1;
-  const auto tile = static_cast<int64_t>(static_cast<unsigned __int128>(k) *
-                                         static_cast<uint64_t>(eval_stride_[static_cast<int>(split)]) %
-                                         static_cast<uint64_t>(w));
+  const auto tile =
+      static_cast<int64_t>(static_cast<unsigned __int128>(k) *
+                           static_cast<uint64_t>(eval_stride_[static_cast<int>(split)]) % static_cast<uint64_t>(w));
   return r.begin + tile * seq_len_;
 }
 

@@ -21,7 +21,7 @@ int g_rank = 0, g_size = 1, g_local_size = 1;
 
 #if HEADLAB_MPI
 bool g_initialized = false;
-MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD: headlab's messages only
+MPI_Comm g_comm = MPI_COMM_NULL;          // a duplicate of MPI_COMM_WORLD: headlab's messages only
 MPI_Comm g_failure_comm = MPI_COMM_NULL;  // only all_ranks_failed: never matched with g_comm's calls
 constexpr int kSumTag = 101;
 
@@ -122,7 +122,9 @@ bool launched_by_mpi() {
   return false;
 }
 
-bool built_with_mpi() { return HEADLAB_MPI != 0; }
+bool built_with_mpi() {
+  return HEADLAB_MPI != 0;
+}
 
 Session::Session([[maybe_unused]] int* argc, [[maybe_unused]] char*** argv) {
   if (!launched_by_mpi()) return;
@@ -154,16 +156,26 @@ Session::~Session() {
 #endif
 }
 
-int rank() { return g_rank; }
-int size() { return g_size; }
-int local_size() { return g_local_size; }
-int cores_per_rank(int machine_cores) { return std::max(1, machine_cores / g_local_size); }
+int rank() {
+  return g_rank;
+}
+int size() {
+  return g_size;
+}
+int local_size() {
+  return g_local_size;
+}
+int cores_per_rank(int machine_cores) {
+  return std::max(1, machine_cores / g_local_size);
+}
 
 void sum_over_ranks([[maybe_unused]] float* data, [[maybe_unused]] int64_t n) {
   if (g_size == 1) return;
 #if HEADLAB_MPI
-  if ((g_size & (g_size - 1)) == 0 && n >= g_size) sum_recursive_halving(data, n);
-  else sum_binomial(data, n);
+  if ((g_size & (g_size - 1)) == 0 && n >= g_size)
+    sum_recursive_halving(data, n);
+  else
+    sum_binomial(data, n);
 #endif
 }
 

@@ -24,10 +24,14 @@ using namespace config_internal;
 // "string \"abc\"", "integer 8", "float 0.5", "array [1, 2]": what the user wrote, for errors.
 std::string describe(const toml::node& node) {
   switch (node.type()) {
-    case toml::node_type::string: return "string " + quote(node.as_string()->get());
-    case toml::node_type::integer: return "integer " + std::to_string(node.as_integer()->get());
-    case toml::node_type::floating_point: return "float " + format_float(node.as_floating_point()->get());
-    case toml::node_type::boolean: return std::string("boolean ") + (node.as_boolean()->get() ? "true" : "false");
+    case toml::node_type::string:
+      return "string " + quote(node.as_string()->get());
+    case toml::node_type::integer:
+      return "integer " + std::to_string(node.as_integer()->get());
+    case toml::node_type::floating_point:
+      return "float " + format_float(node.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return std::string("boolean ") + (node.as_boolean()->get() ? "true" : "false");
     case toml::node_type::array: {
       const toml::array& array = *node.as_array();
       std::string s = "array [";
@@ -37,8 +41,10 @@ std::string describe(const toml::node& node) {
       }
       return s + "]";
     }
-    case toml::node_type::table: return "table";
-    default: return "date/time";
+    case toml::node_type::table:
+      return "table";
+    default:
+      return "date/time";
   }
 }
 
@@ -53,9 +59,12 @@ void assign(const KeySpec& spec, Config& config, const toml::node& node, const s
                           *v = node.as_integer()->get();
                         },
                         [&](double* v) {  // an integer is a fine float: lr = 1
-                          if (node.is_integer()) *v = static_cast<double>(node.as_integer()->get());
-                          else if (node.is_floating_point()) *v = node.as_floating_point()->get();
-                          else throw_type(spec.key, "a number", node, where);
+                          if (node.is_integer())
+                            *v = static_cast<double>(node.as_integer()->get());
+                          else if (node.is_floating_point())
+                            *v = node.as_floating_point()->get();
+                          else
+                            throw_type(spec.key, "a number", node, where);
                         },
                         [&](bool* v) {
                           if (!node.is_boolean()) throw_type(spec.key, "a boolean (true or false)", node, where);
@@ -139,8 +148,9 @@ void apply_override(const std::string& text, Config& config, Origins& origins, c
 
 Config parse_config_text(const std::string& toml_text, const std::string& origin,
                          const std::vector<std::string>& overrides, const std::vector<std::string>& override_origins) {
-  HEADLAB_CHECK(override_origins.empty() || override_origins.size() == overrides.size(),
-                "parse_config_text: " << override_origins.size() << " origins for " << overrides.size() << " overrides");
+  HEADLAB_CHECK(
+      override_origins.empty() || override_origins.size() == overrides.size(),
+      "parse_config_text: " << override_origins.size() << " origins for " << overrides.size() << " overrides");
   toml::table document;
   try {
     document = toml::parse(std::string_view(toml_text), std::string_view(origin));

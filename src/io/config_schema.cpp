@@ -23,14 +23,30 @@ namespace headlab::config_internal {
 namespace {
 
 // The `allowed` column of the key tables (config.h).
-Rule any() { return {}; }
-Rule positive() { return {Rule::Kind::above, 0, 0}; }
-Rule non_negative() { return {Rule::Kind::at_least, 0, 0}; }
-Rule at_least(double lo) { return {Rule::Kind::at_least, lo, 0}; }
-Rule closed(double lo, double hi) { return {Rule::Kind::closed, lo, hi}; }
-Rule half_open(double lo, double hi) { return {Rule::Kind::half_open, lo, hi}; }
-Rule open_interval(double lo, double hi) { return {Rule::Kind::open, lo, hi}; }
-Rule one_of(const char* choices) { return {Rule::Kind::one_of, 0, 0, choices}; }
+Rule any() {
+  return {};
+}
+Rule positive() {
+  return {Rule::Kind::above, 0, 0};
+}
+Rule non_negative() {
+  return {Rule::Kind::at_least, 0, 0};
+}
+Rule at_least(double lo) {
+  return {Rule::Kind::at_least, lo, 0};
+}
+Rule closed(double lo, double hi) {
+  return {Rule::Kind::closed, lo, hi};
+}
+Rule half_open(double lo, double hi) {
+  return {Rule::Kind::half_open, lo, hi};
+}
+Rule open_interval(double lo, double hi) {
+  return {Rule::Kind::open, lo, hi};
+}
+Rule one_of(const char* choices) {
+  return {Rule::Kind::one_of, 0, 0, choices};
+}
 
 }  // namespace
 
@@ -113,23 +129,23 @@ std::string format_bound(double v) {
 
 // TOML text of a field; `bare_strings` gives the --set form (strings unquoted).
 std::string format_field(const Field& field, bool bare_strings) {
-  return std::visit(Overloaded{[](const int64_t* v) { return std::to_string(*v); },
-                               [](const double* v) { return format_float(*v); },
-                               [](const bool* v) { return std::string(*v ? "true" : "false"); },
-                               [&](const std::string* v) { return bare_strings ? *v : quote(*v); },
-                               [](const IntList* v) {
-                                 std::string s = "[";
-                                 for (size_t i = 0; i < v->size(); ++i) s += (i ? ", " : "") + std::to_string((*v)[i]);
-                                 return s + "]";
-                               }},
-                    field);
+  return std::visit(
+      Overloaded{[](const int64_t* v) { return std::to_string(*v); }, [](const double* v) { return format_float(*v); },
+                 [](const bool* v) { return std::string(*v ? "true" : "false"); },
+                 [&](const std::string* v) { return bare_strings ? *v : quote(*v); },
+                 [](const IntList* v) {
+                   std::string s = "[";
+                   for (size_t i = 0; i < v->size(); ++i) s += (i ? ", " : "") + std::to_string((*v)[i]);
+                   return s + "]";
+                 }},
+      field);
 }
 
 const char* type_name(const Field& field) {
-  return std::visit(Overloaded{[](int64_t*) { return "integer"; }, [](double*) { return "float"; },
-                               [](bool*) { return "boolean"; }, [](std::string*) { return "string"; },
-                               [](IntList*) { return "array of integers"; }},
-                    field);
+  return std::visit(
+      Overloaded{[](int64_t*) { return "integer"; }, [](double*) { return "float"; }, [](bool*) { return "boolean"; },
+                 [](std::string*) { return "string"; }, [](IntList*) { return "array of integers"; }},
+      field);
 }
 
 // "> 0", "[0, 1)", "decoder, encoder"; "" for any(). (Built by appending: GCC 12 warns falsely
@@ -140,12 +156,23 @@ std::string describe_rule(const Rule& rule) {
     s.append(1, open).append(format_bound(rule.lo)).append(", ").append(format_bound(rule.hi)).append(1, close);
   };
   switch (rule.kind) {
-    case Rule::Kind::any: break;
-    case Rule::Kind::above: s.append("> ").append(format_bound(rule.lo)); break;
-    case Rule::Kind::at_least: s.append(">= ").append(format_bound(rule.lo)); break;
-    case Rule::Kind::closed: interval('[', ']'); break;
-    case Rule::Kind::half_open: interval('[', ')'); break;
-    case Rule::Kind::open: interval('(', ')'); break;
+    case Rule::Kind::any:
+      break;
+    case Rule::Kind::above:
+      s.append("> ").append(format_bound(rule.lo));
+      break;
+    case Rule::Kind::at_least:
+      s.append(">= ").append(format_bound(rule.lo));
+      break;
+    case Rule::Kind::closed:
+      interval('[', ']');
+      break;
+    case Rule::Kind::half_open:
+      interval('[', ')');
+      break;
+    case Rule::Kind::open:
+      interval('(', ')');
+      break;
     case Rule::Kind::one_of:
       for (const char* c = rule.choices; *c; ++c) *c == '|' ? s.append(", ") : s.append(1, *c);
       break;
@@ -160,7 +187,9 @@ std::string describe_rule(const Rule& rule) {
 
 namespace {
 
-std::string leaf(const std::string& key) { return key.substr(key.rfind('.') + 1); }
+std::string leaf(const std::string& key) {
+  return key.substr(key.rfind('.') + 1);
+}
 
 // The nearest key by full name, or by the name after the section plus 2 (a key under the wrong
 // section, or with no section); ties go to the key sharing more characters ("train.warmup" is 6
@@ -212,21 +241,31 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
     if (!std::isfinite(v)) fail(cat(name, " must be a finite number, got ", shown), {spec.key.c_str()}, origins);
     bool ok = true;
     switch (rule.kind) {
-      case Rule::Kind::above: ok = v > rule.lo; break;
-      case Rule::Kind::at_least: ok = v >= rule.lo; break;
-      case Rule::Kind::closed: ok = v >= rule.lo && v <= rule.hi; break;
-      case Rule::Kind::half_open: ok = v >= rule.lo && v < rule.hi; break;
-      case Rule::Kind::open: ok = v > rule.lo && v < rule.hi; break;
+      case Rule::Kind::above:
+        ok = v > rule.lo;
+        break;
+      case Rule::Kind::at_least:
+        ok = v >= rule.lo;
+        break;
+      case Rule::Kind::closed:
+        ok = v >= rule.lo && v <= rule.hi;
+        break;
+      case Rule::Kind::half_open:
+        ok = v >= rule.lo && v < rule.hi;
+        break;
+      case Rule::Kind::open:
+        ok = v > rule.lo && v < rule.hi;
+        break;
       case Rule::Kind::any:
-      case Rule::Kind::one_of: break;
+      case Rule::Kind::one_of:
+        break;
     }
     const std::string allowed = describe_rule(rule);  // "> 0" or an interval "[0, 1)"
     const char* in = allowed[0] == '[' || allowed[0] == '(' ? "in " : "";
     if (!ok) fail(cat(name, " must be ", in, allowed, ", got ", shown), {spec.key.c_str()}, origins);
   };
   std::visit(Overloaded{[&](const int64_t* v) { check_number(spec.key, double(*v), std::to_string(*v)); },
-                        [&](const double* v) { check_number(spec.key, *v, format_float(*v)); },
-                        [](const bool*) {},
+                        [&](const double* v) { check_number(spec.key, *v, format_float(*v)); }, [](const bool*) {},
                         [&](const std::string* v) {
                           if (rule.kind != Rule::Kind::one_of) return;
                           for (std::string_view rest = rule.choices;;) {
@@ -271,7 +310,8 @@ void validate_config(const Config& config, const Origins& origins) {
     // Query heads sharing a K/V head (GQA/MQA) cannot drop their K/V rows one by one.
     if (m.n_kv_heads > 0 && m.n_kv_heads != m.n_heads)
       fail(cat("model.layer_heads needs multi-head attention (model.n_kv_heads = 0 or model.n_heads), got "
-               "model.n_kv_heads=", m.n_kv_heads, "; mask GQA/MQA heads with gates instead"),
+               "model.n_kv_heads=",
+               m.n_kv_heads, "; mask GQA/MQA heads with gates instead"),
            {"model.layer_heads", "model.n_kv_heads"}, origins);
   }
   if (!m.active_heads.empty()) {
@@ -290,8 +330,8 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(cat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
          {"data.seq_len", "model.max_seq_len"}, origins);
   if (d.vocab_size == 1 || d.vocab_size > m.vocab_size)
-    fail(cat("data.vocab_size=", d.vocab_size, " must be 0 (= model.vocab_size) or in [2, model.vocab_size=",
-             m.vocab_size, "]"),
+    fail(cat("data.vocab_size=", d.vocab_size,
+             " must be 0 (= model.vocab_size) or in [2, model.vocab_size=", m.vocab_size, "]"),
          {"data.vocab_size", "model.vocab_size"}, origins);
   for (int64_t offset : d.offsets)
     if (d.task == "k_relation" && offset >= d.seq_len)
@@ -303,12 +343,12 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(cat("data.max_len=", d.max_len, " exceeds data.seq_len=", d.seq_len), {"data.max_len", "data.seq_len"},
          origins);
   if (d.min_len > (d.max_len > 0 ? d.max_len : d.seq_len))
-    fail(cat("data.min_len=", d.min_len, " exceeds ", d.max_len > 0 ? "data.max_len=" : "data.seq_len=",
-             d.max_len > 0 ? d.max_len : d.seq_len),
+    fail(cat("data.min_len=", d.min_len, " exceeds ",
+             d.max_len > 0 ? "data.max_len=" : "data.seq_len=", d.max_len > 0 ? d.max_len : d.seq_len),
          {"data.min_len", "data.max_len", "data.seq_len"}, origins);
   if (d.train_fraction + d.val_fraction >= 1)
-    fail(cat("data.train_fraction=", format_float(d.train_fraction), " + data.val_fraction=",
-             format_float(d.val_fraction), " must be below 1: the rest is the test split"),
+    fail(cat("data.train_fraction=", format_float(d.train_fraction),
+             " + data.val_fraction=", format_float(d.val_fraction), " must be below 1: the rest is the test split"),
          {"data.train_fraction", "data.val_fraction"}, origins);
   if (d.task == "text" && d.path.empty())
     fail("data.task=text needs data.path (a text file)", {"data.path", "data.task"}, origins);
@@ -316,8 +356,8 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(cat("data.task=", d.task, " needs model.kind=decoder: it is scored per position by the LM head"),
          {"model.kind", "data.task"}, origins);
   if (d.task == "classify" && m.kind != "encoder")
-    fail("data.task=classify needs model.kind=encoder: it predicts one label per sequence",
-         {"data.task", "model.kind"}, origins);
+    fail("data.task=classify needs model.kind=encoder: it predicts one label per sequence", {"data.task", "model.kind"},
+         origins);
   if (t.warmup_steps > t.steps)
     fail(cat("train.warmup_steps=", t.warmup_steps, " exceeds train.steps=", t.steps),
          {"train.warmup_steps", "train.steps"}, origins);
@@ -332,7 +372,9 @@ namespace headlab {
 
 using namespace config_internal;
 
-void validate(const Config& config) { validate_config(config, {}); }
+void validate(const Config& config) {
+  validate_config(config, {});
+}
 
 std::string to_toml(const Config& config) {
   std::string out = "# headlab config, resolved: every key, defaults filled in (docs/config.md)\n";

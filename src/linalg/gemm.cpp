@@ -30,42 +30,39 @@ std::string blis_kernel_name() {
 
 namespace {
 
-void blis_gemm(dim_t m, dim_t n, dim_t k, float alpha, float* a, inc_t rsa, inc_t csa, float* b,
-               inc_t rsb, inc_t csb, float beta, float* c, inc_t rsc, inc_t csc, rntm_t* rntm) {
-  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, a, rsa, csa, b, rsb, csb,
-               &beta, c, rsc, csc, nullptr, rntm);
+void blis_gemm(dim_t m, dim_t n, dim_t k, float alpha, float* a, inc_t rsa, inc_t csa, float* b, inc_t rsb, inc_t csb,
+               float beta, float* c, inc_t rsc, inc_t csc, rntm_t* rntm) {
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, a, rsa, csa, b, rsb, csb, &beta, c, rsc, csc,
+               nullptr, rntm);
 }
 
-void blis_gemm(dim_t m, dim_t n, dim_t k, double alpha, double* a, inc_t rsa, inc_t csa, double* b,
-               inc_t rsb, inc_t csb, double beta, double* c, inc_t rsc, inc_t csc, rntm_t* rntm) {
-  bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, a, rsa, csa, b, rsb, csb,
-               &beta, c, rsc, csc, nullptr, rntm);
+void blis_gemm(dim_t m, dim_t n, dim_t k, double alpha, double* a, inc_t rsa, inc_t csa, double* b, inc_t rsb,
+               inc_t csb, double beta, double* c, inc_t rsc, inc_t csc, rntm_t* rntm) {
+  bli_dgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, a, rsa, csa, b, rsb, csb, &beta, c, rsc, csc,
+               nullptr, rntm);
 }
 
 }  // namespace
 
 template <typename T>
 void gemm(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& c, T alpha, T beta) {
-  HEADLAB_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2,
-                "gemm: operands must be matrices, got " << a.shape().str() << " x " << b.shape().str()
-                                                        << " -> " << c.shape().str());
+  HEADLAB_CHECK(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, "gemm: operands must be matrices, got "
+                                                                     << a.shape().str() << " x " << b.shape().str()
+                                                                     << " -> " << c.shape().str());
   const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
-  HEADLAB_CHECK(b.size(0) == k && c.size(0) == m && c.size(1) == n,
-                "gemm: shapes " << a.shape().str() << " x " << b.shape().str() << " -> "
-                                << c.shape().str() << " do not match");
+  HEADLAB_CHECK(
+      b.size(0) == k && c.size(0) == m && c.size(1) == n,
+      "gemm: shapes " << a.shape().str() << " x " << b.shape().str() << " -> " << c.shape().str() << " do not match");
   if (m == 0 || n == 0) return;
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
   bli_rntm_set_num_threads(in_parallel_region() ? 1 : num_threads(), &rntm);
   // BLIS rejects a zero stride on a size-1 dimension; any positive value is fine there.
   auto fix = [](int64_t stride) { return static_cast<inc_t>(stride == 0 ? 1 : stride); };
-  blis_gemm(m, n, k, alpha, const_cast<T*>(a.data()), fix(a.stride(0)), fix(a.stride(1)),
-            const_cast<T*>(b.data()), fix(b.stride(0)), fix(b.stride(1)), beta, c.data(),
-            fix(c.stride(0)), fix(c.stride(1)), &rntm);
+  blis_gemm(m, n, k, alpha, const_cast<T*>(a.data()), fix(a.stride(0)), fix(a.stride(1)), const_cast<T*>(b.data()),
+            fix(b.stride(0)), fix(b.stride(1)), beta, c.data(), fix(c.stride(0)), fix(c.stride(1)), &rntm);
 }
 
-template void gemm<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&, float,
-                          float);
-template void gemm<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&,
-                           double, double);
+template void gemm<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&, float, float);
+template void gemm<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&, double, double);
 
 }  // namespace headlab

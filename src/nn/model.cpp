@@ -18,7 +18,9 @@
 
 namespace headlab {
 
-std::string block_name(int64_t layer, const char* rest) { return "blocks/" + std::to_string(layer) + "/" + rest; }
+std::string block_name(int64_t layer, const char* rest) {
+  return "blocks/" + std::to_string(layer) + "/" + rest;
+}
 
 namespace {
 
@@ -32,10 +34,9 @@ uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
 void validate(const ModelSpec& s) {
   HEADLAB_CHECK(s.vocab_size > 0 && s.d_model > 0 && s.n_heads > 0 && s.n_kv_heads > 0 && s.d_head > 0 &&
                     s.n_layers > 0 && s.d_mlp > 0 && s.max_seq_len > 0,
-                "model: sizes must be positive (vocab_size=" << s.vocab_size << ", d_model=" << s.d_model
-                                                             << ", n_heads=" << s.n_heads << ", n_kv_heads="
-                                                             << s.n_kv_heads << ", d_head=" << s.d_head
-                                                             << ", n_layers=" << s.n_layers << ")");
+                "model: sizes must be positive (vocab_size="
+                    << s.vocab_size << ", d_model=" << s.d_model << ", n_heads=" << s.n_heads << ", n_kv_heads="
+                    << s.n_kv_heads << ", d_head=" << s.d_head << ", n_layers=" << s.n_layers << ")");
   HEADLAB_CHECK(s.n_heads % s.n_kv_heads == 0,
                 "model: n_kv_heads=" << s.n_kv_heads << " does not divide n_heads=" << s.n_heads);
   HEADLAB_CHECK(s.kind == ModelKind::decoder || s.n_classes >= 2,
@@ -48,19 +49,21 @@ void validate(const ModelSpec& s) {
                                              << " (one per layer, or none)");
     for (int64_t l = 0; l < s.n_layers; ++l)
       HEADLAB_CHECK(s.active_heads[l] >= 0 && s.active_heads[l] <= s.heads_in_layer(l),
-                    "model: active_heads[" << l << "]=" << s.active_heads[l] << " is outside [0, heads in the layer="
-                                           << s.heads_in_layer(l) << "]");
+                    "model: active_heads[" << l << "]=" << s.active_heads[l]
+                                           << " is outside [0, heads in the layer=" << s.heads_in_layer(l) << "]");
   }
   if (s.layer_heads.empty()) return;
   HEADLAB_CHECK(static_cast<int64_t>(s.layer_heads.size()) == s.n_layers,
                 "model: layer_heads has " << s.layer_heads.size() << " entries, n_layers=" << s.n_layers
                                           << " (one per layer, or none)");
   // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
-  HEADLAB_CHECK(s.n_kv_heads == s.n_heads, "model: layer_heads needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
-                                               << s.n_kv_heads << ", n_heads=" << s.n_heads << "; mask heads with gates instead");
+  HEADLAB_CHECK(s.n_kv_heads == s.n_heads,
+                "model: layer_heads needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
+                    << s.n_kv_heads << ", n_heads=" << s.n_heads << "; mask heads with gates instead");
   for (size_t l = 0; l < s.layer_heads.size(); ++l)
-    HEADLAB_CHECK(s.layer_heads[l] >= 1 && s.layer_heads[l] <= s.n_heads,
-                  "model: layer_heads[" << l << "]=" << s.layer_heads[l] << " is outside [1, n_heads=" << s.n_heads << "]");
+    HEADLAB_CHECK(
+        s.layer_heads[l] >= 1 && s.layer_heads[l] <= s.n_heads,
+        "model: layer_heads[" << l << "]=" << s.layer_heads[l] << " is outside [1, n_heads=" << s.n_heads << "]");
 }
 
 std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
@@ -119,7 +122,9 @@ Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(sp
       if (params_.spec(i).name == name) return i;
     return -1;
   };
-  auto linear_index = [&](const std::string& name) { return LinearIndex{find(name + "/weight"), find(name + "/bias")}; };
+  auto linear_index = [&](const std::string& name) {
+    return LinearIndex{find(name + "/weight"), find(name + "/bias")};
+  };
   auto norm_index = [&](const std::string& name) { return NormIndex{find(name + "/weight"), find(name + "/bias")}; };
   index_.tok_emb = find("tok_emb/weight");
   index_.pos_emb = find("pos_emb/weight");
@@ -129,8 +134,10 @@ Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(sp
                              linear_index(block_name(l, "mlp/fc")), linear_index(block_name(l, "mlp/proj"))});
   }
   index_.ln_f = norm_index("ln_f");
-  if (spec.kind == ModelKind::encoder) index_.head = linear_index("cls_head");
-  else index_.head.weight = spec.tie_embeddings ? index_.tok_emb : find("lm_head/weight");
+  if (spec.kind == ModelKind::encoder)
+    index_.head = linear_index("cls_head");
+  else
+    index_.head.weight = spec.tie_embeddings ? index_.tok_emb : find("lm_head/weight");
   attention_outputs_.reserve(spec.n_layers);
   block_inputs_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
@@ -159,11 +166,10 @@ ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64
                 "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
   const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
   const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_in_layer(layer), spec_.d_head};
-  HEADLAB_CHECK(x.shape() == x_shape, "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got "
-                                                                   << x.shape().str());
-  HEADLAB_CHECK(!a.defined() || a.shape() == a_shape, "model: forward_from layer " << layer << " needs a "
-                                                                                  << a_shape.str() << ", got "
-                                                                                  << a.shape().str());
+  HEADLAB_CHECK(x.shape() == x_shape,
+                "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got " << x.shape().str());
+  HEADLAB_CHECK(!a.defined() || a.shape() == a_shape,
+                "model: forward_from layer " << layer << " needs a " << a_shape.str() << ", got " << a.shape().str());
   return forward_blocks(tape, in, {}, nullptr, layer, x, a);
 }
 
@@ -180,8 +186,8 @@ ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, con
     if (l != first || !a.defined()) {
       const int gi = static_cast<int>(l);
       Var<T> gates = gate_vars != nullptr ? gate_vars[l]
-                   : opt.gate_grads    ? tape.leaf(gates_.value(gi), gates_.grad(gi))
-                                       : tape.constant(gates_.value(gi));
+                     : opt.gate_grads     ? tape.leaf(gates_.value(gi), gates_.grad(gi))
+                                          : tape.constant(gates_.value(gi));
       a = attend(tape, x, l, in, opt, gates);
     }
     attention_outputs_.push_back(a);

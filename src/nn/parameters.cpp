@@ -49,8 +49,12 @@ void Parameters<T>::init(uint64_t seed) {
     const ParamSpec& s = specs_[i];
     Tensor<T> v = value(i);
     switch (s.init) {
-      case Init::zeros: v.fill(T(0)); break;
-      case Init::ones: v.fill(T(1)); break;
+      case Init::zeros:
+        v.fill(T(0));
+        break;
+      case Init::ones:
+        v.fill(T(1));
+        break;
       case Init::normal: {
         std::mt19937_64 rng(hash_combine(seed, static_cast<uint64_t>(i)));
         std::normal_distribution<double> normal(0.0, s.init_std);

@@ -116,8 +116,8 @@ HeadKeepMask parse_head_list(const std::string& list, const ModelSpec& spec, con
     HEADLAB_CHECK(layer >= 0 && layer < spec.n_layers,
                   option << ": layer " << layer << " in '" << entry << "' is outside [0, " << spec.n_layers << ")");
     HEADLAB_CHECK(head >= 0 && head < spec.heads_in_layer(layer),
-                  option << ": head " << head << " in '" << entry << "' is outside [0, "
-                         << spec.heads_in_layer(layer) << ") (layer " << layer << "'s heads)");
+                  option << ": head " << head << " in '" << entry << "' is outside [0, " << spec.heads_in_layer(layer)
+                         << ") (layer " << layer << "'s heads)");
     std::vector<bool>::reference slot = named[static_cast<size_t>(layer)][static_cast<size_t>(head)];
     HEADLAB_CHECK(!slot, option << ": head " << entry << " is named twice");
     slot = true;

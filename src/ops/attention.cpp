@@ -40,9 +40,9 @@ Dims check_inputs(const AttentionInputs<T>& in) {
   HEADLAB_CHECK(q.rank() == 4, "attention: q " << q.shape().str() << " must be [B, T, n_heads, d_head]");
   HEADLAB_CHECK(k.rank() == 4, "attention: k " << k.shape().str() << " must be [B, T, n_kv_heads, d_head]");
   HEADLAB_CHECK(k.shape() == v.shape(), "attention: v " << v.shape().str() << " differs from k " << k.shape().str());
-  HEADLAB_CHECK(k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3),
-                "attention: k " << k.shape().str() << " does not match q " << q.shape().str()
-                                << " in batch, tokens or d_head");
+  HEADLAB_CHECK(
+      k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3),
+      "attention: k " << k.shape().str() << " does not match q " << q.shape().str() << " in batch, tokens or d_head");
   const Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), 0};
   HEADLAB_CHECK(d.Hkv >= 1 && d.H % d.Hkv == 0,
                 "attention: n_kv_heads=" << d.Hkv << " does not divide n_heads=" << d.H);
@@ -54,7 +54,8 @@ Dims check_inputs(const AttentionInputs<T>& in) {
 
 template <typename T>
 void check_shape(const char* name, const Tensor<T>& t, const Shape& expected) {
-  HEADLAB_CHECK(t.shape() == expected, "attention: " << name << " " << t.shape().str() << " must be " << expected.str());
+  HEADLAB_CHECK(t.shape() == expected,
+                "attention: " << name << " " << t.shape().str() << " must be " << expected.str());
 }
 
 template <typename T>
@@ -161,10 +162,10 @@ void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, c
       const uint8_t* pad = options.key_padding ? options.key_padding + b * d.T : nullptr;
       ak::backward_begin(path, p, w, const_head(in.k, b, g), const_head(in.v, b, g));
       for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
-        const T partial = ak::backward_head(path, p, w, const_head(in.q, b, h), const_head(dout, b, h), head(dq, b, h),
-                                            in.gates.empty() ? T(1) : in.gates(h), pad,
-                                            per_head(saved.probs, d, b, h, d.T * d.T),
-                                            per_head(saved.stats, d, b, h, 2 * d.T), !dk.empty(), !dv.empty());
+        const T partial =
+            ak::backward_head(path, p, w, const_head(in.q, b, h), const_head(dout, b, h), head(dq, b, h),
+                              in.gates.empty() ? T(1) : in.gates(h), pad, per_head(saved.probs, d, b, h, d.T * d.T),
+                              per_head(saved.stats, d, b, h, 2 * d.T), !dk.empty(), !dv.empty());
         if (!dgates.empty()) partials.data()[b * d.H + h] = partial;
       }
       ak::backward_end(path, p, w, head(dk, b, g), head(dv, b, g));
@@ -215,7 +216,9 @@ Tensor<T> workspace_for(Tape<T>& tape, const Tensor<T>& q, bool backward) {
 // backward alone runs 17% slower reading A than recomputing it). So one or two heads at d_model
 // 256 save A, more heads save only the row stats.
 constexpr int64_t kSaveProbsMinDHead = 128;
-inline bool backward_reads_probs(int64_t d_head) { return d_head >= kSaveProbsMinDHead; }
+inline bool backward_reads_probs(int64_t d_head) {
+  return d_head >= kSaveProbsMinDHead;
+}
 
 template <typename T>
 void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
@@ -231,8 +234,7 @@ void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
       .gate_partials =
           grads.dgates.empty() ? Tensor<T>() : tape.arena().template empty<T>({in.q.size(0), in.q.size(2)})};
   // The forward decided: stats saved = recompute A from them (even if attention_probs kept A since).
-  const AttentionSaved<T> saved{.probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>(),
-                                .stats = node.saved[1]};
+  const AttentionSaved<T> saved{.probs = node.saved[1].empty() ? node.saved[0] : Tensor<T>(), .stats = node.saved[1]};
   attention_backward(grads, node.grad, in, saved, node_options(node), scratch);
 }
 
@@ -289,14 +291,13 @@ Tensor<T> attention_probs(Var<T> out) {
   return probs;
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                                \
-  template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                      \
-  template Tensor<T> attention_probs<T>(Var<T>);                                                              \
-  template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&,   \
-                                     const AttentionOptions&, const AttentionScratch<T>&);                    \
+#define HEADLAB_INSTANTIATE(T)                                                                               \
+  template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                     \
+  template Tensor<T> attention_probs<T>(Var<T>);                                                             \
+  template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&,  \
+                                     const AttentionOptions&, const AttentionScratch<T>&);                   \
   template void attention_backward<T>(const AttentionGrads<T>&, const Tensor<T>&, const AttentionInputs<T>&, \
-                                      const AttentionSaved<T>&, const AttentionOptions&,                      \
-                                      const AttentionScratch<T>&);
+                                      const AttentionSaved<T>&, const AttentionOptions&, const AttentionScratch<T>&);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

@@ -24,9 +24,7 @@ struct DropoutMask {
 
   DropoutMask(uint64_t seed, double p)
       : key(splitmix64(seed)), keep_below(static_cast<uint64_t>(std::ldexp(1.0 - p, 53))) {}
-  bool keep(int64_t i) const {
-    return (splitmix64(key + static_cast<uint64_t>(i) * kGolden) >> 11) < keep_below;
-  }
+  bool keep(int64_t i) const { return (splitmix64(key + static_cast<uint64_t>(i) * kGolden) >> 11) < keep_below; }
 };
 
 // ints[0] = seed (bit pattern), scalars[0] = p.

@@ -67,8 +67,10 @@ void parallel_for(int64_t n, Fn fn) {
 template <typename T, typename Fn>
 void write_or_accumulate_each(const typename Tape<T>::GradTarget& target, Fn value) {
   T* d = target.grad.data();
-  if (target.overwrite) parallel_for(target.grad.numel(), [&](int64_t i) { d[i] = value(i); });
-  else parallel_for(target.grad.numel(), [&](int64_t i) { d[i] += value(i); });
+  if (target.overwrite)
+    parallel_for(target.grad.numel(), [&](int64_t i) { d[i] = value(i); });
+  else
+    parallel_for(target.grad.numel(), [&](int64_t i) { d[i] += value(i); });
 }
 
 template <typename T>
@@ -84,9 +86,11 @@ void check_broadcast(const char* op, const Tensor<T>& a, const Tensor<T>& b) {
 // its gradient is a reduction, and small).
 template <typename T>
 void add_backward(Tape<T>& tape, const Node<T>& node) {
-  if (auto [da, overwrite] = tape.input_grad_target(node, 0); !da.empty()) write_or_accumulate(node.grad, da, overwrite);
+  if (auto [da, overwrite] = tape.input_grad_target(node, 0); !da.empty())
+    write_or_accumulate(node.grad, da, overwrite);
   if (tape.node(node.inputs[1]).value.numel() == node.grad.numel()) {
-    if (auto [db, overwrite] = tape.input_grad_target(node, 1); !db.empty()) write_or_accumulate(node.grad, db, overwrite);
+    if (auto [db, overwrite] = tape.input_grad_target(node, 1); !db.empty())
+      write_or_accumulate(node.grad, db, overwrite);
   } else if (Tensor<T> db = tape.input_grad(node, 1); !db.empty()) {
     sum_rows_accumulate(node.grad, db);
   }
@@ -131,7 +135,9 @@ inline float gelu_gate(float x) {
   const float u = float(kGeluC) * (x + float(kGeluA) * x * x * x);
   return 1.0f / (1.0f + fast_exp(-2.0f * u));
 }
-inline double gelu_gate(double x) { return 0.5 * (1.0 + std::tanh(kGeluC * (x + kGeluA * x * x * x))); }
+inline double gelu_gate(double x) {
+  return 0.5 * (1.0 + std::tanh(kGeluC * (x + kGeluA * x * x * x)));
+}
 
 // dy/dx = s + x ds/dx with s = (1 + tanh u)/2, ds/du = 2 s (1 - s).
 template <typename T>
@@ -204,8 +210,10 @@ Var<T> add(Var<T> a, Var<T> b) {
   const T *av = a.value().data(), *bv = b.value().data();
   const int64_t nb = b.value().numel();
   T* o = out.data();
-  if (nb == out.numel()) parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i]; });
-  else parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i % nb]; });
+  if (nb == out.numel())
+    parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i]; });
+  else
+    parallel_for(out.numel(), [&](int64_t i) { o[i] = av[i] + bv[i % nb]; });
   a.tape->record(out, add_backward<T>, {a, b});
   return a.tape->last();
 }
@@ -265,18 +273,18 @@ Var<T> mean(Var<T> x) {
   return reduce(x, 1.0 / static_cast<double>(x.value().numel()), "mean");
 }
 
-#define HEADLAB_INSTANTIATE(T)                                              \
-  template Var<T> add<T>(Var<T>, Var<T>);                                   \
-  template Var<T> mul<T>(Var<T>, Var<T>);                                   \
-  template Var<T> scale<T>(Var<T>, double);                                 \
-  template Var<T> gelu<T>(Var<T>);                                          \
-  template void gelu_forward<T>(const Tensor<T>&, const Tensor<T>&);         \
+#define HEADLAB_INSTANTIATE(T)                                                                       \
+  template Var<T> add<T>(Var<T>, Var<T>);                                                            \
+  template Var<T> mul<T>(Var<T>, Var<T>);                                                            \
+  template Var<T> scale<T>(Var<T>, double);                                                          \
+  template Var<T> gelu<T>(Var<T>);                                                                   \
+  template void gelu_forward<T>(const Tensor<T>&, const Tensor<T>&);                                 \
   template void gelu_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, bool); \
-  template Var<T> relu<T>(Var<T>);                                          \
-  template Var<T> sum<T>(Var<T>);                                           \
-  template Var<T> mean<T>(Var<T>);                                          \
-  template void broadcast_rows<T>(const Tensor<T>&, const Tensor<T>&);      \
-  template void sum_rows_accumulate<T>(const Tensor<T>&, const Tensor<T>&); \
+  template Var<T> relu<T>(Var<T>);                                                                   \
+  template Var<T> sum<T>(Var<T>);                                                                    \
+  template Var<T> mean<T>(Var<T>);                                                                   \
+  template void broadcast_rows<T>(const Tensor<T>&, const Tensor<T>&);                               \
+  template void sum_rows_accumulate<T>(const Tensor<T>&, const Tensor<T>&);                          \
   template void write_or_accumulate<T>(const Tensor<T>&, const Tensor<T>&, bool);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

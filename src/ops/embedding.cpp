@@ -44,16 +44,14 @@ Var<T> embedding(Tape<T>& tape, const int32_t* ids, const Shape& ids_shape, Var<
   const Tensor<T>& tv = table.value();
   HEADLAB_CHECK(tv.rank() == 2 && tv.is_contiguous(),
                 "embedding: table " << tv.shape().str() << " must be a contiguous [V, C]");
-  HEADLAB_CHECK(ids_shape.rank < kMaxRank,
-                "embedding: ids " << ids_shape.str() << " have rank " << ids_shape.rank
-                                  << ", at most " << kMaxRank - 1);
+  HEADLAB_CHECK(ids_shape.rank < kMaxRank, "embedding: ids " << ids_shape.str() << " have rank " << ids_shape.rank
+                                                             << ", at most " << kMaxRank - 1);
   const int64_t n = ids_shape.numel(), V = tv.size(0), C = tv.size(1);
   HEADLAB_CHECK(n == 0 || ids != nullptr, "embedding: ids is null for shape " << ids_shape.str());
   // Validated here, serially, so the kernels (forward and backward) can trust every id.
   for (int64_t p = 0; p < n; ++p)
-    HEADLAB_CHECK(ids[p] >= 0 && ids[p] < V, "embedding: id=" << ids[p] << " at position " << p
-                                                                << " of ids " << ids_shape.str()
-                                                                << " is outside the table's V=" << V);
+    HEADLAB_CHECK(ids[p] >= 0 && ids[p] < V, "embedding: id=" << ids[p] << " at position " << p << " of ids "
+                                                              << ids_shape.str() << " is outside the table's V=" << V);
   Shape out_shape = ids_shape;
   out_shape.dims[out_shape.rank++] = C;
   Tensor<T> out = tape.arena().template empty<T>(out_shape);
@@ -70,8 +68,7 @@ Var<T> embedding(Tape<T>& tape, const int32_t* ids, const Shape& ids_shape, Var<
   return tape.last();
 }
 
-#define HEADLAB_INSTANTIATE(T) \
-  template Var<T> embedding<T>(Tape<T>&, const int32_t*, const Shape&, Var<T>);
+#define HEADLAB_INSTANTIATE(T) template Var<T> embedding<T>(Tape<T>&, const int32_t*, const Shape&, Var<T>);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

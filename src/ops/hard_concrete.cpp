@@ -23,10 +23,14 @@ namespace {
 
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // splitmix64's stream increment, as dropout
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double sigmoid(double x) {
+  return 1.0 / (1.0 + std::exp(-x));
+}
 
 // beta log(-l / r): the log_alpha at which P(g = 0) = 1/2.
-double closed_threshold() { return HardConcrete::beta * std::log(-HardConcrete::l / HardConcrete::r); }
+double closed_threshold() {
+  return HardConcrete::beta * std::log(-HardConcrete::l / HardConcrete::r);
+}
 
 template <typename T>
 void check_vector(const char* op, const char* name, const Tensor<T>& t, int64_t H) {
@@ -43,9 +47,13 @@ double hard_concrete_noise(uint64_t seed, int64_t h) {
   return (static_cast<double>(bits) + 0.5) * 0x1.0p-53;
 }
 
-double hard_concrete_closed_probability(double log_alpha) { return sigmoid(closed_threshold() - log_alpha); }
+double hard_concrete_closed_probability(double log_alpha) {
+  return sigmoid(closed_threshold() - log_alpha);
+}
 
-double hard_concrete_eval_gate(double log_alpha) { return hard_concrete_closed_probability(log_alpha) < 0.5 ? 1.0 : 0.0; }
+double hard_concrete_eval_gate(double log_alpha) {
+  return hard_concrete_closed_probability(log_alpha) < 0.5 ? 1.0 : 0.0;
+}
 
 template <typename T>
 void hard_concrete_forward(const Tensor<T>& out, const Tensor<T>& log_alpha, uint64_t seed) {
@@ -111,10 +119,10 @@ Var<T> hard_concrete_open_probability(Var<T> log_alpha) {
   return log_alpha.tape->last();
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                     \
-  template void hard_concrete_forward<T>(const Tensor<T>&, const Tensor<T>&, uint64_t);            \
-  template void hard_concrete_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&);   \
-  template Var<T> hard_concrete<T>(Var<T>, uint64_t);                                              \
+#define HEADLAB_INSTANTIATE(T)                                                                   \
+  template void hard_concrete_forward<T>(const Tensor<T>&, const Tensor<T>&, uint64_t);          \
+  template void hard_concrete_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
+  template Var<T> hard_concrete<T>(Var<T>, uint64_t);                                            \
   template Var<T> hard_concrete_open_probability<T>(Var<T>);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

@@ -43,8 +43,8 @@ void row_stats(const T* x, int64_t C, T inv_c, T eps, T* mean, T* rstd) {
 // it back through x, mean and rstd, which gives two row means: of g and of g * xhat. N rows side
 // by side, each summed in order, as row_stats.
 template <int N, typename T>
-void gradient_means(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, int64_t C, T inv_c,
-                    T* mean_g, T* mean_g_xhat) {
+void gradient_means(const T* dy, const T* x, const T* w, const T* mean, const T* rstd, int64_t C, T inv_c, T* mean_g,
+                    T* mean_g_xhat) {
   T sum_g[N] = {}, sum_g_xhat[N] = {};
   for (int64_t j = 0; j < C; ++j)
     for (int r = 0; r < N; ++r) {
@@ -94,9 +94,9 @@ void layer_norm_forward(const Tensor<T>& x, const Tensor<T>& weight, const Tenso
 }
 
 template <typename T>
-void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight,
-                         const Tensor<T>& mean, const Tensor<T>& rstd, const Tensor<T>& dx,
-                         const Tensor<T>& dweight, const Tensor<T>& dbias, bool overwrite_dx) {
+void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& mean,
+                         const Tensor<T>& rstd, const Tensor<T>& dx, const Tensor<T>& dweight, const Tensor<T>& dbias,
+                         bool overwrite_dx) {
   const int64_t C = weight.numel(), rows = C ? x.numel() / C : 0;
   const T *g_out = dy.data(), *xp = x.data(), *w = weight.data(), *mp = mean.data(), *rp = rstd.data();
   const T inv_c = T(1) / static_cast<T>(C);
@@ -111,8 +111,8 @@ void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T
         gradient_means<kStatRows>(g_out + r0 * C, xp + r0 * C, w, mp + r0, rp + r0, C, inv_c, mean_g, mean_g_xhat);
       } else {
         for (int64_t i = 0; i < n; ++i)
-          gradient_means<1>(g_out + (r0 + i) * C, xp + (r0 + i) * C, w, mp + r0 + i, rp + r0 + i, C, inv_c,
-                            mean_g + i, mean_g_xhat + i);
+          gradient_means<1>(g_out + (r0 + i) * C, xp + (r0 + i) * C, w, mp + r0 + i, rp + r0 + i, C, inv_c, mean_g + i,
+                            mean_g_xhat + i);
       }
       for (int64_t i = 0; i < n; ++i) {
         const int64_t r = r0 + i;
@@ -164,8 +164,8 @@ void layer_norm_tape_backward(Tape<T>& tape, const Node<T>& node) {
   const auto [dx, overwrite_dx] = tape.input_grad_target(node, 0);
   const Tensor<T> dweight = tape.input_grad(node, 1);
   const Tensor<T> dbias = node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>();
-  layer_norm_backward(node.grad, tape.node(node.inputs[0]).value, tape.node(node.inputs[1]).value,
-                      node.saved[0], node.saved[1], dx, dweight, dbias, overwrite_dx);
+  layer_norm_backward(node.grad, tape.node(node.inputs[0]).value, tape.node(node.inputs[1]).value, node.saved[0],
+                      node.saved[1], dx, dweight, dbias, overwrite_dx);
 }
 
 }  // namespace
@@ -178,13 +178,13 @@ Var<T> layer_norm(Var<T> x, Var<T> weight, Var<T> bias, double eps) {
   HEADLAB_CHECK(xs.rank >= 1 && xs.last() >= 1 && x.value().is_contiguous(),
                 "layer_norm: input " << xs.str() << " must have rank >= 1, C >= 1 and be contiguous");
   HEADLAB_CHECK(w.rank() == 1 && w.size(0) == xs.last() && w.is_contiguous(),
-                "layer_norm: weight " << w.shape().str() << " does not match input " << xs.str()
-                                      << " (want [" << xs.last() << "])");
+                "layer_norm: weight " << w.shape().str() << " does not match input " << xs.str() << " (want ["
+                                      << xs.last() << "])");
   if (bias.defined()) {
     const Tensor<T>& b = bias.value();
     HEADLAB_CHECK(b.rank() == 1 && b.size(0) == xs.last() && b.is_contiguous(),
-                  "layer_norm: bias " << b.shape().str() << " does not match input " << xs.str()
-                                      << " (want [" << xs.last() << "])");
+                  "layer_norm: bias " << b.shape().str() << " does not match input " << xs.str() << " (want ["
+                                      << xs.last() << "])");
   }
   HEADLAB_CHECK(eps > 0, "layer_norm: eps=" << eps << " must be positive");
   Tape<T>& tape = *x.tape;
@@ -201,13 +201,12 @@ Var<T> layer_norm(Var<T> x, Var<T> weight, Var<T> bias, double eps) {
   return tape.last();
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                     \
-  template Var<T> layer_norm<T>(Var<T>, Var<T>, Var<T>, double);                                   \
-  template void layer_norm_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, double, \
-                                      const Tensor<T>&, const Tensor<T>&, const Tensor<T>&);       \
-  template void layer_norm_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,        \
-                                       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,        \
-                                       const Tensor<T>&, const Tensor<T>&, bool);
+#define HEADLAB_INSTANTIATE(T)                                                                                        \
+  template Var<T> layer_norm<T>(Var<T>, Var<T>, Var<T>, double);                                                      \
+  template void layer_norm_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, double, const Tensor<T>&, \
+                                      const Tensor<T>&, const Tensor<T>&);                                            \
+  template void layer_norm_backward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,        \
+                                       const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, bool);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)
 #undef HEADLAB_INSTANTIATE

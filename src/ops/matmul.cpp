@@ -67,9 +67,10 @@ void linear_backward(Tape<T>& tape, const Node<T>& node) {
   const Tensor<T>& x = tape.node(node.inputs[0]).value;
   const Tensor<T> dy = node.grad.reshape({node.grad.shape().rows(), node.grad.shape().last()});
   const auto dx = tape.input_grad_target(node, 0);
-  linear_backward_kernel(dy, x.reshape({x.shape().rows(), x.shape().last()}), tape.node(node.inputs[1]).value,
-                         {dx.grad.empty() ? dx.grad : dx.grad.reshape({x.shape().rows(), x.shape().last()}), dx.overwrite},
-                         tape.input_grad_target(node, 1), node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>());
+  linear_backward_kernel(
+      dy, x.reshape({x.shape().rows(), x.shape().last()}), tape.node(node.inputs[1]).value,
+      {dx.grad.empty() ? dx.grad : dx.grad.reshape({x.shape().rows(), x.shape().last()}), dx.overwrite},
+      tape.input_grad_target(node, 1), node.n_inputs == 3 ? tape.input_grad(node, 2) : Tensor<T>());
 }
 
 template <typename T>
@@ -77,8 +78,7 @@ Var<T> linear_impl(Var<T> x, Var<T> weight, const Var<T>* bias) {
   const Shape& xs = x.shape();
   const Tensor<T>& w = weight.value();
   HEADLAB_CHECK(w.rank() == 2 && xs.rank >= 1 && xs.last() == w.size(1),
-                "linear: input " << xs.str() << " does not match weight " << w.shape().str()
-                                 << " ([out, in])");
+                "linear: input " << xs.str() << " does not match weight " << w.shape().str() << " ([out, in])");
   HEADLAB_CHECK(x.value().is_contiguous(), "linear: input " << xs.str() << " must be contiguous");
   Shape ys = xs;
   ys.dims[ys.rank - 1] = w.size(0);
@@ -88,8 +88,10 @@ Var<T> linear_impl(Var<T> x, Var<T> weight, const Var<T>* bias) {
                   "linear: bias " << bias->value().shape().str() << " does not match weight " << w.shape().str());
   linear_forward(x.value().reshape({xs.rows(), xs.last()}), w, bias != nullptr ? bias->value() : Tensor<T>(),
                  y.reshape({ys.rows(), ys.last()}));
-  if (bias != nullptr) x.tape->record(y, linear_backward<T>, {x, weight, *bias});
-  else x.tape->record(y, linear_backward<T>, {x, weight});
+  if (bias != nullptr)
+    x.tape->record(y, linear_backward<T>, {x, weight, *bias});
+  else
+    x.tape->record(y, linear_backward<T>, {x, weight});
   return x.tape->last();
 }
 
@@ -119,10 +121,10 @@ Var<T> linear(Var<T> x, Var<T> weight) {
   return linear_impl<T>(x, weight, nullptr);
 }
 
-#define HEADLAB_INSTANTIATE(T)                                  \
-  template Var<T> matmul<T>(Var<T>, Var<T>, bool, bool);        \
-  template Var<T> linear<T>(Var<T>, Var<T>, Var<T>);            \
-  template Var<T> linear<T>(Var<T>, Var<T>);                    \
+#define HEADLAB_INSTANTIATE(T)                                                                             \
+  template Var<T> matmul<T>(Var<T>, Var<T>, bool, bool);                                                   \
+  template Var<T> linear<T>(Var<T>, Var<T>, Var<T>);                                                       \
+  template Var<T> linear<T>(Var<T>, Var<T>);                                                               \
   template void linear_forward<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&, const Tensor<T>&); \
   template void linear_backward_kernel<T>(const Tensor<T>&, const Tensor<T>&, const Tensor<T>&,            \
                                           const Tape<T>::GradTarget&, const Tape<T>::GradTarget&, const Tensor<T>&);

@@ -38,7 +38,9 @@ Shape output_shape(const Tensor<T>& in, const Var<T>& weight) {
 
 // Element counts rounded up to a multiple of 16 (64 bytes of float), so every matrix in the
 // scratch starts 64-byte aligned.
-inline int64_t padded(int64_t count) { return (count + 15) / 16 * 16; }
+inline int64_t padded(int64_t count) {
+  return (count + 15) / 16 * 16;
+}
 
 // A [rows, n] matrix in the tape's scratch, at `offset` elements.
 template <typename T>
@@ -121,8 +123,9 @@ Var<T> layer_norm_linear(Var<T> x, Var<T> norm_weight, Var<T> norm_bias, double 
   layer_norm_forward(xm, norm_weight.value(), norm_bias.value(), eps, normed, mean, rstd);
   Tensor<T> out = tape.arena().template empty<T>(output_shape(x.value(), weight));
   linear_forward(normed, weight.value(), bias.defined() ? bias.value() : Tensor<T>(), as_matrix(out));
-  Node<T>& node = bias.defined() ? tape.record(out, layer_norm_linear_backward<T>, {x, norm_weight, norm_bias, weight, bias})
-                                 : tape.record(out, layer_norm_linear_backward<T>, {x, norm_weight, norm_bias, weight});
+  Node<T>& node = bias.defined()
+                      ? tape.record(out, layer_norm_linear_backward<T>, {x, norm_weight, norm_bias, weight, bias})
+                      : tape.record(out, layer_norm_linear_backward<T>, {x, norm_weight, norm_bias, weight});
   node.saved[0] = mean;
   node.saved[1] = rstd;
   node.scalars[0] = eps;
@@ -158,8 +161,8 @@ Var<T> residual_linear(Var<T> x, Var<T> a, Var<T> weight, Var<T> bias, LinearInp
   return tape.last();
 }
 
-#define HEADLAB_INSTANTIATE(T)                                                                      \
-  template Var<T> layer_norm_linear<T>(Var<T>, Var<T>, Var<T>, double, Var<T>, Var<T>);              \
+#define HEADLAB_INSTANTIATE(T)                                                          \
+  template Var<T> layer_norm_linear<T>(Var<T>, Var<T>, Var<T>, double, Var<T>, Var<T>); \
   template Var<T> residual_linear<T>(Var<T>, Var<T>, Var<T>, Var<T>, LinearInput);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

@@ -86,10 +86,10 @@ void concat_backward(Tape<T>& tape, const Node<T>& node) {
 template <typename T>
 Var<T> reshape(Var<T> x, const Shape& shape) {
   const Tensor<T>& xv = x.value();
-  HEADLAB_CHECK(xv.is_contiguous(), "reshape: input " << xv.shape().str()
-                                                      << " is a strided view; transpose or concat it into a copy first");
-  HEADLAB_CHECK(shape.numel() == xv.numel(),
-                "reshape: cannot view " << xv.shape().str() << " as " << shape.str());
+  HEADLAB_CHECK(xv.is_contiguous(), "reshape: input "
+                                        << xv.shape().str()
+                                        << " is a strided view; transpose or concat it into a copy first");
+  HEADLAB_CHECK(shape.numel() == xv.numel(), "reshape: cannot view " << xv.shape().str() << " as " << shape.str());
   x.tape->record(xv.reshape(shape), reshape_backward<T>, {x});
   return x.tape->last();
 }
@@ -112,9 +112,9 @@ template <typename T>
 Var<T> slice(Var<T> x, int dim, int64_t start, int64_t length) {
   const Tensor<T>& xv = x.value();
   HEADLAB_CHECK(dim >= 0 && dim < xv.rank(), "slice: dim=" << dim << " out of range for " << xv.shape().str());
-  HEADLAB_CHECK(start >= 0 && length >= 0 && start + length <= xv.size(dim),
-                "slice: [" << start << ", " << start + length << ") is outside dim " << dim << " of "
-                           << xv.shape().str());
+  HEADLAB_CHECK(
+      start >= 0 && length >= 0 && start + length <= xv.size(dim),
+      "slice: [" << start << ", " << start + length << ") is outside dim " << dim << " of " << xv.shape().str());
   Node<T>& node = x.tape->record(xv.narrow(dim, start, length), slice_backward<T>, {x});
   node.ints[0] = dim;
   node.ints[1] = start;
@@ -146,10 +146,10 @@ Var<T> concat(std::initializer_list<Var<T>> inputs, int dim) {
   return first.tape->last();
 }
 
-#define HEADLAB_INSTANTIATE(T)                                     \
-  template Var<T> reshape<T>(Var<T>, const Shape&);                \
-  template Var<T> transpose<T>(Var<T>, int, int);                  \
-  template Var<T> slice<T>(Var<T>, int, int64_t, int64_t);         \
+#define HEADLAB_INSTANTIATE(T)                             \
+  template Var<T> reshape<T>(Var<T>, const Shape&);        \
+  template Var<T> transpose<T>(Var<T>, int, int);          \
+  template Var<T> slice<T>(Var<T>, int, int64_t, int64_t); \
   template Var<T> concat<T>(std::initializer_list<Var<T>>, int);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

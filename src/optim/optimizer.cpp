@@ -14,7 +14,9 @@ namespace headlab {
 
 namespace {
 
-bool is_finite_non_negative(double x) { return std::isfinite(x) && x >= 0; }
+bool is_finite_non_negative(double x) {
+  return std::isfinite(x) && x >= 0;
+}
 
 // A zeroed Buffer of `n` elements of T (a zero-sized slab gets an empty Buffer).
 template <typename T>
@@ -37,31 +39,39 @@ void Optimizer<T>::set_step_count(int64_t step_count) {
 }
 
 template <typename T>
-void Optimizer<T>::set_decay_flags(double weight_decay, bool decay_biases, bool decay_norms,
-                                   bool decay_embeddings) {
+void Optimizer<T>::set_decay_flags(double weight_decay, bool decay_biases, bool decay_norms, bool decay_embeddings) {
   decays_.clear();
   segments_.clear();
   for (int i = 0; i < params_.size(); ++i) {
     bool decay = false;
     switch (params_.spec(i).kind) {
-      case ParamKind::weight: decay = true; break;
-      case ParamKind::bias: decay = decay_biases; break;
-      case ParamKind::norm: decay = decay_norms; break;
-      case ParamKind::embedding: decay = decay_embeddings; break;
+      case ParamKind::weight:
+        decay = true;
+        break;
+      case ParamKind::bias:
+        decay = decay_biases;
+        break;
+      case ParamKind::norm:
+        decay = decay_norms;
+        break;
+      case ParamKind::embedding:
+        decay = decay_embeddings;
+        break;
     }
     decay = decay && weight_decay > 0;
     decays_.push_back(decay ? 1 : 0);
     const int64_t begin = params_.offset(i);
     const int64_t end = i + 1 < params_.size() ? params_.offset(i + 1) : params_.slab_size();
     if (begin == end) continue;
-    if (!segments_.empty() && segments_.back().decay == decay) segments_.back().end = end;
-    else segments_.push_back({begin, end, decay});
+    if (!segments_.empty() && segments_.back().decay == decay)
+      segments_.back().end = end;
+    else
+      segments_.push_back({begin, end, decay});
   }
 }
 
 template <typename T>
-std::vector<std::pair<std::string, Tensor<T>>> Optimizer<T>::named_views(const std::string& prefix,
-                                                                         T* slab) const {
+std::vector<std::pair<std::string, Tensor<T>>> Optimizer<T>::named_views(const std::string& prefix, T* slab) const {
   std::vector<std::pair<std::string, Tensor<T>>> views;
   for (int i = 0; i < params_.size(); ++i)
     views.emplace_back(prefix + params_.spec(i).name, Tensor<T>(slab + params_.offset(i), params_.spec(i).shape));
@@ -72,8 +82,7 @@ std::vector<std::pair<std::string, Tensor<T>>> Optimizer<T>::named_views(const s
 // AdamW.
 
 template <typename T>
-AdamW<T>::AdamW(Parameters<T>& params, const AdamWOptions& options)
-    : Optimizer<T>(params), options_(options) {
+AdamW<T>::AdamW(Parameters<T>& params, const AdamWOptions& options) : Optimizer<T>(params), options_(options) {
   const AdamWOptions& o = options_;
   HEADLAB_CHECK(o.beta1 >= 0 && o.beta1 < 1, "adamw: beta1=" << o.beta1 << " must be in [0, 1)");
   HEADLAB_CHECK(o.beta2 >= 0 && o.beta2 < 1, "adamw: beta2=" << o.beta2 << " must be in [0, 1)");

@@ -17,9 +17,12 @@ LrDecay parse_lr_decay(const std::string& name) {
 
 const char* lr_decay_name(LrDecay decay) {
   switch (decay) {
-    case LrDecay::cosine: return "cosine";
-    case LrDecay::linear: return "linear";
-    case LrDecay::constant: return "constant";
+    case LrDecay::cosine:
+      return "cosine";
+    case LrDecay::linear:
+      return "linear";
+    case LrDecay::constant:
+      return "constant";
   }
   return "?";
 }
@@ -28,8 +31,7 @@ double learning_rate(const ScheduleOptions& o, int64_t step) {
   HEADLAB_CHECK(std::isfinite(o.lr) && o.lr >= 0, "schedule: lr=" << o.lr << " must be finite and >= 0");
   HEADLAB_CHECK(o.total_steps >= 1, "schedule: total_steps=" << o.total_steps << " must be >= 1");
   HEADLAB_CHECK(o.warmup_steps >= 0 && o.warmup_steps <= o.total_steps,
-                "schedule: warmup_steps=" << o.warmup_steps << " must be in [0, total_steps=" << o.total_steps
-                                          << "]");
+                "schedule: warmup_steps=" << o.warmup_steps << " must be in [0, total_steps=" << o.total_steps << "]");
   HEADLAB_CHECK(o.min_lr_ratio >= 0 && o.min_lr_ratio <= 1,
                 "schedule: min_lr_ratio=" << o.min_lr_ratio << " must be in [0, 1]");
   HEADLAB_CHECK(step >= 0, "schedule: step=" << step << " must be >= 0");

@@ -14,8 +14,7 @@ namespace {
 std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec) {
   std::vector<ParamSpec> specs;
   for (int64_t l = 0; l < spec.n_layers; ++l)
-    specs.push_back({block_name(l, "attn/log_alpha"), {spec.heads_in_layer(l)}, Init::zeros, 0.0,
-                     ParamKind::bias});
+    specs.push_back({block_name(l, "attn/log_alpha"), {spec.heads_in_layer(l)}, Init::zeros, 0.0, ParamKind::bias});
   return specs;
 }
 
@@ -29,7 +28,9 @@ AdamWOptions log_alpha_adam() {
 }  // namespace
 
 L0Gates::L0Gates(const Model<float>& model, const L0Options& options)
-    : model_(model), options_(options), log_alpha_(log_alpha_specs(model.spec())),
+    : model_(model),
+      options_(options),
+      log_alpha_(log_alpha_specs(model.spec())),
       optimizer_(log_alpha_, log_alpha_adam()) {
   for (int i = 0; i < log_alpha_.size(); ++i) log_alpha_.value(i).fill(static_cast<float>(options.init));
   log_alpha_.zero_grad();

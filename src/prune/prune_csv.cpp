@@ -9,10 +9,9 @@ namespace headlab {
 
 namespace {
 
-constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance, PruneStrategy::importance_raw,
-                                         PruneStrategy::random,     PruneStrategy::entropy,
-                                         PruneStrategy::confidence, PruneStrategy::ablation,
-                                         PruneStrategy::l0,         PruneStrategy::none};
+constexpr PruneStrategy kStrategies[] = {
+    PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random, PruneStrategy::entropy,
+    PruneStrategy::confidence, PruneStrategy::ablation,       PruneStrategy::l0,     PruneStrategy::none};
 
 std::string number(const char* format, double v) {
   char buf[40];
@@ -35,14 +34,22 @@ std::string joined(const Seq& items, Fn item) {
 
 const char* prune_strategy_name(PruneStrategy strategy) {
   switch (strategy) {
-    case PruneStrategy::importance: return "importance";
-    case PruneStrategy::importance_raw: return "importance_raw";
-    case PruneStrategy::random: return "random";
-    case PruneStrategy::entropy: return "entropy";
-    case PruneStrategy::confidence: return "confidence";
-    case PruneStrategy::ablation: return "ablation";
-    case PruneStrategy::l0: return "l0";
-    case PruneStrategy::none: return "none";
+    case PruneStrategy::importance:
+      return "importance";
+    case PruneStrategy::importance_raw:
+      return "importance_raw";
+    case PruneStrategy::random:
+      return "random";
+    case PruneStrategy::entropy:
+      return "entropy";
+    case PruneStrategy::confidence:
+      return "confidence";
+    case PruneStrategy::ablation:
+      return "ablation";
+    case PruneStrategy::l0:
+      return "l0";
+    case PruneStrategy::none:
+      return "none";
   }
   return "unknown";
 }
@@ -71,13 +78,14 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
   for (const PruneRound& r : rounds) {
     const int64_t kept = r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
     const EvalStats& m = r.metric;
-    text += fixed + "," + std::to_string(r.round) + "," + std::to_string(pruned) + "," +
-            number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)) + "," +
-            std::to_string(kept) + "," + joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }) +
-            "," + number("%.9g", m.loss) + "," + (m.accuracy >= 0 ? number("%.9g", m.accuracy) : "") + "," +
-            (m.bits_per_byte >= 0 ? number("%.9g", m.bits_per_byte) : "") + "," +
-            joined(r.pruned, [](const LayerHead& x) { return std::to_string(x.layer) + ":" + std::to_string(x.head); }) +
-            "\n";
+    text +=
+        fixed + "," + std::to_string(r.round) + "," + std::to_string(pruned) + "," +
+        number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)) + "," + std::to_string(kept) +
+        "," + joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }) + "," + number("%.9g", m.loss) +
+        "," + (m.accuracy >= 0 ? number("%.9g", m.accuracy) : "") + "," +
+        (m.bits_per_byte >= 0 ? number("%.9g", m.bits_per_byte) : "") + "," +
+        joined(r.pruned, [](const LayerHead& x) { return std::to_string(x.layer) + ":" + std::to_string(x.head); }) +
+        "\n";
   }
   return text;
 }

@@ -40,14 +40,19 @@ namespace {
 std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy) {
   std::vector<double> scores;
   switch (strategy) {
-    case PruneStrategy::importance: return s.importance_normalized;
-    case PruneStrategy::importance_raw: return s.importance;
-    case PruneStrategy::ablation: return s.ablation_loss_delta;
-    case PruneStrategy::confidence: return s.confidence;
+    case PruneStrategy::importance:
+      return s.importance_normalized;
+    case PruneStrategy::importance_raw:
+      return s.importance;
+    case PruneStrategy::ablation:
+      return s.ablation_loss_delta;
+    case PruneStrategy::confidence:
+      return s.confidence;
     case PruneStrategy::entropy:
       for (double e : s.entropy) scores.push_back(-e);
       return scores;
-    default: break;
+    default:
+      break;
   }
   HEADLAB_CHECK(false, "prune: strategy " << prune_strategy_name(strategy) << " has no analysis scores");
   return scores;
@@ -56,7 +61,8 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
 // heads_with_nonzero_gates flattened: index layer * n_heads + head (the loop's models are uniform).
 std::vector<uint8_t> active_heads(const Model<float>& model) {
   std::vector<uint8_t> active;
-  for (const std::vector<bool>& layer : heads_with_nonzero_gates(model)) active.insert(active.end(), layer.begin(), layer.end());
+  for (const std::vector<bool>& layer : heads_with_nonzero_gates(model))
+    active.insert(active.end(), layer.begin(), layer.end());
   return active;
 }
 
@@ -69,7 +75,8 @@ PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const 
   r.round = round;
   r.step = step;
   r.pruned = pruned;
-  for (int64_t l = 0; l < L; ++l) r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
+  for (int64_t l = 0; l < L; ++l)
+    r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
   r.metric = curve.evaluate(model, tape);
   return r;
 }
@@ -97,12 +104,15 @@ double finetune_rate(const Config& config, const PruneOptions& options, int64_t 
   return options.finetune_lr > 0 ? options.finetune_lr : learning_rate(schedule_options(config), start_step);
 }
 
-int64_t PruneRound::heads_total() const { return std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0}); }
+int64_t PruneRound::heads_total() const {
+  return std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0});
+}
 
 void validate(const PruneOptions& o) {
   HEADLAB_CHECK(o.step_frac > 0 && o.step_frac < 1, "--step-frac must be in (0, 1), got " << o.step_frac);
   HEADLAB_CHECK(o.finetune_steps >= 0, "--finetune-steps must be >= 0, got " << o.finetune_steps);
-  HEADLAB_CHECK(o.finetune_lr >= 0 && std::isfinite(o.finetune_lr), "--finetune-lr must be positive, got " << o.finetune_lr);
+  HEADLAB_CHECK(o.finetune_lr >= 0 && std::isfinite(o.finetune_lr),
+                "--finetune-lr must be positive, got " << o.finetune_lr);
   HEADLAB_CHECK(o.rounds >= 0, "--rounds must be positive, got " << o.rounds);
   HEADLAB_CHECK(o.rounds == 0 || o.strategy == PruneStrategy::none, "--rounds applies only to --strategy none");
   HEADLAB_CHECK(o.strategy != PruneStrategy::none || o.finetune_steps > 0,
@@ -163,8 +173,8 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 }
 
 std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& optimizer, const Config& config,
-                                    const Dataset& dataset, const PruneOptions& options, int64_t start_step,
-                                    const std::function<void(const std::vector<PruneRound>&)>& on_round) {
+                                        const Dataset& dataset, const PruneOptions& options, int64_t start_step,
+                                        const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   HEADLAB_CHECK(model.spec().layer_heads.empty(),
                 "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
@@ -172,9 +182,9 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
   const int64_t H = model.spec().n_heads, n = model.spec().n_layers * H;
   Arena arena;
   Tape<float> tape(arena);
-  const int64_t eval_batches = options.eval_batches > 0 ? options.eval_batches
-                                                        : default_eval_batches(config, dataset, options.split,
-                                                                               config.train.batch_size);
+  const int64_t eval_batches = options.eval_batches > 0
+                                   ? options.eval_batches
+                                   : default_eval_batches(config, dataset, options.split, config.train.batch_size);
   // Rounds only switch heads off, so each round's evaluation reruns only the layers from the
   // lowest one pruned in it up, unless fine-tuning changed the parameters since the last.
   PruningEvaluation curve(dataset, options.split, eval_batches, config.train.batch_size);

@@ -36,11 +36,21 @@ std::string json_string(const std::string& text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == '<' || c == '>' || c == '&') {
           char buf[8];
@@ -60,7 +70,8 @@ std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool cau
   for (int64_t t = 0; t < T; ++t)
     for (int64_t s = 0; s < (causal ? t + 1 : T); ++s) {
       const double p = probs[t * T + s];
-      out.push_back(static_cast<unsigned char>(std::isfinite(p) ? std::lround(std::fmin(1.0, std::fmax(0.0, p)) * 255) : 0));
+      out.push_back(
+          static_cast<unsigned char>(std::isfinite(p) ? std::lround(std::fmin(1.0, std::fmax(0.0, p)) * 255) : 0));
     }
   return out;
 }
@@ -79,11 +90,16 @@ namespace {
 std::string html_escaped(const std::string& text) {
   std::string out;
   for (const char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }

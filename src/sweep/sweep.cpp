@@ -56,8 +56,10 @@ struct Leaf {
 void flatten(const toml::table& table, const std::string& prefix, std::vector<Leaf>& out) {
   for (auto&& [name, node] : table) {
     const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
-    if (const toml::table* sub = node.as_table()) flatten(*sub, key, out);
-    else out.push_back({key, &node, node.source().begin});
+    if (const toml::table* sub = node.as_table())
+      flatten(*sub, key, out);
+    else
+      out.push_back({key, &node, node.source().begin});
   }
 }
 
@@ -88,8 +90,8 @@ std::string resolve_base(const std::string& base, const std::string& sweep_path,
   const fs::path p(base);
   std::error_code ec;
   if (p.is_absolute()) {
-    HEADLAB_CHECK(fs::is_regular_file(p, ec), "sweep file " << sweep_path << ":" << line << ": base config '" << base
-                                                            << "' does not exist");
+    HEADLAB_CHECK(fs::is_regular_file(p, ec),
+                  "sweep file " << sweep_path << ":" << line << ": base config '" << base << "' does not exist");
     return p.string();
   }
   const fs::path next_to_sweep = fs::path(sweep_path).parent_path() / p;
@@ -229,10 +231,10 @@ class LocalRuns {
         e.ending = Ending::stopped;
         e.detail = last;
       } else {
-        const std::string how = got < 0 ? std::string("lost track of the process")
-                                : exited_ok ? "exited without a checkpoint at train.steps = " +
-                                                  std::to_string(point.config.train.steps)
-                                            : describe_exit(status);
+        const std::string how =
+            got < 0     ? std::string("lost track of the process")
+            : exited_ok ? "exited without a checkpoint at train.steps = " + std::to_string(point.config.train.steps)
+                        : describe_exit(status);
         e.ending = Ending::failed;
         e.detail = how + ": " + last;
       }
@@ -290,8 +292,10 @@ void serve_points(const std::vector<SweepPoint>& points, const SweepOptions& opt
     if (asking && static_cast<int>(runs.size()) < options.jobs) {
       dist::send_text(0, kToCoordinator, "want");
       const std::string answer = dist::receive_text(0, kToWorker);
-      if (answer == "none") asking = false;
-      else runs.start(std::stoul(answer));
+      if (answer == "none")
+        asking = false;
+      else
+        runs.start(std::stoul(answer));
       continue;
     }
     const std::vector<RunEnded> ended = runs.reap();
@@ -307,7 +311,8 @@ std::string model_mismatch(const RunStatus& status, const Config& config) {
   if (status.state == RunState::fresh) return "";
   try {
     if (checkpoint_config(status.checkpoint).model == config.model) return "";
-    return status.checkpoint + " was trained with a different [model] section than this grid point; "
+    return status.checkpoint +
+           " was trained with a different [model] section than this grid point; "
            "move the run folder away or sweep into another --out";
   } catch (const std::exception& e) {
     return e.what();
@@ -318,7 +323,9 @@ std::string model_mismatch(const RunStatus& status, const Config& config) {
 
 // ---------------------------------------------------------------------------------------------
 
-bool is_seed_key(const std::string& key) { return key == "train.seed" || key == "data.seed"; }
+bool is_seed_key(const std::string& key) {
+  return key == "train.seed" || key == "data.seed";
+}
 
 SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path) {
   toml::table document;
@@ -339,8 +346,10 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
     if (key == "base" || key == "name") {
       HEADLAB_CHECK(node.is_string(), "sweep file " << at << ": '" << key << "' must be a string");
       const std::string value = node.as_string()->get();
-      if (key == "base") spec.base = resolve_base(value, path, static_cast<int>(node.source().begin.line));
-      else spec.name = value;
+      if (key == "base")
+        spec.base = resolve_base(value, path, static_cast<int>(node.source().begin.line));
+      else
+        spec.name = value;
     } else if (key == "set") {
       for (const Leaf& leaf : flat_section(node, "set", path)) {
         HEADLAB_CHECK(set_keys.insert(leaf.key).second,
@@ -365,7 +374,8 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
       throw Error("sweep file " + at + ": unknown key '" + key + "'; a sweep file has base, name, [set] and [grid]");
     }
   }
-  HEADLAB_CHECK(!spec.grid.empty(), "sweep file " << path << ": [grid] is empty; list at least one key with its values, "
+  HEADLAB_CHECK(!spec.grid.empty(), "sweep file " << path
+                                                  << ": [grid] is empty; list at least one key with its values, "
                                                   << "e.g. \"model.n_heads\" = [1, 2, 4]");
   for (const SweepAxis& axis : spec.grid)
     HEADLAB_CHECK(!set_keys.count(axis.key),
@@ -375,7 +385,9 @@ SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path
   return spec;
 }
 
-SweepSpec load_sweep(const std::string& path) { return parse_sweep_text(read_text_file(path, "sweep file"), path); }
+SweepSpec load_sweep(const std::string& path) {
+  return parse_sweep_text(read_text_file(path, "sweep file"), path);
+}
 
 std::string run_folder_name(const std::vector<std::pair<std::string, std::string>>& values) {
   std::string name;
@@ -452,12 +464,14 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
   }
   if (!errors.empty()) {
     std::string line = errors.front();
-    if (errors.size() > 1) line += " (" + std::to_string(errors.size()) + " of " + std::to_string(total) + " grid points are invalid)";
+    if (errors.size() > 1)
+      line += " (" + std::to_string(errors.size()) + " of " + std::to_string(total) + " grid points are invalid)";
     throw Error(line);
   }
   std::set<std::string> seen;  // folder names
   for (const SweepPoint& p : points) {
-    HEADLAB_CHECK(seen.insert(p.name).second, "two grid points share the folder name '" << p.name << "': a value is listed twice");
+    HEADLAB_CHECK(seen.insert(p.name).second,
+                  "two grid points share the folder name '" << p.name << "': a value is listed twice");
   }
   return points;
 }
@@ -521,8 +535,9 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
       n_resume += status.state == RunState::resume;
       resume_step[i] = status.step;
       Config config = points[i].config;
-      const bool sweep_sets_threads = std::any_of(points[i].overrides.begin(), points[i].overrides.end(),
-                                                  [](const std::string& o) { return o.rfind("train.threads=", 0) == 0; });
+      const bool sweep_sets_threads =
+          std::any_of(points[i].overrides.begin(), points[i].overrides.end(),
+                      [](const std::string& o) { return o.rfind("train.threads=", 0) == 0; });
       if (!sweep_sets_threads) config.train.threads = threads;
       fs::create_directories(run);
       write_file_atomically(run / "config.toml", to_toml(config));
@@ -530,12 +545,15 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
     }
     if (!options.quiet) {
       const int ranks = dist::size();
-      std::fprintf(stderr, "sweep: %zu runs: %d finished (skipped), %d to resume, %zu to start; %s%d at once x %d thread%s -> %s\n",
-                   points.size(), report.n_skipped, n_resume, pending.size() - n_resume,
-                   ranks > 1 ? (std::to_string(ranks) + " ranks x ").c_str() : "", options.jobs, threads,
-                   threads == 1 ? "" : "s", out.c_str());
+      std::fprintf(
+          stderr,
+          "sweep: %zu runs: %d finished (skipped), %d to resume, %zu to start; %s%d at once x %d thread%s -> %s\n",
+          points.size(), report.n_skipped, n_resume, pending.size() - n_resume,
+          ranks > 1 ? (std::to_string(ranks) + " ranks x ").c_str() : "", options.jobs, threads,
+          threads == 1 ? "" : "s", out.c_str());
       if (options.jobs > cores)
-        std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs, cores);
+        std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs,
+                     cores);
     }
   });
 
@@ -564,7 +582,8 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
                      where.c_str(), e.seconds, e.detail.c_str());
     } else if (e.ending == Ending::stopped) {
       report.interrupted = true;
-      if (!options.quiet) std::fprintf(stderr, "sweep: stopped %s%s: %s\n", point.name.c_str(), where.c_str(), e.detail.c_str());
+      if (!options.quiet)
+        std::fprintf(stderr, "sweep: stopped %s%s: %s\n", point.name.c_str(), where.c_str(), e.detail.c_str());
     } else {
       report.failures.push_back({point.name, e.detail});
       write_file_atomically(run / kFailedFile, e.detail + "\n");

@@ -10,10 +10,14 @@ namespace headlab {
 namespace {
 std::atomic<int64_t> system_allocation_count{0};
 
-size_t round_up(size_t bytes) { return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment; }
+size_t round_up(size_t bytes) {
+  return (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+}
 }  // namespace
 
-int64_t tensor_system_allocations() { return system_allocation_count.load(); }
+int64_t tensor_system_allocations() {
+  return system_allocation_count.load();
+}
 
 Buffer::Buffer(size_t bytes) : bytes_(round_up(bytes)) {
   if (bytes_ == 0) return;
@@ -22,7 +26,9 @@ Buffer::Buffer(size_t bytes) : bytes_(round_up(bytes)) {
   ++system_allocation_count;
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  std::free(data_);
+}
 
 Buffer::Buffer(Buffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}

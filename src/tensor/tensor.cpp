@@ -61,8 +61,7 @@ bool Tensor<T>::is_contiguous() const {
 template <typename T>
 Tensor<T> Tensor<T>::reshape(const Shape& shape) const {
   HEADLAB_CHECK(is_contiguous(), "reshape: tensor of shape " << shape_.str() << " is not contiguous");
-  HEADLAB_CHECK(shape.numel() == numel(),
-                "reshape: cannot view " << shape_.str() << " as " << shape.str());
+  HEADLAB_CHECK(shape.numel() == numel(), "reshape: cannot view " << shape_.str() << " as " << shape.str());
   return Tensor(data_, shape);
 }
 
@@ -85,8 +84,7 @@ Tensor<T> Tensor<T>::select(int dim, int64_t index) const {
 template <typename T>
 Tensor<T> Tensor<T>::narrow(int dim, int64_t start, int64_t length) const {
   HEADLAB_CHECK(dim >= 0 && dim < rank() && start >= 0 && length >= 0 && start + length <= size(dim),
-                "narrow: [" << start << ", " << start + length << ") on dim " << dim << " of "
-                            << shape_.str());
+                "narrow: [" << start << ", " << start + length << ") on dim " << dim << " of " << shape_.str());
   Tensor out = *this;
   out.data_ = data_ + start * strides_[dim];
   out.shape_.dims[dim] = length;
@@ -106,8 +104,7 @@ Tensor<T> Tensor<T>::transpose(int dim0, int dim1) const {
 // Visits every element of `shape` in row-major order, calling fn(offset_a, offset_b) with the
 // element's offsets under two stride sets.
 template <typename Fn>
-static void for_each_offset(const Shape& shape, const int64_t* strides_a, const int64_t* strides_b,
-                            Fn fn) {
+static void for_each_offset(const Shape& shape, const int64_t* strides_a, const int64_t* strides_b, Fn fn) {
   const int64_t n = shape.numel();
   if (n == 0) return;
   int64_t index[kMaxRank] = {};
@@ -138,14 +135,12 @@ void Tensor<T>::fill(T value) const {
 
 template <typename T>
 void Tensor<T>::copy_from(const Tensor& src) const {
-  HEADLAB_CHECK(src.shape() == shape_,
-                "copy_from: shape " << src.shape().str() << " into " << shape_.str());
+  HEADLAB_CHECK(src.shape() == shape_, "copy_from: shape " << src.shape().str() << " into " << shape_.str());
   if (is_contiguous() && src.is_contiguous()) {
     for (int64_t i = 0, n = numel(); i < n; ++i) data_[i] = src.data_[i];
     return;
   }
-  for_each_offset(shape_, strides_, src.strides_,
-                  [&](int64_t a, int64_t b) { data_[a] = src.data_[b]; });
+  for_each_offset(shape_, strides_, src.strides_, [&](int64_t a, int64_t b) { data_[a] = src.data_[b]; });
 }
 
 template class Tensor<float>;

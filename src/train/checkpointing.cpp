@@ -14,8 +14,10 @@ constexpr const char* kModelPrefix = "model/";
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
                               const Optimizer<float>* optimizer, const RunProgress& progress) {
   CheckpointWriter w;
-  for (int i = 0; i < model.params().size(); ++i) w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
-  for (int i = 0; i < model.gates().size(); ++i) w.add(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  for (int i = 0; i < model.params().size(); ++i)
+    w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
+  for (int i = 0; i < model.gates().size(); ++i)
+    w.add(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
   if (optimizer != nullptr) {
     for (const auto& [name, tensor] : optimizer->state_tensors()) w.add(name, tensor);
     w.set_string_attr("optimizer", optimizer->kind());
@@ -49,7 +51,8 @@ Config pruned_config(const Config& config, const ModelSpec& spec) {
   const std::vector<ParamSpec> want = parameter_specs(spec), got = parameter_specs(model_spec(c));
   bool same = want.size() == got.size();
   for (size_t i = 0; same && i < want.size(); ++i) same = want[i].name == got[i].name && want[i].shape == got[i].shape;
-  HEADLAB_CHECK(same, "pruned checkpoint: the config's model section does not describe this model (other than in its heads)");
+  HEADLAB_CHECK(same,
+                "pruned checkpoint: the config's model section does not describe this model (other than in its heads)");
   return c;
 }
 
@@ -65,8 +68,10 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
     HEADLAB_CHECK(r.has(name), path << ": missing " << name << " (checkpoint of a different model?)");
     r.read_into(name, into);
   };
-  for (int i = 0; i < model.params().size(); ++i) read(kModelPrefix + model.params().spec(i).name, model.params().value(i));
-  for (int i = 0; i < model.gates().size(); ++i) read(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  for (int i = 0; i < model.params().size(); ++i)
+    read(kModelPrefix + model.params().spec(i).name, model.params().value(i));
+  for (int i = 0; i < model.gates().size(); ++i)
+    read(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
   // A file with more model tensors than this model has was made by a different architecture.
   int64_t model_tensors = 0;
   for (const std::string& name : r.names()) model_tensors += name.rfind(kModelPrefix, 0) == 0;
@@ -75,8 +80,9 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
                      << model.params().size() + model.gates().size());
   if (optimizer != nullptr) {
     HEADLAB_CHECK(r.has_attr("optimizer") && r.string_attr("optimizer") == optimizer->kind(),
-                  path << ": optimizer state is for '" << (r.has_attr("optimizer") ? r.string_attr("optimizer") : "none")
-                       << "', this run uses '" << optimizer->kind() << "'");
+                  path << ": optimizer state is for '"
+                       << (r.has_attr("optimizer") ? r.string_attr("optimizer") : "none") << "', this run uses '"
+                       << optimizer->kind() << "'");
     for (const auto& [name, tensor] : optimizer->state_tensors()) read(name, tensor);
     optimizer->set_step_count(r.int_attr("optimizer_steps"));
   }
@@ -116,8 +122,9 @@ std::string resolve_checkpoint(const std::string& path) {
   if (!fs::is_directory(path, ec)) return path;  // a file, or a missing path the reader reports
   if (const std::string best = best_checkpoint_path(path); fs::is_regular_file(best, ec)) return best;
   if (const auto newest = newest_checkpoint(path)) return newest->path;
-  throw Error(path + " is a folder without checkpoints (a run folder has checkpoints/best.h5 or "
-                     "checkpoints/step_<N>.h5)");
+  throw Error(path +
+              " is a folder without checkpoints (a run folder has checkpoints/best.h5 or "
+              "checkpoints/step_<N>.h5)");
 }
 
 std::string checkpoint_run_folder(const std::string& path) {

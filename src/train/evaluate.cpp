@@ -11,7 +11,8 @@ namespace {
 int64_t batches_to_score(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size) {
   const int64_t covering = dataset.eval_batches(split, batch_size);
   if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
-  HEADLAB_CHECK(n_batches > 0, "evaluate: " << dataset.name() << " has no natural split size; give a number of batches");
+  HEADLAB_CHECK(n_batches > 0,
+                "evaluate: " << dataset.name() << " has no natural split size; give a number of batches");
   return n_batches;
 }
 
@@ -53,8 +54,11 @@ EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int
 
 PruningEvaluation::PruningEvaluation(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size,
                                      int64_t max_saved_bytes)
-    : dataset_(dataset), split_(split), n_batches_(batches_to_score(dataset, split, n_batches, batch_size)),
-      max_saved_bytes_(max_saved_bytes), batch_(dataset.make_batch(batch_size)) {}
+    : dataset_(dataset),
+      split_(split),
+      n_batches_(batches_to_score(dataset, split, n_batches, batch_size)),
+      max_saved_bytes_(max_saved_bytes),
+      batch_(dataset.make_batch(batch_size)) {}
 
 void PruningEvaluation::forget() {
   for (SavedBatch& s : saved_) s.valid = false;

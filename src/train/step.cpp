@@ -21,9 +21,9 @@ ModelInput model_input(const Model<float>& model, const Batch& batch) {
 }
 
 MicroBatchRange micro_batches_of_rank(int64_t grad_accum, int rank, int ranks) {
-  HEADLAB_CHECK(grad_accum % ranks == 0,
-                "train.grad_accum = " << grad_accum << " does not split over " << ranks << " ranks; set it to a multiple"
-                                      << " of " << ranks << " (e.g. --set train.grad_accum=" << ranks << ")");
+  HEADLAB_CHECK(grad_accum % ranks == 0, "train.grad_accum = " << grad_accum << " does not split over " << ranks
+                                                               << " ranks; set it to a multiple of " << ranks
+                                                               << " (e.g. --set train.grad_accum=" << ranks << ")");
   const int64_t per_rank = grad_accum / ranks;
   HEADLAB_CHECK(ranks == 1 || (per_rank & (per_rank - 1)) == 0,
                 "train.grad_accum = " << grad_accum << " over " << ranks << " ranks gives " << per_rank
@@ -63,7 +63,8 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
   stats.lr = learning_rate(ctx.schedule, step);
   const MicroBatchRange mine = micro_batches_of_rank(ctx.grad_accum, dist::rank(), dist::size());
   const int64_t n_mine = mine.end - mine.begin;
-  HEADLAB_CHECK(ctx.gate_sampler == nullptr || dist::size() == 1, "L0 gate training runs on one process, not under mpirun");
+  HEADLAB_CHECK(ctx.gate_sampler == nullptr || dist::size() == 1,
+                "L0 gate training runs on one process, not under mpirun");
   Parameters<float>& params = ctx.model.params();
   ctx.rank_losses.resize(static_cast<size_t>(n_mine));
   ctx.step_losses.resize(static_cast<size_t>(ctx.grad_accum));
@@ -78,7 +79,8 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       clock.lap(&StepPhases::data);
       ForwardOptions options;
       options.training = true;
-      options.dropout_seed = hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+      options.dropout_seed =
+          hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
       ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, batch), options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);
@@ -104,8 +106,8 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
   // the same everywhere, and the same as one process's.
   dist::all_gather(ctx.rank_losses.data(), n_mine, ctx.step_losses.data());
   for (const double loss : ctx.step_losses) {
-    HEADLAB_CHECK(std::isfinite(loss), "training diverged: loss is " << loss << " at step " << step
-                                                                     << " (try a lower train.lr)");
+    HEADLAB_CHECK(std::isfinite(loss),
+                  "training diverged: loss is " << loss << " at step " << step << " (try a lower train.lr)");
     stats.loss += loss / static_cast<double>(ctx.grad_accum);
   }
   stats.tokens = dist::sum_over_ranks(tokens);

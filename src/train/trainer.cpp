@@ -62,8 +62,10 @@ std::string format_optional(double value, bool present) {
 std::string format_duration(double s) {
   char buf[32];
   const int total = static_cast<int>(s);
-  if (total >= 3600) std::snprintf(buf, sizeof buf, "%dh%02dm", total / 3600, total / 60 % 60);
-  else std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
+  if (total >= 3600)
+    std::snprintf(buf, sizeof buf, "%dh%02dm", total / 3600, total / 60 % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%dm%02ds", total / 60, total % 60);
   return buf;
 }
 
@@ -84,8 +86,8 @@ Config run_config(const Config& given, const RunOptions& options) {
 RunResult run_training(const Config& given, const RunOptions& options) {
   // Under mpirun every rank runs this function: each builds the model, reads the checkpoint and
   // trains its share of every step; rank 0 alone locks the folder, evaluates and writes
-  // config.toml, metrics.csv and checkpoints (the other ranks' logging counters go unused). Each stage ends in dist::together, so a failure on any rank is
-  // one error on all of them, never a rank left waiting.
+  // config.toml, metrics.csv and checkpoints (the other ranks' logging counters go unused). Each stage ends in
+  // dist::together, so a failure on any rank is one error on all of them, never a rank left waiting.
   const bool writer = dist::rank() == 0;
   Config config;
   ModelSpec spec;
@@ -114,8 +116,10 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     fs::create_directories(dir);
     lock = std::make_unique<FileLock>(dir / ".lock", "run folder " + dir.string());
     if (options.resume == "auto") {
-      if (auto newest = newest_checkpoint(dir.string())) resume_path = newest->path;
-      else if (!options.quiet) std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
+      if (auto newest = newest_checkpoint(dir.string()))
+        resume_path = newest->path;
+      else if (!options.quiet)
+        std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
     } else if (!options.resume.empty()) {
       resume_path = options.resume;
     } else {
@@ -152,8 +156,10 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     fs::create_directories(ckpt_dir);
     // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
     write_file_atomically(dir / "config.toml", provenance_comment() + to_toml(config));
-    if (resume_path.empty()) write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
-    else truncate_metrics(metrics_path, progress.step);
+    if (resume_path.empty())
+      write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
+    else
+      truncate_metrics(metrics_path, progress.step);
     metrics = std::fopen(metrics_path.c_str(), "a");
     HEADLAB_CHECK(metrics != nullptr, "cannot append to " << metrics_path.string());
   });
@@ -168,7 +174,13 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   Tape<float> tape(arena);
   Batch eval_batch = dataset->make_batch(tc.batch_size);
   BatchPrefetcher batches(*dataset, Split::train, tc.batch_size, tc.prefetch);
-  TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(config), tc.grad_accum, tc.grad_clip,
+  TrainingContext ctx{model,
+                      *optimizer,
+                      batches,
+                      tape,
+                      schedule_options(config),
+                      tc.grad_accum,
+                      tc.grad_clip,
                       static_cast<uint64_t>(tc.seed)};
 
   const bool tty = !options.quiet && isatty(STDERR_FILENO);
@@ -226,8 +238,10 @@ RunResult run_training(const Config& given, const RunOptions& options) {
                         static_cast<long long>(progress.step), static_cast<long long>(tc.steps), train_loss,
                         eval_now ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
                         format_duration(eta).c_str());
-          if (tty) std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
-          else std::fprintf(stderr, "%s\n", line);
+          if (tty)
+            std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
+          else
+            std::fprintf(stderr, "%s\n", line);
         }
         progress.log_loss_sum = 0;
         progress.log_loss_steps = 0;
@@ -261,7 +275,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     result.batches_ready = d.ready;
     result.data_wait_s = d.wait_s;
     if (!options.quiet && d.batches > 1)
-      std::fprintf(stderr, "data: %lld of %lld training batches were ready when their step began; %.3f ms waited in all\n",
+      std::fprintf(stderr,
+                   "data: %lld of %lld training batches were ready when their step began; %.3f ms waited in all\n",
                    static_cast<long long>(d.ready), static_cast<long long>(d.batches), 1e3 * d.wait_s);
   }
   return result;

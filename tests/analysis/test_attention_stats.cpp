@@ -160,9 +160,8 @@ TEST_CASE("rare-token agreement: the argmax holds the visible token rarest in tr
     // Head 0's argmax at t = 1..5: 1 (count 50, hit), 2 (5, hit), 0 (100), 4 (token 3: 5, hit), 5 (50): 3 of 5.
     // Head 1 is the previous token: 100, 50, 5 (hit), 100, 5 (hit): 2 of 5.
     const std::vector<int64_t> head0 = {0, 1, 2, 0, 4, 5};
-    const auto probs = peaked_probs(B, 2, T, true, {}, [&](int64_t, int64_t h, int64_t t) {
-      return h == 0 ? head0[t] : (t > 0 ? t - 1 : 0);
-    });
+    const auto probs = peaked_probs(
+        B, 2, T, true, {}, [&](int64_t, int64_t h, int64_t t) { return h == 0 ? head0[t] : (t > 0 ? t - 1 : 0); });
     AttentionBatchInfo info = batch_info(B, T, true);
     info.tokens = tokens.data();
     info.token_counts = counts.data();

@@ -74,8 +74,7 @@ template <typename T>
 double example_loss(Model<T>& model, const Batch& batch, int64_t b) {
   const int64_t T_ = batch.seq_len;
   const bool encoder = model.spec().kind == ModelKind::encoder;
-  ModelInput in{1, T_, batch.tokens.data() + b * T_,
-                encoder ? batch.labels.data() + b : batch.targets.data() + b * T_,
+  ModelInput in{1, T_, batch.tokens.data() + b * T_, encoder ? batch.labels.data() + b : batch.targets.data() + b * T_,
                 batch.key_padding.empty() ? nullptr : batch.key_padding.data() + b * T_};
   Arena arena;
   Tape<T> tape(arena);
@@ -194,8 +193,7 @@ TEST_CASE("JS distance is 0 for identical rows and 1 for disjoint one-hot rows",
   CHECK(sums.js_rows == 3);
 }
 
-TEST_CASE("importance equals the mean absolute per-example gate gradient by central differences",
-          "[analysis][grad]") {
+TEST_CASE("importance equals the mean absolute per-example gate gradient by central differences", "[analysis][grad]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   const auto heads = GENERATE(std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{4, 2});
   const int64_t T = 8, B = 3;
@@ -231,8 +229,7 @@ TEST_CASE("importance equals the mean absolute per-example gate gradient by cent
   CHECK(fast.gate[0] == static_cast<double>(model.gates().value(0)(0)));
 }
 
-TEST_CASE("ablating a head whose gate is already 0 changes nothing, and its importance is its gradient",
-          "[analysis]") {
+TEST_CASE("ablating a head whose gate is already 0 changes nothing, and its importance is its gradient", "[analysis]") {
   const int64_t T = 8, B = 4;
   auto data = test::tiny_task(ModelKind::decoder, T);
   Model<double> model(tiny_spec(ModelKind::decoder, 11, 2, 2, T));
@@ -354,8 +351,7 @@ TEST_CASE("the encoder's statistics skip padded positions and rows without a lab
   CHECK(s.js_distance[1] <= 1);
 }
 
-TEST_CASE("a model trained to copy the previous token has a previous-token head that carries the loss",
-          "[analysis]") {
+TEST_CASE("a model trained to copy the previous token has a previous-token head that carries the loss", "[analysis]") {
   const test::TrainedRun& run = trained_run();
   const Config config = checkpoint_config(run.checkpoint());
   Model<float> model(model_spec(config));
@@ -470,9 +466,9 @@ TEST_CASE("on the grammar task every gold agreement is measured and padding rows
   CHECK(s.n_query_rows == rows);
   CHECK(rows < 16 * 39);  // the rows did end in padding
   for (int64_t k = 0; k < s.n_total(); ++k) {
-    for (const auto* v : {&s.syntactic_head_agreement, &s.dependent_agreement, &s.antecedent_agreement,
-                          &s.delimiter_agreement, &s.delimiter_mass, &s.previous_token_agreement,
-                          &s.positional_share, &s.rare_token_agreement}) {
+    for (const auto* v :
+         {&s.syntactic_head_agreement, &s.dependent_agreement, &s.antecedent_agreement, &s.delimiter_agreement,
+          &s.delimiter_mass, &s.previous_token_agreement, &s.positional_share, &s.rare_token_agreement}) {
       CHECK((*v)[k] >= 0);
       CHECK((*v)[k] <= 1);
     }
@@ -516,7 +512,8 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
   auto data = test::tiny_task(kind, T);
   Model<double> masked(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, 4, 4, T));
   randomize(masked, 3);
-  for (auto [layer, head] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 3}}) masked.gates().value(layer)(head) = 0.0;
+  for (auto [layer, head] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 3}})
+    masked.gates().value(layer)(head) = 0.0;
   const HeadKeepMask keep = heads_with_nonzero_gates(masked);
   Model<double> pruned = prune_heads(masked, keep);
   AnalysisOptions o;
@@ -646,8 +643,10 @@ TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates
       const MaskedReference ablated = masked_by_hand(model, *data, n_batches, B, l, off);
       const MaskedReference alone = masked_by_hand(model, *data, n_batches, B, l, others);
       REQUIRE(ablated.example_loss.size() == static_cast<size_t>(E));
-      CHECK(std::equal(ablated.example_loss.begin(), ablated.example_loss.end(), s.example_ablation_loss.begin() + k * E));
-      CHECK(std::equal(alone.example_loss.begin(), alone.example_loss.end(), s.example_layer_only_loss.begin() + k * E));
+      CHECK(std::equal(ablated.example_loss.begin(), ablated.example_loss.end(),
+                       s.example_ablation_loss.begin() + k * E));
+      CHECK(
+          std::equal(alone.example_loss.begin(), alone.example_loss.end(), s.example_layer_only_loss.begin() + k * E));
       CHECK(s.ablation_loss_delta[k] == ablated.loss_sum / n_targets - s.loss);
       CHECK(s.layer_only_loss_delta[k] == alone.loss_sum / n_targets - s.loss);
       CHECK(s.ablation_accuracy_delta[k] == ablated.correct / n_targets - s.accuracy);
@@ -683,7 +682,8 @@ TEST_CASE("heads named L:H are parsed, checked against the model and switched of
   spec.layer_heads = {2, 4};
   const HeadKeepMask named = parse_head_list("0:1,1:3,1:0", spec, "--mask");
   CHECK(named == HeadKeepMask{{false, true}, {true, false, false, true}});
-  CHECK_THROWS_WITH(parse_head_list("0-1", spec, "--mask"), Catch::Equals("--mask: '0-1' is not LAYER:HEAD (e.g. --mask 0:1,1:3)"));
+  CHECK_THROWS_WITH(parse_head_list("0-1", spec, "--mask"),
+                    Catch::Equals("--mask: '0-1' is not LAYER:HEAD (e.g. --mask 0:1,1:3)"));
   CHECK_THROWS_WITH(parse_head_list("0:1,", spec, "--mask"), Catch::Contains("'' is not LAYER:HEAD"));
   CHECK_THROWS_WITH(parse_head_list("2:0", spec, "--mask"), Catch::Contains("layer 2 in '2:0' is outside [0, 2)"));
   CHECK_THROWS_WITH(parse_head_list("0:2", spec, "--mask"), Catch::Contains("head 2 in '0:2' is outside [0, 2)"));

@@ -26,10 +26,13 @@ struct Scratch : test::ScratchDir {
   fs::path config;
   Scratch() : test::ScratchDir("cli") {
     write_corpus("corpus.txt", 600);
-    config = write("tiny.toml", "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nmax_seq_len = 16\n"
-                                "[data]\npath = \"" + (dir / "corpus.txt").string() + "\"\nseq_len = 16\n"
-                                "[train]\nbatch_size = 4\nsteps = 4\nwarmup_steps = 1\neval_every = 2\n"
-                                "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 2\n");
+    config = write("tiny.toml",
+                   "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nmax_seq_len = 16\n"
+                   "[data]\npath = \"" +
+                       (dir / "corpus.txt").string() +
+                       "\"\nseq_len = 16\n"
+                       "[train]\nbatch_size = 4\nsteps = 4\nwarmup_steps = 1\neval_every = 2\n"
+                       "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 2\n");
   }
 };
 
@@ -92,11 +95,13 @@ TEST_CASE("--set takes TOML arrays, commas and all", "[cli]") {
   for (const std::string value : {"[2,5]", "[2, 5]"}) {
     const fs::path out = s.dir / "run";
     fs::remove_all(out);
-    const auto r = run_headlab({"train", s.config.string(), "--set", "data.offsets=" + value, "--set", "train.steps=1",
-                                "--out", out.string()}, s.dir / "log.txt");
+    const auto r = run_headlab(
+        {"train", s.config.string(), "--set", "data.offsets=" + value, "--set", "train.steps=1", "--out", out.string()},
+        s.dir / "log.txt");
     INFO("--set data.offsets=" << value << " printed: " << r.output);
     CHECK(r.code == 0);
-    CHECK_THAT(test::read_file(out / "config.toml"), Catch::Contains("offsets = [ 2, 5 ]") || Catch::Contains("offsets = [2, 5]"));
+    CHECK_THAT(test::read_file(out / "config.toml"),
+               Catch::Contains("offsets = [ 2, 5 ]") || Catch::Contains("offsets = [2, 5]"));
   }
 }
 
@@ -114,16 +119,17 @@ TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train 
           "[cli][prune]") {
   Scratch s;
   const fs::path out = s.dir / "run";
-  const auto train = run_headlab({"train", s.config.string(), "--set", "model.n_heads=4", "--set", "model.n_layers=2",
-                                  "--out", out.string()},
-                                 s.dir / "train.log");
+  const auto train = run_headlab(
+      {"train", s.config.string(), "--set", "model.n_heads=4", "--set", "model.n_layers=2", "--out", out.string()},
+      s.dir / "train.log");
   INFO(train.output);
   REQUIRE(train.code == 0);
   const std::string trained = (out / "checkpoints" / "step_00000004.h5").string();
   const Config config = checkpoint_config(trained);
   Model<float> model(model_spec(config));
   const RunProgress progress = load_training_checkpoint(trained, model, nullptr);
-  for (auto [layer, head] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}}) model.gates().value(layer)(head) = 0.0f;
+  for (auto [layer, head] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}})
+    model.gates().value(layer)(head) = 0.0f;
   const std::string masked = (s.dir / "masked.h5").string(), pruned = (s.dir / "pruned.h5").string();
   save_training_checkpoint(masked, config, model, nullptr, progress);
   save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step);
@@ -144,9 +150,9 @@ TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train 
   INFO(analyze.output);
   CHECK(analyze.code == 0);
   CHECK(count_lines(test::read_file(s.dir / "analysis" / "heads.csv")) == 1 + 5);
-  const auto finetune = run_headlab({"train", s.config.string(), "--init", pruned, "--set", "train.steps=2", "--out",
-                                     (s.dir / "finetune").string()},
-                                    s.dir / "finetune.log");
+  const auto finetune = run_headlab(
+      {"train", s.config.string(), "--init", pruned, "--set", "train.steps=2", "--out", (s.dir / "finetune").string()},
+      s.dir / "finetune.log");
   INFO(finetune.output);
   CHECK(finetune.code == 0);
   CHECK(checkpoint_config((s.dir / "finetune" / "checkpoints" / "step_00000002.h5").string()).model.layer_heads ==
@@ -169,7 +175,8 @@ TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every
 
 TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
   Scratch s;
-  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench", "prune", "report", "version"}) {
+  for (const std::string verb :
+       {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench", "prune", "report", "version"}) {
     const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
     INFO(verb << ": " << r.output);
     CHECK(r.code == 0);
@@ -262,11 +269,14 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
       {{"sweep", sweep, "--jobs", "0"}, "headlab sweep: error: --jobs must be at least 1, got 0"},
       {{"sample", "x.h5", "--tokens", "abc"},
        "headlab sample: error: invalid value 'abc' for --tokens (see headlab sample --help)"},
-      {{"eval", "x.h5", "--batches=1e3"}, "headlab eval: error: invalid value '1e3' for --batches (see headlab eval --help)"},
+      {{"eval", "x.h5", "--batches=1e3"},
+       "headlab eval: error: invalid value '1e3' for --batches (see headlab eval --help)"},
       {{"sweep", sweep, "-j", "two"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
       {{"sweep", sweep, "-jtwo"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
-      {{"sample", "x.h5", "--seed", "-1"}, "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
-      {{"bench", cfg, "--steps", "many"}, "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
+      {{"sample", "x.h5", "--seed", "-1"},
+       "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
+      {{"bench", cfg, "--steps", "many"},
+       "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
       {{"eval", "x.h5", "--batch", "3"}, "headlab eval: error: unknown option '--batch'; did you mean '--batches'?"},
       {{"sample", "x.h5", "--temprature=0"},
        "headlab sample: error: unknown option '--temprature'; did you mean '--temperature'?"},
@@ -290,7 +300,8 @@ TEST_CASE("help lists the verbs, help VERB is VERB --help", "[cli]") {
   Scratch s;
   const auto help = run_headlab({"help"}, s.dir / "help.log");
   CHECK(help.code == 0);
-  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "analyze", "prune", "report", "version", "help"})
+  for (const std::string verb :
+       {"train", "eval", "sample", "info", "sweep", "analyze", "prune", "report", "version", "help"})
     CHECK_THAT(help.output, Catch::Contains("\n  " + verb + " "));
   const auto help_eval = run_headlab({"help", "eval"}, s.dir / "help_eval.log");
   CHECK(help_eval.code == 0);
@@ -309,14 +320,14 @@ TEST_CASE("sample --help shows the default prompt escaped", "[cli]") {
 TEST_CASE("--resume auto says whether it found a run", "[cli]") {
   Scratch s;
   const fs::path out = s.dir / "run";
-  const auto first = run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto"},
-                                  s.dir / "first.log");
+  const auto first =
+      run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto"}, s.dir / "first.log");
   INFO(first.output);
   REQUIRE(first.code == 0);
   CHECK_THAT(first.output, Catch::Contains("no run in " + out.string() + ": starting a new run\n"));
-  const auto second = run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto", "--set",
-                                   "train.steps=6"},
-                                  s.dir / "second.log");
+  const auto second =
+      run_headlab({"train", s.config.string(), "--out", out.string(), "--resume", "auto", "--set", "train.steps=6"},
+                  s.dir / "second.log");
   INFO(second.output);
   REQUIRE(second.code == 0);
   CHECK_THAT(second.output, Catch::Contains("resuming " + out.string() + " at step 4 ("));
@@ -333,7 +344,8 @@ TEST_CASE("eval, analyze, sample, info and prune take a run folder: its best che
   CHECK(eval.code == 0);
   CHECK(eval.output.rfind("checkpoint " + best + " (step ", 0) == 0);
   CHECK(run_headlab({"sample", out.string(), "--tokens", "5"}, s.dir / "sample.log").code == 0);
-  const auto analyze = run_headlab({"analyze", out.string(), "--batches", "1", "--no-similarity"}, s.dir / "analyze.log");
+  const auto analyze =
+      run_headlab({"analyze", out.string(), "--batches", "1", "--no-similarity"}, s.dir / "analyze.log");
   INFO(analyze.output);
   CHECK(analyze.code == 0);
   CHECK(fs::exists(out / "heads.csv"));
@@ -379,8 +391,8 @@ TEST_CASE("analyze --prompt writes every head's attention on the user's text; ev
   const std::string ckpt = (out / "checkpoints" / "step_00000004.h5").string();
 
   const std::string prompt = "And God said";
-  const auto analyze = run_headlab({"analyze", ckpt, "--prompt", prompt, "--out", (s.dir / "p").string()},
-                                   s.dir / "analyze.log");
+  const auto analyze =
+      run_headlab({"analyze", ckpt, "--prompt", prompt, "--out", (s.dir / "p").string()}, s.dir / "analyze.log");
   INFO(analyze.output);
   REQUIRE(analyze.code == 0);
   CheckpointReader h5((s.dir / "p" / "attention_example_prompt.h5").string());
@@ -396,8 +408,9 @@ TEST_CASE("analyze --prompt writes every head's attention on the user's text; ev
   }
   CHECK_THAT(test::read_file(s.dir / "p" / "attention_example_prompt_tokens.csv"), Catch::Contains("\n0,65,A,1"));
   s.write("prompt.txt", prompt);
-  const auto from_file = run_headlab({"analyze", ckpt, "--prompt-file", (s.dir / "prompt.txt").string(), "--out",
-                                      (s.dir / "f").string()}, s.dir / "file.log");
+  const auto from_file =
+      run_headlab({"analyze", ckpt, "--prompt-file", (s.dir / "prompt.txt").string(), "--out", (s.dir / "f").string()},
+                  s.dir / "file.log");
   CHECK(from_file.code == 0);
   CHECK(CheckpointReader((s.dir / "f" / "attention_example_prompt.h5").string()).read_array<double>("attention") == a);
 
@@ -407,8 +420,8 @@ TEST_CASE("analyze --prompt writes every head's attention on the user's text; ev
   REQUIRE(masked.code == 0);
   CHECK_THAT(masked.output, Catch::Contains("heads switched off: 0:1"));
   CHECK(line_starting(masked.output, "loss ") != line_starting(plain.output, "loss "));
-  const auto masked_prompt = run_headlab({"analyze", ckpt, "--prompt", prompt, "--mask", "0:1", "--out",
-                                          (s.dir / "m").string()}, s.dir / "m.log");
+  const auto masked_prompt = run_headlab(
+      {"analyze", ckpt, "--prompt", prompt, "--mask", "0:1", "--out", (s.dir / "m").string()}, s.dir / "m.log");
   CHECK(masked_prompt.code == 0);
 
   struct Case {
@@ -432,8 +445,10 @@ TEST_CASE("analyze --prompt writes every head's attention on the user's text; ev
   }
 }
 
-TEST_CASE("a run folder and its data move: the config stores absolute paths, and eval, analyze, prune and sample "
-          "take --set for data.* keys and threads only", "[cli]") {
+TEST_CASE(
+    "a run folder and its data move: the config stores absolute paths, and eval, analyze, prune and sample "
+    "take --set for data.* keys and threads only",
+    "[cli]") {
   Scratch s;
   const fs::path work = s.dir / "work";
   fs::create_directories(work);
@@ -463,9 +478,11 @@ TEST_CASE("a run folder and its data move: the config stores absolute paths, and
   CHECK(found.code == 0);
   CHECK(line_starting(found.output, "loss ") == line_starting(here.output, "loss "));
   CHECK(run_headlab({"analyze", run, "--set", data, "--no-similarity", "--out", (s.dir / "a").string()},
-                    s.dir / "analyze.log").code == 0);
+                    s.dir / "analyze.log")
+            .code == 0);
   CHECK(run_headlab({"prune", run, "--set", data, "--strategy", "random", "--out", (s.dir / "p").string()},
-                    s.dir / "prune.log").code == 0);
+                    s.dir / "prune.log")
+            .code == 0);
   CHECK(run_headlab({"sample", run, "--set", "train.threads=1", "--tokens", "4"}, s.dir / "sample.log").code == 0);
 
   struct Case {

@@ -33,9 +33,10 @@ std::set<std::string> names_in(const fs::path& dir) {
 
 }  // namespace
 
-TEST_CASE("an installed headlab trains, plots and evaluates from its shipped config, writing only its run folder "
-          "and the user cache",
-          "[install]") {
+TEST_CASE(
+    "an installed headlab trains, plots and evaluates from its shipped config, writing only its run folder "
+    "and the user cache",
+    "[install]") {
   test::ScratchDir s("install");
   const fs::path prefix = s.dir / "prefix", work = s.dir / "work", home = s.dir / "home", cache = s.dir / "cache";
   fs::create_directories(work);
@@ -76,14 +77,23 @@ TEST_CASE("an installed headlab trains, plots and evaluates from its shipped con
   }
   CHECK(n_configs >= 2);
   const std::string info = headlab_in_work({"info"}, "info.log");
-  CHECK_THAT(info, Contains("shared files " + share.string()) && Contains("user cache   " + (cache / "headlab").string()));
+  CHECK_THAT(info,
+             Contains("shared files " + share.string()) && Contains("user cache   " + (cache / "headlab").string()));
 
   // The default config as shipped (the Bible), with a model small enough to train in a moment.
-  headlab_in_work({"train", (share / "configs" / "default.toml").string(), "--set", "model.d_model=16", "--set",
-                   "model.n_heads=2", "--set", "model.n_layers=1", "--set", "model.max_seq_len=16", "--set",
-                   "data.seq_len=16", "--set", "train.steps=3", "--set", "train.warmup_steps=1", "--set",
-                   "train.batch_size=4", "--set", "train.eval_every=3", "--set", "train.eval_batches=2", "--set",
-                   "train.log_every=1", "--set", "train.checkpoint_every=3"},
+  headlab_in_work({"train", (share / "configs" / "default.toml").string(),
+                   "--set", "model.d_model=16",
+                   "--set", "model.n_heads=2",
+                   "--set", "model.n_layers=1",
+                   "--set", "model.max_seq_len=16",
+                   "--set", "data.seq_len=16",
+                   "--set", "train.steps=3",
+                   "--set", "train.warmup_steps=1",
+                   "--set", "train.batch_size=4",
+                   "--set", "train.eval_every=3",
+                   "--set", "train.eval_batches=2",
+                   "--set", "train.log_every=1",
+                   "--set", "train.checkpoint_every=3"},
                   "train.log");
   const fs::path run = work / "runs" / "default";
   REQUIRE(fs::is_regular_file(run / "checkpoints" / "best.h5"));
@@ -95,13 +105,14 @@ TEST_CASE("an installed headlab trains, plots and evaluates from its shipped con
   } else {
     WARN("matplotlib is not importable by /usr/bin/python3 (apt-get install python3-matplotlib): plot not tested");
   }
-  CHECK_THAT(headlab_in_work({"eval", "runs/default/checkpoints/best.h5", "--split", "test", "--batches", "8"},
-                             "eval.log"),
-             Contains("bits_per_byte"));
+  CHECK_THAT(
+      headlab_in_work({"eval", "runs/default/checkpoints/best.h5", "--split", "test", "--batches", "8"}, "eval.log"),
+      Contains("bits_per_byte"));
   // The report's page is compiled in: no shared file needed, written inside the run folder.
   CHECK_THAT(headlab_in_work({"report", "runs/default", "--prompt", "And God"}, "report.log"),
              Contains("wrote runs/default/report.html"));
-  CHECK_THAT(test::read_file(run / "report.html"), Contains("function createViewer") && Contains("{\"name\":\"prompt\""));
+  CHECK_THAT(test::read_file(run / "report.html"),
+             Contains("function createViewer") && Contains("{\"name\":\"prompt\""));
 
   // Nothing written outside the run folder and the user cache.
   CHECK(names_in(work) == std::set<std::string>{"runs"});

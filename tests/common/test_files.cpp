@@ -18,9 +18,9 @@ TEST_CASE("a FileLock excludes a second holder with one line naming the first, a
   const fs::path path = s.dir / ".lock";
   std::optional<FileLock> first;
   first.emplace(path, "run folder x");
-  CHECK_THROWS_WITH(FileLock(path, "run folder x"),
-                    Catch::Equals("run folder x is in use by another headlab process (pid " +
-                                  std::to_string(::getpid()) + ")"));
+  CHECK_THROWS_WITH(
+      FileLock(path, "run folder x"),
+      Catch::Equals("run folder x is in use by another headlab process (pid " + std::to_string(::getpid()) + ")"));
   first.reset();
   CHECK_NOTHROW(FileLock(path, "run folder x"));  // released; the file left behind locks nothing
   CHECK(fs::exists(path));

@@ -29,7 +29,8 @@ TEST_CASE("the user cache is $XDG_CACHE_HOME/headlab, else ~/.cache/headlab", "[
 TEST_CASE("a binary in the build tree finds the shared files in the source tree", "[common][paths]") {
   // headlab_tests sits in the build tree, like the headlab it was built with.
   REQUIRE(fs::equivalent(share_dir(), HEADLAB_SOURCE_DIR));
-  CHECK(fs::equivalent(find_shared_file("configs/default.toml"), fs::path(HEADLAB_SOURCE_DIR) / "configs/default.toml"));
+  CHECK(
+      fs::equivalent(find_shared_file("configs/default.toml"), fs::path(HEADLAB_SOURCE_DIR) / "configs/default.toml"));
   CHECK(fs::equivalent(find_shared_file("plot/headlab_plot.py"),
                        fs::path(HEADLAB_SOURCE_DIR) / "src/plot/headlab_plot.py"));
   REQUIRE_THROWS_WITH(find_shared_file("configs/missing.toml"),

@@ -77,7 +77,6 @@ Outcome train(const Config& c, const std::function<bool(int64_t, Model<float>&)>
   return o;
 }
 
-
 // The best n-gram model (1, 2 or 3 tokens of context, add-0.1 smoothing) fitted on `fit_batches`
 // training batches: its mean loss in nats on the scored targets of the first `eval_batches`
 // validation batches, the ones the trainer's evaluation reads.
@@ -90,7 +89,8 @@ double best_ngram_val_loss(const Config& c, int64_t fit_batches) {
   auto context = [&](int64_t row, int64_t t, int order) {
     uint64_t key = static_cast<uint64_t>(order);
     for (int64_t j = t - order + 1; j <= t; ++j)
-      key = key * static_cast<uint64_t>(V + 1) + static_cast<uint64_t>(j < 0 ? V : b.tokens[static_cast<size_t>(row * T + j)]);
+      key = key * static_cast<uint64_t>(V + 1) +
+            static_cast<uint64_t>(j < 0 ? V : b.tokens[static_cast<size_t>(row * T + j)]);
     return key;
   };
   double best = 1e9;
@@ -224,9 +224,10 @@ TEST_CASE("grammar is learned past the best n-gram model fitted in the test, wit
           if (subject == v - 1) continue;
           bool attractor = false;
           for (int64_t t = subject + 1; t < v; ++t)
-            attractor = attractor || (cls(x[t]) == WordClass::noun && lex[static_cast<size_t>(x[t])].number !=
-                                                                          lex[static_cast<size_t>(x[v])].number);
-          const bool right = logits(r * T + v - 1, x[v]) > logits(r * T + v - 1, lex[static_cast<size_t>(x[v])].other_number);
+            attractor = attractor || (cls(x[t]) == WordClass::noun &&
+                                      lex[static_cast<size_t>(x[t])].number != lex[static_cast<size_t>(x[v])].number);
+          const bool right =
+              logits(r * T + v - 1, x[v]) > logits(r * T + v - 1, lex[static_cast<size_t>(x[v])].other_number);
           ++distant;
           distant_right += right;
           attracted += attractor;
@@ -239,7 +240,8 @@ TEST_CASE("grammar is learned past the best n-gram model fitted in the test, wit
   };
   const Outcome o = train(c, probe_agreement);
   INFO("val loss " << o.val_loss << " (" << o.seconds << " s); agreement " << distant_right << "/" << distant
-                   << " with the subject further back, " << attracted_right << "/" << attracted << " across an attractor");
+                   << " with the subject further back, " << attracted_right << "/" << attracted
+                   << " across an attractor");
   const double ngram = best_ngram_val_loss(c, 1000);
   INFO("best n-gram (up to 3 tokens of context): " << ngram);
   CHECK(o.val_loss < ngram);

@@ -51,8 +51,8 @@ Example example_of(const Batch& b, int64_t r) {
 
 bool row_is_empty(const Batch& b, int64_t r) {
   const int64_t T = b.seq_len;
-  const bool no_targets = std::all_of(b.targets.begin() + r * T, b.targets.begin() + (r + 1) * T,
-                                      [](int32_t t) { return t == -1; });
+  const bool no_targets =
+      std::all_of(b.targets.begin() + r * T, b.targets.begin() + (r + 1) * T, [](int32_t t) { return t == -1; });
   return no_targets && (b.labels.empty() || b.labels[static_cast<size_t>(r)] == -1);
 }
 
@@ -161,12 +161,13 @@ TEST_CASE("val and test batches come from the kept eval set exactly as drawing e
             CHECK(row_is_empty(batch, r));
             continue;
           }
-          task.write_example(split, id, {o.seq_len, one.tokens.data(), one.targets.data(),
-                                         one.labels.empty() ? nullptr : one.labels.data(),
-                                         one.key_padding.empty() ? nullptr : one.key_padding.data(),
-                                         one.gold_head.empty() ? nullptr : one.gold_head.data(),
-                                         one.gold_antecedent.empty() ? nullptr : one.gold_antecedent.data(),
-                                         one.is_delimiter.empty() ? nullptr : one.is_delimiter.data()});
+          task.write_example(
+              split, id,
+              {o.seq_len, one.tokens.data(), one.targets.data(), one.labels.empty() ? nullptr : one.labels.data(),
+               one.key_padding.empty() ? nullptr : one.key_padding.data(),
+               one.gold_head.empty() ? nullptr : one.gold_head.data(),
+               one.gold_antecedent.empty() ? nullptr : one.gold_antecedent.data(),
+               one.is_delimiter.empty() ? nullptr : one.is_delimiter.data()});
           Batch row = d->make_batch(1);
           copy_row(batch, r, row, 0);
           CHECK(same_batch(row, one));
@@ -284,8 +285,10 @@ TEST_CASE("induction targets are the token that followed every earlier occurrenc
             if (std::equal(x + s - k + 1, x + s + 1, x + t - k + 1)) successors.insert(x[s + 1]);
           const int32_t determined = successors.size() == 1 ? *successors.begin() : -1;
           const int32_t next = t + 1 < T ? x[t + 1] : -2;
-          if (next != -2) REQUIRE(y[t] == (determined >= 0 && determined == next ? next : -1));
-          else if (y[t] != -1) REQUIRE(y[t] == determined);
+          if (next != -2)
+            REQUIRE(y[t] == (determined >= 0 && determined == next ? next : -1));
+          else if (y[t] != -1)
+            REQUIRE(y[t] == determined);
           scored += y[t] != -1;
           ++total;
         }
@@ -314,8 +317,10 @@ TEST_CASE("reverse and sort score exactly the output, which is the items reverse
         REQUIRE((n >= 3 && n <= 10));
         lengths.insert(n);
         std::vector<int32_t> items(x, x + n);
-        if (std::string(name) == "sort") std::sort(items.begin(), items.end());
-        else std::reverse(items.begin(), items.end());
+        if (std::string(name) == "sort")
+          std::sort(items.begin(), items.end());
+        else
+          std::reverse(items.begin(), items.end());
         for (int64_t t = 0; t < 20; ++t) {
           const bool output = t >= n && t < 2 * n;
           REQUIRE(y[t] == (output ? items[static_cast<size_t>(t - n)] : -1));
@@ -428,7 +433,8 @@ TEST_CASE("grammar annotations are consistent: heads, agreement, antecedents and
   CHECK(relative_subjects > sentences / 20);
 }
 
-TEST_CASE("classify labels say whether the second segment is a permutation of the first, half of each", "[data][tasks]") {
+TEST_CASE("classify labels say whether the second segment is a permutation of the first, half of each",
+          "[data][tasks]") {
   TaskOptions o = task("classify", 24, 16);  // items 0..12, CLS 13, SEP 14, PAD 15
   o.min_len = 2;
   o.max_len = 8;
@@ -465,7 +471,9 @@ TEST_CASE("classify labels say whether the second segment is a permutation of th
         ++rows;
       }
     }
-    if (split == Split::train) CHECK(ones * 2 == rows);  // 64-row batches alternate the label
-    else CHECK(ones == 1024);                             // 2048 examples, half of them consistent
+    if (split == Split::train)
+      CHECK(ones * 2 == rows);  // 64-row batches alternate the label
+    else
+      CHECK(ones == 1024);  // 2048 examples, half of them consistent
   }
 }

@@ -138,7 +138,9 @@ TEST_CASE("text splits are contiguous disjoint blocks and no window crosses a bo
   TempFile file("splits", random_text(n, 3));
   TextOptions options = options_for(file.path, 32);
   SECTION("the default 90/5/5 split") {}
-  SECTION("a configured 80/15/5 split") { options.train_fraction = 0.80, options.val_fraction = 0.15; }
+  SECTION("a configured 80/15/5 split") {
+    options.train_fraction = 0.80, options.val_fraction = 0.15;
+  }
   TextDataset dataset(options);
   const ByteRange train = dataset.split_range(Split::train), val = dataset.split_range(Split::val),
                   test = dataset.split_range(Split::test);
@@ -243,11 +245,12 @@ TEST_CASE("each text file problem is one error line naming the path", "[data][te
     // Root reads any file (CI runs as root): run headlab as `nobody` (util-linux's setpriv), whose
     // first act, loading data.path, must fail with the line. exec, not code run after fork().
     const fs::path log = file.path + ".log";
-    const test::CommandResult r = test::run_program(
-        "/usr/bin/setpriv", {"--reuid=65534", "--regid=65534", "--clear-groups", test::headlab_binary(), "train",
-                             (fs::path(HEADLAB_SOURCE_DIR) / "configs" / "default.toml").string(), "--set",
-                             "data.path=" + file.path, "--out", file.path + ".run"},
-        log);
+    const test::CommandResult r =
+        test::run_program("/usr/bin/setpriv",
+                          {"--reuid=65534", "--regid=65534", "--clear-groups", test::headlab_binary(), "train",
+                           (fs::path(HEADLAB_SOURCE_DIR) / "configs" / "default.toml").string(), "--set",
+                           "data.path=" + file.path, "--out", file.path + ".run"},
+                          log);
     CHECK(r.code == 2);
     const std::string output = r.output.substr(0, r.output.find_last_not_of('\n') + 1);
     const std::string message = output.substr(output.rfind('\n') + 1);  // after the "training ..." line
@@ -327,8 +330,7 @@ TEST_CASE("bits per byte is nats per token over ln 2 and bytes per token", "[dat
   CHECK(bits_per_byte(std::log(2.0), 4.0) == Approx(0.25));
 }
 
-TEST_CASE("the Bible export writes the whole KJV, one verse per line, without verse labels",
-          "[data][text][bible]") {
+TEST_CASE("the Bible export writes the whole KJV, one verse per line, without verse labels", "[data][text][bible]") {
   if (std::system("command -v bible > /dev/null 2>&1") != 0) {
     WARN("the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
     return;

@@ -36,12 +36,15 @@ namespace {
 struct Scratch : test::ScratchDir {
   Scratch() : test::ScratchDir("mpi") {
     write_corpus("corpus.txt", 400);
-    write("tiny.toml", "[model]\nd_model = 16\nn_heads = 4\nn_kv_heads = 2\nn_layers = 2\nmax_seq_len = 16\n"
-                       "dropout = 0.1\n"
-                       "[data]\npath = \"" + (dir / "corpus.txt").string() + "\"\nseq_len = 16\n"
-                       "[train]\nbatch_size = 4\ngrad_accum = 4\nsteps = 12\nwarmup_steps = 2\nlr = 3e-3\n"
-                       "eval_every = 4\neval_batches = 1\nlog_every = 1\ncheckpoint_every = 4\n"
-                       "keep_checkpoints = 0\nthreads = 1\n");
+    write("tiny.toml",
+          "[model]\nd_model = 16\nn_heads = 4\nn_kv_heads = 2\nn_layers = 2\nmax_seq_len = 16\n"
+          "dropout = 0.1\n"
+          "[data]\npath = \"" +
+              (dir / "corpus.txt").string() +
+              "\"\nseq_len = 16\n"
+              "[train]\nbatch_size = 4\ngrad_accum = 4\nsteps = 12\nwarmup_steps = 2\nlr = 3e-3\n"
+              "eval_every = 4\neval_batches = 1\nlog_every = 1\ncheckpoint_every = 4\n"
+              "keep_checkpoints = 0\nthreads = 1\n");
   }
   std::string config() const { return (dir / "tiny.toml").string(); }
 };
@@ -129,8 +132,9 @@ TEST_CASE("under mpirun, bad input is one line, printed once", "[mpi]") {
   REQUIRE(dist::built_with_mpi());  // the mpi CTest entry exists only in MPI builds
   Scratch s;
   // Three micro-batches do not split over two ranks: every rank finds out; rank 0 says it.
-  const CommandResult r = run_mpi(2, {"train", s.config(), "--set", "train.grad_accum=3", "--out",
-                                      (s.dir / "run").string()}, s.dir / "bad.log", {"--quiet"});
+  const CommandResult r =
+      run_mpi(2, {"train", s.config(), "--set", "train.grad_accum=3", "--out", (s.dir / "run").string()},
+              s.dir / "bad.log", {"--quiet"});
   CHECK(r.code != 0);
   CHECK(count_lines_containing(r.output, "error") == 1);
   CHECK_THAT(r.output, Contains("headlab train: error: rank 0 of 2: train.grad_accum = 3 does not split over 2 ranks; "
@@ -145,7 +149,7 @@ TEST_CASE("under mpirun, bad input is one line, printed once", "[mpi]") {
 TEST_CASE("a 2-rank run stopped by SIGTERM or by a killed rank resumes to the bits of a straight run", "[mpi]") {
   REQUIRE(dist::built_with_mpi());  // the mpi CTest entry exists only in MPI builds
   Scratch s;
-  const std::vector<std::string> longer = {"--set", "train.steps=300", "--set", "train.checkpoint_every=10",
+  const std::vector<std::string> longer = {"--set", "train.steps=300",    "--set", "train.checkpoint_every=10",
                                            "--set", "train.eval_every=50"};
   auto train_args = [&](const fs::path& run, const std::vector<std::string>& more = {}) {
     std::vector<std::string> args = {"train", s.config(), "--out", run.string()};
@@ -201,9 +205,11 @@ TEST_CASE("a 2-rank run stopped by SIGTERM or by a killed rank resumes to the bi
 TEST_CASE("mpirun -np 2 headlab sweep deals the points to both ranks and matches the serial sweep", "[mpi]") {
   REQUIRE(dist::built_with_mpi());  // the mpi CTest entry exists only in MPI builds
   Scratch s;
-  const fs::path file = s.write("grid.toml", "base = \"tiny.toml\"\n[set]\n\"train.steps\" = 8\n"
-                                             "[grid]\n\"model.n_heads\" = [2, 4]\n\"train.seed\" = [0, 1, 2]\n");
-  const CommandResult serial = run_headlab({"sweep", file.string(), "--out", (s.dir / "serial").string()}, s.dir / "serial.log");
+  const fs::path file = s.write("grid.toml",
+                                "base = \"tiny.toml\"\n[set]\n\"train.steps\" = 8\n"
+                                "[grid]\n\"model.n_heads\" = [2, 4]\n\"train.seed\" = [0, 1, 2]\n");
+  const CommandResult serial =
+      run_headlab({"sweep", file.string(), "--out", (s.dir / "serial").string()}, s.dir / "serial.log");
   REQUIRE(serial.code == 0);
   const CommandResult two = run_mpi(2, {"sweep", file.string(), "--out", (s.dir / "two").string()}, s.dir / "two.log");
   INFO(two.output);
@@ -232,9 +238,11 @@ TEST_CASE("mpirun -np 2 headlab sweep deals the points to both ranks and matches
   CHECK(serial_rows.size() == 3);  // header + 2 head counts (aggregated over seeds)
   CHECK(without_speed(s.dir / "two" / "results.csv") == serial_rows);
   for (const fs::directory_entry& run : fs::directory_iterator(s.dir / "serial"))
-    if (run.is_directory()) CHECK(metrics_without_timing(run.path()) == metrics_without_timing(s.dir / "two" / run.path().filename()));
+    if (run.is_directory())
+      CHECK(metrics_without_timing(run.path()) == metrics_without_timing(s.dir / "two" / run.path().filename()));
   // A rerun under mpirun skips every finished point, as a serial rerun does.
-  const CommandResult again = run_mpi(2, {"sweep", file.string(), "--out", (s.dir / "two").string()}, s.dir / "again.log");
+  const CommandResult again =
+      run_mpi(2, {"sweep", file.string(), "--out", (s.dir / "two").string()}, s.dir / "again.log");
   INFO(again.output);
   CHECK(again.code == 0);
   CHECK_THAT(again.output, Contains("6 runs: 6 finished (skipped), 0 to resume, 0 to start"));

@@ -231,17 +231,17 @@ TEST_CASE("an unknown key names the file and line and suggests the closest key",
   REQUIRE_THROWS_WITH(parse("[modle]\nn_heads = 8\n"), Catch::Contains("did you mean 'model.n_heads'?"));
   REQUIRE_THROWS_WITH(parse("[modle]\n"), Catch::Contains("unknown key 'modle' in configs/x.toml:1"));
   REQUIRE_THROWS_WITH(parse("model = 3\n"), Catch::Contains("'model' must be a table ([model]), got integer 3"));
-  REQUIRE_THROWS_WITH(parse("", {"train.learning_rate=1e-3"}),
-                      Catch::Contains("unknown key 'train.learning_rate'") && Catch::Contains("docs/config.md") &&
-                          Catch::Contains("headlab info --keys"));
+  REQUIRE_THROWS_WITH(parse("", {"train.learning_rate=1e-3"}), Catch::Contains("unknown key 'train.learning_rate'") &&
+                                                                   Catch::Contains("docs/config.md") &&
+                                                                   Catch::Contains("headlab info --keys"));
 }
 
 TEST_CASE("the closest-key suggestion handles typos, other names and wrong sections", "[io][config]") {
   const std::pair<const char*, const char*> cases[] = {
-      {"model.n_head", "model.n_heads"},    // not model.d_head: a missing letter beats a wrong one
-      {"model.nhead", "model.n_heads"},     {"model.num_heads", "model.n_heads"},
-      {"model.d_modle", "model.d_model"},   {"model.n_kv_head", "model.n_kv_heads"},
-      {"n_layers", "model.n_layers"},       {"data.lr", "train.lr"},
+      {"model.n_head", "model.n_heads"},  // not model.d_head: a missing letter beats a wrong one
+      {"model.nhead", "model.n_heads"},       {"model.num_heads", "model.n_heads"},
+      {"model.d_modle", "model.d_model"},     {"model.n_kv_head", "model.n_kv_heads"},
+      {"n_layers", "model.n_layers"},         {"data.lr", "train.lr"},
       {"train.warmup", "train.warmup_steps"}, {"train.batchsize", "train.batch_size"},
   };
   for (const auto& [typo, suggestion] : cases) {
@@ -319,7 +319,8 @@ TEST_CASE("model.layer_heads takes one head count per layer, each in [1, n_heads
   REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[1, 2, 3]"}),
                       Catch::StartsWith("model.layer_heads has 3 entries but model.n_layers=2") &&
                           Catch::EndsWith("(--set model.layer_heads=[1, 2, 3])"));
-  REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[0, 2]"}), Catch::Contains("model.layer_heads[0] must be > 0, got 0"));
+  REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[0, 2]"}),
+                      Catch::Contains("model.layer_heads[0] must be > 0, got 0"));
   REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[2, 5]"}),
                       Catch::Contains("model.layer_heads[1]=5 exceeds model.n_heads=4"));
   REQUIRE_THROWS_WITH(parse("", {"model.n_kv_heads=2", "model.layer_heads=[2, 2]"}),

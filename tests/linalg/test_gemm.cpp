@@ -43,5 +43,6 @@ TEST_CASE("gemm rejects mismatched shapes with both shapes in the message", "[li
   auto a = arena.zeros<float>({2, 3});
   auto b = arena.zeros<float>({4, 5});
   auto c = arena.zeros<float>({2, 5});
-  REQUIRE_THROWS_WITH(gemm(a, b, c, 1.0f, 0.0f), Catch::Contains("gemm: shapes [2, 3] x [4, 5] -> [2, 5] do not match"));
+  REQUIRE_THROWS_WITH(gemm(a, b, c, 1.0f, 0.0f),
+                      Catch::Contains("gemm: shapes [2, 3] x [4, 5] -> [2, 5] do not match"));
 }

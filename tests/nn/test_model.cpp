@@ -74,7 +74,8 @@ TEST_CASE("float and double runs of the same network agree to about 1e-4", "[nn]
   // Slab offsets differ between float and double (64-byte alignment), so copy tensor by tensor.
   auto copy_all = [](const Parameters<double>& from, Parameters<float>& to) {
     for (int i = 0; i < from.size(); ++i)
-      for (int64_t j = 0; j < from.value(i).numel(); ++j) to.value(i).data()[j] = static_cast<float>(from.value(i).data()[j]);
+      for (int64_t j = 0; j < from.value(i).numel(); ++j)
+        to.value(i).data()[j] = static_cast<float>(from.value(i).data()[j]);
   };
   copy_all(md.params(), mf.params());
   copy_all(md.gates(), mf.gates());
@@ -231,7 +232,7 @@ TEST_CASE("switched-off heads start gated, get no gradient and do not change the
   };
   const double loss = loss_and_grads();
   const int64_t C = spec.d_model, Dh = spec.d_head;
-  const Tensor<double> qkv0 = model.params().grad("blocks/0/attn/qkv/weight");  // [(3*4) Dh, C]
+  const Tensor<double> qkv0 = model.params().grad("blocks/0/attn/qkv/weight");    // [(3*4) Dh, C]
   const Tensor<double> proj0 = model.params().grad("blocks/0/attn/proj/weight");  // [C, 4 Dh]
   double on = 0, off = 0;
   for (int64_t block = 0; block < 3; ++block)  // q, k, v rows: head 0 is on, heads 1-3 off

@@ -31,7 +31,8 @@ template <typename T>
 double max_abs_difference(const std::vector<T>& a, const std::vector<T>& b) {
   REQUIRE(a.size() == b.size());
   double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  for (size_t i = 0; i < a.size(); ++i)
+    d = std::max(d, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
   return d;
 }
 

@@ -18,10 +18,10 @@
 using namespace headlab;
 using headlab::test::check_same_bits;
 using headlab::test::gradcheck;
+using headlab::test::random_tensor;
 using headlab::test::require_close;
 using headlab::test::same_bits;
 using headlab::test::to_vector;
-using headlab::test::random_tensor;
 
 namespace {
 
@@ -105,8 +105,9 @@ Run<T> run_tape(const Inputs<T>& in, const AttentionOptions& options, const Tens
   Var<T> gates = in.gates.empty() ? Var<T>{} : tape.leaf_with_grad(in.gates);
   Var<T> out = attention(q, k, v, options, gates);
   tape.backward(sum(mul(out, tape.constant(dout))));
-  Run<T> r{to_vector(out.value()), to_vector(attention_probs(out)), to_vector(q.grad()), to_vector(k.grad()),
-           to_vector(v.grad()), {}};
+  Run<T> r{to_vector(out.value()), to_vector(attention_probs(out)),
+           to_vector(q.grad()),    to_vector(k.grad()),
+           to_vector(v.grad()),    {}};
   if (gates.defined()) r.dgates = to_vector(gates.grad());
   return r;
 }
@@ -195,37 +196,42 @@ TEST_CASE("attention forward gives the hand-computed answer on a two-token case"
   require_row(padded.value(), 1, {4, 0, 1, 0});
 }
 
-TEMPLATE_TEST_CASE("attention forward and backward match the naive loop reference", "[ops][attention]", float,
-                   double) {
+TEMPLATE_TEST_CASE("attention forward and backward match the naive loop reference", "[ops][attention]", float, double) {
   // T = 70: one causal block, ragged against the vector width.
-  Case c{2, 70, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 8, GENERATE(true, false),
-         GENERATE(Gates::none, Gates::pruned), GENERATE(Padding::none, Padding::mixed, Padding::all_of_last),
+  Case c{2,
+         70,
+         4,
+         GENERATE(as<int64_t>{}, 4, 2, 1),
+         8,
+         GENERATE(true, false),
+         GENERATE(Gates::none, Gates::pruned),
+         GENERATE(Padding::none, Padding::mixed, Padding::all_of_last),
          GENERATE(false, true)};
   require_matches_naive<TestType>(c, 11, 17);
 }
 
-TEMPLATE_TEST_CASE("attention matches the naive loop reference across several causal row blocks",
-                   "[ops][attention]", float, double) {
+TEMPLATE_TEST_CASE("attention matches the naive loop reference across several causal row blocks", "[ops][attention]",
+                   float, double) {
   // Two full blocks and a partial one; few heads, as the naive softmax Jacobian is O(T^3).
-  Case c{2, kLongT, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned,
-         GENERATE(Padding::none, Padding::mixed), true};
+  Case c{2,   kLongT, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned, GENERATE(Padding::none, Padding::mixed),
+         true};
   require_matches_naive<TestType>(c, 13, 19);
 }
 
 TEST_CASE("attention backward matches central differences", "[ops][attention][grad]") {
   // {B, T, H, Hkv, Dh, causal, gates, padding, strided}
   const Case c = GENERATE(values<Case>({
-      {2, 4, 1, 1, 3, true, Gates::none, Padding::none, false},          // H = 1
-      {2, 4, 1, 1, 3, false, Gates::gated, Padding::none, false},        // H = 1, bidirectional
-      {2, 4, 4, 4, 1, true, Gates::none, Padding::none, false},          // H = C (Dh = 1)
-      {2, 4, 4, 4, 1, false, Gates::pruned, Padding::none, false},       // H = C, pruned head
-      {2, 5, 4, 2, 2, true, Gates::gated, Padding::none, false},         // GQA
-      {2, 5, 4, 2, 2, false, Gates::pruned, Padding::mixed, false},      // GQA, pruned, padded
-      {2, 5, 4, 1, 2, true, Gates::pruned, Padding::mixed, false},       // MQA, fully masked rows
-      {2, 5, 4, 1, 2, false, Gates::gated, Padding::all_of_last, false}, // MQA, masked item
-      {2, 5, 2, 2, 3, true, Gates::gated, Padding::all_of_last, false},  // masked item, causal
-      {2, 1, 2, 1, 3, true, Gates::gated, Padding::none, false},         // T = 1
-      {2, 1, 2, 1, 3, false, Gates::none, Padding::mixed, false},        // T = 1, item 1 masked
+      {2, 4, 1, 1, 3, true, Gates::none, Padding::none, false},           // H = 1
+      {2, 4, 1, 1, 3, false, Gates::gated, Padding::none, false},         // H = 1, bidirectional
+      {2, 4, 4, 4, 1, true, Gates::none, Padding::none, false},           // H = C (Dh = 1)
+      {2, 4, 4, 4, 1, false, Gates::pruned, Padding::none, false},        // H = C, pruned head
+      {2, 5, 4, 2, 2, true, Gates::gated, Padding::none, false},          // GQA
+      {2, 5, 4, 2, 2, false, Gates::pruned, Padding::mixed, false},       // GQA, pruned, padded
+      {2, 5, 4, 1, 2, true, Gates::pruned, Padding::mixed, false},        // MQA, fully masked rows
+      {2, 5, 4, 1, 2, false, Gates::gated, Padding::all_of_last, false},  // MQA, masked item
+      {2, 5, 2, 2, 3, true, Gates::gated, Padding::all_of_last, false},   // masked item, causal
+      {2, 1, 2, 1, 3, true, Gates::gated, Padding::none, false},          // T = 1
+      {2, 1, 2, 1, 3, false, Gates::none, Padding::mixed, false},         // T = 1, item 1 masked
   }));
   INFO(describe(c));
   Arena arena;
@@ -247,8 +253,8 @@ TEST_CASE("attention backward matches central differences", "[ops][attention][gr
 TEST_CASE("attention backward matches central differences on strided slices of a fused qkv tensor",
           "[ops][attention][grad]") {
   // q, k and v are narrow() views of one [B, T, H + 2 Hkv, Dh] tensor: token stride (H+2Hkv) Dh.
-  const Case c{2, 5, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 2, GENERATE(true, false), Gates::pruned,
-               Padding::mixed, true};
+  const Case c{2,   5, 4, GENERATE(as<int64_t>{}, 4, 2, 1), 2, GENERATE(true, false), Gates::pruned, Padding::mixed,
+               true};
   INFO(describe(c));
   Arena arena;
   const Inputs<double> in = make_inputs<double>(arena, c, 7);
@@ -361,19 +367,33 @@ TEST_CASE("attention rejects bad shapes with one-line messages", "[ops][attentio
                       "attention: gates [5] must be [n_heads]=[8]");
 }
 
-TEMPLATE_TEST_CASE("attention matches the naive loop reference at the fused kernel's vector widths",
-                   "[ops][attention]", float, double) {
+TEMPLATE_TEST_CASE("attention matches the naive loop reference at the fused kernel's vector widths", "[ops][attention]",
+                   float, double) {
   // d_head 16..128 fill whole 512-bit vectors (48: a 32-lane tile plus a 16-lane one); T = 45
   // leaves a partial 8-row block and a partial key tile.
-  Case c{2, 45, 4, GENERATE(as<int64_t>{}, 4, 2, 1), GENERATE(as<int64_t>{}, 16, 32, 48, 64, 128),
-         GENERATE(true, false), Gates::pruned, GENERATE(Padding::none, Padding::mixed, Padding::all_of_last), true};
+  Case c{2,
+         45,
+         4,
+         GENERATE(as<int64_t>{}, 4, 2, 1),
+         GENERATE(as<int64_t>{}, 16, 32, 48, 64, 128),
+         GENERATE(true, false),
+         Gates::pruned,
+         GENERATE(Padding::none, Padding::mixed, Padding::all_of_last),
+         true};
   require_matches_naive<TestType>(c, 51, 53);
 }
 
 TEST_CASE("attention with d_head 16 and 32 is bit-identical on 1 or 2 threads", "[ops][attention]") {
   // The same property as above on the widths the bench runs (full vectors, many 8-row blocks).
-  const Case c{3, 100, 4, GENERATE(as<int64_t>{}, 4, 1), GENERATE(as<int64_t>{}, 16, 32), GENERATE(true, false),
-               Gates::gated, Padding::mixed, true};
+  const Case c{3,
+               100,
+               4,
+               GENERATE(as<int64_t>{}, 4, 1),
+               GENERATE(as<int64_t>{}, 16, 32),
+               GENERATE(true, false),
+               Gates::gated,
+               Padding::mixed,
+               true};
   INFO(describe(c));
   Arena arena;
   const Inputs<float> in = make_inputs<float>(arena, c, 61);
@@ -393,16 +413,14 @@ TEMPLATE_TEST_CASE("a backward that recomputes A from the row stats equals one t
                    "[ops][attention]", float, double) {
   // The tape saves only (row max, 1/sum) and recomputes A; the kernels can also keep A and read
   // it back. Both must give the same bits: the recomputation repeats the forward's arithmetic.
-  const Case c{2, 77, 4, 2, GENERATE(as<int64_t>{}, 8, 32), GENERATE(true, false), Gates::pruned, Padding::mixed,
-               true};
+  const Case c{2, 77, 4, 2, GENERATE(as<int64_t>{}, 8, 32), GENERATE(true, false), Gates::pruned, Padding::mixed, true};
   INFO(describe(c));
   Arena arena;
   const Inputs<TestType> in = make_inputs<TestType>(arena, c, 71);
   const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 72);
   const std::vector<uint8_t> pad = make_padding(c);
   const AttentionOptions options = make_options(c, pad);
-  const Tensor<TestType> workspace =
-      arena.empty<TestType>({num_threads(), attention_workspace_size(c.T, c.Dh)});
+  const Tensor<TestType> workspace = arena.empty<TestType>({num_threads(), attention_workspace_size(c.T, c.Dh)});
   const Tensor<TestType> probs = arena.empty<TestType>({c.B, c.H, c.T, c.T});
   const Tensor<TestType> stats = arena.empty<TestType>({c.B, c.H, c.T, 2});
   const Tensor<TestType> partials = arena.empty<TestType>({c.B, c.H});
@@ -450,8 +468,10 @@ TEST_CASE("the kernel API with A kept matches the tape", "[ops][attention]") {
   const std::vector<uint8_t> pad = make_padding(c);
   const AttentionOptions options = make_options(c, pad);
   const Run<double> tape = run_tape(in, options, dout);
-  const Tensor<double> out = arena.empty<double>({c.B, c.T, c.H, c.Dh}), probs = arena.empty<double>({c.B, c.H, c.T, c.T});
-  const Tensor<double> dq = arena.zeros<double>({c.B, c.T, c.H, c.Dh}), dk = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}),
+  const Tensor<double> out = arena.empty<double>({c.B, c.T, c.H, c.Dh}),
+                       probs = arena.empty<double>({c.B, c.H, c.T, c.T});
+  const Tensor<double> dq = arena.zeros<double>({c.B, c.T, c.H, c.Dh}),
+                       dk = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}),
                        dv = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}), dgates = arena.zeros<double>({c.H});
   const Tensor<double> workspace = arena.empty<double>({num_threads(), attention_workspace_size(c.T, c.Dh)});
   const AttentionInputs<double> inputs{.q = in.q, .k = in.k, .v = in.v, .gates = in.gates};

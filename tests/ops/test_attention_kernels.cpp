@@ -18,8 +18,8 @@
 #include "support/random.h"
 
 using namespace headlab;
-using headlab::test::random_tensor;
 using headlab::test::check_same_bits;
+using headlab::test::random_tensor;
 using headlab::test::require_close;
 using headlab::test::to_vector;
 
@@ -66,8 +66,10 @@ Result<T> run_kernels(const Problem<T>& p, AttentionKernels kernels) {
   options.kernels = kernels;
   const AttentionInputs<T> inputs{.q = p.q, .k = p.k, .v = p.v, .gates = p.gates};
   const AttentionSaved<T> saved{.stats = arena.empty<T>({B, H, T_, 2})};
-  const AttentionGrads<T> grads{.dq = arena.zeros<T>(p.q.shape()), .dk = arena.zeros<T>(p.k.shape()),
-                                .dv = arena.zeros<T>(p.v.shape()), .dgates = arena.zeros<T>({H})};
+  const AttentionGrads<T> grads{.dq = arena.zeros<T>(p.q.shape()),
+                                .dk = arena.zeros<T>(p.k.shape()),
+                                .dv = arena.zeros<T>(p.v.shape()),
+                                .dgates = arena.zeros<T>({H})};
   const AttentionScratch<T> scratch{
       .workspace = arena.empty<T>({num_threads(), attention_workspace_size(T_, p.q.size(3))}),
       .gate_partials = arena.empty<T>({B, H})};
@@ -75,8 +77,8 @@ Result<T> run_kernels(const Problem<T>& p, AttentionKernels kernels) {
   attention_forward(out, saved, inputs, options, scratch);
   attention_forward(arena.empty<T>(p.q.shape()), {.probs = probs}, inputs, options, scratch);
   attention_backward(grads, p.dout, inputs, saved, options, scratch);
-  return {to_vector(out), to_vector(probs), to_vector(grads.dq), to_vector(grads.dk), to_vector(grads.dv),
-          to_vector(grads.dgates)};
+  return {to_vector(out),      to_vector(probs),    to_vector(grads.dq),
+          to_vector(grads.dk), to_vector(grads.dv), to_vector(grads.dgates)};
 }
 
 // The same through the tape (L = sum(dout * out)), which must hand the choice to its backward.
@@ -91,7 +93,7 @@ Result<T> run_tape(const Problem<T>& p, AttentionKernels kernels) {
   Var<T> out = attention(q, k, v, options, gates);
   tape.backward(sum(mul(out, tape.constant(p.dout))));
   return {to_vector(out.value()), to_vector(attention_probs(out)), to_vector(q.grad()), to_vector(k.grad()),
-          to_vector(v.grad()), to_vector(gates.grad())};
+          to_vector(v.grad()),    to_vector(gates.grad())};
 }
 
 // The kernels to test here: generic always, avx512 where the CPU has it.
@@ -102,7 +104,9 @@ std::vector<AttentionKernels> testable_kernels() {
   return {AttentionKernels::generic};
 }
 
-const char* name(AttentionKernels k) { return k == AttentionKernels::avx512 ? "avx512" : "generic"; }
+const char* name(AttentionKernels k) {
+  return k == AttentionKernels::avx512 ? "avx512" : "generic";
+}
 
 std::string describe(const Shape5& s) {
   std::ostringstream o;
@@ -113,8 +117,8 @@ std::string describe(const Shape5& s) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("both attention kernel sets match the naive reference and each other", "[ops][attention]",
-                   float, double) {
+TEMPLATE_TEST_CASE("both attention kernel sets match the naive reference and each other", "[ops][attention]", float,
+                   double) {
   // {B, T, H, Hkv, Dh, causal, padded, score scale}: 2 * 128 + 20 tokens span many 8-row blocks
   // and 16-lane key vectors with ragged ends; GQA and MQA; the softmax's widths (16 to 64 lanes
   // of float); scores large enough that most exponents leave fast_exp's range.

@@ -80,18 +80,18 @@ TEST_CASE("cross_entropy backward matches central differences, with an ignored r
   const int32_t targets[] = {3, kIgnore, 0, 5, 1, 2};
   SECTION("[N, V] logits") {
     auto logits = random_tensor<double>(arena, {4, 6}, 1, -3.0, 3.0);
-    auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) {
-      return cross_entropy(in[0], targets, kIgnore);
-    }, {logits});
+    auto r = gradcheck(
+        [&](Tape<double>&, const std::vector<Var<double>>& in) { return cross_entropy(in[0], targets, kIgnore); },
+        {logits});
     INFO(r.str());
     REQUIRE(r.max_rel_error <= 1e-6);
   }
   SECTION("[B, T, V] logits, one row") {
     const Shape shape = GENERATE(Shape{2, 3, 6}, Shape{1, 1, 6});
     auto logits = random_tensor<double>(arena, shape, 2, -3.0, 3.0);
-    auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) {
-      return cross_entropy(in[0], targets, kIgnore);
-    }, {logits});
+    auto r = gradcheck(
+        [&](Tape<double>&, const std::vector<Var<double>>& in) { return cross_entropy(in[0], targets, kIgnore); },
+        {logits});
     INFO(shape.str() << ": " << r.str());
     REQUIRE(r.max_rel_error <= 1e-6);
   }

@@ -70,10 +70,12 @@ TEST_CASE("dropout backward matches central differences under a fixed seed", "[o
   Arena arena;
   const Shape shape = GENERATE(Shape{3, 7}, Shape{1});
   auto x = random_tensor<double>(arena, shape, 4);
-  auto r = gradcheck([](Tape<double>& tape, const std::vector<Var<double>>& in) {
-    tape.set_grad_enabled(true);
-    return dropout(in[0], 0.4, 1234);
-  }, {x});
+  auto r = gradcheck(
+      [](Tape<double>& tape, const std::vector<Var<double>>& in) {
+        tape.set_grad_enabled(true);
+        return dropout(in[0], 0.4, 1234);
+      },
+      {x});
   INFO(shape.str() << ": " << r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }

@@ -137,8 +137,8 @@ TEST_CASE("float gelu (inlined exp) agrees with the double tanh form, values and
     const double x = static_cast<double>(xf.data()[i]);
     const double y = x * 0.5 * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     worst_value = std::max(worst_value, std::abs(yf.value().data()[i] - y) / (1e-6 + std::abs(y)));
-    worst_derivative = std::max(worst_derivative, std::abs(vf.grad().data()[i] - vd.grad().data()[i]) /
-                                                      (1 + std::abs(vd.grad().data()[i])));
+    worst_derivative = std::max(
+        worst_derivative, std::abs(vf.grad().data()[i] - vd.grad().data()[i]) / (1 + std::abs(vd.grad().data()[i])));
   }
   INFO("max relative error: value " << worst_value << ", derivative " << worst_derivative);
   // In the negative tail y ~ x e^{-2u} with |2u| up to ~20: the float rounding of u alone costs
@@ -156,8 +156,7 @@ TEST_CASE("relu keeps positives, zeroes negatives, and passes gradient only wher
   CHECK(y.value()(1) == 0);
   CHECK(y.value()(2) == 0.5);
   CHECK(y.value()(3) == 3);
-  auto r = gradcheck([](Tape<double>&, const Inputs& in) { return relu(in[0]); },
-                     {away_from_zero(arena, {4, 6}, 10)});
+  auto r = gradcheck([](Tape<double>&, const Inputs& in) { return relu(in[0]); }, {away_from_zero(arena, {4, 6}, 10)});
   INFO(r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }
@@ -171,8 +170,8 @@ TEST_CASE("sum and mean reduce to one element", "[ops][elementwise][grad]") {
   CHECK(sum(xv).value()(0) == 21);
   CHECK(mean(xv).value()(0) == 3.5);
   CHECK(sum(xv).shape() == Shape({1}));
-  auto s = gradcheck([](Tape<double>&, const Inputs& in) { return sum(in[0]); },
-                     {random_tensor<double>(arena, {3, 4}, 11)});
+  auto s =
+      gradcheck([](Tape<double>&, const Inputs& in) { return sum(in[0]); }, {random_tensor<double>(arena, {3, 4}, 11)});
   INFO(s.str());
   REQUIRE(s.max_rel_error <= 1e-6);
   auto m = gradcheck([](Tape<double>&, const Inputs& in) { return mean(in[0]); },

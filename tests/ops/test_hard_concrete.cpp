@@ -14,7 +14,9 @@ using headlab::test::random_tensor;
 
 namespace {
 
-double logistic(double x) { return 1 / (1 + std::exp(-x)); }
+double logistic(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 // The gate before the clamp, s (r - l) + l, written out from the definition.
 double stretched(double log_alpha, double u) {
@@ -69,8 +71,8 @@ TEST_CASE("hard concrete backward matches central differences with fixed noise",
   }
   REQUIRE(inside >= 8);
   REQUIRE(inside <= H - 4);
-  const auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) { return hard_concrete(in[0], seed); },
-                           {log_alpha});
+  const auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& in) { return hard_concrete(in[0], seed); }, {log_alpha});
   INFO(r.str());
   CHECK(r.max_rel_error <= 1e-6);
 }
@@ -95,7 +97,9 @@ TEST_CASE("the L0 penalty's open probability matches sampled gates and central d
   }
   CHECK(p.value()(2) == Approx(logistic(-0.33 * std::log(0.1 / 1.1))).epsilon(1e-14));
   const auto r = gradcheck(
-      [](Tape<double>&, const std::vector<Var<double>>& in) { return scale(sum(hard_concrete_open_probability(in[0])), 0.7); },
+      [](Tape<double>&, const std::vector<Var<double>>& in) {
+        return scale(sum(hard_concrete_open_probability(in[0])), 0.7);
+      },
       {log_alpha});
   INFO(r.str());
   CHECK(r.max_rel_error <= 1e-6);

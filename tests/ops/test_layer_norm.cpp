@@ -24,8 +24,7 @@ struct LayerNormRun {
 };
 
 template <typename T>
-LayerNormRun<T> run_layer_norm(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& b,
-                               const Tensor<T>& probe) {
+LayerNormRun<T> run_layer_norm(const Tensor<T>& x, const Tensor<T>& w, const Tensor<T>& b, const Tensor<T>& probe) {
   Arena arena;
   Tape<T> tape(arena);
   Var<T> xv = tape.leaf_with_grad(x), wv = tape.leaf_with_grad(w), bv = tape.leaf_with_grad(b);
@@ -75,8 +74,7 @@ TEST_CASE("layer_norm backward matches central differences with and without bias
   auto w = random_tensor<double>(arena, {5}, 12, 0.5, 1.5);
   auto b = random_tensor<double>(arena, {5}, 13);
   auto with_bias = gradcheck(
-      [](Tape<double>&, const std::vector<Var<double>>& in) { return layer_norm(in[0], in[1], in[2]); },
-      {x, w, b});
+      [](Tape<double>&, const std::vector<Var<double>>& in) { return layer_norm(in[0], in[1], in[2]); }, {x, w, b});
   INFO(with_bias.str());
   REQUIRE(with_bias.max_rel_error <= 1e-6);
 
@@ -97,9 +95,8 @@ TEST_CASE("layer_norm backward holds on edge shapes: one row, C = 2, C = 3", "[o
   auto x = random_tensor<double>(arena, {rows, C}, 20 + C, -1.0, 1.0);
   auto w = random_tensor<double>(arena, {C}, 21, 0.5, 1.5);
   auto b = random_tensor<double>(arena, {C}, 22);
-  auto r = gradcheck(
-      [](Tape<double>&, const std::vector<Var<double>>& in) { return layer_norm(in[0], in[1], in[2]); },
-      {x, w, b});
+  auto r = gradcheck([](Tape<double>&, const std::vector<Var<double>>& in) { return layer_norm(in[0], in[1], in[2]); },
+                     {x, w, b});
   INFO("rows " << rows << " C " << C << ": " << r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }

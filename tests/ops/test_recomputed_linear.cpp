@@ -87,9 +87,10 @@ TEST_CASE("residual_linear backward matches central differences, plain and throu
   auto x = random_tensor<double>(arena, {2, 3, 4}, 6);
   auto a = random_tensor<double>(arena, {2, 3, 6}, 7, -2.0, 2.0);
   auto w = random_tensor<double>(arena, {4, 6}, 8), b = random_tensor<double>(arena, {4}, 9);
-  auto with_bias = gradcheck(
-      [&](Tape<double>&, const std::vector<Var<double>>& in) { return residual_linear(in[0], in[1], in[2], in[3], input); },
-      {x, a, w, b});
+  auto with_bias =
+      gradcheck([&](Tape<double>&,
+                    const std::vector<Var<double>>& in) { return residual_linear(in[0], in[1], in[2], in[3], input); },
+                {x, a, w, b});
   INFO(with_bias.str());
   REQUIRE(with_bias.max_rel_error <= 1e-6);
   auto without_bias = gradcheck(
@@ -114,13 +115,16 @@ TEST_CASE("the recomputing linear ops give the unfused ops' values and gradients
   const size_t shared = GENERATE(0, 1);  // which input a second consumer also reads
   INFO("input " << shared << " has a second consumer");
   SECTION("layer_norm_linear = linear(layer_norm)") {
-    require_bit_identical(
-        run([](Tape<float>&, const std::vector<Var<float>>& in) {
-          return layer_norm_linear(in[0], in[1], in[2], 1e-5, in[3], in[4]);
-        }, {x, nw, nb, w_in, b_in}, shared),
-        run([](Tape<float>&, const std::vector<Var<float>>& in) {
-          return linear(layer_norm(in[0], in[1], in[2], 1e-5), in[3], in[4]);
-        }, {x, nw, nb, w_in, b_in}, shared));
+    require_bit_identical(run(
+                              [](Tape<float>&, const std::vector<Var<float>>& in) {
+                                return layer_norm_linear(in[0], in[1], in[2], 1e-5, in[3], in[4]);
+                              },
+                              {x, nw, nb, w_in, b_in}, shared),
+                          run(
+                              [](Tape<float>&, const std::vector<Var<float>>& in) {
+                                return linear(layer_norm(in[0], in[1], in[2], 1e-5), in[3], in[4]);
+                              },
+                              {x, nw, nb, w_in, b_in}, shared));
   }
   SECTION("residual_linear = add(x, linear(a))") {
     require_bit_identical(
@@ -131,10 +135,13 @@ TEST_CASE("the recomputing linear ops give the unfused ops' values and gradients
   }
   SECTION("residual_linear through gelu = add(x, linear(gelu(a)))") {
     require_bit_identical(
-        run([](Tape<float>&, const std::vector<Var<float>>& in) {
-          return residual_linear(in[0], in[1], in[2], in[3], LinearInput::gelu);
-        }, {x, u, w_out, b_out}, shared),
-        run([](Tape<float>&, const std::vector<Var<float>>& in) { return add(in[0], linear(gelu(in[1]), in[2], in[3])); },
+        run(
+            [](Tape<float>&, const std::vector<Var<float>>& in) {
+              return residual_linear(in[0], in[1], in[2], in[3], LinearInput::gelu);
+            },
+            {x, u, w_out, b_out}, shared),
+        run([](Tape<float>&,
+               const std::vector<Var<float>>& in) { return add(in[0], linear(gelu(in[1]), in[2], in[3])); },
             {x, u, w_out, b_out}, shared));
   }
 }

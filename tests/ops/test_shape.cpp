@@ -64,9 +64,9 @@ TEST_CASE("transpose backward matches central differences for several dim pairs"
   const auto dims = GENERATE(std::pair{0, 1}, std::pair{1, 2}, std::pair{0, 2}, std::pair{1, 1});
   Arena arena;
   auto x = random_tensor<double>(arena, {2, 3, 4}, 2);
-  auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) {
-    return transpose(in[0], dims.first, dims.second);
-  }, {x});
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& in) { return transpose(in[0], dims.first, dims.second); },
+      {x});
   INFO(dims.first << ", " << dims.second << ": " << r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }
@@ -99,9 +99,8 @@ TEST_CASE("slice backward matches central differences on every dim", "[ops][shap
   const int dim = GENERATE(0, 1, 2);
   Arena arena;
   auto x = random_tensor<double>(arena, {3, 4, 6}, 4);
-  auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) {
-    return transpose(slice(in[0], dim, 1, 2), 0, 1);
-  }, {x});
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& in) { return transpose(slice(in[0], dim, 1, 2), 0, 1); }, {x});
   INFO("dim " << dim << ": " << r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }
@@ -111,10 +110,12 @@ TEST_CASE("slices of a fused qkv concatenated back route every gradient home", "
   // every element of qkv gets exactly its own weight back.
   Arena arena;
   auto qkv = random_tensor<double>(arena, {2, 3, 12}, 5);
-  auto r = gradcheck([](Tape<double>&, const std::vector<Var<double>>& in) {
-    Var<double> q = slice(in[0], 2, 0, 4), k = slice(in[0], 2, 4, 4), v = slice(in[0], 2, 8, 4);
-    return concat({v, q, k}, 2);
-  }, {qkv});
+  auto r = gradcheck(
+      [](Tape<double>&, const std::vector<Var<double>>& in) {
+        Var<double> q = slice(in[0], 2, 0, 4), k = slice(in[0], 2, 4, 4), v = slice(in[0], 2, 8, 4);
+        return concat({v, q, k}, 2);
+      },
+      {qkv});
   INFO(r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
 }
@@ -135,14 +136,19 @@ TEST_CASE("concat backward matches central differences for uneven inputs and rep
   auto a = random_tensor<double>(arena, {2, 1, 3}, 6);
   auto b = random_tensor<double>(arena, {2, 3, 3}, 7);
   auto c = random_tensor<double>(arena, {2, 2, 3}, 8);
-  auto middle = gradcheck([](Tape<double>&, const std::vector<Var<double>>& in) {
-    return concat({in[0], in[1], in[2], in[0]}, 1);  // a twice: its gradient is the sum of both
-  }, {a, b, c});
+  auto middle = gradcheck(
+      [](Tape<double>&, const std::vector<Var<double>>& in) {
+        return concat({in[0], in[1], in[2], in[0]}, 1);  // a twice: its gradient is the sum of both
+      },
+      {a, b, c});
   INFO(middle.str());
   REQUIRE(middle.max_rel_error <= 1e-6);
   auto d = random_tensor<double>(arena, {1, 3, 3}, 9);
-  auto outer = gradcheck([](Tape<double>&, const std::vector<Var<double>>& in) { return concat({in[0], in[1]}, 0); },
-                         {b, d}, {.differentiable = {true, false}});
+  auto outer = gradcheck(
+      [](Tape<double>&, const std::vector<Var<double>>& in) {
+        return concat({in[0], in[1]}, 0);
+      },
+      {b, d}, {.differentiable = {true, false}});
   INFO(outer.str());
   REQUIRE(outer.max_rel_error <= 1e-6);
 }

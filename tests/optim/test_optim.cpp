@@ -54,7 +54,9 @@ void fill_random_grads(Parameters<float>& p, uint64_t seed) {
   }
 }
 
-bool same_bits(const float* a, const float* b, int64_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+bool same_bits(const float* a, const float* b, int64_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
 
 // Restores the thread count a test changed.
 struct ThreadCountGuard {
@@ -78,15 +80,19 @@ TEST_CASE("adamw matches hand-computed values for three steps with decay exclusi
   // Steps 2-3 evaluated with Python's decimal module at 40 digits from these formulas.
   const double decayed[3] = {0.8919607843137254901960784313725490196078, 0.7830916874698337742037623733095528254783,
                              0.7652330730343882611675207712690856949079};
-  const double not_decayed[3] = {0.9019607843137254901960784313725490196078,
-                                 0.8020112953129710291057231576232783156744,
+  const double not_decayed[3] = {0.9019607843137254901960784313725490196078, 0.8020112953129710291057231576232783156744,
                                  0.7919835977522238538115191793159067133588};
   const double grads[3] = {0.5, 1.0, -0.5};
   const bool decay_others = GENERATE(false, true);
 
   Parameters<double> p(one_of_each_kind());
-  AdamW<double> opt(p, {.beta1 = 0.5, .beta2 = 0.75, .eps = 0.01, .weight_decay = 0.1, .decay_biases = decay_others,
-                        .decay_norms = decay_others, .decay_embeddings = decay_others});
+  AdamW<double> opt(p, {.beta1 = 0.5,
+                        .beta2 = 0.75,
+                        .eps = 0.01,
+                        .weight_decay = 0.1,
+                        .decay_biases = decay_others,
+                        .decay_norms = decay_others,
+                        .decay_embeddings = decay_others});
   set_values_and_grads(p, true, grads[0]);
   CHECK(opt.decays(p.index("w")));
   CHECK(opt.decays(p.index("b")) == decay_others);
@@ -365,7 +371,9 @@ TEST_CASE("grad norm and clipping give the same bits for 1, 2 and 3 threads on a
     const int64_t allocations = tensor_system_allocations();
     CHECK(clip_grad_norm(q, 1.0) == norm1);
     CHECK(tensor_system_allocations() == allocations);
-    if (clipped1.empty()) clipped1.assign(q.grads(), q.grads() + q.slab_size());
-    else CHECK(same_bits(clipped1.data(), q.grads(), q.slab_size()));
+    if (clipped1.empty())
+      clipped1.assign(q.grads(), q.grads() + q.slab_size());
+    else
+      CHECK(same_bits(clipped1.data(), q.grads(), q.slab_size()));
   }
 }

@@ -65,13 +65,14 @@ int count_lines(const std::string& text) {
 }  // namespace
 
 TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts at the unpruned metric", "[prune]") {
-  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random,
-                                          PruneStrategy::entropy, PruneStrategy::confidence, PruneStrategy::ablation);
+  const PruneStrategy strategy =
+      GENERATE(PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random, PruneStrategy::entropy,
+               PruneStrategy::confidence, PruneStrategy::ablation);
   INFO("strategy " << prune_strategy_name(strategy));
   Pruned p(fast_options(strategy));
   const std::vector<PruneRound>& rounds = p.rounds;
   const EvalStats unpruned = unpruned_metric(2);
-  REQUIRE(rounds.size() == 4);  // 8 -> 6 -> 4 -> 2 heads
+  REQUIRE(rounds.size() == 4);                    // 8 -> 6 -> 4 -> 2 heads
   CHECK(rounds[0].metric.loss == unpruned.loss);  // exactly: the same batches, the same model
   CHECK(rounds[0].metric.accuracy == unpruned.accuracy);
   CHECK(rounds[0].pruned.empty());
@@ -123,7 +124,8 @@ TEST_CASE("fine-tuning between rounds trains the model but never reopens a prune
   CHECK(tuned.rounds[1].pruned == plain.rounds[1].pruned);  // round 1 uses the unpruned scores either way
   CHECK(tuned.rounds[1].metric.loss != plain.rounds[1].metric.loss);
   const Model<float>& model = *tuned.checkpoint.model;
-  for (const LayerHead& x : tuned.rounds.back().pruned) CHECK(model.gates().value(static_cast<int>(x.layer))(x.head) == 0.0f);
+  for (const LayerHead& x : tuned.rounds.back().pruned)
+    CHECK(model.gates().value(static_cast<int>(x.layer))(x.head) == 0.0f);
   float open_sum = 0;
   for (int l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) open_sum += model.gates().value(l)(h);
@@ -159,7 +161,8 @@ TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", 
   REQUIRE(tiny.rounds.size() == 2);
   REQUIRE(large.rounds.size() == 2);
   CHECK(tiny.rounds[0].metric.loss == unpruned_metric(2).loss);
-  INFO("closed with lambda 1e-4: " << tiny.rounds[1].pruned.size() << ", with lambda 1: " << large.rounds[1].pruned.size());
+  INFO("closed with lambda 1e-4: " << tiny.rounds[1].pruned.size()
+                                   << ", with lambda 1: " << large.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() > tiny.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() >= 2);
   // The gates are binary after the run, and the run is a pure function of its seed.
@@ -211,15 +214,18 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
     std::string expected;
   };
   const std::vector<Case> bad = {
-      {{"prune", run.checkpoint(), "--strategy", "magnitude"}, "--strategy must be one of importance, importance_raw, random"},
+      {{"prune", run.checkpoint(), "--strategy", "magnitude"},
+       "--strategy must be one of importance, importance_raw, random"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "0"}, "--step-frac must be in (0, 1)"},
       {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},
       {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda=-1"}, "--lambda must be >= 0"},
       {{"prune", run.checkpoint(), "--strategy", "l0"}, "needs --lambda"},
-      {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"}, "only train.*, data.* can change here"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"},
+       "only train.*, data.* can change here"},
       {{"prune", run.checkpoint(), "--strategy", "none"}, "needs --finetune-steps"},
-      {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"}, "--rounds applies only to --strategy none"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"},
+       "--rounds applies only to --strategy none"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--finetune-lr", "1e-3"}, "--finetune-lr needs fine-tuning"},
   };
   for (const Case& c : bad) {
@@ -231,10 +237,9 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
     CHECK_FALSE(fs::exists(prune_dir));
   }
 
-  const test::CommandResult r = test::run_headlab(
-      {"prune", run.checkpoint(), "--strategy", "importance", "--step-frac", "0.25", "--batches", "2",
-       "--score-batches", "2"},
-      logs.dir / "good.txt", {{"OMP_NUM_THREADS", "1"}});
+  const test::CommandResult r = test::run_headlab({"prune", run.checkpoint(), "--strategy", "importance", "--step-frac",
+                                                   "0.25", "--batches", "2", "--score-batches", "2"},
+                                                  logs.dir / "good.txt", {{"OMP_NUM_THREADS", "1"}});
   INFO(r.output);
   REQUIRE(r.code == 0);
   const fs::path out = prune_dir / "importance";
@@ -260,7 +265,8 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
   INFO(small.output);
   REQUIRE(small.code == 0);
   CHECK_THAT(small.output, Catch::Contains(expected));
-  const test::CommandResult info = test::run_headlab({"info", (out / "pruned_small.h5").string()}, logs.dir / "info.txt");
+  const test::CommandResult info =
+      test::run_headlab({"info", (out / "pruned_small.h5").string()}, logs.dir / "info.txt");
   CHECK_THAT(info.output, Catch::Contains("layer heads  L0 1 L1 1"));
   // pruned.h5 keeps the optimizer state for `train --init`; the physically pruned twin cannot.
   const OpenedCheckpoint masked = open_checkpoint((out / "pruned.h5").string());

@@ -34,8 +34,8 @@ void require_close(const char* what, const std::vector<T>& got, const std::vecto
     const double diff = std::abs(double(got[i]) - double(want[i]));
     if (diff > max_diff) max_diff = diff, worst = i;
   }
-  INFO(what << ": max |diff| " << max_diff << " at index " << worst << ", max |ref| " << max_ref << ", "
-            << non_finite << " non-finite values");
+  INFO(what << ": max |diff| " << max_diff << " at index " << worst << ", max |ref| " << max_ref << ", " << non_finite
+            << " non-finite values");
   REQUIRE(non_finite == 0);
   REQUIRE(max_diff <= tol * std::max(1.0, max_ref));
 }

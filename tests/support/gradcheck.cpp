@@ -13,17 +13,15 @@ namespace headlab::test {
 
 std::string GradCheckResult::str() const {
   std::ostringstream out;
-  out << "max relative error " << max_rel_error << " at input " << worst_input << " index "
-      << worst_index << " (analytic " << analytic << ", numeric " << numeric << "), " << checked
-      << " elements checked";
+  out << "max relative error " << max_rel_error << " at input " << worst_input << " index " << worst_index
+      << " (analytic " << analytic << ", numeric " << numeric << "), " << checked << " elements checked";
   return out.str();
 }
 
 namespace {
 
 // L = sum(w * y) evaluated without recording a backward.
-double loss_value(const GraphFn& graph, const std::vector<Tensor<double>>& inputs,
-                  const std::vector<double>& weights) {
+double loss_value(const GraphFn& graph, const std::vector<Tensor<double>>& inputs, const std::vector<double>& weights) {
   Arena arena;
   Tape<double> tape(arena);
   NoGradGuard<double> no_grad(tape);
@@ -38,8 +36,8 @@ double loss_value(const GraphFn& graph, const std::vector<Tensor<double>>& input
 }  // namespace
 
 void compare_with_central_differences(const std::function<double()>& loss, double* values, const double* analytic,
-                                      const std::vector<int64_t>& indices, int input,
-                                      const GradCheckOptions& options, GradCheckResult& result) {
+                                      const std::vector<int64_t>& indices, int input, const GradCheckOptions& options,
+                                      GradCheckResult& result) {
   for (int64_t index : indices) {
     const double original = values[index];
     values[index] = original + options.step;

@@ -27,9 +27,9 @@ struct GradCheckResult {
 };
 
 struct GradCheckOptions {
-  double step = 1e-5;            // central-difference step
-  double floor = 1e-3;           // relative error = |a - n| / max(|a|, |n|, floor)
-  int64_t max_per_input = 300;   // above this, a seeded random subset of elements is checked
+  double step = 1e-5;           // central-difference step
+  double floor = 1e-3;          // relative error = |a - n| / max(|a|, |n|, floor)
+  int64_t max_per_input = 300;  // above this, a seeded random subset of elements is checked
   uint64_t seed = 1234;
   std::vector<bool> differentiable;  // per input; default all true
 };
@@ -48,7 +48,7 @@ GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>
 // perturbs values[i] for the chosen indices, calls loss() (which must not record a backward) and
 // compares the central difference with analytic[i]. `input` labels the result.
 void compare_with_central_differences(const std::function<double()>& loss, double* values, const double* analytic,
-                                      const std::vector<int64_t>& indices, int input,
-                                      const GradCheckOptions& options, GradCheckResult& result);
+                                      const std::vector<int64_t>& indices, int input, const GradCheckOptions& options,
+                                      GradCheckResult& result);
 
 }  // namespace headlab::test

@@ -23,9 +23,8 @@ struct NaiveAttention {
 };
 
 template <typename T>
-NaiveAttention<T> naive_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v,
-                                  const Tensor<T>& gates, bool causal, const uint8_t* key_padding,
-                                  const Tensor<T>& dout = {}) {
+NaiveAttention<T> naive_attention(const Tensor<T>& q, const Tensor<T>& k, const Tensor<T>& v, const Tensor<T>& gates,
+                                  bool causal, const uint8_t* key_padding, const Tensor<T>& dout = {}) {
   const int64_t B = q.size(0), T_ = q.size(1), H = q.size(2), Dh = q.size(3), Hkv = k.size(2);
   const int64_t group = H / Hkv;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(Dh)));
@@ -62,8 +61,7 @@ NaiveAttention<T> naive_attention(const Tensor<T>& q, const Tensor<T>& k, const 
         }
         T sum = 0;
         for (int64_t s = 0; s < T_; ++s) sum += allowed(b, t, s) ? std::exp(score[s] - max) : T(0);
-        for (int64_t s = 0; s < T_; ++s)
-          A[t * T_ + s] = allowed(b, t, s) ? std::exp(score[s] - max) / sum : T(0);
+        for (int64_t s = 0; s < T_; ++s) A[t * T_ + s] = allowed(b, t, s) ? std::exp(score[s] - max) / sum : T(0);
       }
       // Y = A V;  out = x Y.
       for (int64_t t = 0; t < T_; ++t)

@@ -10,8 +10,7 @@
 namespace headlab::test {
 
 template <typename T>
-Tensor<T> random_tensor(Arena& arena, const Shape& shape, uint64_t seed, double lo = -1.0,
-                        double hi = 1.0) {
+Tensor<T> random_tensor(Arena& arena, const Shape& shape, uint64_t seed, double lo = -1.0, double hi = 1.0) {
   Tensor<T> t = arena.empty<T>(shape);
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> dist(lo, hi);

@@ -45,9 +45,7 @@ struct TinyBatch {
       padding[B * T - 1] = padding[B * T - 2] = 0;  // the last row ends in two pad tokens
     }
   }
-  ModelInput input() const {
-    return {B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()};
-  }
+  ModelInput input() const { return {B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()}; }
 };
 
 // Gives every parameter (and gate) a non-trivial value, so LayerNorm gains and biases are not

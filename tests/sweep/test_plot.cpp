@@ -59,8 +59,12 @@ void check_png(const fs::path& path) {
   CHECK(bytes.substr(bytes.size() - 8, 4) == "IEND");
 }
 
-uint32_t png_width(const fs::path& path) { return big_endian_u32(read_file(path), 16); }
-uint32_t png_height(const fs::path& path) { return big_endian_u32(read_file(path), 20); }
+uint32_t png_width(const fs::path& path) {
+  return big_endian_u32(read_file(path), 16);
+}
+uint32_t png_height(const fs::path& path) {
+  return big_endian_u32(read_file(path), 20);
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -100,12 +104,11 @@ TEST_CASE("plotting the fixture run writes its loss, metric, per-head, similarit
   // Columns without a picture to draw are skipped, and stdout says so.
   CHECK(!fs::exists(run / "plots" / "heads_gate.png"));
   CHECK(!fs::exists(run / "plots" / "heads_syntactic_head_agreement.png"));
-  CHECK_THAT(r.output, Contains("no heatmap for gate (every head 1)") &&
-                           Contains("syntactic_head_agreement (no values)"));
+  CHECK_THAT(r.output,
+             Contains("no heatmap for gate (every head 1)") && Contains("syntactic_head_agreement (no values)"));
 }
 
-TEST_CASE("--heads draws only the chosen heads' attention maps; a bad choice is one line and exit code 2",
-          "[plot]") {
+TEST_CASE("--heads draws only the chosen heads' attention maps; a bad choice is one line and exit code 2", "[plot]") {
   Scratch s;
   const fs::path run = s.dir / "run_small", figure = run / "plots" / "attention_example_0.png";
   const fs::path log = s.dir / "log.txt";
@@ -125,8 +128,7 @@ TEST_CASE("--heads draws only the chosen heads' attention maps; a bad choice is 
   check_one_line_error({(s.dir / "prune_small").string(), "--heads", "0:0"}, log, "has no attention_example_");
 }
 
-TEST_CASE("--format, --dpi and --no-title make figures for papers; a bad value is one line and exit code 2",
-          "[plot]") {
+TEST_CASE("--format, --dpi and --no-title make figures for papers; a bad value is one line and exit code 2", "[plot]") {
   Scratch s;
   // Only the curves (no analysis files): three figures per call keep the test quick.
   const fs::path run = s.dir / "curves", log = s.dir / "log.txt", loss = run / "plots" / "loss.png";
@@ -187,9 +189,9 @@ TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]")
   o.out_dir = run.string();
   o.quiet = true;
   run_training(c, o);
-  const auto analyzed = test::run_headlab({"analyze", (run / "checkpoints" / "best.h5").string(), "--batches", "1",
-                                           "--no-ablation", "--dump-example", "0"},
-                                          s.dir / "analyze.txt", {{"OMP_NUM_THREADS", "1"}});
+  const auto analyzed = test::run_headlab(
+      {"analyze", (run / "checkpoints" / "best.h5").string(), "--batches", "1", "--no-ablation", "--dump-example", "0"},
+      s.dir / "analyze.txt", {{"OMP_NUM_THREADS", "1"}});
   INFO(analyzed.output);
   REQUIRE(analyzed.code == 0);
   const auto r = run_plot({run.string()}, s.dir / "log.txt");
@@ -234,16 +236,15 @@ TEST_CASE("a malformed prune.csv is one line and exit code 2", "[plot]") {
   check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2 has a malformed number");
 }
 
-TEST_CASE("plotting the fixture sweep writes overlaid curves, final metrics with error bars and heatmaps",
-          "[plot]") {
+TEST_CASE("plotting the fixture sweep writes overlaid curves, final metrics with error bars and heatmaps", "[plot]") {
   Scratch s;
   const fs::path sweep = s.dir / "sweep_small";
   const auto r = run_plot({sweep.string(), "--x-axis", "step"}, s.dir / "log.txt");
   INFO(r.output);
   REQUIRE(r.code == 0);
-  for (const char* name : {"loss.png", "val_accuracy.png", "val_bpb.png", "final_val_loss.png",
-                           "final_val_accuracy.png", "final_val_bpb.png",
-                           "model.n_heads=4,train.seed=0/heads_importance.png"})
+  for (const char* name :
+       {"loss.png", "val_accuracy.png", "val_bpb.png", "final_val_loss.png", "final_val_accuracy.png",
+        "final_val_bpb.png", "model.n_heads=4,train.seed=0/heads_importance.png"})
     check_png(sweep / "plots" / name);
   CHECK(fs::exists(sweep / "results.csv"));  // plot aggregates first
   CHECK(fs::exists(sweep / "summary.md"));

@@ -58,8 +58,8 @@ TEST_CASE("P ranks x 2^j micro-batches each sum to the bits of one process with 
       const auto grads = micro_gradients(ranks * per_rank, 101);
       std::vector<std::vector<float>> partials;
       for (size_t r = 0; r < ranks; ++r) {
-        const MicroBatchRange mine = micro_batches_of_rank(static_cast<int64_t>(ranks * per_rank), static_cast<int>(r),
-                                                           static_cast<int>(ranks));
+        const MicroBatchRange mine =
+            micro_batches_of_rank(static_cast<int64_t>(ranks * per_rank), static_cast<int>(r), static_cast<int>(ranks));
         partials.push_back(micro_batch_sum({grads.begin() + mine.begin, grads.begin() + mine.end}, sum));
       }
       INFO(ranks << " ranks x " << per_rank);

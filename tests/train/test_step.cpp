@@ -51,8 +51,7 @@ TEST_CASE("a warmed-up training step allocates nothing: no tensors, no heap", "[
   BatchPrefetcher batches(data, Split::train, c.train.batch_size, /*background=*/true);
   Arena arena;
   Tape<float> tape(arena);
-  TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(c), c.train.grad_accum,
-                      c.train.grad_clip, 0};
+  TrainingContext ctx{model, *optimizer, batches, tape, schedule_options(c), c.train.grad_accum, c.train.grad_clip, 0};
   train_step(ctx, 0);
   train_step(ctx, 1);
   const int64_t tensors = tensor_system_allocations(), heap = test::heap_allocations();
@@ -107,7 +106,8 @@ TEST_CASE("gradient accumulation over two half batches equals one full batch", "
   const auto [accum_loss, accum_params] = run(4, 2);
   CHECK(accum_loss == Approx(full_loss).epsilon(1e-6));
   double max_diff = 0;
-  for (size_t i = 0; i < full_params.size(); ++i) max_diff = std::max(max_diff, double(std::abs(full_params[i] - accum_params[i])));
+  for (size_t i = 0; i < full_params.size(); ++i)
+    max_diff = std::max(max_diff, double(std::abs(full_params[i] - accum_params[i])));
   INFO("max parameter difference " << max_diff);
   CHECK(max_diff < 1e-6);
 }

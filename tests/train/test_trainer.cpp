@@ -100,14 +100,16 @@ TEST_CASE("a run stopped between checkpoints and resumed ends bit-identical to a
   }
   const RunResult resumed = run_training(c, quiet_run(s.dir / "resumed", "auto"));
   CHECK(resumed.end == RunEnd::finished);
-  const auto straight_rows = metrics_without_timing(s.dir / "straight"), resumed_rows = metrics_without_timing(s.dir / "resumed");
+  const auto straight_rows = metrics_without_timing(s.dir / "straight"),
+             resumed_rows = metrics_without_timing(s.dir / "resumed");
   CHECK(straight_rows.size() == 13);  // header + 12 steps
   CHECK(resumed_rows == straight_rows);
   CHECK(checkpoint_tensors(checkpoint_path((s.dir / "resumed").string(), 12)) ==
         checkpoint_tensors(checkpoint_path((s.dir / "straight").string(), 12)));
 }
 
-TEST_CASE("prefetching batches in the background changes nothing: runs with and without it are bit-identical", "[train]") {
+TEST_CASE("prefetching batches in the background changes nothing: runs with and without it are bit-identical",
+          "[train]") {
   Scratch s;
   Config c = tiny_config(s);
   c.train.grad_accum = 2;
@@ -258,8 +260,7 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
   // A config that differs in more than the heads does not describe the model.
   Config other = c;
   other.model.d_model = 64;
-  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42),
-                    Catch::Contains("does not describe this model"));
+  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42), Catch::Contains("does not describe this model"));
 }
 
 TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero optimizer moments",

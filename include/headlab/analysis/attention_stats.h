@@ -39,8 +39,8 @@ using OffsetRows = std::map<int64_t, int64_t>;
 // Running sums over batches, one slot per head (size N); finish_attention_stats() divides.
 struct AttentionSums {
   std::vector<double> rows, entropy, distance, confidence, delimiter_mass;
-  std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit,
-      antecedent_n, antecedent_hit, delimiter_n, delimiter_hit, rare_n, rare_hit;
+  std::vector<int64_t> previous_n, previous_hit, head_n, head_hit, dependent_n, dependent_hit, antecedent_n,
+      antecedent_hit, delimiter_n, delimiter_hit, rare_n, rare_hit;
   std::vector<OffsetRows> argmax_offsets;  // per head: rows whose argmax is at t - offset
   std::vector<double> js_sum;              // [N, N]
   int64_t js_rows = 0;
@@ -63,8 +63,7 @@ void accumulate_positional_baselines(const AttentionBatchInfo& info, AttentionSu
 // Adds the JS distance of every pair of heads (all layers: probs[l] is layer l's A, layers may
 // differ in H; heads numbered layer by layer) on each counted query row.
 template <typename T>
-void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info,
-                            AttentionSums& sums);
+void accumulate_js_distance(const std::vector<Tensor<T>>& probs, const AttentionBatchInfo& info, AttentionSums& sums);
 // Means into scores' attention columns, js_nearest and the positional baselines (NaN where
 // nothing was counted) and js_distance (left empty when no JS rows were added).
 void finish_attention_stats(const AttentionSums& sums, HeadScores& scores);

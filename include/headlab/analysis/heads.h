@@ -35,10 +35,10 @@ namespace headlab {
 struct AnalysisOptions {
   int64_t batch_size = 32;
   bool importance = true;
-  bool ablation = true;    // one extra forward per head and batch: usually the costliest part
-  bool layer_only = false; // one more forward per head and batch: each head alone in its layer
-  bool attention = true;   // attention statistics and gold agreement
-  bool similarity = true;  // JS matrix: N^2/2 pairs per query row
+  bool ablation = true;     // one extra forward per head and batch: usually the costliest part
+  bool layer_only = false;  // one more forward per head and batch: each head alone in its layer
+  bool attention = true;    // attention statistics and gold agreement
+  bool similarity = true;   // JS matrix: N^2/2 pairs per query row
   // Per-example gate gradients come from one backward per batch (dL/dout . out / gate, split by
   // example); a head whose gate is 0 has out = 0, so any zero gate switches to one backward per
   // example. Set to force that slower path.
@@ -70,13 +70,13 @@ struct HeadScores {
   // One value per head (size N, in index() order); NaN where not measured or not applicable to the data.
   std::vector<double> gate;
   std::vector<double> importance, importance_normalized;
-  std::vector<double> ablation_loss_delta, ablation_accuracy_delta;  // masked - unmasked
+  std::vector<double> ablation_loss_delta, ablation_accuracy_delta;      // masked - unmasked
   std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its layer - unmasked
   std::vector<double> entropy, distance, confidence, delimiter_mass;
-  std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement,
-      antecedent_agreement, delimiter_agreement, rare_token_agreement;
+  std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement, antecedent_agreement,
+      delimiter_agreement, rare_token_agreement;
   std::vector<double> positional_offset, positional_share;  // most frequent t - argmax, its share of rows
-  std::vector<double> js_nearest;  // smallest JS distance to any other head
+  std::vector<double> js_nearest;                           // smallest JS distance to any other head
 
   // Properties of the analysed data, not of a head (heads.h5 root attributes).
   PositionalBaseline syntactic_head_baseline, dependent_baseline, antecedent_baseline;
@@ -84,10 +84,10 @@ struct HeadScores {
   std::vector<double> js_distance;  // [N, N], symmetric, zero diagonal; empty if not measured
 
   // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples.
-  std::vector<double> example_loss;           // [E] mean loss of the unmasked model
-  std::vector<double> example_accuracy;       // [E] fraction correct, or empty
-  std::vector<double> example_gate_grad;      // [E, N] dL(x_e)/dxi_h, signed
-  std::vector<double> example_ablation_loss;  // [N, E] loss of e with head h masked
+  std::vector<double> example_loss;             // [E] mean loss of the unmasked model
+  std::vector<double> example_accuracy;         // [E] fraction correct, or empty
+  std::vector<double> example_gate_grad;        // [E, N] dL(x_e)/dxi_h, signed
+  std::vector<double> example_ablation_loss;    // [N, E] loss of e with head h masked
   std::vector<double> example_layer_only_loss;  // [N, E] loss of e with h alone on in its layer
 
   int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }

@@ -68,9 +68,9 @@ struct Node {
   BackwardFn<T> op = nullptr;
   int n_inputs = 0;
   int32_t inputs[kMaxOpInputs] = {};
-  Tensor<T> saved[kMaxSaved];  // what the backward reads, besides the inputs' values
-  double scalars[4] = {};      // op parameters (scale, eps, probability, ...)
-  int64_t ints[4] = {};        // op parameters (dims, flags, seeds, ...)
+  Tensor<T> saved[kMaxSaved];     // what the backward reads, besides the inputs' values
+  double scalars[4] = {};         // op parameters (scale, eps, probability, ...)
+  int64_t ints[4] = {};           // op parameters (dims, flags, seeds, ...)
   const void* context = nullptr;  // op-specific data that outlives the step (token ids, options)
 };
 
@@ -152,9 +152,7 @@ class Tape {
 template <typename T>
 class NoGradGuard {
  public:
-  explicit NoGradGuard(Tape<T>& tape) : tape_(tape), previous_(tape.grad_enabled()) {
-    tape.set_grad_enabled(false);
-  }
+  explicit NoGradGuard(Tape<T>& tape) : tape_(tape), previous_(tape.grad_enabled()) { tape.set_grad_enabled(false); }
   ~NoGradGuard() { tape_.set_grad_enabled(previous_); }
   NoGradGuard(const NoGradGuard&) = delete;
   NoGradGuard& operator=(const NoGradGuard&) = delete;
@@ -165,11 +163,17 @@ class NoGradGuard {
 };
 
 template <typename T>
-const Tensor<T>& Var<T>::value() const { return tape->node(id).value; }
+const Tensor<T>& Var<T>::value() const {
+  return tape->node(id).value;
+}
 template <typename T>
-const Tensor<T>& Var<T>::grad() const { return tape->node(id).grad; }
+const Tensor<T>& Var<T>::grad() const {
+  return tape->node(id).grad;
+}
 template <typename T>
-bool Var<T>::requires_grad() const { return tape->node(id).requires_grad; }
+bool Var<T>::requires_grad() const {
+  return tape->node(id).requires_grad;
+}
 
 extern template class Tape<float>;
 extern template class Tape<double>;

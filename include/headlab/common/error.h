@@ -17,11 +17,11 @@ class Error : public std::runtime_error {
 
 }  // namespace headlab
 
-#define HEADLAB_CHECK(condition, message_stream)            \
-  do {                                                      \
-    if (!(condition)) {                                     \
-      std::ostringstream headlab_check_stream_;             \
-      headlab_check_stream_ << message_stream;              \
-      throw ::headlab::Error(headlab_check_stream_.str());  \
-    }                                                       \
+#define HEADLAB_CHECK(condition, message_stream)           \
+  do {                                                     \
+    if (!(condition)) {                                    \
+      std::ostringstream headlab_check_stream_;            \
+      headlab_check_stream_ << message_stream;             \
+      throw ::headlab::Error(headlab_check_stream_.str()); \
+    }                                                      \
   } while (0)

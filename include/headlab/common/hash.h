@@ -17,6 +17,8 @@ inline uint64_t splitmix64(uint64_t x) {
 }
 
 // A key for (seed, value) pairs: nearby seeds and values give unrelated keys.
-inline uint64_t hash_combine(uint64_t seed, uint64_t value) { return splitmix64(splitmix64(seed) ^ value); }
+inline uint64_t hash_combine(uint64_t seed, uint64_t value) {
+  return splitmix64(splitmix64(seed) ^ value);
+}
 
 }  // namespace headlab

@@ -1,8 +1,8 @@
 // Thread policy, in one place. headlab runs `num_threads()` OpenMP threads (default: all cores,
 // or OMP_NUM_THREADS). Big GEMMs outside a parallel region use that many BLIS threads; inside an
 // OpenMP region (attention over (batch, head)) each thread runs headlab's own per-head kernels
-// and any BLIS call would run on one thread, so the two never oversubscribe the cores. Loops split work into static, fixed slices so results are
-// bit-identical for a given thread count.
+// and any BLIS call would run on one thread, so the two never oversubscribe the cores. Loops split work into static,
+// fixed slices so results are bit-identical for a given thread count.
 #pragma once
 
 #include <cstdint>

@@ -19,7 +19,8 @@ class StopOnSignal {
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
 // The signal received since the innermost StopOnSignal began, 0 if none.

@@ -16,12 +16,12 @@
 namespace headlab {
 
 struct ChildProcess {
-  std::vector<std::string> args;  // args[0]: the program; without a '/', looked up in PATH
-  std::vector<std::string> env;   // the child's whole environment, "NAME=value" entries
+  std::vector<std::string> args;                      // args[0]: the program; without a '/', looked up in PATH
+  std::vector<std::string> env;                       // the child's whole environment, "NAME=value" entries
   int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;  // dup2'ed onto 0, 1, 2; -1: inherited
-  std::string working_dir;        // "": this process's
-  bool own_process_group = false;  // a Ctrl-C at the terminal reaches the parent only
-  bool ends_with_parent = false;   // SIGTERM when the parent dies, even by kill -9 (Linux)
+  std::string working_dir;                            // "": this process's
+  bool own_process_group = false;                     // a Ctrl-C at the terminal reaches the parent only
+  bool ends_with_parent = false;                      // SIGTERM when the parent dies, even by kill -9 (Linux)
 };
 
 // This process's environment, as "NAME=value" entries.

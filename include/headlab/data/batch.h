@@ -104,9 +104,7 @@ class RowRng {
   }
   uint64_t next() { return splitmix64(state_++); }
   // Uniform in [0, n), n > 0, by the multiply-high method (bias below n / 2^64).
-  uint64_t below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
-  }
+  uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64); }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
 
  private:

@@ -47,12 +47,12 @@ class BatchPrefetcher {
 
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  int64_t pending_ = -1;      // the index the worker is filling (or has filled), -1 = none
-  bool filling_ = false;      // the worker has a job it has not finished
+  int64_t pending_ = -1;  // the index the worker is filling (or has filled), -1 = none
+  bool filling_ = false;  // the worker has a job it has not finished
   bool stop_ = false;
   std::exception_ptr error_;  // from the last fill
   Stats stats_;
-  std::thread thread_;        // last: started (if background) after every other member exists
+  std::thread thread_;  // last: started (if background) after every other member exists
 };
 
 }  // namespace headlab

@@ -21,17 +21,17 @@
 namespace headlab {
 
 struct TaskOptions {
-  std::string task = "k_relation";  // k_relation | induction | reverse | sort | grammar | classify
-  int64_t seq_len = 64;             // data.seq_len (T)
-  uint64_t seed = 0;                // data.seed
-  int64_t vocab_size = 0;           // data.vocab_size; 0 = the task's default (datasets/README.md)
-  int64_t k = 1;                    // data.k: induction's match length (other tasks ignore it)
+  std::string task = "k_relation";     // k_relation | induction | reverse | sort | grammar | classify
+  int64_t seq_len = 64;                // data.seq_len (T)
+  uint64_t seed = 0;                   // data.seed
+  int64_t vocab_size = 0;              // data.vocab_size; 0 = the task's default (datasets/README.md)
+  int64_t k = 1;                       // data.k: induction's match length (other tasks ignore it)
   std::vector<int64_t> offsets{1, 3};  // data.offsets: k_relation's relative offsets
-  int64_t min_len = 0;              // data.min_len: reverse, sort, classify; 0 = max_len
-  int64_t max_len = 0;              // data.max_len; 0 = as long as seq_len allows
-  int64_t train_examples = 0;       // data.train_examples; 0 = a fresh example every row
-  int64_t eval_examples = 2048;     // examples in val and in test
-  int64_t n_classes = 2;            // model.n_classes: classify has 2 and checks it
+  int64_t min_len = 0;                 // data.min_len: reverse, sort, classify; 0 = max_len
+  int64_t max_len = 0;                 // data.max_len; 0 = as long as seq_len allows
+  int64_t train_examples = 0;          // data.train_examples; 0 = a fresh example every row
+  int64_t eval_examples = 2048;        // examples in val and in test
+  int64_t n_classes = 2;               // model.n_classes: classify has 2 and checks it
 };
 
 // Builds the task named by options.task; throws headlab::Error with one line on bad options.
@@ -44,12 +44,12 @@ Split split_of_example(uint64_t content_hash);
 enum class WordClass { pad, delimiter, determiner, complementizer, preposition, pronoun, noun, verb };
 enum class Gender { none, masculine, feminine, neuter };
 struct GrammarWord {
-  std::string text;          // "dogs"
+  std::string text;  // "dogs"
   WordClass word_class;
-  int number = 0;            // 1 singular, 2 plural, 0 unmarked ("the", "it" is 1, "they" is 2)
+  int number = 0;                // 1 singular, 2 plural, 0 unmarked ("the", "it" is 1, "they" is 2)
   Gender gender = Gender::none;  // nouns and singular pronouns
-  bool transitive = false;   // verbs
-  int32_t other_number = -1; // nouns and verbs: the id of the same word in the other number
+  bool transitive = false;       // verbs
+  int32_t other_number = -1;     // nouns and verbs: the id of the same word in the other number
 };
 // The lexicon for a vocabulary size (0 = the default 51 words; at least 25).
 std::vector<GrammarWord> grammar_lexicon(int64_t vocab_size);

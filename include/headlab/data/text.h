@@ -84,7 +84,7 @@ class TextDataset : public Dataset {
   int64_t seq_len_;
   uint64_t seed_;
   std::vector<uint8_t> bytes_;
-  ByteRange ranges_[3];        // indexed by Split
+  ByteRange ranges_[3];          // indexed by Split
   int64_t eval_stride_[3] = {};  // tile step for val/test, coprime with the tile count
 };
 

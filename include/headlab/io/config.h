@@ -19,72 +19,76 @@ using IntList = std::vector<int64_t>;
 // any(), positive(), non_negative(), at_least(n), closed(lo, hi) = [lo, hi], half_open(lo, hi) =
 // [lo, hi), open_interval(lo, hi) = (lo, hi), one_of("a|b"); arrays are checked element by
 // element. Docs must not contain '|': they become Markdown table cells in docs/config.md.
-#define HEADLAB_MODEL_KEYS(X)                                                                                        \
-  X(kind, std::string, "decoder", one_of("decoder|encoder"),                                                         \
-    "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head")                      \
-  X(vocab_size, int64_t, 256, at_least(2), "token ids are 0..vocab_size-1 (256: raw bytes)")                         \
-  X(d_model, int64_t, 128, positive(), "width of the residual stream (C)")                                           \
-  X(n_heads, int64_t, 4, positive(), "query heads per attention layer (H)")                                          \
-  X(n_kv_heads, int64_t, 0, non_negative(), "key/value heads (Hkv): 0 = n_heads (MHA), 1 = MQA, else GQA")           \
-  X(d_head, int64_t, 0, non_negative(), "width of one head (Dh): 0 = d_model / n_heads")                             \
-  X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                      \
-  X(layer_heads, IntList, (IntList{}), positive(),                                                                   \
-    "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every layer") \
-  X(active_heads, IntList, (IntList{}), non_negative(),                                                              \
-    "heads switched on in each layer, the first n (gate 1); the rest are gated to 0 from init on, so never trained; [] = all") \
-  X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                     \
-  X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                             \
-  X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")        \
-  X(dropout, double, 0.0, half_open(0, 1), "dropout on the embeddings and on each residual branch")               \
-  X(tie_embeddings, bool, false, any(), "decoder: share the token embedding with the LM head")                       \
-  X(activation, std::string, "gelu", one_of("gelu|relu"), "MLP nonlinearity")                                        \
-  X(norm_eps, double, 1e-5, positive(), "epsilon inside LayerNorm")                                                  \
-  X(bias, bool, true, any(), "bias vectors in the linear layers and LayerNorms")                                     \
-  X(init_std, double, 0.02, positive(), "std of the normal init of weights and embeddings")                          \
-  X(n_classes, int64_t, 2, at_least(2), "encoder: classes of the classification head")                               \
+#define HEADLAB_MODEL_KEYS(X)                                                                                         \
+  X(kind, std::string, "decoder", one_of("decoder|encoder"),                                                          \
+    "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head")                       \
+  X(vocab_size, int64_t, 256, at_least(2), "token ids are 0..vocab_size-1 (256: raw bytes)")                          \
+  X(d_model, int64_t, 128, positive(), "width of the residual stream (C)")                                            \
+  X(n_heads, int64_t, 4, positive(), "query heads per attention layer (H)")                                           \
+  X(n_kv_heads, int64_t, 0, non_negative(), "key/value heads (Hkv): 0 = n_heads (MHA), 1 = MQA, else GQA")            \
+  X(d_head, int64_t, 0, non_negative(), "width of one head (Dh): 0 = d_model / n_heads")                              \
+  X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                       \
+  X(layer_heads, IntList, (IntList{}), positive(),                                                                    \
+    "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every "    \
+    "layer")                                                                                                          \
+  X(active_heads, IntList, (IntList{}), non_negative(),                                                               \
+    "heads switched on in each layer, the first n (gate 1); the rest are gated to 0 from init on, so never trained; " \
+    "[] = all")                                                                                                       \
+  X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
+  X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
+  X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \
+  X(dropout, double, 0.0, half_open(0, 1), "dropout on the embeddings and on each residual branch")                   \
+  X(tie_embeddings, bool, false, any(), "decoder: share the token embedding with the LM head")                        \
+  X(activation, std::string, "gelu", one_of("gelu|relu"), "MLP nonlinearity")                                         \
+  X(norm_eps, double, 1e-5, positive(), "epsilon inside LayerNorm")                                                   \
+  X(bias, bool, true, any(), "bias vectors in the linear layers and LayerNorms")                                      \
+  X(init_std, double, 0.02, positive(), "std of the normal init of weights and embeddings")                           \
+  X(n_classes, int64_t, 2, at_least(2), "encoder: classes of the classification head")                                \
   X(pooling, std::string, "first", one_of("first|mean"), "encoder: classify the first position or the mean")
 
-#define HEADLAB_DATA_KEYS(X)                                                                                         \
-  X(task, std::string, "text", one_of("text|k_relation|induction|reverse|sort|grammar|classify"),                    \
-    "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")              \
-  X(path, std::string, "bible", any(),                                                                               \
-    "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, exported once per user to the cache") \
-  X(seq_len, int64_t, 128, positive(), "tokens per training sequence (T); at most model.max_seq_len")                \
-  X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")               \
-  X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")             \
-  X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")          \
-  X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                  \
-  X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")       \
+#define HEADLAB_DATA_KEYS(X)                                                                                          \
+  X(task, std::string, "text", one_of("text|k_relation|induction|reverse|sort|grammar|classify"),                     \
+    "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")               \
+  X(path, std::string, "bible", any(),                                                                                \
+    "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
+    "exported once per user to the cache")                                                                            \
+  X(seq_len, int64_t, 128, positive(), "tokens per training sequence (T); at most model.max_seq_len")                 \
+  X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")                \
+  X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")              \
+  X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")           \
+  X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                   \
+  X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")              \
   X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
-  X(min_len, int64_t, 0, non_negative(), "generated tasks: shortest item sequence; 0 = max_len")                     \
-  X(max_len, int64_t, 0, non_negative(), "generated tasks: longest item sequence; 0 = as long as seq_len allows")    \
+  X(min_len, int64_t, 0, non_negative(), "generated tasks: shortest item sequence; 0 = max_len")                      \
+  X(max_len, int64_t, 0, non_negative(), "generated tasks: longest item sequence; 0 = as long as seq_len allows")     \
   X(train_examples, int64_t, 0, non_negative(), "generated tasks: fixed training set size; 0 = fresh every step")
 
-#define HEADLAB_TRAIN_KEYS(X)                                                                                        \
-  X(steps, int64_t, 1000, positive(), "optimizer steps")                                                             \
-  X(batch_size, int64_t, 16, positive(), "sequences per micro-batch (B)")                                            \
-  X(grad_accum, int64_t, 1, positive(), "micro-batches summed per step (tokens/step = B * T * grad_accum)")          \
-  X(prefetch, bool, true, any(), "fill the next batch on a background thread while a step runs (results are identical either way)")                                                                            \
-  X(seed, int64_t, 0, non_negative(), "seed for initialization and dropout")                                         \
-  X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum")     \
-  X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                        \
-  X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")          \
-  X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")                   \
-  X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")           \
-  X(weight_decay, double, 0.1, non_negative(), "decoupled weight decay (adamw) or L2 (sgd)")                         \
-  X(beta1, double, 0.9, half_open(0, 1), "adamw first-moment decay")                                                 \
-  X(beta2, double, 0.95, half_open(0, 1), "adamw second-moment decay")                                               \
-  X(adam_eps, double, 1e-8, positive(), "adamw denominator epsilon")                                                 \
-  X(momentum, double, 0.9, half_open(0, 1), "sgd momentum (0 = plain sgd)")                                          \
-  X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                        \
-  X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                          \
-  X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                             \
-  X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                      \
-  X(eval_every, int64_t, 100, non_negative(), "steps between evaluations; 0 = only after the last step")             \
-  X(eval_batches, int64_t, 8, positive(), "batches per evaluation")                                                  \
-  X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                     \
-  X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")       \
-  X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")                   \
+#define HEADLAB_TRAIN_KEYS(X)                                                                                    \
+  X(steps, int64_t, 1000, positive(), "optimizer steps")                                                         \
+  X(batch_size, int64_t, 16, positive(), "sequences per micro-batch (B)")                                        \
+  X(grad_accum, int64_t, 1, positive(), "micro-batches summed per step (tokens/step = B * T * grad_accum)")      \
+  X(prefetch, bool, true, any(),                                                                                 \
+    "fill the next batch on a background thread while a step runs (results are identical either way)")           \
+  X(seed, int64_t, 0, non_negative(), "seed for initialization and dropout")                                     \
+  X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum") \
+  X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                    \
+  X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")      \
+  X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")               \
+  X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")       \
+  X(weight_decay, double, 0.1, non_negative(), "decoupled weight decay (adamw) or L2 (sgd)")                     \
+  X(beta1, double, 0.9, half_open(0, 1), "adamw first-moment decay")                                             \
+  X(beta2, double, 0.95, half_open(0, 1), "adamw second-moment decay")                                           \
+  X(adam_eps, double, 1e-8, positive(), "adamw denominator epsilon")                                             \
+  X(momentum, double, 0.9, half_open(0, 1), "sgd momentum (0 = plain sgd)")                                      \
+  X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                    \
+  X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                      \
+  X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                         \
+  X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                  \
+  X(eval_every, int64_t, 100, non_negative(), "steps between evaluations; 0 = only after the last step")         \
+  X(eval_batches, int64_t, 8, positive(), "batches per evaluation")                                              \
+  X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                 \
+  X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")   \
+  X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")               \
   X(threads, int64_t, 0, non_negative(), "worker threads; 0 = all cores (OMP_NUM_THREADS if set)")
 
 #define HEADLAB_CONFIG_FIELD(field, type, default_value, allowed, doc) type field = default_value;

@@ -21,9 +21,7 @@ std::string blis_kernel_name();
 template <typename T>
 void gemm(const Tensor<T>& a, const Tensor<T>& b, const Tensor<T>& c, T alpha, T beta);
 
-extern template void gemm<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&,
-                                 float, float);
-extern template void gemm<double>(const Tensor<double>&, const Tensor<double>&,
-                                  const Tensor<double>&, double, double);
+extern template void gemm<float>(const Tensor<float>&, const Tensor<float>&, const Tensor<float>&, float, float);
+extern template void gemm<double>(const Tensor<double>&, const Tensor<double>&, const Tensor<double>&, double, double);
 
 }  // namespace headlab

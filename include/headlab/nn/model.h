@@ -43,7 +43,7 @@ struct ModelSpec {
   bool tie_embeddings = false;
   bool bias = true;
   double init_std = 0.02;  // GPT-2: N(0, 0.02); residual projections / sqrt(2 n_layers)
-  int64_t n_classes = 2;  // encoder
+  int64_t n_classes = 2;   // encoder
   Pooling pooling = Pooling::first;
   // Query heads of each layer (a pruned model); empty = n_heads in every layer. Only with MHA
   // (n_kv_heads == n_heads): each layer then has as many K/V heads as query heads.
@@ -65,16 +65,16 @@ struct ModelSpec {
 // One batch as the model sees it. Pointers stay valid for the step (the backward reads them).
 struct ModelInput {
   int64_t batch_size = 0, seq_len = 0;
-  const int32_t* tokens = nullptr;        // [B,T]
-  const int32_t* targets = nullptr;       // decoder: [B,T], -1 = ignore; encoder: labels [B]
-  const uint8_t* key_padding = nullptr;   // [B,T], 1 = real token; may be null
+  const int32_t* tokens = nullptr;       // [B,T]
+  const int32_t* targets = nullptr;      // decoder: [B,T], -1 = ignore; encoder: labels [B]
+  const uint8_t* key_padding = nullptr;  // [B,T], 1 = real token; may be null
 };
 
 struct ForwardOptions {
-  bool training = false;       // dropout on
-  uint64_t dropout_seed = 0;   // distinct per step and micro-batch for reproducible dropout
-  bool gate_grads = false;     // record the gates as leaves so d loss / d gate is computed
-  bool keep_probs = false;     // keep attention probabilities for attention_probs()
+  bool training = false;      // dropout on
+  uint64_t dropout_seed = 0;  // distinct per step and micro-batch for reproducible dropout
+  bool gate_grads = false;    // record the gates as leaves so d loss / d gate is computed
+  bool keep_probs = false;    // keep attention probabilities for attention_probs()
 };
 
 template <typename T>
@@ -120,9 +120,16 @@ class Model {
  private:
   // Parameter indices resolved once, so forward() does no name lookups (and no allocation).
   // -1 where the spec has no such tensor (no bias, tied head, ...).
-  struct LinearIndex { int weight = -1, bias = -1; };
-  struct NormIndex { int weight = -1, bias = -1; };
-  struct BlockIndex { NormIndex ln1, ln2; LinearIndex qkv, proj, fc, mlp_proj; };
+  struct LinearIndex {
+    int weight = -1, bias = -1;
+  };
+  struct NormIndex {
+    int weight = -1, bias = -1;
+  };
+  struct BlockIndex {
+    NormIndex ln1, ln2;
+    LinearIndex qkv, proj, fc, mlp_proj;
+  };
   struct Index {
     int tok_emb = -1, pos_emb = -1;
     std::vector<BlockIndex> blocks;
@@ -151,7 +158,7 @@ class Model {
   Parameters<T> params_;
   Parameters<T> gates_;
   Index index_;
-  Buffer sinusoid_;                        // [max_seq_len, d_model] when positions = sinusoidal
+  Buffer sinusoid_;                                       // [max_seq_len, d_model] when positions = sinusoidal
   std::vector<Var<T>> attention_outputs_, block_inputs_;  // capacity kept across steps: no per-step allocation
 };
 

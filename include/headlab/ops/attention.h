@@ -97,14 +97,14 @@ void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, c
 // (less than half at any d_head), which is what backward = false gives.
 int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward = true);
 
-#define HEADLAB_ATTENTION_EXTERN(T)                                                                               \
-  extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                   \
-  extern template Tensor<T> attention_probs<T>(Var<T>);                                                           \
-  extern template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&, \
-                                            const AttentionOptions&, const AttentionScratch<T>&);                 \
-  extern template void attention_backward<T>(const AttentionGrads<T>&, const Tensor<T>&,                          \
-                                             const AttentionInputs<T>&, const AttentionSaved<T>&,                 \
-                                             const AttentionOptions&, const AttentionScratch<T>&);
+#define HEADLAB_ATTENTION_EXTERN(T)                                                                                 \
+  extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                     \
+  extern template Tensor<T> attention_probs<T>(Var<T>);                                                             \
+  extern template void attention_forward<T>(const Tensor<T>&, const AttentionSaved<T>&, const AttentionInputs<T>&,  \
+                                            const AttentionOptions&, const AttentionScratch<T>&);                   \
+  extern template void attention_backward<T>(const AttentionGrads<T>&, const Tensor<T>&, const AttentionInputs<T>&, \
+                                             const AttentionSaved<T>&, const AttentionOptions&,                     \
+                                             const AttentionScratch<T>&);
 HEADLAB_ATTENTION_EXTERN(float)
 HEADLAB_ATTENTION_EXTERN(double)
 #undef HEADLAB_ATTENTION_EXTERN

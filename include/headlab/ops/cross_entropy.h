@@ -29,7 +29,6 @@ struct CrossEntropyStats {
 };
 
 template <typename T>
-CrossEntropyStats cross_entropy_stats(const Tensor<T>& logits, const int32_t* targets,
-                                      int32_t ignore_index);
+CrossEntropyStats cross_entropy_stats(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index);
 
 }  // namespace headlab

@@ -22,8 +22,8 @@ void layer_norm_forward(const Tensor<T>& x, const Tensor<T>& weight, const Tenso
 // Accumulates into dx [rows, C] (or writes it, if overwrite_dx), dweight [C], dbias [C]; an
 // empty gradient is skipped. dx is written before dweight and dbias are read.
 template <typename T>
-void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight,
-                         const Tensor<T>& mean, const Tensor<T>& rstd, const Tensor<T>& dx,
-                         const Tensor<T>& dweight, const Tensor<T>& dbias, bool overwrite_dx = false);
+void layer_norm_backward(const Tensor<T>& dy, const Tensor<T>& x, const Tensor<T>& weight, const Tensor<T>& mean,
+                         const Tensor<T>& rstd, const Tensor<T>& dx, const Tensor<T>& dweight, const Tensor<T>& dbias,
+                         bool overwrite_dx = false);
 
 }  // namespace headlab

@@ -35,20 +35,20 @@ const char* prune_strategy_name(PruneStrategy strategy);
 
 struct PruneOptions {
   PruneStrategy strategy = PruneStrategy::importance;
-  double step_frac = 0.1;        // F, in (0, 1): fraction of all heads pruned per round
-  int64_t finetune_steps = 0;    // K: training steps after each round's pruning
-  double finetune_lr = 0;        // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
-  bool recompute = false;        // scores again after every round (after fine-tuning)
-  int64_t rounds = 0;            // none only: rounds of fine-tuning; 0 = as many as pruning takes
-  uint64_t seed = 0;             // random order, fine-tuning dropout, L0 noise
-  Split split = Split::val;      // the metric's split
-  int64_t eval_batches = 0;      // batches 0..n-1 of `split`; 0 = default_eval_batches()
-  int64_t score_batches = 0;     // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
+  double step_frac = 0.1;      // F, in (0, 1): fraction of all heads pruned per round
+  int64_t finetune_steps = 0;  // K: training steps after each round's pruning
+  double finetune_lr = 0;      // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
+  bool recompute = false;      // scores again after every round (after fine-tuning)
+  int64_t rounds = 0;          // none only: rounds of fine-tuning; 0 = as many as pruning takes
+  uint64_t seed = 0;           // random order, fine-tuning dropout, L0 noise
+  Split split = Split::val;    // the metric's split
+  int64_t eval_batches = 0;    // batches 0..n-1 of `split`; 0 = default_eval_batches()
+  int64_t score_batches = 0;   // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
   // l0 only.
-  double lambda = 0;             // penalty weight, >= 0
-  int64_t l0_steps = 200;        // fine-tuning steps with the stochastic gates
-  double l0_lr = 0.1;            // Adam learning rate of log_alpha
-  double l0_init = 3.0;          // initial log_alpha: P(g != 0) = 0.98, the gates start open
+  double lambda = 0;       // penalty weight, >= 0
+  int64_t l0_steps = 200;  // fine-tuning steps with the stochastic gates
+  double l0_lr = 0.1;      // Adam learning rate of log_alpha
+  double l0_init = 3.0;    // initial log_alpha: P(g != 0) = 0.98, the gates start open
 };
 
 // Throws headlab::Error (one line naming the option) on options outside their range.
@@ -74,8 +74,8 @@ struct PruneRound {
 // clipping at finetune_rate(); its steps are numbered from `start_step` (the checkpoint's step:
 // the data continues where training stopped). on_round gets the rounds so far after each one.
 std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& optimizer, const Config& config,
-                                    const Dataset& dataset, const PruneOptions& options, int64_t start_step,
-                                    const std::function<void(const std::vector<PruneRound>&)>& on_round = {});
+                                        const Dataset& dataset, const PruneOptions& options, int64_t start_step,
+                                        const std::function<void(const std::vector<PruneRound>&)>& on_round = {});
 
 // The constant rate of fine-tuning: options.finetune_lr, or else the rate config's schedule gives
 // at `start_step` (after the last step: train.lr * min_lr_ratio), where training left the model.

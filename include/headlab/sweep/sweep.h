@@ -27,12 +27,12 @@ struct SweepAxis {
 };
 
 struct SweepSpec {
-  std::string path;               // the sweep file
-  std::string name;               // `name = "..."` in the file, else the file's stem
-  std::string base;               // resolved path of the base config; "" = built-in defaults
-  std::vector<std::string> set;   // "key=value" for every run, in file order
+  std::string path;                      // the sweep file
+  std::string name;                      // `name = "..."` in the file, else the file's stem
+  std::string base;                      // resolved path of the base config; "" = built-in defaults
+  std::vector<std::string> set;          // "key=value" for every run, in file order
   std::vector<std::string> set_origins;  // where each was written: "grid.toml:5 [set]"
-  std::vector<SweepAxis> grid;    // in file order; the first key varies slowest
+  std::vector<SweepAxis> grid;           // in file order; the first key varies slowest
 };
 
 struct SweepPoint {
@@ -108,8 +108,8 @@ inline constexpr const char* kFailedFile = "failed.txt";
 
 // What one run's metrics.csv says at its end.
 struct RunMetrics {
-  int64_t last_step = 0;             // step of the last row (0 = no rows)
-  std::optional<double> val_loss;    // from the last row with a val_loss
+  int64_t last_step = 0;           // step of the last row (0 = no rows)
+  std::optional<double> val_loss;  // from the last row with a val_loss
   std::optional<double> val_accuracy;
   std::optional<double> val_bpb;
   std::optional<double> tokens_per_s;  // mean over the rows after the first (the only row if one)

@@ -64,7 +64,7 @@ class Tensor {
   Tensor narrow(int dim, int64_t start, int64_t length) const;  // keeps `dim`
   Tensor transpose(int dim0, int dim1) const;                   // swaps strides
 
-  void fill(T value) const;               // any strides
+  void fill(T value) const;                 // any strides
   void copy_from(const Tensor& src) const;  // same shape, any strides
 
  private:

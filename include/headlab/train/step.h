@@ -36,9 +36,9 @@ class GateSampler {
 // Where a step's time goes (headlab bench --phases), in seconds, summed over its micro-batches.
 // train_step fills it when TrainingContext::phases points to one; otherwise it reads no clock.
 struct StepPhases {
-  double data = 0;          // the batch from the prefetcher
+  double data = 0;  // the batch from the prefetcher
   double forward = 0;
-  double backward = 0;      // zeroing the gradient slab included
+  double backward = 0;  // zeroing the gradient slab included
   double tape_reset = 0;
   double gradient_sum = 0;  // the micro-batch tree and the sum over ranks
   double clip = 0;
@@ -53,8 +53,8 @@ struct TrainingContext {
   Tape<float>& tape;
   ScheduleOptions schedule;
   int64_t grad_accum = 1;
-  double grad_clip = 0;  // 0 = off
-  uint64_t seed = 0;     // train.seed
+  double grad_clip = 0;                 // 0 = off
+  uint64_t seed = 0;                    // train.seed
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
   StepPhases* phases = nullptr;         // non-null: train_step times its parts into it
   // Kept across steps so that a warmed-up step allocates nothing.
@@ -66,7 +66,7 @@ struct StepStats {
   double loss = 0;       // mean over the step's micro-batches (without a gate penalty)
   double grad_norm = 0;  // global norm before clipping
   double lr = 0;
-  int64_t tokens = 0;    // tokens (or examples, for the encoder) that carried a target
+  int64_t tokens = 0;  // tokens (or examples, for the encoder) that carried a target
 };
 
 // The micro-batches [begin, end) of a step that rank `rank` of `ranks` runs: an aligned block of

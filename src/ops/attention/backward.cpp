@@ -50,9 +50,8 @@ void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k
 // dK and dV take two blocks at a time (kPair rows): each key's accumulator row is read and written
 // once per pair, which halves their traffic.
 template <typename T, Softmax S>
-T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout,
-                HeadView<T> dq, T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk,
-                bool need_dv) {
+T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout, HeadView<T> dq,
+                T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk, bool need_dv) {
   constexpr int L = kLanes<T>;
   const T scale = static_cast<T>(p.scale);
   pack_rows(w.qr, p, padded_rows(p), q, 0, p.tokens, scale);  // bit-identical to the forward's
@@ -65,9 +64,10 @@ T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, He
       const int64_t b0 = r0 + half * kRows, rows = std::clamp<int64_t>(p.tokens - b0, 0, kRows);
       T* s = w.s + half * kRows * p.tp;  // this block's rows of A, then x A
       T* g = w.g + half * kRows * p.tp;  // and of G, then dS
-      if (rows == 0) {  // no second block: its rows stay out of the pair's dK/dV
+      if (rows == 0) {                   // no second block: its rows stay out of the pair's dK/dV
         n[1] = n[0];
-        for (int64_t i = 0; i < kRows; ++i) std::fill(s + i * p.tp, s + i * p.tp + n[0], T(0)), std::fill(g + i * p.tp, g + i * p.tp + n[0], T(0));
+        for (int64_t i = 0; i < kRows; ++i)
+          std::fill(s + i * p.tp, s + i * p.tp + n[0], T(0)), std::fill(g + i * p.tp, g + i * p.tp + n[0], T(0));
         break;
       }
       n[half] = block_keys(p, b0, rows);
@@ -76,7 +76,7 @@ T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, He
       const T* ob = w.orows + b0 * p.dp;
       block_visible(p, b0, rows, nv);
       product(ob, p.dp, w.vt, p.tp, p.dp, nb, g, p.tp);  // G; rows past the end are 0 (dO is)
-      if (probs) {  // masked keys already hold 0
+      if (probs) {                                       // masked keys already hold 0
         for (int64_t i = 0; i < kRows; ++i) {
           T* a = s + i * p.tp;
           if (i < rows) std::copy(probs + (b0 + i) * p.tokens, probs + (b0 + i) * p.tokens + nb, a);
@@ -125,12 +125,12 @@ void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadV
 }
 
 template void backward_begin<float>(const Problem&, const Workspace<float>&, HeadView<const float>,
-                                   HeadView<const float>);
+                                    HeadView<const float>);
 template void backward_begin<double>(const Problem&, const Workspace<double>&, HeadView<const double>,
-                                    HeadView<const double>);
+                                     HeadView<const double>);
 template void backward_end<float>(const Problem&, const Workspace<float>&, HeadView<float>, HeadView<float>);
 template void backward_end<double>(const Problem&, const Workspace<double>&, HeadView<double>, HeadView<double>);
-#define HEADLAB_INSTANTIATE(T, S)                                                                          \
+#define HEADLAB_INSTANTIATE(T, S)                                                                           \
   template T backward_head<T, S>(const Problem&, const Workspace<T>&, HeadView<const T>, HeadView<const T>, \
                                  HeadView<T>, T, const uint8_t*, const T*, const T*, bool, bool);
 HEADLAB_ATTENTION_INSTANCES(HEADLAB_INSTANTIATE)

@@ -62,9 +62,9 @@ void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadVie
   }
 }
 
-#define HEADLAB_INSTANTIATE(T, S)                                                                          \
-  template void forward_head<T, S>(const Problem&, const Workspace<T>&, bool, HeadView<const T>,           \
-                                   HeadView<const T>, HeadView<const T>, HeadView<T>, T, const uint8_t*, T*, T*);
+#define HEADLAB_INSTANTIATE(T, S)                                                                                   \
+  template void forward_head<T, S>(const Problem&, const Workspace<T>&, bool, HeadView<const T>, HeadView<const T>, \
+                                   HeadView<const T>, HeadView<T>, T, const uint8_t*, T*, T*);
 HEADLAB_ATTENTION_INSTANCES(HEADLAB_INSTANTIATE)
 #undef HEADLAB_INSTANTIATE
 

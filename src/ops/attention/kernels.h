@@ -75,17 +75,17 @@ KernelPath resolve_kernels(AttentionKernels kernels);
 //     of its query heads, then add dK/dV out. backward_head accumulates dq (data may be null) and
 //     the workspace's dK/dV sums; A comes from probs ([T,T]) if non-null, else is recomputed from
 //     stats ([T,2]). It returns sum over t of rowsum(dO V^T * A), the head's ungated gate gradient.
-#define HEADLAB_ATTENTION_KERNELS                                                                                   \
-  template <typename T, Softmax S>                                                                                  \
+#define HEADLAB_ATTENTION_KERNELS                                                                                    \
+  template <typename T, Softmax S>                                                                                   \
   void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadView<const T> q, HeadView<const T> k, \
                     HeadView<const T> v, HeadView<T> out, T gate, const uint8_t* pad, T* probs, T* stats);           \
-  template <typename T>                                                                                             \
-  void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v);             \
-  template <typename T, Softmax S>                                                                                  \
+  template <typename T>                                                                                              \
+  void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v);            \
+  template <typename T, Softmax S>                                                                                   \
   T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, HeadView<const T> dout,              \
                   HeadView<T> dq, T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk,          \
-                  bool need_dv);                                                                                    \
-  template <typename T>                                                                                             \
+                  bool need_dv);                                                                                     \
+  template <typename T>                                                                                              \
   void backward_end(const Problem& p, const Workspace<T>& w, HeadView<T> dk, HeadView<T> dv);
 namespace base {
 HEADLAB_ATTENTION_KERNELS
@@ -97,10 +97,10 @@ HEADLAB_ATTENTION_KERNELS
 
 // Runs the kernel `name` of the copy and softmax `path` selects (only the base copy off x86-64).
 #if defined(__x86_64__)
-#define HEADLAB_KERNEL_CALL(path, name, ...)                                                         \
-  if constexpr (std::is_same_v<T, float>)                                                            \
-    if (path == KernelPath::avx512_intrinsic) return avx512::name<T, Softmax::avx512>(__VA_ARGS__);  \
-  if (path != KernelPath::base_generic) return avx512::name<T, Softmax::generic>(__VA_ARGS__);       \
+#define HEADLAB_KERNEL_CALL(path, name, ...)                                                        \
+  if constexpr (std::is_same_v<T, float>)                                                           \
+    if (path == KernelPath::avx512_intrinsic) return avx512::name<T, Softmax::avx512>(__VA_ARGS__); \
+  if (path != KernelPath::base_generic) return avx512::name<T, Softmax::generic>(__VA_ARGS__);      \
   return base::name<T, Softmax::generic>(__VA_ARGS__)
 #define HEADLAB_KERNEL_CALL_ANY_SOFTMAX(path, name, ...) \
   return path == KernelPath::base_generic ? base::name<T>(__VA_ARGS__) : avx512::name<T>(__VA_ARGS__)

@@ -34,8 +34,12 @@ namespace {
 
 // exp(x) for the softmax, where x = score - row max <= 0. Double (tests) uses std::exp; float uses
 // fast_exp, since glibc's scalar expf would cost more than the products at d_head 16.
-inline double softmax_exp(double x) { return std::exp(x); }
-inline float softmax_exp(float x) { return fast_exp(x); }
+inline double softmax_exp(double x) {
+  return std::exp(x);
+}
+inline float softmax_exp(float x) {
+  return fast_exp(x);
+}
 
 // The fixed fold of L lanes: a tree of shuffles on AVX-512, else in lane order.
 template <typename T>
@@ -60,8 +64,12 @@ inline T fold_sum(const T* part) {
 }
 
 // Keys row t may see before padding, and the keys a block [r0, r0 + rows) computes.
-inline int64_t visible_keys(const Problem& p, int64_t t) { return p.causal ? t + 1 : p.tokens; }
-inline int64_t block_keys(const Problem& p, int64_t r0, int64_t rows) { return p.causal ? r0 + rows : p.tokens; }
+inline int64_t visible_keys(const Problem& p, int64_t t) {
+  return p.causal ? t + 1 : p.tokens;
+}
+inline int64_t block_keys(const Problem& p, int64_t r0, int64_t rows) {
+  return p.causal ? r0 + rows : p.tokens;
+}
 
 // How many of the L lanes from j0 lie before `end`, as an int (a 32-bit lane compare).
 template <typename T>
@@ -127,8 +135,12 @@ struct GenericLanes {
       sum[c] = std::fma(g[c], a, sum[c]);  // as block_rowsum sums it
     }
   }
-  static T fold_max(const Acc& a) { return attention_kernels::fold_max(a.v); }
-  static T fold_sum(const Acc& a) { return attention_kernels::fold_sum(a.v); }
+  static T fold_max(const Acc& a) {
+    return attention_kernels::fold_max(a.v);
+  }
+  static T fold_sum(const Acc& a) {
+    return attention_kernels::fold_sum(a.v);
+  }
 };
 
 #if defined(HEADLAB_ATTENTION_AVX512_COPY)

@@ -43,7 +43,9 @@ template <typename T>
 inline constexpr int kLanes = 64 / sizeof(T);  // one 512-bit vector
 inline constexpr int64_t kPad = 32;            // tokens and d_head pad to multiples of this / of 16
 
-inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+inline int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
 
 // ---- tiles: fixed-width register blocks, the only places that do flops ------------------------
 
@@ -52,8 +54,8 @@ inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // accumulators live in registers (8 x 32 floats = 16 zmm), each step loads W/L vectors of B and
 // broadcasts kRows values of A: the BLIS micro-kernel shape.
 template <typename T, int W>
-inline void tile_ab(const T* __restrict a, int64_t lda, const T* __restrict b, int64_t ldb, int64_t k,
-                    T* __restrict c, int64_t ldc) {
+inline void tile_ab(const T* __restrict a, int64_t lda, const T* __restrict b, int64_t ldb, int64_t k, T* __restrict c,
+                    int64_t ldc) {
   T acc[kRows][W] = {};
   for (int64_t d = 0; d < k; ++d) {
     const T* __restrict brow = b + d * ldb;
@@ -103,8 +105,10 @@ void product(const T* a, int64_t lda, const T* b, int64_t ldb, int64_t k, int64_
   constexpr int L = kLanes<T>;
   int64_t j = 0;
   for (; j + 2 * L <= m; j += 2 * L) tile_ab<T, 2 * L>(a, lda, b + j, ldb, k, c + j, ldc);
-  if (m - j > L) tile_ab<T, 2 * L>(a, lda, b + j, ldb, k, c + j, ldc);
-  else if (m > j) tile_ab<T, L>(a, lda, b + j, ldb, k, c + j, ldc);
+  if (m - j > L)
+    tile_ab<T, 2 * L>(a, lda, b + j, ldb, k, c + j, ldc);
+  else if (m > j)
+    tile_ab<T, L>(a, lda, b + j, ldb, k, c + j, ldc);
 }
 
 // Out[0:n][0:dp] += P[kPair][0:n]^T B[kPair][0:dp], one vector of columns at a time (a tile two
@@ -164,7 +168,8 @@ void pack_transposed(T* __restrict dst, const Problem& p, HeadView<const T> x) {
   if constexpr (std::is_same_v<T, float>) {
     if (x.col_stride == 1 && p.d_head % 16 == 0)
       for (; t + 16 <= p.tokens; t += 16)
-        for (int64_t d = 0; d < p.d_head; d += 16) transpose_16x16(x.row(t) + d, x.row_stride, dst + d * p.tp + t, p.tp);
+        for (int64_t d = 0; d < p.d_head; d += 16)
+          transpose_16x16(x.row(t) + d, x.row_stride, dst + d * p.tp + t, p.tp);
   }
 #endif
   for (; t < p.tokens; ++t) {
@@ -221,8 +226,8 @@ void fill_keymask(T* keymask, const Problem& p, const uint8_t* pad) {
 
 // out[r0 + i][d] = alpha[i] * acc[i][d] (accumulate: +=) for the block's valid rows.
 template <typename T>
-void store_block(HeadView<T> out, const Problem& p, int64_t r0, int64_t rows, const T* __restrict acc,
-                 const T* alpha, bool accumulate) {
+void store_block(HeadView<T> out, const Problem& p, int64_t r0, int64_t rows, const T* __restrict acc, const T* alpha,
+                 bool accumulate) {
   for (int64_t i = 0; i < rows; ++i) {
     T* __restrict o = out.row(r0 + i);
     const T* __restrict a = acc + i * p.dp;
@@ -242,7 +247,9 @@ void store_block(HeadView<T> out, const Problem& p, int64_t r0, int64_t rows, co
 
 // Rows of a head in the workspace run to a whole number of blocks; the ones past the last token
 // are zero, so a partial block's tiles read zeros.
-inline int64_t padded_rows(const Problem& p) { return round_up(p.tokens, kPair); }
+inline int64_t padded_rows(const Problem& p) {
+  return round_up(p.tokens, kPair);
+}
 
 }  // namespace
 

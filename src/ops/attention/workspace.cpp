@@ -50,8 +50,12 @@ KernelPath resolve_kernels(AttentionKernels kernels) {
 }
 
 Problem::Problem(int64_t tokens_, int64_t d_head_, bool causal_)
-    : tokens(tokens_), d_head(d_head_), tp(round_up(std::max<int64_t>(tokens_, 1), kPad)),
-      dp(round_up(d_head_, 16)), causal(causal_), scale(1.0 / std::sqrt(static_cast<double>(d_head_))) {}
+    : tokens(tokens_),
+      d_head(d_head_),
+      tp(round_up(std::max<int64_t>(tokens_, 1), kPad)),
+      dp(round_up(d_head_, 16)),
+      causal(causal_),
+      scale(1.0 / std::sqrt(static_cast<double>(d_head_))) {}
 
 int64_t workspace_size(int64_t tokens, int64_t d_head, bool backward) {
   const Problem p(tokens, d_head, true);
