@@ -14,6 +14,7 @@
 #include "headlab/train/setup.h"
 #include "support/hdf5_edit.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 #include "support/trained_run.h"
 
 using namespace headlab;
@@ -25,14 +26,8 @@ namespace {
 struct Scratch : test::ScratchDir {
   fs::path config;
   Scratch() : test::ScratchDir("cli") {
-    write_corpus("corpus.txt", 600);
-    config = write("tiny.toml",
-                   "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nmax_seq_len = 16\n"
-                   "[data]\npath = \"" +
-                       (dir / "corpus.txt").string() +
-                       "\"\nseq_len = 16\n"
-                       "[train]\nbatch_size = 4\nsteps = 4\nwarmup_steps = 1\neval_every = 2\n"
-                       "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 2\n");
+    Config c = test::tiny_text_config(write_corpus("corpus.txt", 600));
+    config = write_config("tiny.toml", c);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "headlab/io/checkpoint.h"
 #include "headlab/report/report.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 
 using namespace headlab;
 using test::run_headlab;
@@ -23,12 +24,11 @@ struct AnalysedRun {
   test::ScratchDir scratch{"report"};
   fs::path run = scratch.dir / "run";
   AnalysedRun() {
-    scratch.write_corpus("corpus.txt", 600);
-    const fs::path config = scratch.write(
-        "tiny.toml", "[model]\nd_model = 16\nn_heads = 2\nn_layers = 2\nmax_seq_len = 16\n"
-                     "[data]\npath = \"" + (scratch.dir / "corpus.txt").string() + "\"\nseq_len = 16\n"
-                     "[train]\nbatch_size = 4\nsteps = 6\nwarmup_steps = 1\neval_every = 3\n"
-                     "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 3\nthreads = 1\n");
+    Config c = test::tiny_text_config(scratch.write_corpus("corpus.txt", 600));
+    c.model.n_layers = 2;
+    c.train.steps = 6;
+    c.train.eval_every = c.train.checkpoint_every = 3;
+    const fs::path config = scratch.write_config("tiny.toml", c);
     const std::vector<std::vector<std::string>> steps = {
         {"train", config.string(), "--out", run.string()},
         {"analyze", run.string(), "--batches", "1", "--no-ablation", "--dump-example", "0"},

@@ -33,6 +33,10 @@ fs::path ScratchDir::write(const std::string& name, const std::string& text) con
   return dir / name;
 }
 
+fs::path ScratchDir::write_config(const std::string& name, const Config& config) const {
+  return write(name, to_toml(config));
+}
+
 fs::path ScratchDir::write_corpus(const std::string& name, int lines) const {
   const char* sentences[] = {"the cat sat on the mat.\n", "a dog ran in the park.\n", "the sun is warm today.\n",
                              "we read a book at night.\n"};

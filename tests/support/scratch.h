@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "headlab/io/config.h"
+
 namespace headlab::test {
 
 struct ScratchDir {
@@ -22,6 +24,8 @@ struct ScratchDir {
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
   std::filesystem::path write(const std::string& name, const std::string& text) const;
+  // A config as a TOML file (every key), for tests that run the binary.
+  std::filesystem::path write_config(const std::string& name, const Config& config) const;
   // Four short sentences in a fixed pseudo-random order, `lines` lines in all.
   std::filesystem::path write_corpus(const std::string& name, int lines) const;
 };

@@ -19,6 +19,7 @@
 #include "headlab/train/trainer.h"
 #include "support/run_files.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 
 using namespace headlab;
 using test::checkpoint_tensors;
@@ -33,22 +34,17 @@ struct Scratch : test::ScratchDir {
 };
 
 Config tiny_config(const Scratch& s) {
-  Config c;
-  c.data.path = (s.dir / "corpus.txt").string();
-  c.data.seq_len = 32;
+  Config c = test::tiny_text_config(s.dir / "corpus.txt");
+  c.data.seq_len = c.model.max_seq_len = 32;
   c.model.d_model = 32;
   c.model.n_heads = 4;
   c.model.n_layers = 2;
-  c.model.max_seq_len = 32;
   c.train.batch_size = 8;
   c.train.steps = 12;
   c.train.warmup_steps = 2;
   c.train.lr = 3e-3;
-  c.train.eval_every = 4;
+  c.train.eval_every = c.train.checkpoint_every = 4;
   c.train.eval_batches = 2;
-  c.train.log_every = 1;
-  c.train.checkpoint_every = 4;
-  c.train.keep_checkpoints = 0;
   c.train.threads = 2;
   return c;
 }
