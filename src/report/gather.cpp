@@ -251,7 +251,7 @@ std::string gather_report(const std::string& folder, const std::vector<ExtraExam
     const auto grid = read_csv_rows(dir / "grid.csv");
     bool first = true;
     for (size_t r = 1; r < grid.size(); ++r) {
-      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0])) continue;
+      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0], ec)) continue;
       append_item(out, !first, run_json(dir / grid[r][0], grid[r][0], {}));
       first = false;
     }

@@ -171,6 +171,10 @@ void aggregate_sweep(const std::string& sweep_dir) {
                                                                 << " fields, the header " << header.size());
     Run run;
     run.name = f.front();
+    // A folder name inside DIR: grid.csv is read back from disk, so it may have been edited.
+    HEADLAB_CHECK(!run.name.empty() && run.name.size() <= 255 && run.name != "." && run.name != ".." &&
+                      run.name.find('/') == std::string::npos && run.name.find('\0') == std::string::npos,
+                  grid_path.string() << ": row '" << line << "' names run '" << run.name << "', not a folder name");
     run.values.assign(f.begin() + 1, f.end() - 2);
     run.params = std::atoll(f[f.size() - 2].c_str());
     run.steps = std::atoll(f.back().c_str());
