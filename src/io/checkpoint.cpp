@@ -380,11 +380,11 @@ std::string global_heap_problem(const unsigned char* bytes, size_t n) {
                                                ::memmem(hit, n - (hit - bytes), kHeapSignature, 8))) != nullptr;
        ++hit) {
     const size_t begin = static_cast<size_t>(hit - bytes);
-    if (begin + header > n) return "global heap at byte " + std::to_string(begin) + " is cut off";
+    if (begin + header > n) return "the global heap at byte " + std::to_string(begin) + " is cut off";
     const uint64_t size = decode(begin + 8);
     if (size < header || size > n - begin)
-      return "global heap at byte " + std::to_string(begin) + " claims " + std::to_string(size) + " bytes, the file has " +
-             std::to_string(n - begin) + " from there";
+      return "the global heap at byte " + std::to_string(begin) + " claims " + std::to_string(size) +
+             " bytes, the file has " + std::to_string(n - begin) + " from there";
     const size_t end = begin + static_cast<size_t>(size);
     for (size_t p = begin + header; p + object_header <= end;) {
       const unsigned index = bytes[p] | unsigned(bytes[p + 1]) << 8;
@@ -392,7 +392,7 @@ std::string global_heap_problem(const unsigned char* bytes, size_t n) {
       // Object 0 is the free space, its size counting its header; the others are padded to 8.
       const uint64_t need = index == 0 ? object_size : object_header + ((object_size + 7) & ~uint64_t(7));
       if (object_size > end - p || need > end - p || need == 0)
-        return "global heap at byte " + std::to_string(begin) + ": object " + std::to_string(index) + " claims " +
+        return "the global heap at byte " + std::to_string(begin) + ": object " + std::to_string(index) + " claims " +
                std::to_string(object_size) + " bytes, past the end of its heap";
       p += static_cast<size_t>(need);
     }
@@ -424,8 +424,11 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   }
   HEADLAB_CHECK(S_ISREG(st.st_mode), path << ": not a regular file");
   HEADLAB_CHECK(st.st_size > 0, path << ": empty file (corrupt or truncated)");
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());  // reads only the signature: safe before the probe
+  if (is_hdf5 < 0) throw Error(path + ": cannot read: " + hdf5_cause());
+  HEADLAB_CHECK(is_hdf5 > 0, path << ": not an HDF5 file");
   const std::string heap_problem = global_heap_problem(path, static_cast<size_t>(st.st_size));
-  HEADLAB_CHECK(heap_problem.empty(), path << ": corrupt HDF5 file (" << heap_problem << ")");
+  HEADLAB_CHECK(heap_problem.empty(), path << ": corrupt or truncated HDF5 file (" << heap_problem << ")");
   probe_in_child();
   open_file();
 }
@@ -472,9 +475,6 @@ void CheckpointReader::probe_in_child() {
 
 void CheckpointReader::open_file() {
   const std::string& path = path_;
-  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
-  if (is_hdf5 < 0) throw Error(path + ": cannot read: " + hdf5_cause());
-  HEADLAB_CHECK(is_hdf5 > 0, path << ": not an HDF5 file");
   Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   expect(fapl.ok() && H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) >= 0, path);
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
