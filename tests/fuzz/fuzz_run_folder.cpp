@@ -16,7 +16,8 @@
 namespace {
 
 bool safe_name(std::string_view name) {
-  if (name.empty() || name.size() > 100 || name.front() == '/' || name.find("..") != std::string_view::npos)
+  if (name.empty() || name.size() > 100 || name.front() == '/' || name.back() == '/' ||
+      name.find("..") != std::string_view::npos || name.find("//") != std::string_view::npos)
     return false;
   for (const char c : name)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '=' || c == ',' || c == '/' ||
