@@ -262,6 +262,18 @@ TEST_CASE("a grid.csv row whose run is not a folder name is one error line", "[s
   }
 }
 
+// Found by .ci/test-fuzz (fuzz_run_folder): a step of 1e308 was converted to int64_t (undefined).
+TEST_CASE("a metrics.csv row whose step is not a count is one error line", "[sweep]") {
+  for (const std::string& step : {"1e308", "inf", "-1", "nan"}) {
+    test::ScratchDir s("sweep");
+    const std::string row = step + ",64,0.001,4,2.5,,3.6,1,1000,0.5";
+    const fs::path path = s.write("metrics.csv", "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,"
+                                                 "tokens_per_s,elapsed_s\n" + row + "\n");
+    REQUIRE_THROWS_MATCHES(read_run_metrics(path.string()), Error,
+                           Catch::Matchers::Message(path.string() + ": row '" + row + "' has no step"));
+  }
+}
+
 TEST_CASE("a run is finished at a checkpoint at train.steps, resumable from an earlier one, fresh without", "[sweep]") {
   Scratch s;
   Config c;
