@@ -19,7 +19,12 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
-    HEADLAB_CHECK(out.good(), "cannot write " << tmp.string() << " (disk full or not writable?)");
+    if (!out.good()) {  // a full disk: leave no partial temp file behind
+      out.close();
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      HEADLAB_CHECK(false, "cannot write " << tmp.string() << " (disk full or not writable?)");
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

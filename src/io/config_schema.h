@@ -51,5 +51,7 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;  // clang 14 (the fuzz build) does not deduce aggregates by itself
 
 }  // namespace headlab::config_internal

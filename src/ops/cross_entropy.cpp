@@ -113,16 +113,17 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
   const T* lse = node.saved[0].data();
   const T g = node.grad.data()[0] / static_cast<T>(n_valid);
   T* d = dlogits.data();
+  const bool overwrite_rows = overwrite;  // clang 14 (the fuzz build) cannot capture a structured binding in the OpenMP region
 #pragma omp parallel for schedule(static) if (rows * V > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t t = targets[r];
     T* dr = d + r * V;
     if (t == ignore_index) {
-      if (overwrite) std::fill(dr, dr + V, T(0));
+      if (overwrite_rows) std::fill(dr, dr + V, T(0));
       continue;
     }
     const T *xr = x + r * V, row_lse = lse[r];
-    if (overwrite)
+    if (overwrite_rows)
       for (int64_t j = 0; j < V; ++j) dr[j] = g * std::exp(xr[j] - row_lse);
     else
       for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse);

@@ -4,6 +4,7 @@
 // the page, not this file, decides what to draw from each column.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -114,7 +115,8 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
   if (fs::is_regular_file(dir / (stem + ".h5"))) {
     const CheckpointReader h5((dir / (stem + ".h5")).string());
     const Shape shape = h5.shape("attention");
-    HEADLAB_CHECK(shape.rank == 4 && shape[2] == shape[3], h5.path() << ": attention is not [L, H, T, T]");
+    HEADLAB_CHECK(shape.rank == 4 && shape[2] == shape[3] && shape[2] > 0,
+                  h5.path() << ": attention is not [L, H, T, T] with T > 0");
     a.n_layers = shape[0], a.n_heads = shape[1], a.seq_len = shape[2];
     a.probs = h5.read_array<double>("attention");
     if (h5.has("tokens")) {
@@ -129,7 +131,7 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
     auto index = [&](size_t r, size_t i) {  // layer, head or query of row r: a count
       char* end = nullptr;
       const long long v = i < rows[r].size() ? std::strtoll(rows[r][i].c_str(), &end, 10) : -1;
-      HEADLAB_CHECK(end && *end == '\0' && !rows[r][i].empty() && v >= 0,
+      HEADLAB_CHECK(end && *end == '\0' && !rows[r][i].empty() && v >= 0 && v <= INT32_MAX,
                     stem << ".csv: row " << r << " has '" << (i < rows[r].size() ? rows[r][i] : "") << "' for "
                          << rows[0][i] << ", not a count");
       return static_cast<int64_t>(v);
@@ -139,7 +141,18 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
       a.n_heads = std::max<int64_t>(a.n_heads, index(r, 1) + 1);
     }
     const int64_t T = a.seq_len;
-    a.probs.assign(a.n_layers * a.n_heads * T * T, std::nan(""));
+    // The maps are held dense, [L, H, T, T]: refuse layer and head numbers that the rows cannot
+    // back (a dump holds T rows per head; a pruned model's narrower layers leave some maps empty),
+    // so that an edited file cannot ask for gigabytes (found by tests/fuzz/fuzz_run_folder).
+    const int64_t data_values = static_cast<int64_t>(rows.size() - 1) * T;
+    int64_t dense = 0;
+    const bool overflow = __builtin_mul_overflow(a.n_layers, a.n_heads, &dense) ||
+                          __builtin_mul_overflow(dense, T * T, &dense);
+    HEADLAB_CHECK(!overflow && dense <= 64 * std::max<int64_t>(data_values, T * T),
+                  stem << ".csv: its rows number layers up to " << a.n_layers - 1 << " and heads up to " << a.n_heads - 1
+                       << " but hold " << rows.size() - 1 << " rows of " << T
+                       << " keys: not the attention dump of one model");
+    a.probs.assign(static_cast<size_t>(dense), std::nan(""));
     for (size_t r = 1; r < rows.size(); ++r) {
       HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3, stem << ".csv: row " << r << " has "
                                                                           << rows[r].size() << " fields, not " << T + 3);
@@ -251,7 +264,7 @@ std::string gather_report(const std::string& folder, const std::vector<ExtraExam
     const auto grid = read_csv_rows(dir / "grid.csv");
     bool first = true;
     for (size_t r = 1; r < grid.size(); ++r) {
-      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0])) continue;
+      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0], ec)) continue;
       append_item(out, !first, run_json(dir / grid[r][0], grid[r][0], {}));
       first = false;
     }

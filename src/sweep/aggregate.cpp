@@ -136,7 +136,8 @@ RunMetrics read_run_metrics(const std::string& metrics_csv) {
     std::vector<std::string> f = split_csv_line(line);
     f.resize(header.size());
     const std::optional<double> s = parse_number(f[step]);
-    HEADLAB_CHECK(s, metrics_csv << ": row '" << line << "' has no step");
+    // A step is a count: a value past 2^53 (or inf) does not convert to int64_t (found by fuzz_run_folder).
+    HEADLAB_CHECK(s && *s >= 0 && *s <= 9007199254740992.0, metrics_csv << ": row '" << line << "' has no step");
     m.last_step = static_cast<int64_t>(*s);
     if (const auto loss = parse_number(f[val_loss])) {
       m.val_loss = loss;
@@ -171,9 +172,13 @@ void aggregate_sweep(const std::string& sweep_dir) {
                                                                 << " fields, the header " << header.size());
     Run run;
     run.name = f.front();
+    // A folder name inside DIR: grid.csv is read back from disk, so it may have been edited.
+    HEADLAB_CHECK(!run.name.empty() && run.name.size() <= 255 && run.name != "." && run.name != ".." &&
+                      run.name.find('/') == std::string::npos && run.name.find('\0') == std::string::npos,
+                  grid_path.string() << ": row '" << line << "' names run '" << run.name << "', not a folder name");
     run.values.assign(f.begin() + 1, f.end() - 2);
-    run.params = std::atoll(f[f.size() - 2].c_str());
-    run.steps = std::atoll(f.back().c_str());
+    run.params = std::strtoll(f[f.size() - 2].c_str(), nullptr, 10);  // strtoll saturates; atoll's overflow is UB
+    run.steps = std::strtoll(f.back().c_str(), nullptr, 10);
     const fs::path metrics = dir / run.name / "metrics.csv";
     if (fs::exists(metrics)) {
       run.metrics = read_run_metrics(metrics.string());

@@ -257,6 +257,38 @@ TEST_CASE("checkpoint truncated at any offset gives an Error, never a crash", "[
   CHECK(read_bytes(stderr_path).empty());
 }
 
+// Found by tests/fuzz/fuzz_checkpoint: HDF5 1.10 copied a variable-length string attribute from
+// its global heap by the object size written in the file, past the heap's buffer.
+TEST_CASE("checkpoint whose global heap object claims more bytes than its heap is one Error", "[io][checkpoint]") {
+  TempDir dir;
+  std::string bytes = write_sample(dir / "full.h5");
+  const size_t heap = bytes.find(std::string("GCOL\1\0\0\0", 8));
+  REQUIRE(heap != std::string::npos);
+  // The first object's size field (after the 16-byte collection header and 8 bytes of index,
+  // reference count and padding): make it 2^40.
+  const std::string huge("\0\0\0\0\0\1\0\0", 8);
+  bytes.replace(heap + 16 + 8, 8, huge);
+  const std::string path = dir / "heap.h5";
+  write_bytes(path, bytes);
+  REQUIRE_THROWS_MATCHES(CheckpointReader(path), Error,
+                         Catch::Matchers::Message(path + ": corrupt or truncated HDF5 file (the global heap at byte " +
+                                                  std::to_string(heap) + ": object 1 claims 1099511627776 bytes, "
+                                                  "past the end of its heap)"));
+}
+
+// Found by tests/fuzz/fuzz_checkpoint: iterating this file's dense link storage makes HDF5 1.10
+// free() a pointer it never allocated. The reader walks the metadata in a forked child first.
+TEST_CASE("checkpoint that crashes the HDF5 library is one Error and this process lives", "[io][checkpoint]") {
+  const std::string path = std::string(HEADLAB_SOURCE_DIR) +
+                           "/tests/fuzz/corpus/fuzz_checkpoint/regression_hdf5_invalid_free_dense_links.h5";
+  REQUIRE(fs::exists(path));
+  REQUIRE_THROWS_MATCHES(CheckpointReader(path), Error,
+                         Catch::Matchers::Predicate<Error>([&](const Error& e) {
+                           const std::string m = e.what();
+                           return m.starts_with(path + ": corrupt") && m.find('\n') == std::string::npos;
+                         }, "one line: PATH: corrupt ..."));
+}
+
 TEST_CASE("checkpoint read detects a flipped bit in the weights", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "ckpt.h5";

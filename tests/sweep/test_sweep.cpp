@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,6 +241,29 @@ TEST_CASE("aggregating the fixture sweep gives the means and sample stds worked 
   CHECK_THAT(summary, Contains("model.n_heads=2,train.seed=1 (at step 20 of 40)"));
 
   CHECK_THROWS_WITH(aggregate_sweep(s.dir.string()), Contains("not a sweep folder (no grid.csv"));
+}
+
+// Found by tests/fuzz/fuzz_run_folder: a 300-byte run name in grid.csv threw std::filesystem_error.
+TEST_CASE("a grid.csv row whose run is not a folder name is one error line", "[sweep]") {
+  for (const std::string& name : {std::string(300, 'x'), std::string(".."), std::string("a/b"), std::string()}) {
+    test::ScratchDir s("sweep");
+    s.write("grid.csv", "run,model.n_heads,params,steps\n" + name + ",1,10,6\n");
+    REQUIRE_THROWS_MATCHES(aggregate_sweep(s.dir.string()), Error,
+                           Catch::Matchers::Message((s.dir / "grid.csv").string() + ": row '" + name +
+                                                    ",1,10,6' names run '" + name + "', not a folder name"));
+  }
+}
+
+// Found by .ci/test-fuzz (fuzz_run_folder): a step of 1e308 was converted to int64_t (undefined).
+TEST_CASE("a metrics.csv row whose step is not a count is one error line", "[sweep]") {
+  for (const std::string& step : {"1e308", "inf", "-1", "nan"}) {
+    test::ScratchDir s("sweep");
+    const std::string row = step + ",64,0.001,4,2.5,,3.6,1,1000,0.5";
+    const fs::path path = s.write("metrics.csv", "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,"
+                                                 "tokens_per_s,elapsed_s\n" + row + "\n");
+    REQUIRE_THROWS_MATCHES(read_run_metrics(path.string()), Error,
+                           Catch::Matchers::Message(path.string() + ": row '" + row + "' has no step"));
+  }
 }
 
 TEST_CASE("a run is finished at a checkpoint at train.steps, resumable from an earlier one, fresh without", "[sweep]") {
@@ -497,4 +521,99 @@ TEST_CASE("a run folder whose checkpoint cannot be read fails up front and is le
   CHECK(report.failures[1].run == "train.seed=0");  // /bin/true leaves no checkpoint
   CHECK_FALSE(fs::exists(broken / "config.toml"));
   CHECK_FALSE(fs::exists(broken / "train.log"));
+}
+
+namespace {
+
+// The disk "fills up" at `bytes` per file, for this process and the programs it starts, until the
+// end of the scope: RLIMIT_FSIZE with SIGXFSZ ignored (inherited through exec), so a write past
+// the limit fails with EFBIG ("File too large") as one on a full disk fails with ENOSPC. The same
+// mechanism as the io test "checkpoint commit that hits a full disk ...", for whole sweeps.
+struct ScopedFullDisk {
+  explicit ScopedFullDisk(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_limit);
+    old_handler = ::signal(SIGXFSZ, SIG_IGN);
+    const struct rlimit limit = {bytes, old_limit.rlim_max};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~ScopedFullDisk() {
+    ::setrlimit(RLIMIT_FSIZE, &old_limit);
+    ::signal(SIGXFSZ, old_handler);
+  }
+  ScopedFullDisk(const ScopedFullDisk&) = delete;
+  ScopedFullDisk& operator=(const ScopedFullDisk&) = delete;
+  struct rlimit old_limit {};
+  sighandler_t old_handler = SIG_DFL;
+};
+
+}  // namespace
+
+TEST_CASE("a full disk during a sweep loses nothing already finished, and the sweep names the failure in one line",
+          "[sweep]") {
+  Scratch s;
+  // One run at a time, in grid order: d_model = 16 (checkpoints of ~0.2 MB) finishes, then the disk
+  // is full for d_model = 128, whose first checkpoint (~3 MB) cannot be written.
+  const fs::path file = s.write("disk.toml", "base = \"base.toml\"\n[grid]\n\"model.d_model\" = [16, 128]\n");
+  const fs::path out = s.dir / "out", small = out / "model.d_model=16", big = out / "model.d_model=128";
+  CommandResult full;
+  {
+    const ScopedFullDisk disk(1 << 20);
+    full = run_headlab({"sweep", file.string(), "--jobs", "1", "--out", out.string()}, s.dir / "sweep.log");
+  }
+  INFO(full.output);
+  CHECK(full.code == 1);
+  // The failure is one line naming the run and the cause.
+  std::vector<std::string> failed_lines;
+  for (const std::string& line : lines_of(full.output))
+    if (line.find("sweep: failed: ") != std::string::npos) failed_lines.push_back(line);
+  REQUIRE(failed_lines.size() == 1);
+  CHECK_THAT(failed_lines[0], Contains("model.d_model=128: exit code ") && Contains("File too large"));
+  // The finished run is whole: its last checkpoint reads, its metrics reach the end, and the
+  // results list it, with the failed run beside it.
+  CHECK(CheckpointReader(checkpoint_path(small.string(), 6)).int_attr("step") == 6);
+  CHECK(read_run_metrics((small / "metrics.csv").string()).last_step == 6);
+  const auto rows = read_results(out / "results.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("n_seeds") == "1");
+  CHECK(rows[1].at("n_failed") == "1");
+  CHECK_THAT(rows[1].at("failures"), Contains("File too large"));
+  // No half-written checkpoint of the failed run is left, under any name.
+  for (const auto& entry : fs::recursive_directory_iterator(big))
+    CHECK_THAT(entry.path().filename().string(), !Contains(".tmp"));
+  const auto finished_at = fs::last_write_time(small / "metrics.csv");
+  const std::string results = read_file(out / "results.csv"), summary = read_file(out / "summary.md");
+
+  SECTION("a disk that fills while the results are aggregated leaves the previous results intact") {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {  // exit codes: 0 = one-line headlab::Error, 1 = no error, 2 = something else
+      const ScopedFullDisk disk(16);
+      int code = 1;
+      try {
+        aggregate_sweep(out.string());
+      } catch (const Error& e) {
+        code = std::string(e.what()).find('\n') == std::string::npos ? 0 : 2;
+      } catch (...) {
+        code = 2;
+      }
+      ::_exit(code);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(read_file(out / "results.csv") == results);
+    CHECK(read_file(out / "summary.md") == summary);
+    for (const auto& entry : fs::directory_iterator(out)) CHECK_THAT(entry.path().filename().string(), !Contains(".tmp"));
+  }
+  SECTION("with space again, a rerun skips the finished run untouched and completes the failed one") {
+    const CommandResult again = run_headlab({"sweep", file.string(), "--jobs", "1", "--out", out.string()},
+                                            s.dir / "sweep.log");
+    INFO(again.output);
+    CHECK(again.code == 0);
+    CHECK_THAT(again.output, Contains("1 finished (skipped), 0 to resume, 1 to start"));
+    CHECK(fs::last_write_time(small / "metrics.csv") == finished_at);
+    CHECK(read_run_metrics((big / "metrics.csv").string()).last_step == 6);
+    CHECK(read_results(out / "results.csv")[1].at("n_failed") == "0");
+  }
 }

@@ -82,7 +82,9 @@ class CheckpointWriter {
 
 class CheckpointReader {
  public:
-  // Opens and validates `path`; indexes every dataset's name, shape and dtype.
+  // Opens and validates `path`; indexes every dataset's name, shape and dtype. A file that
+  // crashes the HDF5 library (corrupt metadata HDF5 does not check) is one Error: its metadata
+  // and root attributes are read in a forked child first (docs/reliability.md).
   explicit CheckpointReader(const std::string& path);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
@@ -113,6 +115,8 @@ class CheckpointReader {
     Shape shape;
     ArrayDType dtype;
   };
+  void open_file();  // H5Fopen, the kind and version checks, the dataset index
+  void probe_in_child();  // open_file() and every attribute read in a forked child first
   const Entry* find(const std::string& name) const;
   const Entry& entry(const std::string& name) const;
   void read_raw(const Entry& entry, ArrayDType want, void* out) const;
