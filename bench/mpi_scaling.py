@@ -43,11 +43,13 @@ def run(cmd, env=None):
 
 
 def steady_tokens_per_s(run_dir, skip_rows):
-    """Tokens per second between metrics row `skip_rows` and the last (warm-up excluded)."""
+    """Tokens per second between metrics row `skip_rows` and the one before the last: the warm-up
+    is left out, and so is the last step, which includes the final evaluation (on rank 0 alone
+    under mpirun, with all threads in one process)."""
     import csv
     with open(run_dir / "metrics.csv") as f:
         rows = list(csv.DictReader(f))
-    first, last = rows[skip_rows - 1], rows[-1]
+    first, last = rows[skip_rows - 1], rows[-2]
     return (int(last["tokens"]) - int(first["tokens"])) / (float(last["elapsed_s"]) - float(first["elapsed_s"]))
 
 
@@ -56,7 +58,7 @@ def measure(args):
     mpirun = shutil.which("mpirun") or sys.exit("mpi_scaling: mpirun not found (apt-get install openmpi-bin)")
     result = {"command": " ".join(sys.argv), "reps": args.reps, "steps": args.steps, "skip_rows": args.skip,
               "headlab_version": run([binary, "--version"]).strip(), "models": {}}
-    common = ["--set", f"train.steps={args.steps}", "--set", "train.eval_every=0", "--set", "train.checkpoint_every=0",
+    common = ["--set", f"train.steps={args.steps}", "--set", "train.warmup_steps=0", "--set", "train.eval_every=0", "--set", "train.checkpoint_every=0",
               "--set", "train.log_every=1", "--set", "train.grad_accum=2", "--set", "train.prefetch=true"]
     with tempfile.TemporaryDirectory(prefix="headlab_mpi_scaling_") as tmp:
         for name, config in MODELS.items():
@@ -88,9 +90,10 @@ def ring_allreduce_s(grad_bytes, ranks, gbit):
 
 
 def render(result):
-    out = [f"Measured by `{result['command']}` ({result['headlab_version'].splitlines()[0]}; "
-           f"{result['reps']} alternating repetitions of {result['steps']} steps, tokens/s over rows "
-           f"{result['skip_rows']}..{result['steps']} of metrics.csv).", "",
+    version = "; ".join(" ".join(line.split()) for line in result["headlab_version"].splitlines()[:2])
+    out = [f"Measured by `{result['command']}` ({version}; "
+           f"{result['reps']} alternating repetitions of {result['steps']} steps, tokens/s from step "
+           f"{result['skip_rows']} to step {result['steps'] - 1}: warm-up and the final evaluation left out).", "",
            "| model | params | 1 rank x 2 threads, tok/s (median, min-max) | 2 ranks x 1 thread, tok/s | ratio 2x1 / 1x2 (median of paired reps) |",
            "|---|---:|---:|---:|---:|"]
     for name, m in result["models"].items():

@@ -33,10 +33,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 
 std::string read_text_file(const std::filesystem::path& path, const std::string& what) {
   std::error_code ec;
-  HEADLAB_CHECK(std::filesystem::is_regular_file(path, ec), "cannot read " << what << " '" << path.string() << "'"
-                                                                           << (std::filesystem::is_directory(path, ec)
-                                                                                   ? ": it is a directory"
-                                                                                   : ""));
+  HEADLAB_CHECK(std::filesystem::is_regular_file(path, ec),
+                "cannot read " << what << " '" << path.string() << "'"
+                               << (std::filesystem::is_directory(path, ec) ? ": it is a directory" : ""));
   std::ifstream in(path, std::ios::binary);
   HEADLAB_CHECK(in, "cannot read " << what << " '" << path.string() << "'");
   std::ostringstream text;

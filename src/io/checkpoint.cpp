@@ -53,12 +53,13 @@ void silence_hdf5() {
 // large"), else the innermost description ("truncated file: eof = ...").
 std::string hdf5_cause() {
   std::vector<std::string> lines;  // innermost first
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
-           [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
-             static_cast<std::vector<std::string>*>(data)->push_back(e->desc ? e->desc : "");
-             return 0;
-           },
-           &lines);
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+        static_cast<std::vector<std::string>*>(data)->push_back(e->desc ? e->desc : "");
+        return 0;
+      },
+      &lines);
   H5Eclear2(H5E_DEFAULT);
   for (const std::string& line : lines) {
     const size_t at = line.find("error message = '");
@@ -98,25 +99,33 @@ struct TypeInfo {
 };
 TypeInfo type_info(ArrayDType dtype) {
   switch (dtype) {
-    case ArrayDType::float32: return {H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4};
-    case ArrayDType::float64: return {H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 8};
-    case ArrayDType::int64: return {H5T_STD_I64LE, H5T_NATIVE_INT64, 8};
-    case ArrayDType::uint64: return {H5T_STD_U64LE, H5T_NATIVE_UINT64, 8};
-    case ArrayDType::uint8: return {H5T_STD_U8LE, H5T_NATIVE_UINT8, 1};
-    default: throw Error("checkpoint: unsupported dtype");
+    case ArrayDType::float32:
+      return {H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, 4};
+    case ArrayDType::float64:
+      return {H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, 8};
+    case ArrayDType::int64:
+      return {H5T_STD_I64LE, H5T_NATIVE_INT64, 8};
+    case ArrayDType::uint64:
+      return {H5T_STD_U64LE, H5T_NATIVE_UINT64, 8};
+    case ArrayDType::uint8:
+      return {H5T_STD_U8LE, H5T_NATIVE_UINT8, 1};
+    default:
+      throw Error("checkpoint: unsupported dtype");
   }
 }
 
 ArrayDType classify(hid_t type) {
   const size_t size = H5Tget_size(type);
   switch (H5Tget_class(type)) {
-    case H5T_FLOAT: return size == 4 ? ArrayDType::float32 : size == 8 ? ArrayDType::float64 : ArrayDType::unsupported;
+    case H5T_FLOAT:
+      return size == 4 ? ArrayDType::float32 : size == 8 ? ArrayDType::float64 : ArrayDType::unsupported;
     case H5T_INTEGER: {
       const bool is_signed = H5Tget_sign(type) == H5T_SGN_2;
       if (size == 8) return is_signed ? ArrayDType::int64 : ArrayDType::uint64;
       return size == 1 && !is_signed ? ArrayDType::uint8 : ArrayDType::unsupported;
     }
-    default: return ArrayDType::unsupported;
+    default:
+      return ArrayDType::unsupported;
   }
 }
 
@@ -215,8 +224,10 @@ void CheckpointWriter::set_attr(Attr attr) {
                 "checkpoint: attribute " << attr.key << " is reserved (commit writes it)");
   auto same_key = [&](const Attr& existing) { return existing.key == attr.key; };
   auto it = std::find_if(attrs_.begin(), attrs_.end(), same_key);
-  if (it != attrs_.end()) *it = std::move(attr);  // setting a key again replaces its value
-  else attrs_.push_back(std::move(attr));
+  if (it != attrs_.end())
+    *it = std::move(attr);  // setting a key again replaces its value
+  else
+    attrs_.push_back(std::move(attr));
 }
 void CheckpointWriter::set_string_attr(const std::string& key, const std::string& value) {
   set_attr({key, Attr::Kind::string, value});
@@ -308,8 +319,8 @@ std::vector<unsigned char> CheckpointWriter::file_image(const std::string& name)
   // keeps the checksum computed with them set. Superblock v2/v3 (format spec, fixed): signature
   // (8), version, offset size, length size, flags, 4 addresses of 8 bytes, lookup3 checksum.
   static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-  HEADLAB_CHECK(image.size() >= 48 && std::memcmp(image.data(), signature, 8) == 0 && (image[8] == 2 || image[8] == 3) &&
-                    image[9] == 8 && image[10] == 8,
+  HEADLAB_CHECK(image.size() >= 48 && std::memcmp(image.data(), signature, 8) == 0 &&
+                    (image[8] == 2 || image[8] == 3) && image[9] == 8 && image[10] == 8,
                 "unexpected HDF5 superblock (version " << int(image.size() > 8 ? image[8] : 0) << ")");
   image[11] = 0;
   const uint32_t checksum = lookup3(image.data(), 44);
@@ -333,8 +344,10 @@ void CheckpointWriter::commit(const std::string& path) const {
   for (size_t done = 0; done < image.size() && failure.empty();) {
     const ssize_t n = ::write(fd, image.data() + done, image.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) failure = "writing " + temp + ": " + (n < 0 ? std::strerror(errno) : "no progress");
-    else done += static_cast<size_t>(n);
+    if (n <= 0)
+      failure = "writing " + temp + ": " + (n < 0 ? std::strerror(errno) : "no progress");
+    else
+      done += static_cast<size_t>(n);
   }
   if (failure.empty() && ::fsync(fd) != 0) failure = "fsync of " + temp + ": " + std::strerror(errno);
   if (::close(fd) != 0 && failure.empty()) failure = "closing " + temp + ": " + std::strerror(errno);
@@ -376,8 +389,8 @@ std::string global_heap_problem(const unsigned char* bytes, size_t n) {
     return v;
   };
   const size_t header = 8 + length_size, object_header = 8 + length_size;
-  for (const unsigned char* hit = bytes; (hit = static_cast<const unsigned char*>(
-                                               ::memmem(hit, n - (hit - bytes), kHeapSignature, 8))) != nullptr;
+  for (const unsigned char* hit = bytes;
+       (hit = static_cast<const unsigned char*>(::memmem(hit, n - (hit - bytes), kHeapSignature, 8))) != nullptr;
        ++hit) {
     const size_t begin = static_cast<size_t>(hit - bytes);
     if (begin + header > n) return "the global heap at byte " + std::to_string(begin) + " is cut off";
@@ -454,9 +467,18 @@ void CheckpointReader::probe_in_child() {
     try {
       open_file();
       for (const std::string& key : attr_names()) {
-        try { (void)string_attr(key); } catch (const Error&) {}
-        try { (void)int_attr(key); } catch (const Error&) {}
-        try { (void)double_attr(key); } catch (const Error&) {}
+        try {
+          (void)string_attr(key);
+        } catch (const Error&) {
+        }
+        try {
+          (void)int_attr(key);
+        } catch (const Error&) {
+        }
+        try {
+          (void)double_attr(key);
+        } catch (const Error&) {
+        }
       }
     } catch (...) {  // an Error the parent reports itself, when it makes the same call
     }
@@ -485,9 +507,9 @@ void CheckpointReader::open_file() {
     HEADLAB_CHECK(kind == "checkpoint", path << ": " << kKindKey << " is '" << kind << "', not 'checkpoint'");
     HEADLAB_CHECK(has_attr(kVersionKey), path << ": not a headlab checkpoint (no " << kVersionKey << " attribute)");
     format_version_ = int_attr(kVersionKey);
-    HEADLAB_CHECK(format_version_ == kCheckpointFormatVersion,
-                  path << ": unsupported checkpoint format version " << format_version_ << " (this build reads "
-                       << kCheckpointFormatVersion << ")");
+    HEADLAB_CHECK(format_version_ == kCheckpointFormatVersion, path << ": unsupported checkpoint format version "
+                                                                    << format_version_ << " (this build reads "
+                                                                    << kCheckpointFormatVersion << ")");
     struct Visit {
       std::vector<Entry>* entries;
       std::string error;
@@ -506,8 +528,8 @@ void CheckpointReader::open_file() {
           const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
           if (rank < 0 || !type.ok()) return -1;
           if (rank > kMaxRank) {
-            v->error = std::string(name) + " has rank " + std::to_string(rank) + ", more than " +
-                       std::to_string(kMaxRank);
+            v->error =
+                std::string(name) + " has rank " + std::to_string(rank) + ", more than " + std::to_string(kMaxRank);
             return -1;
           }
           hsize_t dims[kMaxRank] = {};
@@ -549,7 +571,9 @@ const CheckpointReader::Entry* CheckpointReader::find(const std::string& name) c
   return it != entries_.end() && it->name == name ? &*it : nullptr;
 }
 
-bool CheckpointReader::has(const std::string& name) const { return find(name) != nullptr; }
+bool CheckpointReader::has(const std::string& name) const {
+  return find(name) != nullptr;
+}
 
 const CheckpointReader::Entry& CheckpointReader::entry(const std::string& name) const {
   const Entry* e = find(name);
@@ -557,8 +581,12 @@ const CheckpointReader::Entry& CheckpointReader::entry(const std::string& name) 
   return *e;
 }
 
-Shape CheckpointReader::shape(const std::string& name) const { return entry(name).shape; }
-ArrayDType CheckpointReader::dtype(const std::string& name) const { return entry(name).dtype; }
+Shape CheckpointReader::shape(const std::string& name) const {
+  return entry(name).shape;
+}
+ArrayDType CheckpointReader::dtype(const std::string& name) const {
+  return entry(name).dtype;
+}
 
 void CheckpointReader::read_raw(const Entry& e, ArrayDType want, void* out) const {
   HEADLAB_CHECK(e.dtype == want,
@@ -705,8 +733,9 @@ std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir) {
         parse_step(name.substr(5, name.size() - 8), step) && fs::is_regular_file(p, ec))
       out.push_back({step, p.string()});
   }
-  std::sort(out.begin(), out.end(),
-            [](const CheckpointFile& a, const CheckpointFile& b) { return std::tie(a.step, a.path) < std::tie(b.step, b.path); });
+  std::sort(out.begin(), out.end(), [](const CheckpointFile& a, const CheckpointFile& b) {
+    return std::tie(a.step, a.path) < std::tie(b.step, b.path);
+  });
   return out;
 }
 

@@ -34,9 +34,11 @@ const std::vector<KeySpec>& schema();
 const KeySpec* find_spec(const std::string& key);  // nullptr if unknown
 bool is_section(const std::string& name);          // "model", "data", "train"
 // Read-only access for the const paths: the accessor only takes an address.
-inline Field field_of(const KeySpec& spec, const Config& config) { return spec.field(const_cast<Config&>(config)); }
+inline Field field_of(const KeySpec& spec, const Config& config) {
+  return spec.field(const_cast<Config&>(config));
+}
 
-std::string format_float(double v);     // shortest round-trip TOML float: 0.1, 3e-4, 1.0
+std::string format_float(double v);       // shortest round-trip TOML float: 0.1, 3e-4, 1.0
 std::string quote(const std::string& s);  // TOML basic string, escaped
 
 // "unknown key 'model.n_head' in <where>; did you mean 'model.n_heads'?" (where may be empty).

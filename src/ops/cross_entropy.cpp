@@ -51,8 +51,8 @@ void check_logits(const Tensor<T>& logits, const char* op) {
 // Every row of logits [..., V]: checks the targets, writes lse[r] (0 for ignored rows) when lse
 // is not null, and returns the summed statistics. Shared by the op and cross_entropy_stats.
 template <typename T>
-CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* targets,
-                                     int32_t ignore_index, T* lse, const char* op) {
+CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index, T* lse,
+                                     const char* op) {
   check_logits(logits, op);
   const Shape& shape = logits.shape();
   const int64_t V = shape.last(), rows = shape.rows();
@@ -113,7 +113,8 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
   const T* lse = node.saved[0].data();
   const T g = node.grad.data()[0] / static_cast<T>(n_valid);
   T* d = dlogits.data();
-  const bool overwrite_rows = overwrite;  // clang 14 (the fuzz build) cannot capture a structured binding in the OpenMP region
+  const bool overwrite_rows =
+      overwrite;  // clang 14 (the fuzz build) cannot capture a structured binding in the OpenMP region
 #pragma omp parallel for schedule(static) if (rows * V > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const int32_t t = targets[r];
@@ -151,13 +152,12 @@ Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index
 }
 
 template <typename T>
-CrossEntropyStats cross_entropy_stats(const Tensor<T>& logits, const int32_t* targets,
-                                      int32_t ignore_index) {
+CrossEntropyStats cross_entropy_stats(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index) {
   return cross_entropy_rows<T>(logits, targets, ignore_index, nullptr, "cross_entropy_stats");
 }
 
-#define HEADLAB_INSTANTIATE(T)                                          \
-  template Var<T> cross_entropy<T>(Var<T>, const int32_t*, int32_t);    \
+#define HEADLAB_INSTANTIATE(T)                                       \
+  template Var<T> cross_entropy<T>(Var<T>, const int32_t*, int32_t); \
   template CrossEntropyStats cross_entropy_stats<T>(const Tensor<T>&, const int32_t*, int32_t);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

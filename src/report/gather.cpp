@@ -66,13 +66,16 @@ std::string csv_json(const fs::path& path) {
   out += "],\"rows\":[";
   for (size_t r = 1; r < rows.size(); ++r) {
     out += r > 1 ? ",[" : "[";
-    for (size_t i = 0; i < rows[0].size(); ++i) append_item(out, i > 0, json_cell(i < rows[r].size() ? rows[r][i] : ""));
+    for (size_t i = 0; i < rows[0].size(); ++i)
+      append_item(out, i > 0, json_cell(i < rows[r].size() ? rows[r][i] : ""));
     out += "]";
   }
   return out + "]}";
 }
 
-std::string optional_csv(const fs::path& path) { return fs::is_regular_file(path) ? csv_json(path) : "null"; }
+std::string optional_csv(const fs::path& path) {
+  return fs::is_regular_file(path) ? csv_json(path) : "null";
+}
 std::string optional_text(const fs::path& path) {
   return fs::is_regular_file(path) ? json_string(read_text_file(path, "file")) : "null";
 }
@@ -102,8 +105,9 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) {
       const double* map = a.probs.data() + (l * H + h) * T * T;
-      append_item(out, l + h > 0,
-                  h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, causal)))) : "null");
+      append_item(
+          out, l + h > 0,
+          h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, causal)))) : "null");
     }
   return out + "]}";
 }
@@ -146,19 +150,20 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
     // so that an edited file cannot ask for gigabytes (found by tests/fuzz/fuzz_run_folder).
     const int64_t data_values = static_cast<int64_t>(rows.size() - 1) * T;
     int64_t dense = 0;
-    const bool overflow = __builtin_mul_overflow(a.n_layers, a.n_heads, &dense) ||
-                          __builtin_mul_overflow(dense, T * T, &dense);
+    const bool overflow =
+        __builtin_mul_overflow(a.n_layers, a.n_heads, &dense) || __builtin_mul_overflow(dense, T * T, &dense);
     HEADLAB_CHECK(!overflow && dense <= 64 * std::max<int64_t>(data_values, T * T),
-                  stem << ".csv: its rows number layers up to " << a.n_layers - 1 << " and heads up to " << a.n_heads - 1
-                       << " but hold " << rows.size() - 1 << " rows of " << T
+                  stem << ".csv: its rows number layers up to " << a.n_layers - 1 << " and heads up to "
+                       << a.n_heads - 1 << " but hold " << rows.size() - 1 << " rows of " << T
                        << " keys: not the attention dump of one model");
     a.probs.assign(static_cast<size_t>(dense), std::nan(""));
     for (size_t r = 1; r < rows.size(); ++r) {
-      HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3, stem << ".csv: row " << r << " has "
-                                                                          << rows[r].size() << " fields, not " << T + 3);
+      HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3,
+                    stem << ".csv: row " << r << " has " << rows[r].size() << " fields, not " << T + 3);
       const int64_t l = index(r, 0), h = index(r, 1), t = index(r, 2);
       HEADLAB_CHECK(t >= 0 && t < T, stem << ".csv: row " << r << " has query " << t << " outside [0, " << T << ")");
-      for (int64_t s = 0; s < T; ++s) a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(rows[r][3 + s].c_str(), nullptr);
+      for (int64_t s = 0; s < T; ++s)
+        a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(rows[r][3 + s].c_str(), nullptr);
     }
   }
   const int64_t T = a.seq_len;
@@ -201,10 +206,10 @@ std::vector<std::string> example_stems(const fs::path& dir) {
 }
 
 std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
-  std::string out = "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
-                    ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" +
-                    optional_csv(dir / "metrics.csv") + ",\"heads\":" + optional_csv(dir / "heads.csv") +
-                    ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv");
+  std::string out =
+      "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
+      ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" + optional_csv(dir / "metrics.csv") +
+      ",\"heads\":" + optional_csv(dir / "heads.csv") + ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv");
   std::vector<std::string> checkpoints;
   if (fs::is_directory(dir / "checkpoints"))
     for (const auto& entry : fs::directory_iterator(dir / "checkpoints"))
@@ -219,14 +224,16 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   std::sort(prune_dirs.begin(), prune_dirs.end());
   for (size_t i = 0; i < prune_dirs.size(); ++i) {
     const fs::path csv = prune_dirs[i] == "." ? dir / "prune.csv" : dir / "prune" / prune_dirs[i] / "prune.csv";
-    append_item(out, i > 0, "{\"name\":" + json_string(prune_dirs[i] == "." ? name : prune_dirs[i]) +
-                                ",\"csv\":" + csv_json(csv) + "}");
+    append_item(
+        out, i > 0,
+        "{\"name\":" + json_string(prune_dirs[i] == "." ? name : prune_dirs[i]) + ",\"csv\":" + csv_json(csv) + "}");
   }
   out += "],\"examples\":[";
   bool first = true;
   for (const std::string& stem : example_stems(dir)) {
     const AttentionExample a = read_example(dir, stem);
-    append_item(out, !first, example_json(stem.substr(18), a, read_token_labels(dir, stem, a)));  // after "attention_example_"
+    append_item(out, !first,
+                example_json(stem.substr(18), a, read_token_labels(dir, stem, a)));  // after "attention_example_"
     first = false;
   }
   for (const ExtraExample& e : extra) {

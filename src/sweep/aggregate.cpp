@@ -87,9 +87,12 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   for (size_t i = 0; i < line.size(); ++i) {
     const char c = line[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += '"', ++i;
-      else if (c == '"') quoted = false;
-      else fields.back() += c;
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        fields.back() += '"', ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        fields.back() += c;
     } else if (c == '"') {
       quoted = true;
     } else if (c == ',') {
@@ -195,8 +198,10 @@ void aggregate_sweep(const std::string& sweep_dir) {
   std::vector<size_t> group_keys;  // indices into keys of the non-seed keys
   std::vector<std::string> seed_keys;
   for (size_t k = 0; k < keys.size(); ++k) {
-    if (is_seed_key(keys[k])) seed_keys.push_back(keys[k]);
-    else group_keys.push_back(k);
+    if (is_seed_key(keys[k]))
+      seed_keys.push_back(keys[k]);
+    else
+      group_keys.push_back(k);
   }
   std::vector<Group> groups;
   std::map<std::vector<std::string>, size_t> group_index;
@@ -257,7 +262,8 @@ void aggregate_sweep(const std::string& sweep_dir) {
   int n_finished = 0;
   for (const Row& r : rows) any_accuracy |= r.accuracy.mean.has_value(), any_bpb |= r.bpb.mean.has_value();
   for (const Run& r : runs) n_finished += r.finished;
-  std::string averaged = seed_keys.empty() ? std::string("one run per point (no seed key is swept)") : "mean ± sample standard deviation over ";
+  std::string averaged = seed_keys.empty() ? std::string("one run per point (no seed key is swept)")
+                                           : "mean ± sample standard deviation over ";
   for (size_t i = 0; i < seed_keys.size(); ++i) averaged += (i ? " x " : "") + seed_keys[i];
   std::ostringstream md;
   md << "# Sweep " << dir.filename().string() << "\n\n"
@@ -287,9 +293,10 @@ void aggregate_sweep(const std::string& sweep_dir) {
   std::vector<std::string> unfinished;
   for (const Run& r : runs) {
     if (r.finished) continue;
-    const std::string progress = r.metrics && r.metrics->last_step > 0
-                                     ? "at step " + std::to_string(r.metrics->last_step) + " of " + std::to_string(r.steps)
-                                     : std::string("no metrics yet");
+    const std::string progress =
+        r.metrics && r.metrics->last_step > 0
+            ? "at step " + std::to_string(r.metrics->last_step) + " of " + std::to_string(r.steps)
+            : std::string("no metrics yet");
     unfinished.push_back(r.name + " (" + progress + (r.failure.empty() ? "" : "; FAILED: " + r.failure) + ")");
   }
   if (!unfinished.empty()) {

@@ -28,10 +28,18 @@ void read_everything(const headlab::CheckpointReader& r) {
         r.read_into(name, headlab::Tensor<float>(values.data(), r.shape(name)));
         break;
       }
-      case ArrayDType::float64: (void)r.read_array<double>(name); break;
-      case ArrayDType::int64: (void)r.read_array<int64_t>(name); break;
-      case ArrayDType::uint64: (void)r.read_array<uint64_t>(name); break;
-      case ArrayDType::uint8: (void)r.read_array<uint8_t>(name); break;
+      case ArrayDType::float64:
+        (void)r.read_array<double>(name);
+        break;
+      case ArrayDType::int64:
+        (void)r.read_array<int64_t>(name);
+        break;
+      case ArrayDType::uint64:
+        (void)r.read_array<uint64_t>(name);
+        break;
+      case ArrayDType::uint8:
+        (void)r.read_array<uint8_t>(name);
+        break;
       case ArrayDType::unsupported:
         headlab::fuzz::expect_only_headlab_errors([&] { (void)r.read_array<double>(name); });
         break;

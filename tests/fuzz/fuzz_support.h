@@ -98,4 +98,6 @@ void expect_only_headlab_errors(Body&& body) {
 // libhdf5 has no frame pointers, so LSan's fast unwinder sees only malloc and one HDF5 frame:
 // memory allocated inside libhdf5 is exempt as a whole (docs/reliability.md says so). Leaks of
 // headlab's own allocations are still reported.
-extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5_serial.so\n"; }
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libhdf5_serial.so\n";
+}

@@ -89,8 +89,7 @@ std::string write_sample(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays and attributes",
-          "[io][checkpoint]") {
+TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays and attributes", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "ckpt.h5";
   std::vector<float> w = awkward_floats(3 * 5, 7), base = awkward_floats(4 * 6, 8);
@@ -121,8 +120,8 @@ TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays
   CheckpointReader reader(path);
   CHECK(reader.format_version() == 1);
   CHECK(reader.names() == std::vector<std::string>{"analysis/head_mask", "model/blocks/0/attn/proj/weight",
-                                                   "model/blocks/0/attn/qkv/weight", "optim/adamw/state",
-                                                   "optim/step", "rng/state"});
+                                                   "model/blocks/0/attn/qkv/weight", "optim/adamw/state", "optim/step",
+                                                   "rng/state"});
   CHECK(reader.has("model/blocks/0/attn/qkv/weight"));
   CHECK_FALSE(reader.has("model/blocks/0/attn"));  // a group, not a dataset
   CHECK(reader.shape("model/blocks/0/attn/proj/weight") == Shape{6, 4});
@@ -150,9 +149,9 @@ TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays
   CHECK(reader.read_array<uint64_t>("rng/state") == u64);
   CHECK(reader.read_array<uint8_t>("analysis/head_mask") == std::vector<uint8_t>(mask, mask + 6));
 
-  CHECK(reader.attr_names() == std::vector<std::string>{"blis_kernels", "empty", "headlab_build_type",
-                                                        "headlab_commit", "headlab_format_version", "headlab_kind",
-                                                        "headlab_version", "lr", "run_name", "step"});
+  CHECK(reader.attr_names() == std::vector<std::string>{"blis_kernels", "empty", "headlab_build_type", "headlab_commit",
+                                                        "headlab_format_version", "headlab_kind", "headlab_version",
+                                                        "lr", "run_name", "step"});
   CHECK(reader.string_attr("headlab_kind") == "checkpoint");
   CHECK(reader.string_attr("run_name") == "tiny-gpt \xc3\xa9t\xc3\xa9");
   CHECK(reader.string_attr("empty").empty());
@@ -244,9 +243,9 @@ TEST_CASE("checkpoint truncated at any offset gives an Error, never a crash", "[
       FAIL("opened a checkpoint truncated to " << size << " of " << bytes.size() << " bytes");
     } catch (const Error& e) {
       const std::string message = e.what();
-      const bool clear = message.starts_with(path + ": ") && message.find('\n') == std::string::npos &&
-                         (message.find("truncated") != std::string::npos ||
-                          message.find("not an HDF5 file") != std::string::npos);
+      const bool clear =
+          message.starts_with(path + ": ") && message.find('\n') == std::string::npos &&
+          (message.find("truncated") != std::string::npos || message.find("not an HDF5 file") != std::string::npos);
       if (!clear && ++failures <= 3) CHECK(message == "(one line naming the path and the truncation)");
     }
   }
@@ -272,7 +271,8 @@ TEST_CASE("checkpoint whose global heap object claims more bytes than its heap i
   write_bytes(path, bytes);
   REQUIRE_THROWS_MATCHES(CheckpointReader(path), Error,
                          Catch::Matchers::Message(path + ": corrupt or truncated HDF5 file (the global heap at byte " +
-                                                  std::to_string(heap) + ": object 1 claims 1099511627776 bytes, "
+                                                  std::to_string(heap) +
+                                                  ": object 1 claims 1099511627776 bytes, "
                                                   "past the end of its heap)"));
 }
 
@@ -283,10 +283,12 @@ TEST_CASE("checkpoint that crashes the HDF5 library is one Error and this proces
                            "/tests/fuzz/corpus/fuzz_checkpoint/regression_hdf5_invalid_free_dense_links.h5";
   REQUIRE(fs::exists(path));
   REQUIRE_THROWS_MATCHES(CheckpointReader(path), Error,
-                         Catch::Matchers::Predicate<Error>([&](const Error& e) {
-                           const std::string m = e.what();
-                           return m.starts_with(path + ": corrupt") && m.find('\n') == std::string::npos;
-                         }, "one line: PATH: corrupt ..."));
+                         Catch::Matchers::Predicate<Error>(
+                             [&](const Error& e) {
+                               const std::string m = e.what();
+                               return m.starts_with(path + ": corrupt") && m.find('\n') == std::string::npos;
+                             },
+                             "one line: PATH: corrupt ..."));
 }
 
 TEST_CASE("checkpoint read detects a flipped bit in the weights", "[io][checkpoint]") {
@@ -309,8 +311,7 @@ TEST_CASE("checkpoint read detects a flipped bit in the weights", "[io][checkpoi
                           Catch::Contains("Fletcher32"));
 }
 
-TEST_CASE("checkpoint reader names the dataset and both shapes when the architecture differs",
-          "[io][checkpoint]") {
+TEST_CASE("checkpoint reader names the dataset and both shapes when the architecture differs", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "ckpt.h5";
   std::vector<float> w(384 * 128, 0.5f);
@@ -319,9 +320,8 @@ TEST_CASE("checkpoint reader names the dataset and both shapes when the architec
   writer.commit(path);
   CheckpointReader reader(path);
   std::vector<float> model(256 * 128);
-  REQUIRE_THROWS_WITH(
-      reader.read_into("model/blocks/0/attn/qkv/weight", Tensor<float>(model.data(), {256, 128})),
-      path + ": model/blocks/0/attn/qkv/weight has shape [384, 128], the model expects [256, 128]");
+  REQUIRE_THROWS_WITH(reader.read_into("model/blocks/0/attn/qkv/weight", Tensor<float>(model.data(), {256, 128})),
+                      path + ": model/blocks/0/attn/qkv/weight has shape [384, 128], the model expects [256, 128]");
 }
 
 TEST_CASE("checkpoint reader gives one clear line for missing or mistyped entries", "[io][checkpoint]") {
@@ -374,9 +374,8 @@ TEST_CASE("checkpoint commit replaces an existing file and leaves no temp file",
 TEST_CASE("checkpoint commit into a missing directory fails cleanly", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "no/such/dir/ckpt.h5";
-  REQUIRE_THROWS_WITH(CheckpointWriter().commit(path),
-                      Catch::StartsWith("cannot write checkpoint " + path + ": ") &&
-                          Catch::Contains("No such file or directory"));
+  REQUIRE_THROWS_WITH(CheckpointWriter().commit(path), Catch::StartsWith("cannot write checkpoint " + path + ": ") &&
+                                                           Catch::Contains("No such file or directory"));
   CHECK_FALSE(has_temp_file(dir.path));
 }
 

@@ -85,8 +85,7 @@ TEST_CASE("base64, JSON strings and the one-byte quantisation of attention maps"
   CHECK(packed[0] == 0x78);
 }
 
-TEST_CASE("report of a trained run holds its config, curves, heads, pruning and attention maps, offline",
-          "[report]") {
+TEST_CASE("report of a trained run holds its config, curves, heads, pruning and attention maps, offline", "[report]") {
   const AnalysedRun& a = analysed_run();
   const fs::path out = a.scratch.dir / "out" / "r.html";
   const auto r = run_headlab({"report", a.run.string(), "--out", out.string(), "--prompt", "And God said"},
@@ -99,15 +98,20 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   CHECK(html.find("{{DATA}}") == std::string::npos);
   CHECK_THAT(html, Catch::Contains("id=\"report-data\">{\"generated\":"));
   CHECK_THAT(html, Catch::Contains("\"kind\":\"run\""));
-  CHECK_THAT(html, Catch::Contains("\"config\":\"# the build that wrote this file (headlab --version)\\n# headlab_version = "));
+  CHECK_THAT(html, Catch::Contains(
+                       "\"config\":\"# the build that wrote this file (headlab --version)\\n# headlab_version = "));
   CHECK_THAT(html, Catch::Contains("\"metrics\":{\"columns\":[\"step\",\"tokens\",\"lr\",\"train_loss\",\"val_loss\""));
   CHECK_THAT(html, Catch::Contains("\"heads\":{\"columns\":[\"layer\",\"head\",\"gate\",\"importance\""));
   CHECK_THAT(html, Catch::Contains("\"similarity\":{\"columns\":[\"head\",\"L0H0\",\"L0H1\",\"L1H0\",\"L1H1\"]"));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[\"best.h5\""));
   CHECK_THAT(html, Catch::Contains("\"prune\":[{\"name\":\"entropy"));
   CHECK_THAT(html, Catch::Contains("\"csv\":{\"columns\":[\"strategy\",\"seed\""));
-  CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":2,\"T\":16,\"causal\":true,\"encoding\":\"deflate\""));
-  CHECK_THAT(html, Catch::Contains("{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":12,\"causal\":true,\"encoding\":\"deflate\""));
+  CHECK_THAT(html,
+             Catch::Contains(
+                 "{\"name\":\"0\",\"n_layers\":2,\"n_heads\":2,\"T\":16,\"causal\":true,\"encoding\":\"deflate\""));
+  CHECK_THAT(
+      html, Catch::Contains(
+                "{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":12,\"causal\":true,\"encoding\":\"deflate\""));
   CHECK_THAT(html, Catch::Contains("\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));  // the prompt, as characters
 
   // Every head of the dumped example, as the page receives it: base64 of zlib of round(255 p) over
@@ -134,13 +138,15 @@ TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[
   // run_small's attention_example_0.csv (+ _tokens.csv) is hand-written: no .h5, no checkpoints.
   test::ScratchDir s("report_csv");
   fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/run_small", s.dir / "run", fs::copy_options::recursive);
-  const auto r = run_headlab({"report", (s.dir / "run").string(), "--out", (s.dir / "r.html").string()}, s.dir / "log.txt");
+  const auto r =
+      run_headlab({"report", (s.dir / "run").string(), "--out", (s.dir / "r.html").string()}, s.dir / "log.txt");
   INFO(r.output);
   REQUIRE(r.code == 0);
   const std::string html = test::read_file(s.dir / "r.html");
   check_self_contained(html);
-  CHECK_THAT(html, Catch::Contains("{\"name\":\"0\",\"n_layers\":2,\"n_heads\":4,\"T\":16,\"causal\":true,"
-                                   "\"encoding\":\"deflate\",\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
+  CHECK_THAT(html, Catch::Contains(
+                       "{\"name\":\"0\",\"n_layers\":2,\"n_heads\":4,\"T\":16,\"causal\":true,"
+                       "\"encoding\":\"deflate\",\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
 }
 
@@ -168,10 +174,12 @@ TEST_CASE("report of a sweep holds the results table and every run", "[report]")
   const std::string html = test::read_file(s.dir / "sweep" / "report.html");
   check_self_contained(html);
   CHECK_THAT(html, Catch::Contains("\"kind\":\"sweep\""));
-  CHECK_THAT(html, Catch::Contains("\"grid\":{\"columns\":[\"run\",\"model.n_heads\",\"train.seed\",\"params\",\"steps\"]"));
+  CHECK_THAT(html,
+             Catch::Contains("\"grid\":{\"columns\":[\"run\",\"model.n_heads\",\"train.seed\",\"params\",\"steps\"]"));
   CHECK_THAT(html, Catch::Contains("\"results\":{\"columns\":[\"model.n_heads\",\"n_seeds\""));
   CHECK_THAT(html, Catch::Contains("\"summary\":\""));
-  for (const char* run : {"model.n_heads=1,train.seed=0", "model.n_heads=2,train.seed=1", "model.n_heads=4,train.seed=1"})
+  for (const char* run :
+       {"model.n_heads=1,train.seed=0", "model.n_heads=2,train.seed=1", "model.n_heads=4,train.seed=1"})
     CHECK_THAT(html, Catch::Contains(std::string("{\"name\":\"") + run + "\",\"path\":"));
   CHECK_THAT(html, Catch::Contains("\"heads\":{\"columns\":[\"layer\",\"head\""));  // n_heads=4, seed 0 was analysed
   CHECK(fs::exists(s.dir / "sweep" / "results.csv"));
@@ -197,7 +205,8 @@ TEST_CASE("report of a missing folder, a folder that is not a run, or with bad o
       {{"report", (s.dir / "stuff" / "notes.txt").string()}, "no such folder"},
       {{"report"}, "no folder given"},
       {{"report", (s.dir / "sweep").string(), "--prompt", "x"}, "is a sweep folder: --prompt needs a run folder"},
-      {{"report", (s.dir / "stuff").string(), "--prompt", "x", "--prompt-file", "y"}, "give --prompt or --prompt-file, not both"},
+      {{"report", (s.dir / "stuff").string(), "--prompt", "x", "--prompt-file", "y"},
+       "give --prompt or --prompt-file, not both"},
       {{"report", (s.dir / "stuff").string(), "extra"}, "extra"},
       {{"report", (s.dir / "stuff").string(), "--colour"}, "colour"},
       {{"reprot", (s.dir / "stuff").string()}, "unknown verb 'reprot'; did you mean 'report'?"},

@@ -35,17 +35,20 @@ namespace {
 struct Scratch : test::ScratchDir {
   Scratch() : test::ScratchDir("sweep") {
     write_corpus("corpus.txt", 400);
-    write("base.toml", "[model]\nd_model = 16\nn_layers = 1\nmax_seq_len = 16\n"
-                       "[data]\npath = \"" + (dir / "corpus.txt").string() + "\"\nseq_len = 16\n"
-                       "[train]\nbatch_size = 4\nsteps = 6\nwarmup_steps = 1\nlr = 3e-3\neval_every = 3\n"
-                       "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 3\nkeep_checkpoints = 0\n");
+    write("base.toml",
+          "[model]\nd_model = 16\nn_layers = 1\nmax_seq_len = 16\n"
+          "[data]\npath = \"" +
+              (dir / "corpus.txt").string() +
+              "\"\nseq_len = 16\n"
+              "[train]\nbatch_size = 4\nsteps = 6\nwarmup_steps = 1\nlr = 3e-3\neval_every = 3\n"
+              "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 3\nkeep_checkpoints = 0\n");
   }
 };
 
 using test::CommandResult;
+using test::metrics_without_timing;
 using test::read_file;
 using test::run_headlab;
-using test::metrics_without_timing;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -94,7 +97,7 @@ TEST_CASE("a sweep's grid expands to the cartesian product in file order, the la
                                           "model.n_heads=4,train.seed=0", "model.n_heads=4,train.seed=1"});
   CHECK(points[3].config.model.n_heads == 2);
   CHECK(points[3].config.train.seed == 1);
-  CHECK(points[3].config.train.steps == 4);  // [set]
+  CHECK(points[3].config.train.steps == 4);     // [set]
   CHECK(points[3].config.model.d_model == 16);  // base
   CHECK(points[3].overrides == std::vector<std::string>{"train.steps=4", "model.n_heads=2", "train.seed=1"});
   // At fixed d_model the head count does not change the parameter count; it is the model's own.
@@ -104,13 +107,14 @@ TEST_CASE("a sweep's grid expands to the cartesian product in file order, the la
 
 TEST_CASE("grid keys may be quoted, dotted or in sub-tables, and keep their order in the file", "[sweep]") {
   Scratch s;
-  const SweepSpec spec = parse_sweep_text("base = \"base.toml\"\n"
-                                          "[grid]\n"
-                                          "data.offsets = [[1, 3], [2]]\n"
-                                          "\"model.positions\" = [\"learned\", \"sinusoidal\"]\n"
-                                          "[grid.train]\n"
-                                          "lr = [1e-3]\n",
-                                          (s.dir / "mixed.toml").string());
+  const SweepSpec spec = parse_sweep_text(
+      "base = \"base.toml\"\n"
+      "[grid]\n"
+      "data.offsets = [[1, 3], [2]]\n"
+      "\"model.positions\" = [\"learned\", \"sinusoidal\"]\n"
+      "[grid.train]\n"
+      "lr = [1e-3]\n",
+      (s.dir / "mixed.toml").string());
   const std::vector<SweepPoint> points = expand_sweep(spec);
   REQUIRE(points.size() == 4);
   CHECK(points[0].name == "data.offsets=1_3,model.positions=learned,train.lr=0.001");
@@ -128,9 +132,9 @@ TEST_CASE("run folder names keep only characters that are safe in file names", "
 TEST_CASE("an invalid grid point is reported before anything runs, naming the point", "[sweep]") {
   Scratch s;
   const fs::path file = s.write("bad.toml", "base = \"base.toml\"\n[grid]\n\"model.n_heads\" = [2, 3, 5]\n");
-  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(file.string())),
-                      StartsWith("grid point model.n_heads=3: ") && Contains("not divisible") &&
-                          Contains("(2 of 3 grid points are invalid)"));
+  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(file.string())), StartsWith("grid point model.n_heads=3: ") &&
+                                                                   Contains("not divisible") &&
+                                                                   Contains("(2 of 3 grid points are invalid)"));
 
   const fs::path out = s.dir / "out";
   const CommandResult r = run_headlab({"sweep", file.string(), "--out", out.string()}, s.dir / "log.txt");
@@ -141,19 +145,22 @@ TEST_CASE("an invalid grid point is reported before anything runs, naming the po
   CHECK_FALSE(fs::exists(out));
 }
 
-TEST_CASE("a bad key or value in [set] or [grid] is named by the file, line and section it was written at",
-          "[sweep]") {
+TEST_CASE("a bad key or value in [set] or [grid] is named by the file, line and section it was written at", "[sweep]") {
   Scratch s;
-  const fs::path set_key = s.write("set_key.toml", "base = \"base.toml\"\n[set]\n\"model.n_head\" = 4\n"
-                                                   "[grid]\n\"train.seed\" = [0]\n");
+  const fs::path set_key = s.write("set_key.toml",
+                                   "base = \"base.toml\"\n[set]\n\"model.n_head\" = 4\n"
+                                   "[grid]\n\"train.seed\" = [0]\n");
   REQUIRE_THROWS_WITH(expand_sweep(load_sweep(set_key.string())),
-                      Contains("unknown key 'model.n_head' in " + set_key.string() + ":3 [set]; did you mean "
-                               "'model.n_heads'?") && !Contains("--set"));
-  const fs::path set_value = s.write("set_value.toml", "base = \"base.toml\"\n[set]\n\"model.n_heads\" = \"x\"\n"
-                                                       "[grid]\n\"train.seed\" = [0]\n");
-  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(set_value.string())),
-                      Contains("model.n_heads must be an integer") && Contains(set_value.string() + ":3 [set]") &&
+                      Contains("unknown key 'model.n_head' in " + set_key.string() +
+                               ":3 [set]; did you mean "
+                               "'model.n_heads'?") &&
                           !Contains("--set"));
+  const fs::path set_value = s.write("set_value.toml",
+                                     "base = \"base.toml\"\n[set]\n\"model.n_heads\" = \"x\"\n"
+                                     "[grid]\n\"train.seed\" = [0]\n");
+  REQUIRE_THROWS_WITH(expand_sweep(load_sweep(set_value.string())), Contains("model.n_heads must be an integer") &&
+                                                                        Contains(set_value.string() + ":3 [set]") &&
+                                                                        !Contains("--set"));
   const fs::path grid_value = s.write("grid_value.toml", "base = \"base.toml\"\n[grid]\n\"train.steps\" = [2, -1]\n");
   REQUIRE_THROWS_WITH(expand_sweep(load_sweep(grid_value.string())),
                       Contains("train.steps must be") && Contains(grid_value.string() + ":3 [grid] train.steps=-1") &&
@@ -190,11 +197,12 @@ TEST_CASE("mean_std gives the mean and the sample standard deviation (n - 1)", "
 
 TEST_CASE("a run's final metrics come from its last row with a validation value", "[sweep]") {
   Scratch s;
-  const fs::path path = s.write("metrics.csv",
-                                "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,tokens_per_s,elapsed_s\n"
-                                "1,10,0.1,5,,,,1,10.0,0.1\n"
-                                "2,20,0.1,4,3.5,,5.05,1,300.0,0.2\n"
-                                "3,30,0.1,3,,,,1,500.0,0.3\n");
+  const fs::path path =
+      s.write("metrics.csv",
+              "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,tokens_per_s,elapsed_s\n"
+              "1,10,0.1,5,,,,1,10.0,0.1\n"
+              "2,20,0.1,4,3.5,,5.05,1,300.0,0.2\n"
+              "3,30,0.1,3,,,,1,500.0,0.3\n");
   const RunMetrics m = read_run_metrics(path.string());
   CHECK(m.last_step == 3);
   CHECK(*m.val_loss == Approx(3.5));
@@ -259,8 +267,10 @@ TEST_CASE("a metrics.csv row whose step is not a count is one error line", "[swe
   for (const std::string& step : {"1e308", "inf", "-1", "nan"}) {
     test::ScratchDir s("sweep");
     const std::string row = step + ",64,0.001,4,2.5,,3.6,1,1000,0.5";
-    const fs::path path = s.write("metrics.csv", "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,"
-                                                 "tokens_per_s,elapsed_s\n" + row + "\n");
+    const fs::path path = s.write("metrics.csv",
+                                  "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,"
+                                  "tokens_per_s,elapsed_s\n" +
+                                      row + "\n");
     REQUIRE_THROWS_MATCHES(read_run_metrics(path.string()), Error,
                            Catch::Matchers::Message(path.string() + ": row '" + row + "' has no step"));
   }
@@ -287,7 +297,8 @@ TEST_CASE("each job gets max(1, cores / jobs) threads unless the sweep sets trai
   // /bin/true "trains" nothing: the runs fail as unfinished, which also exercises failure reports.
   const std::string no_training = fs::exists("/bin/true") ? "/bin/true" : "/usr/bin/true";
   auto threads_with = [&](const std::string& set, int jobs) {
-    const fs::path file = s.write("t.toml", "base = \"base.toml\"\n[set]\n" + set + "[grid]\n\"train.seed\" = [0, 1]\n");
+    const fs::path file =
+        s.write("t.toml", "base = \"base.toml\"\n[set]\n" + set + "[grid]\n\"train.seed\" = [0, 1]\n");
     const std::vector<SweepPoint> points = expand_sweep(load_sweep(file.string()));
     SweepOptions o;
     o.out_dir = (s.dir / ("out_" + std::to_string(jobs) + std::to_string(set.size()))).string();
@@ -310,8 +321,9 @@ TEST_CASE("each job gets max(1, cores / jobs) threads unless the sweep sets trai
 TEST_CASE("a tiny sweep trains through the headlab binary; a re-run skips finished runs and resumes others",
           "[sweep]") {
   Scratch s;
-  const fs::path file = s.write("tiny.toml", "base = \"base.toml\"\n[grid]\n\"model.n_heads\" = [1, 2]\n"
-                                             "\"train.seed\" = [0, 1]\n");
+  const fs::path file = s.write("tiny.toml",
+                                "base = \"base.toml\"\n[grid]\n\"model.n_heads\" = [1, 2]\n"
+                                "\"train.seed\" = [0, 1]\n");
   const fs::path out = s.dir / "out", log = s.dir / "sweep.log";
   const CommandResult first = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, log);
   INFO(first.output);
@@ -341,8 +353,9 @@ TEST_CASE("a tiny sweep trains through the headlab binary; a re-run skips finish
     for (const std::string& name : names) CHECK(fs::last_write_time(out / name / "metrics.csv") == written[name]);
   }
   SECTION("run folders trained with another model fail up front and are left untouched") {
-    const fs::path changed = s.write("tiny.toml", "base = \"base.toml\"\n[set]\n\"model.n_layers\" = 2\n"
-                                                  "[grid]\n\"model.n_heads\" = [1, 2]\n\"train.seed\" = [0, 1]\n");
+    const fs::path changed = s.write("tiny.toml",
+                                     "base = \"base.toml\"\n[set]\n\"model.n_layers\" = 2\n"
+                                     "[grid]\n\"model.n_heads\" = [1, 2]\n\"train.seed\" = [0, 1]\n");
     const auto config_written = fs::last_write_time(out / names[0] / "config.toml");
     const CommandResult again = run_headlab({"sweep", changed.string(), "--out", out.string()}, log);
     INFO(again.output);
@@ -370,11 +383,12 @@ TEST_CASE("a tiny sweep trains through the headlab binary; a re-run skips finish
 TEST_CASE("a failing run is reported with its log's last line and the other runs still finish", "[sweep]") {
   Scratch s;
   // lr = 1e30 diverges at the first step: the trainer stops with an error (exit code 2).
-  const fs::path file = s.write("lr.toml", "base = \"base.toml\"\n[grid]\n\"train.lr\" = [3e-3, 1e30]\n"
-                                           "\"train.seed\" = [0, 1]\n");
+  const fs::path file = s.write("lr.toml",
+                                "base = \"base.toml\"\n[grid]\n\"train.lr\" = [3e-3, 1e30]\n"
+                                "\"train.seed\" = [0, 1]\n");
   const fs::path out = s.dir / "out";
-  const CommandResult r = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()},
-                                      s.dir / "sweep.log");
+  const CommandResult r =
+      run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "sweep.log");
   INFO(r.output);
   CHECK(r.code == 1);
   for (const char* seed : {"0", "1"}) {
@@ -409,12 +423,14 @@ TEST_CASE("two sweeps on one folder, or two trainings of one run folder, do not 
     CHECK_THAT(r.output, Contains("sweep folder " + out.string() + " is in use by another headlab process (pid " +
                                   std::to_string(::getpid()) + ")"));
     CHECK_FALSE(fs::exists(out / "grid.csv"));
-    CHECK(run_headlab({"sweep", file.string(), "--out", out.string(), "--aggregate-only"}, s.dir / "log.txt").code == 2);
+    CHECK(run_headlab({"sweep", file.string(), "--out", out.string(), "--aggregate-only"}, s.dir / "log.txt").code ==
+          2);
   }
   const fs::path run = s.dir / "run";
   fs::create_directories(run);
   const FileLock held(run / ".lock", "held by the test");
-  const CommandResult r = run_headlab({"train", (s.dir / "base.toml").string(), "--out", run.string()}, s.dir / "t.txt");
+  const CommandResult r =
+      run_headlab({"train", (s.dir / "base.toml").string(), "--out", run.string()}, s.dir / "t.txt");
   CHECK(r.code == 2);
   CHECK_THAT(r.output, Contains("run folder " + run.string() + " is in use by another headlab process"));
   CHECK_FALSE(fs::exists(run / "metrics.csv"));
@@ -435,13 +451,13 @@ void wait_until_unlocked(const fs::path& run) {
 }
 }  // namespace
 
-TEST_CASE("kill -9 of a sweep or of one of its runs at any moment: a rerun ends as an uninterrupted sweep",
-          "[sweep]") {
+TEST_CASE("kill -9 of a sweep or of one of its runs at any moment: a rerun ends as an uninterrupted sweep", "[sweep]") {
   Scratch s;
   // Three runs of 600 steps (about a second each), a checkpoint every 50: kills land mid-run.
-  const fs::path file = s.write("seeds.toml", "base = \"base.toml\"\n[set]\n\"train.steps\" = 600\n"
-                                              "\"train.checkpoint_every\" = 50\n\"train.eval_every\" = 100\n"
-                                              "[grid]\n\"train.seed\" = [0, 1, 2]\n");
+  const fs::path file = s.write("seeds.toml",
+                                "base = \"base.toml\"\n[set]\n\"train.steps\" = 600\n"
+                                "\"train.checkpoint_every\" = 50\n\"train.eval_every\" = 100\n"
+                                "[grid]\n\"train.seed\" = [0, 1, 2]\n");
   const fs::path straight = s.dir / "straight";
   REQUIRE(run_headlab({"sweep", file.string(), "--jobs", "2", "--out", straight.string()}, s.dir / "s.log").code == 0);
   const std::vector<std::string> names = {"train.seed=0", "train.seed=1", "train.seed=2"};
@@ -463,26 +479,28 @@ TEST_CASE("kill -9 of a sweep or of one of its runs at any moment: a rerun ends 
     const fs::path out = s.dir / "killed";
     int interrupted = 0;  // kills that left a run unfinished (the others came too late)
     for (int attempt = 0; attempt < 4; ++attempt) {
-      const pid_t sweep = test::start_program(binary, {"sweep", file.string(), "--jobs", "2", "--out", out.string()},
-                                              s.dir / "k.log");
+      const pid_t sweep =
+          test::start_program(binary, {"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "k.log");
       ::usleep(std::uniform_int_distribution<int>(100000, 1200000)(rng));
       ::kill(sweep, SIGKILL);
       test::wait_program(sweep, s.dir / "k.log");
       for (const std::string& name : names) wait_until_unlocked(out / name);
       bool all_done = true;
-      for (const std::string& name : names) all_done = all_done && fs::exists(checkpoint_path((out / name).string(), 600));
+      for (const std::string& name : names)
+        all_done = all_done && fs::exists(checkpoint_path((out / name).string(), 600));
       interrupted += !all_done;
     }
     CHECK(interrupted >= 1);
-    const CommandResult rerun = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
+    const CommandResult rerun =
+        run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
     INFO(rerun.output);
     CHECK(rerun.code == 0);
     same_as_straight(out);
   }
   SECTION("one of its runs") {
     const fs::path out = s.dir / "child";
-    const pid_t sweep = test::start_program(binary, {"sweep", file.string(), "--jobs", "1", "--out", out.string()},
-                                            s.dir / "k.log");
+    const pid_t sweep =
+        test::start_program(binary, {"sweep", file.string(), "--jobs", "1", "--out", out.string()}, s.dir / "k.log");
     // The first run's trainer: the process holding train.seed=0's lock, once it has a checkpoint.
     const fs::path first = out / names[0];
     for (int i = 0; i < 1000 && !fs::exists(checkpoint_path(first.string(), 50)); ++i) ::usleep(10000);
@@ -495,7 +513,8 @@ TEST_CASE("kill -9 of a sweep or of one of its runs at any moment: a rerun ends 
     const auto rows = read_results(out / "results.csv");
     CHECK(rows[0].at("n_failed") == "1");
     CHECK_THAT(rows[0].at("failures"), Contains("train.seed=0: killed by signal 9"));
-    const CommandResult rerun = run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
+    const CommandResult rerun =
+        run_headlab({"sweep", file.string(), "--jobs", "2", "--out", out.string()}, s.dir / "r.log");
     INFO(rerun.output);
     CHECK(rerun.code == 0);
     CHECK_FALSE(fs::exists(first / "failed.txt"));
@@ -604,11 +623,12 @@ TEST_CASE("a full disk during a sweep loses nothing already finished, and the sw
     CHECK(WEXITSTATUS(status) == 0);
     CHECK(read_file(out / "results.csv") == results);
     CHECK(read_file(out / "summary.md") == summary);
-    for (const auto& entry : fs::directory_iterator(out)) CHECK_THAT(entry.path().filename().string(), !Contains(".tmp"));
+    for (const auto& entry : fs::directory_iterator(out))
+      CHECK_THAT(entry.path().filename().string(), !Contains(".tmp"));
   }
   SECTION("with space again, a rerun skips the finished run untouched and completes the failed one") {
-    const CommandResult again = run_headlab({"sweep", file.string(), "--jobs", "1", "--out", out.string()},
-                                            s.dir / "sweep.log");
+    const CommandResult again =
+        run_headlab({"sweep", file.string(), "--jobs", "1", "--out", out.string()}, s.dir / "sweep.log");
     INFO(again.output);
     CHECK(again.code == 0);
     CHECK_THAT(again.output, Contains("1 finished (skipped), 0 to resume, 1 to start"));

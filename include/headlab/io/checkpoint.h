@@ -29,13 +29,12 @@ const char* dtype_name(ArrayDType dtype);  // "float32", ...
 // Element types add_array / read_array accept (tensors of float go through add / read_into).
 template <typename T>
 concept CheckpointArrayElement = std::is_same_v<T, double> || std::is_same_v<T, int64_t> ||
-                                 std::is_same_v<T, uint64_t> || std::is_same_v<T, uint8_t>;
+    std::is_same_v<T, uint64_t> || std::is_same_v<T, uint8_t>;
 
 class CheckpointWriter {
  public:
   // Only tests and format-migration tools pass a version other than the current one.
-  explicit CheckpointWriter(int64_t format_version = kCheckpointFormatVersion)
-      : format_version_(format_version) {}
+  explicit CheckpointWriter(int64_t format_version = kCheckpointFormatVersion) : format_version_(format_version) {}
 
   // Copies `tensor` (any strides) as a contiguous float32 dataset with its shape.
   void add(const std::string& name, const Tensor<float>& tensor);
@@ -115,7 +114,7 @@ class CheckpointReader {
     Shape shape;
     ArrayDType dtype;
   };
-  void open_file();  // H5Fopen, the kind and version checks, the dataset index
+  void open_file();       // H5Fopen, the kind and version checks, the dataset index
   void probe_in_child();  // open_file() and every attribute read in a forked child first
   const Entry* find(const std::string& name) const;
   const Entry& entry(const std::string& name) const;
@@ -134,13 +133,12 @@ struct CheckpointFile {
   std::string path;
 };
 std::string checkpoint_path(const std::string& run_dir, int64_t step);
-std::string best_checkpoint_path(const std::string& run_dir);  // RUN_DIR/checkpoints/best.h5
+std::string best_checkpoint_path(const std::string& run_dir);              // RUN_DIR/checkpoints/best.h5
 std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir);  // sorted by step
 std::optional<CheckpointFile> newest_checkpoint(const std::string& run_dir);
 // Deletes every listed checkpoint except the `keep_last` newest and `best_path` (never deleted;
 // may be empty), plus stale temp files (step_*.h5.tmp.<pid> whose process is gone). Returns the
 // deleted paths.
-std::vector<std::string> prune_checkpoints(const std::string& run_dir, int keep_last,
-                                           const std::string& best_path);
+std::vector<std::string> prune_checkpoints(const std::string& run_dir, int keep_last, const std::string& best_path);
 
 }  // namespace headlab
