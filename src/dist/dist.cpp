@@ -98,7 +98,7 @@ void sum_binomial(float* data, int64_t n) {
 }
 #endif
 
-std::string message_of(const std::exception_ptr& error) {
+[[maybe_unused]] std::string message_of(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {

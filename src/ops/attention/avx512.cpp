@@ -10,7 +10,8 @@
 // duplicates the linker may pick for the whole program, which would then fail on CPUs without
 // AVX-512. The kernel headers (tiles.h, softmax.h) keep everything in an anonymous namespace, so
 // they are included after the pragma, for AVX-512.
-#if defined(__x86_64__)
+// clang ignores GCC target pragmas: a clang build (the fuzz build) has the base copy only.
+#if defined(__x86_64__) && !defined(__clang__)
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

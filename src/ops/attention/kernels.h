@@ -95,8 +95,9 @@ HEADLAB_ATTENTION_KERNELS
 }
 #undef HEADLAB_ATTENTION_KERNELS
 
-// Runs the kernel `name` of the copy and softmax `path` selects (only the base copy off x86-64).
-#if defined(__x86_64__)
+// Runs the kernel `name` of the copy and softmax `path` selects (only the base copy off x86-64,
+// and with clang, whose target attributes avx512.cpp's GCC pragma does not set: the fuzz build).
+#if defined(__x86_64__) && !defined(__clang__)
 #define HEADLAB_KERNEL_CALL(path, name, ...)                                                        \
   if constexpr (std::is_same_v<T, float>)                                                           \
     if (path == KernelPath::avx512_intrinsic) return avx512::name<T, Softmax::avx512>(__VA_ARGS__); \

@@ -12,7 +12,7 @@ namespace headlab {
 
 bool attention_kernels_available(AttentionKernels kernels) {
   if (kernels != AttentionKernels::avx512) return true;
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__clang__)  // the copy avx512.cpp builds (kernels.h)
   static const bool cpu_has_avx512 = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
