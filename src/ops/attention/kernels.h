@@ -106,8 +106,12 @@ HEADLAB_ATTENTION_KERNELS
 #define HEADLAB_KERNEL_CALL_ANY_SOFTMAX(path, name, ...) \
   return path == KernelPath::base_generic ? base::name<T>(__VA_ARGS__) : avx512::name<T>(__VA_ARGS__)
 #else
-#define HEADLAB_KERNEL_CALL(path, name, ...) return base::name<T, Softmax::generic>(__VA_ARGS__)
-#define HEADLAB_KERNEL_CALL_ANY_SOFTMAX(path, name, ...) return base::name<T>(__VA_ARGS__)
+#define HEADLAB_KERNEL_CALL(path, name, ...) \
+  (void)path;                                \
+  return base::name<T, Softmax::generic>(__VA_ARGS__)
+#define HEADLAB_KERNEL_CALL_ANY_SOFTMAX(path, name, ...) \
+  (void)path;                                            \
+  return base::name<T>(__VA_ARGS__)
 #endif
 
 template <typename T>

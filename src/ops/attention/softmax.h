@@ -109,7 +109,7 @@ struct GenericLanes {
     T* __restrict m = acc.v;
 #pragma omp simd
     for (int c = 0; c < L; ++c) {
-      const T x = (c < u.end) & (mask[c] != T(0)) ? row[c] : lowest;
+      const T x = ((c < u.end) & (mask[c] != T(0))) ? row[c] : lowest;
       m[c] = x > m[c] ? x : m[c];
     }
   }
