@@ -20,32 +20,24 @@
 #include "headlab/train/step.h"
 #include "headlab/train/trainer.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 
 using namespace headlab;
 
 namespace {
 
-// A one-thread, quiet run with one evaluation at the end on the first eval_batches of val.
+// A one-thread, quiet run with one evaluation at the end on the first eval_batches of val: the
+// tests' tiny task config, deeper and wider, at a lower learning rate.
 Config tiny_config(const std::string& task_name, int64_t seq_len, int64_t vocab_size) {
-  Config c;
-  c.data.task = task_name;
-  c.data.seq_len = seq_len;
-  c.data.vocab_size = vocab_size;
+  Config c = test::tiny_task_config(task_name, seq_len, vocab_size);
   c.data.seed = 3;
-  c.model.vocab_size = vocab_size;
-  c.model.max_seq_len = seq_len;
   c.model.d_model = 32;
-  c.model.n_heads = 2;
   c.model.n_layers = 2;
   c.train.batch_size = 32;
   c.train.lr = 3e-3;
-  c.train.warmup_steps = 20;
   c.train.weight_decay = 0;
-  c.train.eval_every = 0;
   c.train.eval_batches = 16;
   c.train.log_every = 1000;
-  c.train.checkpoint_every = 0;
-  c.train.threads = 1;
   return c;
 }
 

@@ -293,11 +293,28 @@ TEST_CASE("text accepts multi-byte UTF-8, checking only the first MiB", "[data][
   TempFile small("utf8", text);
   CHECK_NOTHROW(TextDataset(options_for(small.path)));
 
-  // A 3-byte character straddling the 1 MiB mark is read whole; a bad byte after it is not seen.
-  std::string big = random_text((size_t(1) << 20) - 1, 10) + "\xE2\x82\xAC" + random_text(1000, 11);
-  big[big.size() - 10] = static_cast<char>(0xFF);
-  TempFile large("utf8_boundary", big);
-  CHECK_NOTHROW(TextDataset(options_for(large.path)));
+  // Only sequences that start in the first MiB are checked, and those are checked whole: here a
+  // 3-byte character starts at the last byte of the MiB and ends two bytes past it.
+  const size_t mib = size_t(1) << 20;
+  const auto file_with = [&](const std::string& at_mark, size_t bad_at) {
+    std::string bytes = random_text(mib - 1, 10) + at_mark + random_text(1000, 11);
+    if (bad_at != 0) bytes[bad_at] = static_cast<char>(0xFF);
+    return bytes;
+  };
+  SECTION("a character straddling the mark is read whole; a bad byte after it is not seen") {
+    TempFile large("utf8_straddle", file_with("\xE2\x82\xAC", mib + 500));
+    CHECK_NOTHROW(TextDataset(options_for(large.path)));
+  }
+  SECTION("a straddling character whose last byte, past the mark, is wrong is an error") {
+    TempFile large("utf8_straddle_bad", file_with("\xE2\x82\x41", 0));
+    require_one_line_naming(load_error(options_for(large.path)), large.path,
+                            "bad sequence starting with byte 0xE2 at offset " + std::to_string(mib - 1));
+  }
+  SECTION("a bad byte just before the mark is an error") {
+    TempFile large("utf8_before_mark", file_with("\xE2\x82\xAC", mib - 2));
+    require_one_line_naming(load_error(options_for(large.path)), large.path,
+                            "bad sequence starting with byte 0xFF at offset " + std::to_string(mib - 2));
+  }
 }
 
 TEST_CASE("refilling a batch reuses its buffers without allocating", "[data][text]") {
@@ -384,8 +401,8 @@ TEST_CASE("\"bible\" and the old default path name one export in the user cache,
     explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
     ~InFolder() { fs::current_path(old); }
   } in_work(work);
-  for (const std::string path : {std::string(kBibleAlias), std::string(kOldBibleCachePath),
-                                 std::string("./datasets/cache/bible-kjv.txt"), expected}) {
+  for (const std::string& path : {std::string(kBibleAlias), std::string(kOldBibleCachePath),
+                                  std::string("./datasets/cache/bible-kjv.txt"), expected}) {
     INFO("data.path = " << path);
     TextDataset dataset(options_for(path, 256));
     CHECK(dataset.path() == expected);

@@ -22,4 +22,33 @@ Config tiny_text_config(const std::filesystem::path& corpus) {
   return c;
 }
 
+Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_size) {
+  Config c;
+  c.model.vocab_size = vocab_size;
+  c.model.d_model = 16;
+  c.model.n_heads = 2;
+  c.model.n_layers = 1;
+  c.model.max_seq_len = seq_len;
+  c.data.task = task;
+  c.data.seq_len = seq_len;
+  c.data.vocab_size = vocab_size;
+  c.train.batch_size = 16;
+  c.train.lr = 1e-2;
+  c.train.warmup_steps = 20;
+  c.train.eval_every = 0;
+  c.train.eval_batches = 2;
+  c.train.checkpoint_every = 0;
+  c.train.threads = 1;
+  return c;
+}
+
+Config k_relation_config(int64_t n_layers, int64_t n_heads, const IntList& offsets, int64_t steps) {
+  Config c = tiny_task_config("k_relation", 16, 8);
+  c.model.n_heads = n_heads;
+  c.model.n_layers = n_layers;
+  c.data.offsets = offsets;
+  c.train.steps = steps;
+  return c;
+}
+
 }  // namespace headlab::test

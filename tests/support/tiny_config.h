@@ -5,7 +5,9 @@
 //   c.train.steps = 6;   const fs::path file = s.write_config("tiny.toml", c);
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "headlab/io/config.h"
 
@@ -15,5 +17,14 @@ namespace headlab::test {
 // (warm-up 1) at the default lr, evaluated (1 batch) and checkpointed every 2 steps, every
 // checkpoint kept, a metrics row every step, one thread.
 Config tiny_text_config(const std::filesystem::path& corpus);
+
+// A decoder on a generated task (`task` at T = seq_len, `vocab_size` tokens for data and model):
+// d_model 16, 2 heads, 1 layer, batch 16, lr 1e-2 (warm-up 20), one thread, no evaluation or
+// checkpoint during the run (just the final one, best.h5), eval_batches 2.
+Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_size);
+
+// tiny_task_config of k_relation at T = 16 over 8 tokens (the target at t depends on the tokens
+// at t - offset), with the given depth, heads, offsets and steps: what trained checkpoints use.
+Config k_relation_config(int64_t n_layers, int64_t n_heads, const IntList& offsets, int64_t steps);
 
 }  // namespace headlab::test

@@ -10,12 +10,9 @@
 
 #include "headlab/io/config.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"  // k_relation_config
 
 namespace headlab::test {
-
-// d_model 16, vocab 8, seq_len 16, batch 16, lr 1e-2 (warmup 20), one thread, no evaluation or
-// checkpoint during the run (just the final one, best.h5), eval_batches 2.
-Config k_relation_config(int64_t n_layers, int64_t n_heads, const IntList& offsets, int64_t steps);
 
 struct TrainedRun {
   ScratchDir scratch;

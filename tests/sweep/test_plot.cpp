@@ -15,6 +15,7 @@
 
 #include "headlab/train/trainer.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -168,23 +169,10 @@ TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]")
   // The run_small fixture imitates analyze's files; this checks the real ones read the same way.
   test::ScratchDir s("plot_analyze");
   const fs::path run = s.dir / "run";
-  Config c;
-  c.model.vocab_size = 8;
-  c.model.d_model = 16;
-  c.model.n_heads = 2;
-  c.model.n_layers = 1;
-  c.model.max_seq_len = 16;
-  c.data.task = "k_relation";
-  c.data.seq_len = 16;
-  c.data.offsets = {1};
-  c.data.vocab_size = 8;
-  c.train.steps = 40;
+  Config c = test::k_relation_config(1, 2, {1}, 40);
   c.train.warmup_steps = 5;
   c.train.batch_size = 8;
-  c.train.eval_every = 0;
   c.train.eval_batches = 1;
-  c.train.checkpoint_every = 0;
-  c.train.threads = 1;
   RunOptions o;
   o.out_dir = run.string();
   o.quiet = true;
