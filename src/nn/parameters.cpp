@@ -56,7 +56,7 @@ void Parameters<T>::init(uint64_t seed) {
         v.fill(T(1));
         break;
       case Init::normal: {
-        std::mt19937_64 rng(hash_combine(seed, static_cast<uint64_t>(i)));
+        std::mt19937_64 rng(hash_combine(seed, hash_text(s.name)));
         std::normal_distribution<double> normal(0.0, s.init_std);
         for (int64_t j = 0; j < v.numel(); ++j) v.data()[j] = static_cast<T>(normal(rng));
         break;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace headlab {
 
@@ -19,6 +20,14 @@ inline uint64_t splitmix64(uint64_t x) {
 // A key for (seed, value) pairs: nearby seeds and values give unrelated keys.
 inline uint64_t hash_combine(uint64_t seed, uint64_t value) {
   return splitmix64(splitmix64(seed) ^ value);
+}
+
+// FNV-1a (64-bit) of `text`: a stable key for names (parameter init streams). Not std::hash,
+// whose values may change between standard libraries and would change results with them.
+inline uint64_t hash_text(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : text) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+  return h;
 }
 
 }  // namespace headlab

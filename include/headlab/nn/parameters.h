@@ -49,9 +49,9 @@ class Parameters {
   T* grads() const { return static_cast<T*>(grads_.data()); }
   int64_t slab_size() const { return slab_size_; }
 
-  // Deterministic init: parameter i draws from a generator seeded by (seed, i). The values
-  // follow the table's order: inserting a parameter (or dropping one, as model.bias = false
-  // does) changes the initial values of every later one.
+  // Deterministic init: each parameter draws from a generator seeded by (seed, its name), so
+  // adding or dropping a parameter (model.bias = false drops every bias) leaves the initial
+  // values of all the others unchanged, and runs that differ only there start alike.
   void init(uint64_t seed);
   void zero_grad();
 
