@@ -1,14 +1,14 @@
 """The statistics the experiments' verdicts rest on, in one place (experiments/tests/test_stats.py
 checks each against SciPy or a hand-worked case). Pure Python and NumPy: SciPy is for the tests.
 
-  mean_std                mean and sample std, NaN-aware
-  holm, holm_reject       Holm's step-down correction: adjusted p values; which are rejected
-  betai, t_two_sided_p,   Student's t: the two-sided p and the quantiles (head_count: paired
-  t_quantile              t-tests over seeds)
-  Paired, holm_paired     B - A over seeds: mean, 95% t-interval, paired t-test; Holm over several
-  paired_t, significant   per-example paired differences, normal approximation (pruning)
-  ranks, spearman         Spearman's rank correlation, ties as mean ranks
-  permutation_p           a one-sided permutation test of a group's rate against the rest
+  mean_std                   mean and sample std, NaN-aware
+  holm, holm_reject          Holm's step-down correction: adjusted p values; which are rejected
+  betai, t_two_sided_p,      Student's t: the two-sided p, the quantiles, the 95% interval of a
+  t_quantile, t_half_width   mean (head_count: t-tests and intervals over seeds)
+  Paired, holm_paired        B - A over seeds: mean, 95% t-interval, paired t-test; Holm over several
+  paired_t, significant      per-example paired differences, normal approximation (pruning)
+  ranks, spearman            Spearman's rank correlation, ties as mean ranks
+  permutation_p              a one-sided permutation test of a group's rate against the rest
 """
 import math
 
@@ -101,6 +101,12 @@ def t_quantile(q, df):
     return (lo + hi) / 2.0
 
 
+def t_half_width(sd, n):
+    """Half the width of the 95% t-interval of a mean of n values with sample std sd:
+    t_(0.975, n - 1) * sd / sqrt(n)."""
+    return t_quantile(0.975, n - 1) * (sd / math.sqrt(n))
+
+
 # ---- paired comparisons over seeds (head_count) ---------------------------------------------------
 
 
@@ -120,9 +126,8 @@ class Paired:
             self.lo = self.hi = self.mean
             self.p = 1.0 if self.mean == 0.0 else 0.0
         else:
-            se = sd / math.sqrt(self.n)
-            self.p = t_two_sided_p(self.mean / se, self.n - 1)
-            half = t_quantile(0.975, self.n - 1) * se
+            self.p = t_two_sided_p(self.mean / (sd / math.sqrt(self.n)), self.n - 1)
+            half = t_half_width(sd, self.n)
             self.lo, self.hi = self.mean - half, self.mean + half
         self.p_holm = self.p
 

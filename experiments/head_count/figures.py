@@ -1,10 +1,9 @@
 """experiments/head_count: figures/ from data/ (a normal run only: --check never imports
 matplotlib)."""
-import math
 import os
 
 from common import mean_std, number, pyplot, save_figure
-from stats import t_quantile
+from stats import t_half_width
 
 from .runs import HERE
 from .studies import Study
@@ -35,7 +34,7 @@ def figures(data):
             jitter = [(j - (len(ys) - 1) / 2) * 0.06 for j in range(len(ys))]
             ax.scatter([i + j for j in jitter], ys, s=12, color="0.55", zorder=2, label="one seed" if i == 0 else None)
             m, sd = mean_std(ys)
-            half = t_quantile(0.975, len(ys) - 1) * sd / math.sqrt(len(ys)) if len(ys) > 1 else 0.0
+            half = t_half_width(sd, len(ys)) if len(ys) > 1 else 0.0
             ax.errorbar([i], [m], yerr=[[half], [half]], fmt="o", color="C0", capsize=4, zorder=3,
                         label="mean, 95% t-interval" if i == 0 else None)
         ticks = [f"{v}\n(d_head {s.points[v][0]['d_head']})" if (label_d_head and key == "heads") else str(v) for v in xs]

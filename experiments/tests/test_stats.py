@@ -70,6 +70,9 @@ def test_student_t_helpers_match_scipy():
             assert stats.t_two_sided_p(t, df) == pytest.approx(2 * sp.t.sf(t, df), rel=1e-9, abs=1e-15)
         for q in (0.9, 0.975, 0.995):
             assert stats.t_quantile(q, df) == pytest.approx(sp.t.ppf(q, df), rel=1e-8)  # tables print 3 decimals
+        # The 95% interval of a mean of df + 1 values with sample std 0.7.
+        n, sd = df + 1, 0.7
+        assert stats.t_half_width(sd, n) == pytest.approx(sp.t.interval(0.95, df, scale=sd / math.sqrt(n))[1], rel=1e-8)
 
 
 def test_paired_comparison_is_scipys_paired_t_test_and_interval():
