@@ -1,11 +1,25 @@
-"""Helpers shared by the experiments' make_results.py scripts (experiments/<name>/make_results.py
-puts this folder on sys.path): one-line failures, CSV reading, mean ± std over seeds, and the
-atomic write of RESULTS.md, and Holm's correction, which both experiments' tests use.
-experiments/tests/ tests these and the experiments' statistics."""
-import csv
+"""Helpers shared by the experiments' scripts (experiments/<name>/make_results.py and collect.py put
+this folder on sys.path): one-line failures, CSV files by column name, number formatting, Markdown
+tables, --check, and the atomic write of RESULTS.md. The statistics are in stats.py.
+
+CSV reading and writing, and the matplotlib pieces of the figures, are src/plot/plot_shared.py's,
+which headlab plot uses too; this module puts src/plot on sys.path for them (headlab plot is
+installed without experiments/, so the plot side never imports from here).
+experiments/tests/ tests these."""
 import math
 import os
 import sys
+
+EXPERIMENTS = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(EXPERIMENTS)
+sys.path.insert(0, os.path.join(REPO, "src", "plot"))
+import plot_shared  # noqa: E402  (src/plot/plot_shared.py)
+from stats import mean_std  # noqa: E402
+
+# The shared pieces, for the experiments' modules to import from here (after this file has put
+# src/plot on sys.path).
+CsvError, csv_text, pyplot, save_figure = (plot_shared.CsvError, plot_shared.csv_text, plot_shared.pyplot,
+                                           plot_shared.save_figure)
 
 
 def fail(message, prog="make_results"):
@@ -14,25 +28,29 @@ def fail(message, prog="make_results"):
     sys.exit(2)
 
 
-def read_csv(path, hint="run the experiment first"):
-    if not os.path.exists(path):
-        fail(f"{path} is missing: {hint}")
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+def read_csv(path, hint="run the experiment first", required=(), fieldnames=None):
+    """The rows of a CSV file by column name (plot_shared.read_csv; `fieldnames` names the columns
+    of a file without a header line): a missing file or a missing `required` column fails in one
+    line. Asking a row for a column the file lacks raises CsvError; the scripts' main() turns that
+    into one line too."""
+    try:
+        return plot_shared.read_csv(path, required=required, fieldnames=fieldnames, hint=hint)
+    except CsvError as e:
+        fail(str(e))
+
+
+def write_csv(path, columns, rows):
+    """`columns`, then one line per row (dicts; None is an empty cell), written atomically."""
+    write_atomically(path, csv_text(columns, rows))
 
 
 def number(text):
+    """The float in a CSV cell; NaN where it is empty (or absent). Text that is not a number is an
+    error (ValueError): the experiments' data are machine-written."""
     return float(text) if text not in ("", None) else math.nan
 
 
-def mean_std(values):
-    """Mean and sample standard deviation (n - 1) of the non-NaN values; NaN where undefined."""
-    values = [v for v in values if not math.isnan(v)]
-    if not values:
-        return math.nan, math.nan
-    m = sum(values) / len(values)
-    s = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else math.nan
-    return m, s
+# ---- formatting ----------------------------------------------------------------------------------
 
 
 def pm(m, s, digits):
@@ -42,19 +60,53 @@ def pm(m, s, digits):
     return f"{m:.{digits}f} ± {s:.{digits}f}" if not math.isnan(s) else f"{m:.{digits}f}"
 
 
-def holm(p_values):
-    """Holm's step-down adjusted p values, in the input's order: sorted ascending, the k-th smallest
-    (k from 0) becomes max over j <= k of min(1, (m - j) p_(j)). A hypothesis is rejected at
-    family-wise level alpha where its adjusted p is at most alpha. Ties keep their input order."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    adjusted, running, m = [math.nan] * len(p_values), 0.0, len(p_values)
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[i]))
-        adjusted[i] = running
-    return adjusted
+def cell(values, digits):
+    """Mean ± sample std of the values (NaN left out), as pm() writes it."""
+    return pm(*mean_std(list(values)), digits)
+
+
+def signed(x, digits):
+    """`+0.012` / `-0.012`; `–` for NaN."""
+    return "–" if math.isnan(x) else f"{x:+.{digits}f}"
+
+
+def fmt_p(p):
+    """'p = 0.012', 'p < 0.001', 'p –' for NaN."""
+    if math.isnan(p):
+        return "p –"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def seeds_list(values, digits):
+    """'0.25, 0.50, –': one value per seed, NaN as –."""
+    return ", ".join("–" if math.isnan(v) else f"{v:.{digits}f}" for v in values)
+
+
+def md_table(header, rows, align="---:"):
+    """A Markdown table; `align` is every column's separator cell ('---:' right, '---' default)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join(f"{align}|" for _ in header)]
+    return "\n".join(lines + ["| " + " | ".join(str(x) for x in r) + " |" for r in rows])
+
+
+# ---- writing RESULTS.md --------------------------------------------------------------------------
 
 
 def write_atomically(path, text):
     with open(path + ".tmp", "w") as f:
         f.write(text)
     os.replace(path + ".tmp", path)
+
+
+def first_difference(old, new):
+    """The 1-based number of the first line where two texts differ (one past the shorter text's
+    last line when one is the other's beginning)."""
+    a, b = old.splitlines(), new.splitlines()
+    return 1 + next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+
+
+def read_text(path):
+    """A file's text; '' when it does not exist."""
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        return f.read()

@@ -21,7 +21,6 @@ reads (run.sh calls it; nothing here trains or analyses):
       replaces only the retrained layouts' rows of data/ (run.sh with ONLY_SCRATCH=1)
 """
 import argparse
-import csv
 import os
 import platform
 import re
@@ -35,21 +34,19 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from common import fail, write_atomically  # noqa: E402  (experiments/common.py)
+import common  # noqa: E402  (experiments/common.py)
+from common import write_csv  # noqa: E402
 
 EVAL_LINE = re.compile(r"^(loss|accuracy|bits_per_byte) (\S+)$", re.M)
 
 
+def fail(message):
+    common.fail(message, "collect")
+
+
 def read_rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def write_csv(path, header, rows):
-    lines = [",".join(header)]
-    for row in rows:
-        lines.append(",".join("" if row.get(k) is None else str(row[k]) for k in header))
-    write_atomically(path, "\n".join(lines) + "\n")
+    """A CSV file's rows by column name; a missing file or column is a CsvError, one line (main())."""
+    return common.plot_shared.read_csv(path, hint="run experiments/pruning/run.sh first")
 
 
 def fmt(x):
@@ -278,4 +275,7 @@ def job_seconds(task, seed, folder, job):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except common.CsvError as e:  # a row asked for a column its file does not have
+        fail(str(e))

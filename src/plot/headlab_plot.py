@@ -15,13 +15,16 @@ prune invocations, or one invocation's folder with prune.csv).
 The figures are drawn by the modules next to this script, one per subject: plot_run.py (a run's
 curves), plot_heads.py (headlab analyze), plot_prune.py (headlab prune), plot_sweep.py (a sweep),
 all on plot_common.py; a new figure is a new function plus one call in plot_run, plot_analysis or
-plot_sweep. Bad input prints one line on stderr and exits with code 2.
+plot_sweep. plot_shared.py holds what the experiments' make_results.py scripts use too (CSV files
+by column name, saving a figure). Bad input, a CSV file without a column a figure needs included,
+prints one line on stderr and exits with code 2.
 """
 import argparse
 import os
 import re
 
 from plot_common import FIGURES, NOTES, X_AXES, fail, unique
+from plot_shared import CsvError
 from plot_run import plot_run
 from plot_sweep import plot_sweep
 
@@ -48,10 +51,13 @@ def main():
     if not os.path.isdir(args.path):
         fail(f"no such folder: {args.path}")
     chosen_heads = parse_heads(args.heads) if args.heads is not None else None
-    if os.path.exists(os.path.join(args.path, "grid.csv")):
-        written = plot_sweep(args.path, args.x, chosen_heads)
-    else:
-        written = plot_run(args.path, args.x, chosen_heads)
+    try:
+        if os.path.exists(os.path.join(args.path, "grid.csv")):
+            written = plot_sweep(args.path, args.x, chosen_heads)
+        else:
+            written = plot_run(args.path, args.x, chosen_heads)
+    except CsvError as e:  # a file without a column a figure needs: one line naming both
+        fail(str(e))
     for line in NOTES + written:
         print(line)
 

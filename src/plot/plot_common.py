@@ -1,8 +1,11 @@
 """headlab plot's shared pieces: reading headlab's CSV files by column name, labels with units,
-titles, saving figures, and the one heatmap helper. Imported by the plot_* modules."""
-import csv
+titles, saving figures, and the one heatmap helper. Imported by the plot_* modules. What the
+experiments' make_results.py scripts use as well (CSV by column name, matplotlib setup, saving a
+figure) is in plot_shared.py."""
 import os
 import sys
+
+from plot_shared import pyplot, read_csv, save_figure  # read_csv: for the plot_* modules too
 
 
 def fail(message):
@@ -11,10 +14,7 @@ def fail(message):
 
 
 try:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display, no GUI toolkit
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np  # a dependency of matplotlib
     from matplotlib.patches import Rectangle
 except ImportError:
@@ -63,21 +63,18 @@ def metric_label(name):
 
 
 def number(text):
+    """The float in a CSV cell; None where it is empty, absent or not a number (headlab plot draws
+    what it can: the experiments' number() in experiments/common.py is strict instead)."""
     try:
         return float(text)
     except (TypeError, ValueError):
         return None
 
 
-def read_csv(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def read_metrics(path):
     """Columns of a metrics.csv as lists of floats (None where a row has no value)."""
     rows = read_csv(path)
-    if rows and "step" not in rows[0]:
+    if rows.columns is not None and "step" not in rows.columns:
         fail(f"{path}: not a headlab metrics file (no step column)")
     columns = {}
     for row in rows:
@@ -143,9 +140,7 @@ def figure_title(owner, text, **style):
 def save(fig, stem, written):
     """Writes PATH/plots/<stem>.<format>."""
     path = f"{stem}.{FIGURES['format']}"
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=FIGURES["dpi"], bbox_inches="tight")
-    plt.close(fig)
+    save_figure(fig, path, FIGURES["dpi"], bbox_inches="tight")
     written.append(path)
 
 

@@ -1,6 +1,5 @@
 """Figures of headlab analyze's files in a run folder: heads.csv, heads_similarity.csv and the
 attention examples."""
-import csv
 import math
 import os
 import re
@@ -87,19 +86,18 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
 
 def read_attention_example(path):
     """{(layer, head): T x T rows} from attention_example_I.csv (layer,head,query,k0..k{T-1})."""
-    with open(path, newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader, [])
-        keys = header[3:]
-        if header[:3] != ["layer", "head", "query"] or not keys or keys != [f"k{s}" for s in range(len(keys))]:
-            fail(f"{path}: expected a header layer,head,query,k0,...,k<T-1> (headlab analyze --dump-example)")
-        maps = {}
-        for line in reader:
-            values = [number(v) for v in line]
-            if len(values) != len(header) or any(v is None for v in values):
-                fail(f"{path}: line {reader.line_num} does not have {len(header)} numbers")
-            maps.setdefault((int(values[0]), int(values[1])), []).append(values[3:])
-    if not maps or any(len(rows) != len(keys) for rows in maps.values()):
+    rows = read_csv(path)
+    columns = rows.columns or []
+    keys = [c for c in columns if c not in ("layer", "head", "query")]
+    if len(keys) + 3 != len(columns) or not keys or keys != [f"k{s}" for s in range(len(keys))]:
+        fail(f"{path}: expected the columns layer,head,query,k0,...,k<T-1> (headlab analyze --dump-example)")
+    maps = {}
+    for line, r in enumerate(rows, start=2):
+        values = [number(r[c]) for c in columns]
+        if None in r or any(v is None for v in values):
+            fail(f"{path}: line {line} does not have {len(columns)} numbers")
+        maps.setdefault((int(number(r["layer"])), int(number(r["head"]))), []).append([number(r[k]) for k in keys])
+    if not maps or any(len(queries) != len(keys) for queries in maps.values()):
         fail(f"{path}: expected {len(keys)} query rows for every (layer, head)")
     return maps
 

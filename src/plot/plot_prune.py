@@ -1,5 +1,4 @@
 """Figures of headlab prune's prune.csv files: metric against heads pruned, heads left per layer."""
-import csv
 import math
 import os
 
@@ -7,6 +6,7 @@ from plot_common import (
     METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plt,
     read_config, read_csv, save, unique
 )
+from plot_shared import CsvError
 
 # ----------------------------------------------------------------------------------------------
 # headlab prune's prune.csv files: one per invocation, in PATH/prune/<name>/ of a run folder.
@@ -36,12 +36,12 @@ def find_prune_files(folder):
 
 
 def read_prune(path):
-    """One prune.csv: its rows, sorted by round, with numbers parsed."""
-    with open(path, newline="") as f:
-        header = next(csv.reader(f), [])
-    if header != PRUNE_HEADER:
-        fail(f"{path}: not a headlab prune.csv: the header must be {','.join(PRUNE_HEADER)}")
-    rows = read_csv(path)
+    """One prune.csv: its rows, sorted by round, with numbers parsed. Columns are read by name."""
+    try:
+        rows = read_csv(path, required=PRUNE_HEADER)
+    except CsvError as e:
+        fail(f"{path}: not a headlab prune.csv: it has no column '{e.column}' (headlab prune writes "
+             f"{','.join(PRUNE_HEADER)})")
     if not rows:
         fail(f"{path}: no rows")
     parsed = []

@@ -12,6 +12,8 @@ from plot_run import plot_analysis
 # ----------------------------------------------------------------------------------------------
 # A sweep folder.
 
+GRID_COLUMNS = ("run", "params", "steps")  # grid.csv: run,<grid keys>,params,steps
+
 
 class Sweep:
     """grid.csv and results.csv, plus which key plays which part in the figures:
@@ -25,11 +27,10 @@ class Sweep:
         self.dir = sweep_dir
         self.name = os.path.basename(os.path.normpath(sweep_dir))
         grid_path = os.path.join(sweep_dir, "grid.csv")
-        self.runs = read_csv(grid_path)
+        self.runs = read_csv(grid_path, required=GRID_COLUMNS)
         if not self.runs:
             fail(f"{grid_path} lists no runs")
-        header = list(self.runs[0].keys())
-        self.keys = header[1:-2]
+        self.keys = [k for k in self.runs.columns if k not in GRID_COLUMNS]
         self.values = {k: unique([r[k] for r in self.runs]) for k in self.keys}
         swept = [k for k in self.keys if len(self.values[k]) > 1 and k not in SEED_KEYS]
         self.seed_keys = [k for k in self.keys if k in SEED_KEYS]
