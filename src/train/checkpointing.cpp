@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/train/setup.h"
 
 namespace headlab {

@@ -1,4 +1,4 @@
-// libFuzzer target: the checkpoint reader (src/io/checkpoint.cpp) and the training-checkpoint
+// libFuzzer target: the checkpoint reader (src/io/checkpoint_reader.cpp) and the training-checkpoint
 // loader on top of it (src/train/checkpointing.cpp), on HDF5 files: the input is written to a
 // scratch file and opened by path, as `headlab eval/info/train --resume` open one. Seeds are
 // real checkpoints of tiny models (tests/fuzz/corpus/fuzz_checkpoint); the mutations truncate,
