@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -43,9 +44,12 @@ void CheckpointReader::open_file() {
   file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   if (file_ < 0) throw Error(path + ": corrupt or truncated HDF5 file (" + hdf5_cause() + ")");
   try {
-    HEADLAB_CHECK(has_attr(kKindKey), path << ": not a headlab checkpoint (no " << kKindKey << " attribute)");
+    HEADLAB_CHECK(has_attr(kKindKey), path << ": not a headlab file (no " << kKindKey << " attribute)");
     const std::string kind = string_attr(kKindKey);
-    HEADLAB_CHECK(kind == "checkpoint", path << ": " << kKindKey << " is '" << kind << "', not 'checkpoint'");
+    const std::optional<FileKind> known = file_kind_from_name(kind);
+    HEADLAB_CHECK(known, path << ": " << kKindKey << " is '" << kind << "', not a kind this build reads ("
+                              << known_file_kind_names() << ")");
+    kind_ = *known;
     HEADLAB_CHECK(has_attr(kVersionKey), path << ": not a headlab checkpoint (no " << kVersionKey << " attribute)");
     format_version_ = int_attr(kVersionKey);
     HEADLAB_CHECK(format_version_ == kCheckpointFormatVersion, path << ": unsupported checkpoint format version "
@@ -94,6 +98,10 @@ void CheckpointReader::open_file() {
     file_ = -1;
     throw;
   }
+}
+
+void CheckpointReader::require_kind(FileKind want) const {
+  HEADLAB_CHECK(kind_ == want, path_ << ": " << describe_file_kind(kind_) << ", not " << file_kind_noun(want));
 }
 
 CheckpointReader::~CheckpointReader() {

@@ -139,7 +139,7 @@ std::vector<unsigned char> CheckpointWriter::file_image(const std::string& name)
     expect(root.ok() && scalar.ok() && string_type.ok() && H5Tset_size(string_type, H5T_VARIABLE) >= 0 &&
                H5Tset_cset(string_type, H5T_CSET_UTF8) >= 0,
            "opening the root group");
-    std::vector<Attr> attrs = {{kKindKey, Attr::Kind::string, "checkpoint"},
+    std::vector<Attr> attrs = {{kKindKey, Attr::Kind::string, file_kind_name(kind_)},
                                {kVersionKey, Attr::Kind::int64, {}, format_version_}};
     // Every file says which build wrote it, unless the caller set a field itself (a tool
     // rewriting a file keeps the original's).

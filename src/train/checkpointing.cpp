@@ -14,7 +14,7 @@ constexpr const char* kModelPrefix = "model/";
 
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
                               const Optimizer<float>* optimizer, const RunProgress& progress) {
-  CheckpointWriter w;
+  CheckpointWriter w(FileKind::checkpoint);
   for (int i = 0; i < model.params().size(); ++i)
     w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
   for (int i = 0; i < model.gates().size(); ++i)
@@ -38,6 +38,7 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 
 Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   HEADLAB_CHECK(r.has_attr("config"), path << ": not a training checkpoint (no config attribute)");
   return parse_config_text(r.string_attr("config"), path + " (config attribute)", overrides);
 }
@@ -65,6 +66,7 @@ void save_pruned_checkpoint(const std::string& path, const Config& config, const
 
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   auto read = [&](const std::string& name, const Tensor<float>& into) {
     HEADLAB_CHECK(r.has(name), path << ": missing " << name << " (checkpoint of a different model?)");
     r.read_into(name, into);
@@ -100,6 +102,7 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
 
 bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimizer) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   if (!r.has_attr("optimizer") || r.string_attr("optimizer") != optimizer.kind()) return false;
   for (const auto& [name, tensor] : optimizer.state_tensors())
     if (!r.has(name) || r.shape(name) != tensor.shape()) return false;
