@@ -38,8 +38,10 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 
 // The config a checkpoint was trained with, with `overrides` ("key=value", as --set) applied and
 // validated; the verbs decide which keys they let change (cli/options.h, checkpoint_overrides).
-// Refuses another kind of headlab file in one line (heads.h5: "PATH: a heads file (written by
-// headlab analyze), not a checkpoint").
+// Every loader starts here, so this is where a file is refused, in one line naming it, before any
+// model is allocated: another kind of headlab file (heads.h5: "PATH: a heads file (written by
+// headlab analyze), not a checkpoint"), or model datasets that are not exactly the names and
+// shapes of the model the config describes (the line names the first tensor that differs).
 Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // A physically pruned model (nn/prune.h) as an ordinary checkpoint that eval, sample, info,
