@@ -4,8 +4,8 @@
 // (docs/checkpoint-format.md).
 // Layout: dataset "model/blocks/0/attn/qkv/weight" lives in nested groups model/blocks/0/attn/qkv;
 // arrays are row-major, little-endian, float32 (tensors) or float64/int64/uint64/uint8; the root
-// group carries headlab_kind (the FileKind's name), headlab_format_version = 1, the build's provenance
-// (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
+// group carries headlab_kind (the FileKind's name), headlab_format_version = 1, the build's
+// provenance (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
 // Memory: the writer copies every array when it is added (the caller's buffers may change at once)
 // and commit() builds the file in memory before one write, so it briefly holds about three copies;
 // the reader reads into tensors the caller owns. Use from one thread (HDF5 I/O stays on one thread).
@@ -87,9 +87,9 @@ class CheckpointWriter {
 class CheckpointReader {
  public:
   // Opens and validates `path` (a headlab file of any known kind and the current format version);
-  // indexes every dataset's name, shape and dtype. A file that
-  // crashes the HDF5 library (corrupt metadata HDF5 does not check) is one Error: its metadata
-  // and root attributes are read in a forked child first (docs/reliability.md).
+  // indexes every dataset's name, shape and dtype. A file that crashes the HDF5 library (corrupt
+  // metadata HDF5 does not check) is one Error: its metadata and root attributes are read in a
+  // forked child first (docs/reliability.md).
   explicit CheckpointReader(const std::string& path);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
