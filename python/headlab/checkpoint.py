@@ -19,6 +19,13 @@ import h5py
 import numpy as np
 
 FORMAT_VERSION = 1
+# What a headlab .h5 file holds (its headlab_kind), as include/headlab/io/file_kind.h lists them;
+# files written before kinds were told apart say "checkpoint" whatever they hold.
+FILE_KINDS = {
+    "checkpoint": "a checkpoint (written by headlab train or prune)",
+    "heads": "a heads file (written by headlab analyze)",
+    "attention": "an attention dump (written by headlab analyze --dump-example or --prompt)",
+}
 MODEL_PREFIX = "model/"
 
 # The run attributes headlab's reader requires (load_training_checkpoint), with the values a
@@ -143,8 +150,11 @@ def load_checkpoint(path: str, optimizer: bool = False) -> Checkpoint:
     tensors are exactly those the config describes, with their shapes."""
     with h5py.File(path, "r") as f:
         attrs = {k: _attr_value(f.attrs[k]) for k in f.attrs}
-        if attrs.get("headlab_kind") != "checkpoint":
-            raise ValueError(f"{path}: not a headlab checkpoint (headlab_kind is {attrs.get('headlab_kind')!r})")
+        kind = attrs.get("headlab_kind")
+        if kind in FILE_KINDS and kind != "checkpoint":
+            raise ValueError(f"{path}: {FILE_KINDS[kind]}, not a checkpoint")
+        if kind != "checkpoint":
+            raise ValueError(f"{path}: not a headlab checkpoint (headlab_kind is {kind!r})")
         if attrs.get("headlab_format_version") != FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported checkpoint format version {attrs.get('headlab_format_version')} "
                              f"(this reader reads {FORMAT_VERSION})")

@@ -248,3 +248,11 @@ def test_a_mismatched_checkpoint_is_refused(train_variant, tmp_path):
     with pytest.raises(ValueError, match="shape"):
         headlab.save_checkpoint(str(tmp_path / "bad.h5"), ckpt)
     assert not os.listdir(tmp_path)
+
+
+def test_a_heads_file_is_refused_as_a_checkpoint(train_variant, tmp_path):
+    analyze(checkpoint_of(train_variant("mha")), str(tmp_path))
+    heads = str(tmp_path / "heads.h5")
+    with pytest.raises(ValueError, match=re.escape(f"{heads}: a heads file (written by headlab analyze), "
+                                                   "not a checkpoint")):
+        headlab.load_checkpoint(heads)

@@ -115,7 +115,7 @@ void write_similarity_csv(const std::string& path, const HeadScores& s) {
 
 void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {
   const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total(), E = s.n_examples;
-  CheckpointWriter w;
+  CheckpointWriter w(FileKind::heads);
   for (const HeadColumn& c : head_columns())
     w.add_array("heads/" + std::string(c.name), by_layer(s, s.*c.values, 1, 1).data(), {L, H});
   if (!s.layer_heads.empty()) w.add_array("layer_heads", s.layer_heads);

@@ -75,7 +75,7 @@ void dump_example(const fs::path& dir, const std::string& name, const AttentionE
   }
   write_file_atomically(dir / (stem + "_tokens.csv"), text);
 
-  CheckpointWriter w;
+  CheckpointWriter w(FileKind::attention);
   w.add_array("attention", a.probs.data(), {L, H, T_, T_});
   auto add_ints = [&](const char* name, const auto& v) {
     if (v.empty()) return;

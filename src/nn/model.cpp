@@ -101,14 +101,12 @@ std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
   return p;
 }
 
-namespace {
 std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
   std::vector<ParamSpec> g;
   for (int64_t l = 0; l < s.n_layers; ++l)
     g.push_back({block_name(l, "attn/gates"), {s.heads_in_layer(l)}, Init::ones, 0.0, ParamKind::weight});
   return g;
 }
-}  // namespace
 
 template <typename T>
 Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(spec)), gates_(gate_specs(spec)) {

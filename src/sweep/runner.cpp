@@ -25,7 +25,6 @@
 #include "headlab/common/signals.h"
 #include "headlab/common/subprocess.h"
 #include "headlab/dist/dist.h"
-#include "headlab/io/checkpoint.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"

@@ -15,7 +15,7 @@
 #include <toml++/toml.h>
 
 #include "headlab/common/error.h"
-#include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 

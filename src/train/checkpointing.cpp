@@ -1,19 +1,41 @@
 #include "headlab/train/checkpointing.h"
 
 #include <filesystem>
+#include <set>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/train/setup.h"
 
 namespace headlab {
 
 namespace {
 constexpr const char* kModelPrefix = "model/";
+
+// Refuses, before anything is allocated, a file whose model datasets are not exactly those of
+// the model `config` describes (names and shapes from the spec alone): a config attribute
+// claiming a huge model would otherwise have it allocated before the loader's shape checks.
+void check_model_tensors(const CheckpointReader& r, const Config& config) {
+  const ModelSpec spec = model_spec(config);
+  std::vector<ParamSpec> want = parameter_specs(spec);
+  for (ParamSpec& gate : gate_specs(spec)) want.push_back(std::move(gate));
+  std::set<std::string> names;
+  for (const ParamSpec& p : want) {
+    const std::string name = kModelPrefix + p.name;
+    names.insert(name);
+    HEADLAB_CHECK(r.has(name), r.path() << ": missing " << name << ", which the model its config describes has");
+    HEADLAB_CHECK(r.shape(name) == p.shape, r.path() << ": " << name << " has shape " << r.shape(name).str()
+                                                     << ", the model its config describes has " << p.shape.str());
+  }
+  for (const std::string& name : r.names())
+    HEADLAB_CHECK(name.rfind(kModelPrefix, 0) != 0 || names.count(name),
+                  r.path() << ": " << name << " is not a tensor of the model its config describes");
 }
+}  // namespace
 
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
                               const Optimizer<float>* optimizer, const RunProgress& progress) {
-  CheckpointWriter w;
+  CheckpointWriter w(FileKind::checkpoint);
   for (int i = 0; i < model.params().size(); ++i)
     w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
   for (int i = 0; i < model.gates().size(); ++i)
@@ -37,8 +59,11 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 
 Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   HEADLAB_CHECK(r.has_attr("config"), path << ": not a training checkpoint (no config attribute)");
-  return parse_config_text(r.string_attr("config"), path + " (config attribute)", overrides);
+  Config config = parse_config_text(r.string_attr("config"), path + " (config attribute)", overrides);
+  check_model_tensors(r, config);
+  return config;
 }
 
 Config pruned_config(const Config& config, const ModelSpec& spec) {
@@ -64,6 +89,7 @@ void save_pruned_checkpoint(const std::string& path, const Config& config, const
 
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   auto read = [&](const std::string& name, const Tensor<float>& into) {
     HEADLAB_CHECK(r.has(name), path << ": missing " << name << " (checkpoint of a different model?)");
     r.read_into(name, into);
@@ -99,6 +125,7 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
 
 bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimizer) {
   CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
   if (!r.has_attr("optimizer") || r.string_attr("optimizer") != optimizer.kind()) return false;
   for (const auto& [name, tensor] : optimizer.state_tensors())
     if (!r.has(name) || r.shape(name) != tensor.shape()) return false;

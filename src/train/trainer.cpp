@@ -15,7 +15,7 @@
 #include "headlab/common/signals.h"
 #include "headlab/data/text.h"
 #include "headlab/dist/dist.h"
-#include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"

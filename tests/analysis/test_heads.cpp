@@ -397,6 +397,13 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   CHECK(test::read_file(out.dir / "heads_similarity.csv").rfind("head,L0H0,L0H1\nL0H0,0,", 0) == 0);
 
   CheckpointReader h5((out.dir / "heads.h5").string());
+  CHECK(h5.kind() == FileKind::heads);
+  // heads.h5 is not a checkpoint, and a verb given one as a checkpoint says so in one line.
+  const std::string heads = (out.dir / "heads.h5").string();
+  const test::CommandResult eval = test::run_headlab({"eval", heads}, out.dir / "eval.log");
+  CHECK(eval.code == 2);
+  CHECK(std::count(eval.output.begin(), eval.output.end(), '\n') == 1);
+  CHECK_THAT(eval.output, Catch::Contains(heads + ": a heads file (written by headlab analyze), not a checkpoint"));
   CHECK(h5.shape("heads/importance") == Shape{1, 2});
   CHECK(h5.shape("similarity/js_distance") == Shape{2, 2});
   const int64_t E = h5.int_attr("n_examples");
@@ -412,6 +419,7 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   CHECK(importance[0] >= 0);
 
   CheckpointReader maps((out.dir / "attention_example_5.h5").string());
+  CHECK(maps.kind() == FileKind::attention);
   REQUIRE(maps.shape("attention") == Shape{1, 2, 16, 16});
   const std::vector<double> a = maps.read_array<double>("attention");
   double row_sum = 0;

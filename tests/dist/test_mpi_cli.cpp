@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "headlab/dist/dist.h"
-#include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/train/checkpointing.h"
 #include "support/run_files.h"
 #include "support/scratch.h"

@@ -76,7 +76,7 @@ std::vector<float> awkward_floats(int64_t n, uint32_t seed) {
 // A small checkpoint shaped like a model's: a few nested weights, typed arrays and attributes.
 std::string write_sample(const std::string& path) {
   std::vector<float> qkv = awkward_floats(12 * 4, 1), wte = awkward_floats(10 * 4, 2);
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.add("model/blocks/0/attn/qkv/weight", Tensor<float>(qkv.data(), {12, 4}));
   writer.add("model/wte/weight", Tensor<float>(wte.data(), {10, 4}));
   writer.add_array("optim/step", std::vector<int64_t>{42});
@@ -103,7 +103,7 @@ TEST_CASE("checkpoint round trip is bit-exact for tensors, strided views, arrays
   const std::vector<uint64_t> u64 = {std::numeric_limits<uint64_t>::max(), 0x9e3779b97f4a7c15ull};
   const uint8_t mask[2 * 3] = {1, 0, 1, 1, 1, 0};  // head mask [n_layers=2, n_heads=3]
 
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.add("model/blocks/0/attn/qkv/weight", weight);
   writer.add("model/blocks/0/attn/proj/weight", strided);
   writer.add_array("optim/adamw/state", f64);
@@ -163,7 +163,7 @@ TEST_CASE("every checkpoint records the build that wrote it, and files without t
           "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "ckpt.h5", own = dir / "own.h5";
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.set_int_attr("step", 3);
   writer.commit(path);
   const std::vector<ProvenanceField> recorded = recorded_provenance(CheckpointReader(path));
@@ -192,7 +192,7 @@ TEST_CASE("checkpoint stores scalars and empty arrays with their shapes", "[io][
   const std::string path = dir / "ckpt.h5";
   const int64_t step = 1234;
   float nothing[1];
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.add_array("optim/step", &step, Shape{});  // rank 0: an HDF5 scalar
   writer.add("model/empty", Tensor<float>(nothing, {0, 4}));
   writer.add_array("analysis/none", std::vector<uint8_t>{});
@@ -296,7 +296,7 @@ TEST_CASE("checkpoint read detects a flipped bit in the weights", "[io][checkpoi
   const std::string path = dir / "ckpt.h5";
   std::vector<float> w(256);
   for (int i = 0; i < 256; ++i) w[i] = 1000.0f + static_cast<float>(i);
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.add("model/lm_head/weight", Tensor<float>(w.data(), {16, 16}));
   writer.commit(path);
   std::string bytes = read_bytes(path);
@@ -315,7 +315,7 @@ TEST_CASE("checkpoint reader names the dataset and both shapes when the architec
   TempDir dir;
   const std::string path = dir / "ckpt.h5";
   std::vector<float> w(384 * 128, 0.5f);
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.add("model/blocks/0/attn/qkv/weight", Tensor<float>(w.data(), {384, 128}));
   writer.commit(path);
   CheckpointReader reader(path);
@@ -341,12 +341,47 @@ TEST_CASE("checkpoint reader gives one clear line for missing or mistyped entrie
 TEST_CASE("checkpoint reader rejects an unsupported format version", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "future.h5";
-  CheckpointWriter(2).commit(path);
+  CheckpointWriter(FileKind::checkpoint, 2).commit(path);
   REQUIRE_THROWS_WITH(CheckpointReader(path), path + ": unsupported checkpoint format version 2 (this build reads 1)");
 }
 
+TEST_CASE("a file's kind round-trips, and a reader asked for another kind names both in one line", "[io][checkpoint]") {
+  TempDir dir;
+  for (const FileKind kind : {FileKind::checkpoint, FileKind::heads, FileKind::attention}) {
+    const std::string path = dir / (std::string(file_kind_name(kind)) + ".h5");
+    CheckpointWriter(kind).commit(path);
+    CheckpointReader reader(path);
+    CHECK(reader.kind() == kind);
+    CHECK(reader.string_attr("headlab_kind") == file_kind_name(kind));
+    CHECK(file_kind_from_name(file_kind_name(kind)) == kind);
+    reader.require_kind(kind);
+  }
+  CHECK(std::string(file_kind_name(FileKind::heads)) == "heads");
+  CHECK(std::string(file_kind_name(FileKind::attention)) == "attention");
+  const std::string heads = dir / "heads.h5", attention = dir / "attention.h5";
+  REQUIRE_THROWS_WITH(CheckpointReader(heads).require_kind(FileKind::checkpoint),
+                      heads + ": a heads file (written by headlab analyze), not a checkpoint");
+  REQUIRE_THROWS_WITH(
+      CheckpointReader(attention).require_kind(FileKind::heads),
+      attention + ": an attention dump (written by headlab analyze --dump-example or --prompt), not a heads file");
+  REQUIRE_THROWS_WITH(CheckpointWriter(FileKind::heads).set_string_attr("headlab_kind", "checkpoint"),
+                      Catch::Contains("is reserved"));
+}
+
+TEST_CASE("checkpoint reader refuses a kind it does not know, and a file without one", "[io][checkpoint]") {
+  TempDir dir;
+  const std::string path = dir / "other.h5";
+  CheckpointWriter(FileKind::checkpoint).commit(path);
+  test::set_root_string_attr(path, "headlab_kind", "tokenizer");
+  REQUIRE_THROWS_WITH(
+      CheckpointReader(path),
+      path + ": headlab_kind is 'tokenizer', not a kind this build reads (checkpoint, heads, attention)");
+  test::delete_root_attrs(path, {"headlab_kind"});
+  REQUIRE_THROWS_WITH(CheckpointReader(path), path + ": not a headlab file (no headlab_kind attribute)");
+}
+
 TEST_CASE("checkpoint writer rejects bad dataset and attribute names", "[io][checkpoint]") {
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   float x[2] = {};
   writer.add("model/ln_f/weight", Tensor<float>(x, {2}));
   REQUIRE_THROWS_WITH(writer.add("model//bias", Tensor<float>(x, {2})), Catch::Contains("invalid dataset name"));
@@ -362,7 +397,7 @@ TEST_CASE("checkpoint commit replaces an existing file and leaves no temp file",
   TempDir dir;
   const std::string path = dir / "ckpt.h5";
   write_sample(path);
-  CheckpointWriter writer;
+  CheckpointWriter writer(FileKind::checkpoint);
   writer.set_int_attr("step", 43);
   writer.commit(path);
   CheckpointReader reader(path);
@@ -374,8 +409,9 @@ TEST_CASE("checkpoint commit replaces an existing file and leaves no temp file",
 TEST_CASE("checkpoint commit into a missing directory fails cleanly", "[io][checkpoint]") {
   TempDir dir;
   const std::string path = dir / "no/such/dir/ckpt.h5";
-  REQUIRE_THROWS_WITH(CheckpointWriter().commit(path), Catch::StartsWith("cannot write checkpoint " + path + ": ") &&
-                                                           Catch::Contains("No such file or directory"));
+  REQUIRE_THROWS_WITH(
+      CheckpointWriter(FileKind::checkpoint).commit(path),
+      Catch::StartsWith("cannot write checkpoint " + path + ": ") && Catch::Contains("No such file or directory"));
   CHECK_FALSE(has_temp_file(dir.path));
 }
 
@@ -398,7 +434,7 @@ TEST_CASE("checkpoint commit that hits a full disk leaves the previous checkpoin
     int code = 1;
     try {
       std::vector<float> big(1 << 20, 1.0f);
-      CheckpointWriter writer;
+      CheckpointWriter writer(FileKind::checkpoint);
       writer.add("model/wte/weight", Tensor<float>(big.data(), {1024, 1024}));
       writer.commit(path);
     } catch (const Error& e) {
@@ -421,48 +457,4 @@ TEST_CASE("checkpoint commit that hits a full disk leaves the previous checkpoin
   CHECK_FALSE(has_temp_file(dir.path));
   CheckpointReader reader(path);
   CHECK(reader.int_attr("step") == 42);
-}
-
-TEST_CASE("checkpoint directory helpers list by step and keep the last K plus the best", "[io][checkpoint]") {
-  TempDir dir;
-  const std::string run = dir.path.string();
-  CHECK(list_checkpoints(run).empty());
-  CHECK_FALSE(newest_checkpoint(run).has_value());
-  fs::create_directories(dir.path / "checkpoints");
-  CHECK(checkpoint_path(run, 1000) == dir / "checkpoints/step_00001000.h5");
-  for (int64_t step : {100, 200, 300, 400, 500}) write_bytes(checkpoint_path(run, step), "x");
-  write_bytes(dir / "checkpoints/step_1000.h5", "x");  // unpadded names sort by step too
-  write_bytes(dir / "checkpoints/notes.txt", "x");
-
-  const pid_t dead = ::fork();  // a process id that is certainly gone
-  if (dead == 0) ::_exit(0);
-  ::waitpid(dead, nullptr, 0);
-  const std::string stale = dir / ("checkpoints/step_00000600.h5.tmp." + std::to_string(dead));
-  const std::string live = dir / ("checkpoints/step_00000700.h5.tmp." + std::to_string(::getpid()));
-  write_bytes(stale, "partial");
-  write_bytes(live, "partial");
-
-  const std::vector<CheckpointFile> all = list_checkpoints(run);
-  REQUIRE(all.size() == 6);
-  CHECK(all.front().step == 100);
-  CHECK(all.back().step == 1000);
-  CHECK(all.back().path == dir / "checkpoints/step_1000.h5");
-  CHECK(newest_checkpoint(run)->step == 1000);
-
-  // Keep the last 2 plus the best (step 200, named through a different spelling of its path).
-  const std::string best = dir / "checkpoints/../checkpoints/step_00000200.h5";
-  const std::vector<std::string> deleted = prune_checkpoints(run, 2, best);
-  CHECK(deleted.size() == 4);  // steps 100, 300, 400 and the stale temp file
-  std::vector<int64_t> kept;
-  for (const CheckpointFile& f : list_checkpoints(run)) kept.push_back(f.step);
-  CHECK(kept == std::vector<int64_t>{200, 500, 1000});
-  CHECK_FALSE(fs::exists(stale));
-  CHECK(fs::exists(live));
-  CHECK(fs::exists(dir / "checkpoints/notes.txt"));
-
-  // Keeping 0 still never deletes the best.
-  prune_checkpoints(run, 0, best);
-  CHECK(list_checkpoints(run).size() == 1);
-  CHECK(fs::exists(best));
-  REQUIRE_THROWS_WITH(prune_checkpoints(run, -1, best), "prune_checkpoints: keep_last=-1 is negative");
 }

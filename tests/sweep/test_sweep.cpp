@@ -18,6 +18,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/nn/model.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"

@@ -1,22 +1,24 @@
-// HDF5 checkpoint files: a generic container of named arrays plus root attributes. The trainer
-// decides what goes in; this layer only writes, validates and reads it (docs/checkpoint-format.md).
+// HDF5 checkpoint files: a generic container of named arrays plus root attributes, the format of
+// every .h5 file headlab writes: training checkpoints, heads.h5, attention dumps (io/file_kind.h).
+// The caller decides what goes in; this layer only writes, validates and reads it
+// (docs/checkpoint-format.md).
 // Layout: dataset "model/blocks/0/attn/qkv/weight" lives in nested groups model/blocks/0/attn/qkv;
 // arrays are row-major, little-endian, float32 (tensors) or float64/int64/uint64/uint8; the root
-// group carries headlab_kind = "checkpoint", headlab_format_version = 1, the build's provenance
-// (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
+// group carries headlab_kind (the FileKind's name), headlab_format_version = 1, the build's
+// provenance (io/provenance.h: headlab_version, headlab_commit, ...) and the caller's attributes.
 // Memory: the writer copies every array when it is added (the caller's buffers may change at once)
 // and commit() builds the file in memory before one write, so it briefly holds about three copies;
 // the reader reads into tensors the caller owns. Use from one thread (HDF5 I/O stays on one thread).
-//   CheckpointWriter w; w.add("model/wte/weight", wte); w.set_int_attr("step", step); w.commit(path);
-//   CheckpointReader r(path); r.read_into("model/wte/weight", wte);  // throws on a shape mismatch
+//   CheckpointWriter w(FileKind::checkpoint); w.add("model/wte/weight", wte); w.commit(path);
+//   CheckpointReader r(path); r.require_kind(FileKind::checkpoint); r.read_into("model/wte/weight", wte);
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "headlab/io/file_kind.h"
 #include "headlab/tensor/tensor.h"
 
 namespace headlab {
@@ -33,8 +35,10 @@ concept CheckpointArrayElement = std::is_same_v<T, double> || std::is_same_v<T, 
 
 class CheckpointWriter {
  public:
-  // Only tests and format-migration tools pass a version other than the current one.
-  explicit CheckpointWriter(int64_t format_version = kCheckpointFormatVersion) : format_version_(format_version) {}
+  // `kind` says what the file holds (headlab_kind). Only tests and format-migration tools pass a
+  // version other than the current one.
+  explicit CheckpointWriter(FileKind kind, int64_t format_version = kCheckpointFormatVersion)
+      : kind_(kind), format_version_(format_version) {}
 
   // Copies `tensor` (any strides) as a contiguous float32 dataset with its shape.
   void add(const std::string& name, const Tensor<float>& tensor);
@@ -74,6 +78,7 @@ class CheckpointWriter {
   void set_attr(Attr attr);
   std::vector<unsigned char> file_image(const std::string& name) const;
 
+  FileKind kind_;
   int64_t format_version_;
   std::vector<Array> arrays_;
   std::vector<Attr> attrs_;
@@ -81,9 +86,10 @@ class CheckpointWriter {
 
 class CheckpointReader {
  public:
-  // Opens and validates `path`; indexes every dataset's name, shape and dtype. A file that
-  // crashes the HDF5 library (corrupt metadata HDF5 does not check) is one Error: its metadata
-  // and root attributes are read in a forked child first (docs/reliability.md).
+  // Opens and validates `path` (a headlab file of any known kind and the current format version);
+  // indexes every dataset's name, shape and dtype. A file that crashes the HDF5 library (corrupt
+  // metadata HDF5 does not check) is one Error: its metadata and root attributes are read in a
+  // forked child first (docs/reliability.md).
   explicit CheckpointReader(const std::string& path);
   ~CheckpointReader();
   CheckpointReader(const CheckpointReader&) = delete;
@@ -91,6 +97,9 @@ class CheckpointReader {
 
   const std::string& path() const { return path_; }
   int64_t format_version() const { return format_version_; }
+  FileKind kind() const { return kind_; }
+  // Throws "PATH: a heads file (written by headlab analyze), not a checkpoint" unless kind() is `want`.
+  void require_kind(FileKind want) const;
 
   std::vector<std::string> names() const;  // every dataset, sorted
   bool has(const std::string& name) const;
@@ -123,22 +132,8 @@ class CheckpointReader {
   std::string path_;
   int64_t file_ = -1;  // hid_t
   int64_t format_version_ = 0;
+  FileKind kind_ = FileKind::checkpoint;
   std::vector<Entry> entries_;  // sorted by name
 };
-
-// Checkpoint directory helpers: files live at RUN_DIR/checkpoints/step_<N>.h5 (N zero-padded to 8
-// digits by checkpoint_path; any step_<digits>.h5 is recognised).
-struct CheckpointFile {
-  int64_t step;
-  std::string path;
-};
-std::string checkpoint_path(const std::string& run_dir, int64_t step);
-std::string best_checkpoint_path(const std::string& run_dir);              // RUN_DIR/checkpoints/best.h5
-std::vector<CheckpointFile> list_checkpoints(const std::string& run_dir);  // sorted by step
-std::optional<CheckpointFile> newest_checkpoint(const std::string& run_dir);
-// Deletes every listed checkpoint except the `keep_last` newest and `best_path` (never deleted;
-// may be empty), plus stale temp files (step_*.h5.tmp.<pid> whose process is gone). Returns the
-// deleted paths.
-std::vector<std::string> prune_checkpoints(const std::string& run_dir, int keep_last, const std::string& best_path);
 
 }  // namespace headlab

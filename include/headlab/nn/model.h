@@ -167,6 +167,8 @@ std::string block_name(int64_t layer, const char* rest);
 
 // The parameter table of a spec (what Model allocates), for `headlab info` and tests.
 std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
+// The head gates' table ("blocks/<l>/attn/gates", [heads in layer l]), what Model::gates() holds.
+std::vector<ParamSpec> gate_specs(const ModelSpec& spec);
 void validate(const ModelSpec& spec);  // throws headlab::Error naming the bad field
 
 extern template class Model<float>;

@@ -38,6 +38,10 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 
 // The config a checkpoint was trained with, with `overrides` ("key=value", as --set) applied and
 // validated; the verbs decide which keys they let change (cli/options.h, checkpoint_overrides).
+// Every loader starts here, so this is where a file is refused, in one line naming it, before any
+// model is allocated: another kind of headlab file (heads.h5: "PATH: a heads file (written by
+// headlab analyze), not a checkpoint"), or model datasets that are not exactly the names and
+// shapes of the model the config describes (the line names the first tensor that differs).
 Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // A physically pruned model (nn/prune.h) as an ordinary checkpoint that eval, sample, info,
@@ -50,8 +54,9 @@ void save_pruned_checkpoint(const std::string& path, const Config& config, const
 // `config` with the model section describing `spec`'s head counts (what save_pruned_checkpoint stores).
 Config pruned_config(const Config& config, const ModelSpec& spec);
 
-// Loads parameters and gates into `model` (and the optimizer's state when given). Every tensor
-// must be present with the model's shape; a mismatch is one line naming the tensor and shapes.
+// Loads parameters and gates into `model` (and the optimizer's state when given) from a file of
+// kind checkpoint. Every tensor must be present with the model's shape; a mismatch is one line
+// naming the tensor and shapes.
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer);
 
 // Continues `optimizer` from a checkpoint's state (moments and step count) when the checkpoint
