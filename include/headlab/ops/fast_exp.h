@@ -1,7 +1,7 @@
 // e^x for float without a libm call, so that loops around it vectorise (the softmax in the fused
 // attention, GELU). x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), e^r by Cephes'
 // degree-6 polynomial, 2^n from the exponent bits. About 2 ulp. x is clamped to [-87, 88] so
-// 2^n stays a normal number (e^-87 = 1.6e-38).
+// 2^n stays a normal number (e^-87 = 1.6e-38); NaN gives NaN.
 //   float y = fast_exp(x);
 #pragma once
 
@@ -33,8 +33,10 @@ inline float fast_exp(float x) {
   x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   const float n = (x * kFastExpLog2e + 12582912.0f) - 12582912.0f;  // round to nearest via 1.5 * 2^23
   float p;
-  fast_exp_reduced(p, x, n);
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  fast_exp_reduced(p, x, n);  // NaN for a NaN x, which the product passes on
+  // A NaN x leaves n NaN, and converting NaN to an integer is undefined: scale by 2^0 instead.
+  const float n_finite = n == n ? n : 0.0f;
+  return p * std::bit_cast<float>((static_cast<int32_t>(n_finite) + 127) << 23);
 }
 
 }  // namespace headlab
