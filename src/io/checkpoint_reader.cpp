@@ -31,8 +31,8 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());  // reads only the signature: safe before the probe
   if (is_hdf5 < 0) throw Error(path + ": cannot read: " + hdf5_cause());
   HEADLAB_CHECK(is_hdf5 > 0, path << ": not an HDF5 file");
-  const std::string heap_problem = global_heap_problem(path, static_cast<size_t>(st.st_size));
-  HEADLAB_CHECK(heap_problem.empty(), path << ": corrupt or truncated HDF5 file (" << heap_problem << ")");
+  const std::string layout_problem = file_layout_problem(path, static_cast<size_t>(st.st_size));
+  HEADLAB_CHECK(layout_problem.empty(), path << ": corrupt or truncated HDF5 file (" << layout_problem << ")");
   probe_in_child();
   open_file();
 }

@@ -39,29 +39,6 @@ bool is_group_of(const std::string& group, const std::string& name) {
   return name.size() > group.size() && name.compare(0, group.size(), group) == 0 && name[group.size()] == '/';
 }
 
-// Bob Jenkins' lookup3 hashlittle(), the checksum HDF5 puts on its metadata.
-uint32_t lookup3(const unsigned char* k, size_t length) {
-  auto rot = [](uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
-  uint32_t a, b, c;
-  a = b = c = 0xdeadbeef + static_cast<uint32_t>(length);
-  auto word = [&](size_t at, size_t n) {  // little-endian, up to 4 bytes
-    uint32_t w = 0;
-    for (size_t i = 0; i < n && i < 4; ++i) w |= uint32_t(k[at + i]) << (8 * i);
-    return w;
-  };
-  while (length > 12) {
-    a += word(0, 4), b += word(4, 4), c += word(8, 4);
-    a -= c, a ^= rot(c, 4), c += b, b -= a, b ^= rot(a, 6), a += c, c -= b, c ^= rot(b, 8), b += a;
-    a -= c, a ^= rot(c, 16), c += b, b -= a, b ^= rot(a, 19), a += c, c -= b, c ^= rot(b, 4), b += a;
-    length -= 12, k += 12;
-  }
-  if (length == 0) return c;
-  a += word(0, length), b += length > 4 ? word(4, length - 4) : 0, c += length > 8 ? word(8, length - 8) : 0;
-  c ^= b, c -= rot(b, 14), a ^= c, a -= rot(c, 11), b ^= a, b -= rot(a, 25), c ^= b, c -= rot(b, 16);
-  a ^= c, a -= rot(c, 4), b ^= a, b -= rot(a, 14), c ^= b, c -= rot(b, 24);
-  return c;
-}
-
 }  // namespace
 
 CheckpointWriter::Array& CheckpointWriter::add_entry(const std::string& name, ArrayDType dtype, const Shape& shape) {
@@ -194,8 +171,7 @@ std::vector<unsigned char> CheckpointWriter::file_image(const std::string& name)
   // H5Fget_file_image (1.10.8) zeroes the superblock's "open for writing" flags in the copy but
   // keeps the checksum computed with them set. Superblock v2/v3 (format spec, fixed): signature
   // (8), version, offset size, length size, flags, 4 addresses of 8 bytes, lookup3 checksum.
-  static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-  HEADLAB_CHECK(image.size() >= 48 && std::memcmp(image.data(), signature, 8) == 0 &&
+  HEADLAB_CHECK(image.size() >= 48 && std::memcmp(image.data(), kFileSignature, 8) == 0 &&
                     (image[8] == 2 || image[8] == 3) && image[9] == 8 && image[10] == 8,
                 "unexpected HDF5 superblock (version " << int(image.size() > 8 ? image[8] : 0) << ")");
   image[11] = 0;

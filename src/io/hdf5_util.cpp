@@ -68,6 +68,28 @@ ArrayDType classify(hid_t type) {
   }
 }
 
+uint32_t lookup3(const unsigned char* k, size_t length) {
+  auto rot = [](uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+  uint32_t a, b, c;
+  a = b = c = 0xdeadbeef + static_cast<uint32_t>(length);
+  auto word = [&](size_t at, size_t n) {  // little-endian, up to 4 bytes
+    uint32_t w = 0;
+    for (size_t i = 0; i < n && i < 4; ++i) w |= uint32_t(k[at + i]) << (8 * i);
+    return w;
+  };
+  while (length > 12) {
+    a += word(0, 4), b += word(4, 4), c += word(8, 4);
+    a -= c, a ^= rot(c, 4), c += b, b -= a, b ^= rot(a, 6), a += c, c -= b, c ^= rot(b, 8), b += a;
+    a -= c, a ^= rot(c, 16), c += b, b -= a, b ^= rot(a, 19), a += c, c -= b, c ^= rot(b, 4), b += a;
+    length -= 12, k += 12;
+  }
+  if (length == 0) return c;
+  a += word(0, length), b += length > 4 ? word(4, length - 4) : 0, c += length > 8 ? word(8, length - 8) : 0;
+  c ^= b, c -= rot(b, 14), a ^= c, a -= rot(c, 11), b ^= a, b -= rot(a, 25), c ^= b, c -= rot(b, 16);
+  a ^= c, a -= rot(c, 4), b ^= a, b -= rot(a, 14), c ^= b, c -= rot(b, 24);
+  return c;
+}
+
 }  // namespace headlab::hdf5
 
 namespace headlab {

@@ -18,6 +18,12 @@ namespace headlab::hdf5 {
 inline constexpr char kKindKey[] = "headlab_kind";
 inline constexpr char kVersionKey[] = "headlab_format_version";
 
+// The 8 bytes every HDF5 file starts with (at offset 0 when there is no user block).
+inline constexpr unsigned char kFileSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+
+// Bob Jenkins' lookup3 hashlittle(), the checksum HDF5 puts on its metadata.
+uint32_t lookup3(const unsigned char* k, size_t length);
+
 // HDF5 prints its error stack to stderr by default; we turn failures into headlab::Error instead.
 void silence_hdf5();
 

@@ -225,6 +225,18 @@ TEST_CASE("checkpoint reader rejects a file that is not HDF5", "[io][checkpoint]
   REQUIRE_THROWS_WITH(CheckpointReader(path), path + ": empty file (corrupt or truncated)");
 }
 
+TEST_CASE("a checkpoint cut short is named as such from its superblock, before HDF5 opens it", "[io][checkpoint]") {
+  TempDir dir;
+  const std::string bytes = write_sample(dir / "full.h5");
+  const std::string path = dir / "cut.h5";
+  for (const size_t keep : {bytes.size() - 1, bytes.size() / 2, size_t(48)}) {
+    write_bytes(path, bytes.substr(0, keep));
+    REQUIRE_THROWS_WITH(CheckpointReader(path),
+                        path + ": corrupt or truncated HDF5 file (cut short: " + std::to_string(keep) + " of the " +
+                            std::to_string(bytes.size()) + " bytes its superblock records)");
+  }
+}
+
 TEST_CASE("checkpoint truncated at any offset gives an Error, never a crash", "[io][checkpoint]") {
   TempDir dir;
   const std::string bytes = write_sample(dir / "full.h5");
