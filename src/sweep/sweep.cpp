@@ -16,6 +16,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 
@@ -254,16 +255,17 @@ RunStatus run_status(const std::string& run_dir, const Config& config) {
 
 void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& points) {
   HEADLAB_CHECK(!points.empty(), "write_grid_csv: no grid points");
-  std::ostringstream text;
-  text << "run";
-  for (const auto& [key, value] : points.front().values) text << ',' << csv_field(key);
-  text << ",params,steps\n";
+  std::vector<std::string> header = {"run"};
+  for (const auto& [key, value] : points.front().values) header.push_back(key);
+  header.insert(header.end(), {"params", "steps"});
+  CsvWriter csv(header);
   for (const SweepPoint& p : points) {
-    text << csv_field(p.name);
-    for (const auto& [key, value] : p.values) text << ',' << csv_field(value);
-    text << ',' << p.n_params << ',' << p.config.train.steps << '\n';
+    std::vector<std::string> fields = {p.name};
+    for (const auto& [key, value] : p.values) fields.push_back(value);
+    fields.insert(fields.end(), {std::to_string(p.n_params), std::to_string(p.config.train.steps)});
+    csv.row(fields);
   }
-  write_file_atomically(fs::path(out_dir) / "grid.csv", text.str());
+  write_file_atomically(fs::path(out_dir) / "grid.csv", csv.text());
 }
 
 }  // namespace headlab

@@ -18,6 +18,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/nn/model.h"
 #include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
@@ -60,15 +61,12 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 // results.csv rows as column -> value.
 std::vector<std::map<std::string, std::string>> read_results(const fs::path& path) {
-  const std::vector<std::string> lines = lines_of(read_file(path));
-  REQUIRE(!lines.empty());
-  const std::vector<std::string> header = split_csv_line(lines[0]);
+  const CsvTable table = read_csv(path);
+  REQUIRE(!table.header.empty());
   std::vector<std::map<std::string, std::string>> rows;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const std::vector<std::string> f = split_csv_line(lines[i]);
-    REQUIRE(f.size() == header.size());
+  for (const std::vector<std::string>& fields : table.rows) {
     std::map<std::string, std::string> row;
-    for (size_t c = 0; c < f.size(); ++c) row[header[c]] = f[c];
+    for (size_t c = 0; c < fields.size(); ++c) row[table.header[c]] = fields[c];
     rows.push_back(row);
   }
   return rows;
