@@ -73,9 +73,11 @@ std::vector<std::string> split_csv_line(const std::string& line) {
 }
 
 std::string csv_number(const char* format, double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, value);
-  return buf;
+  const int n = std::snprintf(nullptr, 0, format, value);  // "%.1f" of 1e300 is 300 digits
+  HEADLAB_CHECK(n >= 0, "csv_number: bad format '" << format << "'");
+  std::string text(static_cast<size_t>(n), '\0');
+  std::snprintf(text.data(), text.size() + 1, format, value);
+  return text;
 }
 
 CsvWriter::CsvWriter(const std::vector<std::string>& header) : n_columns_(header.size()), text_(csv_line(header)) {}

@@ -19,6 +19,7 @@ TEST_CASE("csv fields are quoted only when they hold a comma, a quote, CR or LF"
   CHECK(csv_line({"run", "data.offsets", "[1, 3]"}) == "run,data.offsets,\"[1, 3]\"\n");
   CHECK(csv_number("%.6g", 0.1234567) == "0.123457");
   CHECK(csv_number("%.1f", 1050) == "1050.0");
+  CHECK(csv_number("%.1f", 1e100).size() == 103);  // never cut short
 }
 
 TEST_CASE("commas, quotes and newlines round-trip through the writer and the reader", "[io][csv]") {
