@@ -7,13 +7,13 @@
 // N heads in all; when layers differ in heads (a pruned model) H is the widest layer's, the
 // [.., L, H, ..] arrays hold NaN for the heads a layer lacks and heads.h5 adds layer_heads [L].
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "headlab/analysis/heads.h"
 #include "headlab/common/files.h"
 #include "headlab/common/error.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 
 namespace headlab {
 
@@ -58,11 +58,8 @@ const std::vector<BaselineField>& positional_baselines() {
 
 namespace {
 
-std::string format_value(double v) {
-  if (std::isnan(v)) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+std::string format_value(double v) {  // NaN (not measured) is an empty cell
+  return std::isnan(v) ? "" : csv_number("%.6g", v);
 }
 
 std::string head_label(const HeadScores& s, int64_t k) {
@@ -86,31 +83,31 @@ std::vector<double> by_layer(const HeadScores& s, const std::vector<double>& val
 }  // namespace
 
 void write_heads_csv(const std::string& path, const HeadScores& s) {
-  std::string text = "layer,head";
-  for (const HeadColumn& c : head_columns()) text += std::string(",") + c.name;
-  text += "\n";
+  std::vector<std::string> header = {"layer", "head"};
+  for (const HeadColumn& c : head_columns()) header.push_back(c.name);
+  CsvWriter csv(header);
   for (int64_t l = 0; l < s.n_layers; ++l)
     for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
-      text += std::to_string(l) + "," + std::to_string(h);
-      for (const HeadColumn& c : head_columns()) text += "," + format_value((s.*c.values)[s.index(l, h)]);
-      text += "\n";
+      std::vector<std::string> fields = {std::to_string(l), std::to_string(h)};
+      for (const HeadColumn& c : head_columns()) fields.push_back(format_value((s.*c.values)[s.index(l, h)]));
+      csv.row(fields);
     }
-  write_file_atomically(path, text);
+  write_file_atomically(path, csv.text());
 }
 
 void write_similarity_csv(const std::string& path, const HeadScores& s) {
   const int64_t N = s.n_total();
   HEADLAB_CHECK(static_cast<int64_t>(s.js_distance.size()) == N * N,
                 "analyze: no similarity matrix to write (" << s.js_distance.size() << " values for " << N << " heads)");
-  std::string text = "head";
-  for (int64_t j = 0; j < N; ++j) text += "," + head_label(s, j);
-  text += "\n";
+  std::vector<std::string> header = {"head"};
+  for (int64_t j = 0; j < N; ++j) header.push_back(head_label(s, j));
+  CsvWriter csv(header);
   for (int64_t i = 0; i < N; ++i) {
-    text += head_label(s, i);
-    for (int64_t j = 0; j < N; ++j) text += "," + format_value(s.js_distance[i * N + j]);
-    text += "\n";
+    std::vector<std::string> fields = {head_label(s, i)};
+    for (int64_t j = 0; j < N; ++j) fields.push_back(format_value(s.js_distance[i * N + j]));
+    csv.row(fields);
   }
-  write_file_atomically(path, text);
+  write_file_atomically(path, csv.text());
 }
 
 void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {

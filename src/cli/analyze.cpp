@@ -22,9 +22,9 @@
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
-#include "headlab/sweep/sweep.h"
 #include "headlab/train/setup.h"
 #include "options.h"
 #include "prompt.h"
@@ -46,34 +46,32 @@ void dump_example(const fs::path& dir, const std::string& name, const AttentionE
   const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len;
   const Batch& r = a.row;
   const std::string stem = "attention_example_" + name;
-  std::string text = "layer,head,query";
-  for (int64_t s = 0; s < T_; ++s) text += ",k" + std::to_string(s);
-  text += "\n";
-  char buf[32];
+  std::vector<std::string> header = {"layer", "head", "query"};
+  for (int64_t s = 0; s < T_; ++s) header.push_back("k" + std::to_string(s));
+  CsvWriter maps(header);
+  std::vector<std::string> fields;
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < a.layer_heads[l]; ++h)
       for (int64_t t = 0; t < T_; ++t) {
-        text += std::to_string(l) + "," + std::to_string(h) + "," + std::to_string(t);
+        fields = {std::to_string(l), std::to_string(h), std::to_string(t)};
         const double* row = a.probs.data() + ((l * H + h) * T_ + t) * T_;
-        for (int64_t s = 0; s < T_; ++s) {
-          std::snprintf(buf, sizeof buf, ",%.5g", row[s]);
-          text += buf;
-        }
-        text += "\n";
+        for (int64_t s = 0; s < T_; ++s) fields.push_back(csv_number("%.5g", row[s]));
+        maps.row(fields);
       }
-  write_file_atomically(dir / (stem + ".csv"), text);
+  write_file_atomically(dir / (stem + ".csv"), maps.text());
 
   auto field = [&](const auto& v, int64_t i) {
     return v.empty() ? std::string() : std::to_string(static_cast<int64_t>(v[i]));
   };
-  text = "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
+  CsvWriter tokens(
+      {"position", "token", "text", "real", "target", "label", "gold_head", "gold_antecedent", "is_delimiter"});
   for (int64_t t = 0; t < T_; ++t) {
-    text += std::to_string(t) + "," + std::to_string(r.tokens[t]) + "," + csv_field(dataset.token_label(r.tokens[t])) +
-            "," + (r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t)) + "," +
-            field(r.targets, t) + "," + (t == 0 ? field(r.labels, 0) : "") + "," + field(r.gold_head, t) + "," +
-            field(r.gold_antecedent, t) + "," + field(r.is_delimiter, t) + "\n";
+    tokens.row({std::to_string(t), std::to_string(r.tokens[t]), dataset.token_label(r.tokens[t]),
+                r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t),
+                field(r.targets, t), t == 0 ? field(r.labels, 0) : "", field(r.gold_head, t),
+                field(r.gold_antecedent, t), field(r.is_delimiter, t)});
   }
-  write_file_atomically(dir / (stem + "_tokens.csv"), text);
+  write_file_atomically(dir / (stem + "_tokens.csv"), tokens.text());
 
   CheckpointWriter w(FileKind::attention);
   w.add_array("attention", a.probs.data(), {L, H, T_, T_});

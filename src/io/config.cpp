@@ -2,7 +2,9 @@
 // value is typed by the field it lands in (config_schema.h), unknown keys get the closest known one
 // suggested, --set overrides apply in order, and validate_config checks the result. Each error
 // is one headlab::Error line naming the key and where it was set (file:line, or the --set
-// argument). toml++ stays in this file: the public header only sees plain structs.
+// argument). read_toml_entries gives other TOML files (sweep files) to their readers as plain
+// entries. toml++ stays in this file: the public header only sees plain structs.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +22,65 @@ namespace headlab {
 namespace {
 
 using namespace config_internal;
+
+toml::table parse_toml(const std::string& toml_text, const std::string& origin) {
+  try {
+    return toml::parse(std::string_view(toml_text), std::string_view(origin));
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    throw Error("TOML syntax error in " + origin + ":" + std::to_string(begin.line) + ":" +
+                std::to_string(begin.column) + ": " + std::string(e.description()));
+  }
+}
+
+// A TOML value as TOML text, which is what `--set key=value` reads back.
+std::string as_toml_text(const toml::node& node) {
+  std::ostringstream out;
+  node.visit([&](auto&& value) { out << value; });
+  return out.str();
+}
+
+struct Leaf {
+  TomlEntry entry;
+  toml::source_position at;
+};
+
+TomlEntry entry_of(const std::string& key, const toml::node& node);
+
+void flatten(const toml::table& table, const std::string& prefix, std::vector<Leaf>& out) {
+  for (auto&& [name, node] : table) {
+    const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    if (const toml::table* sub = node.as_table())
+      flatten(*sub, key, out);
+    else
+      out.push_back({entry_of(key, node), node.source().begin});
+  }
+}
+
+TomlEntry entry_of(const std::string& key, const toml::node& node) {
+  TomlEntry entry;
+  entry.key = key;
+  entry.line = static_cast<int64_t>(node.source().begin.line);
+  if (const toml::table* table = node.as_table()) {
+    entry.kind = TomlEntry::Kind::table;
+    std::vector<Leaf> leaves;
+    flatten(*table, "", leaves);
+    std::stable_sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
+      return std::make_pair(a.at.line, a.at.column) < std::make_pair(b.at.line, b.at.column);
+    });
+    for (Leaf& leaf : leaves) entry.entries.push_back(std::move(leaf.entry));
+    return entry;
+  }
+  entry.text = as_toml_text(node);
+  if (node.is_string()) {
+    entry.kind = TomlEntry::Kind::string;
+    entry.string_value = node.as_string()->get();
+  } else if (const toml::array* array = node.as_array()) {
+    entry.kind = TomlEntry::Kind::array;
+    for (const toml::node& item : *array) entry.items.push_back(as_toml_text(item));
+  }
+  return entry;
+}
 
 // "string \"abc\"", "integer 8", "float 0.5", "array [1, 2]": what the user wrote, for errors.
 std::string describe(const toml::node& node) {
@@ -151,14 +212,7 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
   HEADLAB_CHECK(
       override_origins.empty() || override_origins.size() == overrides.size(),
       "parse_config_text: " << override_origins.size() << " origins for " << overrides.size() << " overrides");
-  toml::table document;
-  try {
-    document = toml::parse(std::string_view(toml_text), std::string_view(origin));
-  } catch (const toml::parse_error& e) {
-    const auto& begin = e.source().begin;
-    throw Error("TOML syntax error in " + origin + ":" + std::to_string(begin.line) + ":" +
-                std::to_string(begin.column) + ": " + std::string(e.description()));
-  }
+  const toml::table document = parse_toml(toml_text, origin);
   Config config;
   Origins origins;
   apply_table(document, "", origin, config, origins);
@@ -166,6 +220,12 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
     apply_override(overrides[i], config, origins, override_origins.empty() ? "" : override_origins[i]);
   validate_config(config, origins);
   return config;
+}
+
+std::vector<TomlEntry> read_toml_entries(const std::string& toml_text, const std::string& origin) {
+  std::vector<TomlEntry> entries;
+  for (auto&& [name, node] : parse_toml(toml_text, origin)) entries.push_back(entry_of(std::string(name.str()), node));
+  return entries;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,

@@ -1,8 +1,8 @@
 // Names and files of a pruning run: strategy names, prune.csv, the default folder name.
-#include <cstdio>
 #include <string>
 
 #include "headlab/common/error.h"
+#include "headlab/io/csv.h"
 #include "headlab/prune/prune_loop.h"
 
 namespace headlab {
@@ -12,12 +12,6 @@ namespace {
 constexpr PruneStrategy kStrategies[] = {
     PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random, PruneStrategy::entropy,
     PruneStrategy::confidence, PruneStrategy::ablation,       PruneStrategy::l0,     PruneStrategy::none};
-
-std::string number(const char* format, double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // Space-separated, so a cell never needs CSV quoting.
 template <typename Seq, typename Fn>
@@ -70,24 +64,22 @@ const char* const kPruneCsvHeader =
 
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options) {
   const bool l0 = options.strategy == PruneStrategy::l0;
-  // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
-  const std::string fixed = std::string(prune_strategy_name(options.strategy)) + "," + std::to_string(options.seed) +
-                            "," + std::to_string(l0 ? options.l0_steps : options.finetune_steps) + "," +
-                            (options.recompute ? "1" : "0") + "," + (l0 ? number("%g", options.lambda) : "");
-  std::string text = std::string(kPruneCsvHeader) + "\n";
+  CsvWriter csv(split_csv_line(kPruneCsvHeader));
   for (const PruneRound& r : rounds) {
     const int64_t kept = r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
     const EvalStats& m = r.metric;
-    text +=
-        fixed + "," + std::to_string(r.round) + "," + std::to_string(pruned) + "," +
-        number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)) + "," + std::to_string(kept) +
-        "," + joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }) + "," + number("%.9g", m.loss) +
-        "," + (m.accuracy >= 0 ? number("%.9g", m.accuracy) : "") + "," +
-        (m.bits_per_byte >= 0 ? number("%.9g", m.bits_per_byte) : "") + "," +
-        joined(r.pruned, [](const LayerHead& x) { return std::to_string(x.layer) + ":" + std::to_string(x.head); }) +
-        "\n";
+    csv.row({prune_strategy_name(options.strategy), std::to_string(options.seed),
+             // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
+             std::to_string(l0 ? options.l0_steps : options.finetune_steps), options.recompute ? "1" : "0",
+             l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), std::to_string(pruned),
+             csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)), std::to_string(kept),
+             joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }), csv_number("%.9g", m.loss),
+             m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
+             m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", joined(r.pruned, [](const LayerHead& x) {
+               return std::to_string(x.layer) + ":" + std::to_string(x.head);
+             })});
   }
-  return text;
+  return csv.text();
 }
 
 std::string prune_run_name(const PruneOptions& options) {
@@ -97,7 +89,7 @@ std::string prune_run_name(const PruneOptions& options) {
   if (!l0 && options.recompute) name += "_recompute";
   if (options.strategy == PruneStrategy::random || options.finetune_steps > 0 || l0)
     name += "_seed" + std::to_string(options.seed);
-  if (l0) name += "_lambda" + number("%g", options.lambda);
+  if (l0) name += "_lambda" + csv_number("%g", options.lambda);
   return name;
 }
 

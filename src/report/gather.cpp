@@ -9,15 +9,16 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/report/report.h"
 #include "headlab/sweep/sweep.h"
@@ -50,24 +51,15 @@ std::string json_cell(const std::string& text) {
   return json_string(text);
 }
 
-std::vector<std::vector<std::string>> read_csv_rows(const fs::path& path) {
-  std::istringstream in(read_text_file(path, "CSV file"));
-  std::vector<std::vector<std::string>> rows;
-  for (std::string line; std::getline(in, line);)
-    if (line.find_first_not_of(" \r") != std::string::npos) rows.push_back(split_csv_line(line));
-  return rows;
-}
-
 std::string csv_json(const fs::path& path) {
-  const auto rows = read_csv_rows(path);
-  if (rows.empty()) return "null";
+  const CsvTable table = read_csv(path);
+  if (table.header.empty()) return "null";
   std::string out = "{\"columns\":[";
-  for (size_t i = 0; i < rows[0].size(); ++i) append_item(out, i > 0, json_string(rows[0][i]));
+  for (size_t i = 0; i < table.header.size(); ++i) append_item(out, i > 0, json_string(table.header[i]));
   out += "],\"rows\":[";
-  for (size_t r = 1; r < rows.size(); ++r) {
-    out += r > 1 ? ",[" : "[";
-    for (size_t i = 0; i < rows[0].size(); ++i)
-      append_item(out, i > 0, json_cell(i < rows[r].size() ? rows[r][i] : ""));
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    out += r > 0 ? ",[" : "[";
+    for (size_t i = 0; i < table.header.size(); ++i) append_item(out, i > 0, json_cell(table.rows[r][i]));
     out += "]";
   }
   return out + "]}";
@@ -128,19 +120,20 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
       a.row.tokens.assign(tokens.begin(), tokens.end());
     }
   } else {
-    const auto rows = read_csv_rows(dir / (stem + ".csv"));
-    HEADLAB_CHECK(!rows.empty() && rows[0].size() > 3 && rows[0][0] == "layer",
+    const CsvTable table = read_csv(dir / (stem + ".csv"));
+    const std::vector<std::string>& header = table.header;
+    HEADLAB_CHECK(header.size() > 3 && header[0] == "layer",
                   (dir / (stem + ".csv")).string() << ": not an attention dump (layer,head,query,k0,...)");
-    a.seq_len = static_cast<int64_t>(rows[0].size()) - 3;
+    a.seq_len = static_cast<int64_t>(header.size()) - 3;
     auto index = [&](size_t r, size_t i) {  // layer, head or query of row r: a count
+      const std::string& cell = table.rows[r][i];
       char* end = nullptr;
-      const long long v = i < rows[r].size() ? std::strtoll(rows[r][i].c_str(), &end, 10) : -1;
-      HEADLAB_CHECK(end && *end == '\0' && !rows[r][i].empty() && v >= 0 && v <= INT32_MAX,
-                    stem << ".csv: row " << r << " has '" << (i < rows[r].size() ? rows[r][i] : "") << "' for "
-                         << rows[0][i] << ", not a count");
+      const long long v = std::strtoll(cell.c_str(), &end, 10);
+      HEADLAB_CHECK(*end == '\0' && !cell.empty() && v >= 0 && v <= INT32_MAX,
+                    stem << ".csv: row " << r + 1 << " has '" << cell << "' for " << header[i] << ", not a count");
       return static_cast<int64_t>(v);
     };
-    for (size_t r = 1; r < rows.size(); ++r) {
+    for (size_t r = 0; r < table.rows.size(); ++r) {
       a.n_layers = std::max<int64_t>(a.n_layers, index(r, 0) + 1);
       a.n_heads = std::max<int64_t>(a.n_heads, index(r, 1) + 1);
     }
@@ -148,22 +141,21 @@ AttentionExample read_example(const fs::path& dir, const std::string& stem) {
     // The maps are held dense, [L, H, T, T]: refuse layer and head numbers that the rows cannot
     // back (a dump holds T rows per head; a pruned model's narrower layers leave some maps empty),
     // so that an edited file cannot ask for gigabytes (found by tests/fuzz/fuzz_run_folder).
-    const int64_t data_values = static_cast<int64_t>(rows.size() - 1) * T;
+    const int64_t data_values = static_cast<int64_t>(table.rows.size()) * T;
     int64_t dense = 0;
     const bool overflow =
         __builtin_mul_overflow(a.n_layers, a.n_heads, &dense) || __builtin_mul_overflow(dense, T * T, &dense);
     HEADLAB_CHECK(!overflow && dense <= 64 * std::max<int64_t>(data_values, T * T),
                   stem << ".csv: its rows number layers up to " << a.n_layers - 1 << " and heads up to "
-                       << a.n_heads - 1 << " but hold " << rows.size() - 1 << " rows of " << T
+                       << a.n_heads - 1 << " but hold " << table.rows.size() << " rows of " << T
                        << " keys: not the attention dump of one model");
     a.probs.assign(static_cast<size_t>(dense), std::nan(""));
-    for (size_t r = 1; r < rows.size(); ++r) {
-      HEADLAB_CHECK(static_cast<int64_t>(rows[r].size()) == T + 3,
-                    stem << ".csv: row " << r << " has " << rows[r].size() << " fields, not " << T + 3);
+    for (size_t r = 0; r < table.rows.size(); ++r) {  // parse_csv made every row T + 3 fields
       const int64_t l = index(r, 0), h = index(r, 1), t = index(r, 2);
-      HEADLAB_CHECK(t >= 0 && t < T, stem << ".csv: row " << r << " has query " << t << " outside [0, " << T << ")");
+      HEADLAB_CHECK(t >= 0 && t < T,
+                    stem << ".csv: row " << r + 1 << " has query " << t << " outside [0, " << T << ")");
       for (int64_t s = 0; s < T; ++s)
-        a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(rows[r][3 + s].c_str(), nullptr);
+        a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(table.rows[r][3 + s].c_str(), nullptr);
     }
   }
   const int64_t T = a.seq_len;
@@ -180,10 +172,9 @@ std::vector<std::string> read_token_labels(const fs::path& dir, const std::strin
   std::vector<std::string> labels;
   const fs::path path = dir / (stem + "_tokens.csv");
   if (fs::is_regular_file(path)) {
-    const auto rows = read_csv_rows(path);
-    const size_t column = rows.empty() ? 0 : std::find(rows[0].begin(), rows[0].end(), "text") - rows[0].begin();
-    if (!rows.empty() && column < rows[0].size())
-      for (size_t r = 1; r < rows.size(); ++r) labels.push_back(column < rows[r].size() ? rows[r][column] : "");
+    const CsvTable table = read_csv(path);
+    if (const std::optional<size_t> text = table.find_column("text"))
+      for (const std::vector<std::string>& row : table.rows) labels.push_back(row[*text]);
   }
   for (size_t t = labels.size(); t < a.row.tokens.size(); ++t) labels.push_back(std::to_string(a.row.tokens[t]));
   labels.resize(a.seq_len);
@@ -268,11 +259,12 @@ std::string gather_report(const std::string& folder, const std::vector<ExtraExam
     std::string out = head + ",\"kind\":\"sweep\",\"grid\":" + csv_json(dir / "grid.csv") +
                       ",\"results\":" + optional_csv(dir / "results.csv") +
                       ",\"summary\":" + optional_text(dir / "summary.md") + ",\"runs\":[";
-    const auto grid = read_csv_rows(dir / "grid.csv");
+    const CsvTable grid = read_csv(dir / "grid.csv");
+    const size_t run = grid.column("run");
     bool first = true;
-    for (size_t r = 1; r < grid.size(); ++r) {
-      if (grid[r].empty() || !fs::is_directory(dir / grid[r][0], ec)) continue;
-      append_item(out, !first, run_json(dir / grid[r][0], grid[r][0], {}));
+    for (const std::vector<std::string>& row : grid.rows) {
+      if (!fs::is_directory(dir / row[run], ec)) continue;
+      append_item(out, !first, run_json(dir / row[run], row[run], {}));
       first = false;
     }
     return out + "]}";

@@ -3,15 +3,14 @@
 // data.seed) form one row of DIR/results.csv with the mean and sample standard deviation over the
 // finished seeds; DIR/summary.md is the same as a Markdown table with `mean ± std`.
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "headlab/common/files.h"
 #include "headlab/common/error.h"
+#include "headlab/io/csv.h"
 #include "headlab/sweep/sweep.h"
 
 namespace headlab {
@@ -29,10 +28,7 @@ std::optional<double> parse_number(const std::string& text) {
 }
 
 std::string format_number(const std::optional<double>& v, const char* format = "%.6g") {
-  if (!v) return "";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, *v);
-  return buf;
+  return v ? csv_number(format, *v) : "";
 }
 
 // "1.2345 ± 0.0123", "1.2345" for one seed, "–" for none.
@@ -74,36 +70,6 @@ struct Group {
 
 }  // namespace
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"')
-        fields.back() += '"', ++i;
-      else if (c == '"')
-        quoted = false;
-      else
-        fields.back() += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back();
-    } else if (c != '\r') {
-      fields.back() += c;
-    }
-  }
-  return fields;
-}
-
 MeanStd mean_std(const std::vector<double>& values) {
   MeanStd m;
   m.n = static_cast<int>(values.size());
@@ -120,27 +86,18 @@ MeanStd mean_std(const std::vector<double>& values) {
 }
 
 RunMetrics read_run_metrics(const std::string& metrics_csv) {
-  std::ifstream in(metrics_csv);
-  HEADLAB_CHECK(in.good(), "cannot read " << metrics_csv);
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split_csv_line(line);
-  auto column = [&](const std::string& name) {
-    for (size_t i = 0; i < header.size(); ++i)
-      if (header[i] == name) return i;
-    throw Error(metrics_csv + ": not a headlab metrics file (no '" + name + "' column in its header)");
-  };
-  const size_t step = column("step"), val_loss = column("val_loss"), val_accuracy = column("val_accuracy"),
-               val_bpb = column("val_bpb"), tokens_per_s = column("tokens_per_s");
+  const CsvTable table = read_csv(metrics_csv, "headlab metrics file");
+  const size_t step = table.column("step"), val_loss = table.column("val_loss"),
+               val_accuracy = table.column("val_accuracy"), val_bpb = table.column("val_bpb"),
+               tokens_per_s = table.column("tokens_per_s");
   RunMetrics m;
   std::vector<double> rates;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \r") == std::string::npos) continue;
-    std::vector<std::string> f = split_csv_line(line);
-    f.resize(header.size());
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::vector<std::string>& f = table.rows[r];
     const std::optional<double> s = parse_number(f[step]);
     // A step is a count: a value past 2^53 (or inf) does not convert to int64_t (found by fuzz_run_folder).
-    HEADLAB_CHECK(s && *s >= 0 && *s <= 9007199254740992.0, metrics_csv << ": row '" << line << "' has no step");
+    HEADLAB_CHECK(s && *s >= 0 && *s <= 9007199254740992.0,
+                  metrics_csv << ": row '" << table.row_text(r) << "' has no step");
     m.last_step = static_cast<int64_t>(*s);
     if (const auto loss = parse_number(f[val_loss])) {
       m.val_loss = loss;
@@ -157,28 +114,28 @@ RunMetrics read_run_metrics(const std::string& metrics_csv) {
 
 void aggregate_sweep(const std::string& sweep_dir) {
   const fs::path dir(sweep_dir), grid_path = dir / "grid.csv";
-  std::ifstream in(grid_path);
-  HEADLAB_CHECK(in.good(), sweep_dir << " is not a sweep folder (no grid.csv; headlab sweep writes it)");
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = split_csv_line(line);
-  HEADLAB_CHECK(header.size() >= 4 && header.front() == "run" && header[header.size() - 2] == "params" &&
-                    header.back() == "steps",
-                grid_path.string() << ": unexpected header '" << line << "' (expected run,<grid keys>,params,steps)");
+  HEADLAB_CHECK(fs::is_regular_file(grid_path),
+                sweep_dir << " is not a sweep folder (no grid.csv; headlab sweep writes it)");
+  const CsvTable grid = read_csv(grid_path);
+  const std::vector<std::string>& header = grid.header;
+  std::string header_text = csv_line(header);
+  header_text.pop_back();
+  HEADLAB_CHECK(
+      header.size() >= 4 && header.front() == "run" && header[header.size() - 2] == "params" &&
+          header.back() == "steps",
+      grid_path.string() << ": unexpected header '" << header_text << "' (expected run,<grid keys>,params,steps)");
   const std::vector<std::string> keys(header.begin() + 1, header.end() - 2);
 
   std::vector<Run> runs;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \r") == std::string::npos) continue;
-    const std::vector<std::string> f = split_csv_line(line);
-    HEADLAB_CHECK(f.size() == header.size(), grid_path.string() << ": row '" << line << "' has " << f.size()
-                                                                << " fields, the header " << header.size());
+  for (size_t r = 0; r < grid.rows.size(); ++r) {
+    const std::vector<std::string>& f = grid.rows[r];
     Run run;
     run.name = f.front();
     // A folder name inside DIR: grid.csv is read back from disk, so it may have been edited.
-    HEADLAB_CHECK(!run.name.empty() && run.name.size() <= 255 && run.name != "." && run.name != ".." &&
-                      run.name.find('/') == std::string::npos && run.name.find('\0') == std::string::npos,
-                  grid_path.string() << ": row '" << line << "' names run '" << run.name << "', not a folder name");
+    HEADLAB_CHECK(
+        !run.name.empty() && run.name.size() <= 255 && run.name != "." && run.name != ".." &&
+            run.name.find('/') == std::string::npos && run.name.find('\0') == std::string::npos,
+        grid_path.string() << ": row '" << grid.row_text(r) << "' names run '" << run.name << "', not a folder name");
     run.values.assign(f.begin() + 1, f.end() - 2);
     run.params = std::strtoll(f[f.size() - 2].c_str(), nullptr, 10);  // strtoll saturates; atoll's overflow is UB
     run.steps = std::strtoll(f.back().c_str(), nullptr, 10);
@@ -244,17 +201,20 @@ void aggregate_sweep(const std::string& sweep_dir) {
   }
 
   // results.csv: a fixed schema (empty cells where a metric does not apply).
-  std::ostringstream csv;
-  for (const size_t k : group_keys) csv << csv_field(keys[k]) << ",";
-  csv << "n_seeds,n_runs,params,val_loss_mean,val_loss_std,val_accuracy_mean,val_accuracy_std,val_bpb_mean,val_bpb_std,"
-         "tokens_per_s,n_failed,failures\n";
+  std::vector<std::string> columns;
+  for (const size_t k : group_keys) columns.push_back(keys[k]);
+  columns.insert(columns.end(),
+                 {"n_seeds", "n_runs", "params", "val_loss_mean", "val_loss_std", "val_accuracy_mean",
+                  "val_accuracy_std", "val_bpb_mean", "val_bpb_std", "tokens_per_s", "n_failed", "failures"});
+  CsvWriter csv(columns);
   for (size_t g = 0; g < groups.size(); ++g) {
     const Row& r = rows[g];
-    for (const std::string& v : groups[g].values) csv << csv_field(v) << ",";
-    csv << r.loss.n << "," << r.n_runs << "," << r.params << "," << format_number(r.loss.mean) << ","
-        << format_number(r.loss.std) << "," << format_number(r.accuracy.mean) << "," << format_number(r.accuracy.std)
-        << "," << format_number(r.bpb.mean) << "," << format_number(r.bpb.std) << ","
-        << format_number(r.rate.mean, "%.1f") << "," << r.n_failed << "," << csv_field(r.failures) << "\n";
+    std::vector<std::string> fields = groups[g].values;
+    fields.insert(fields.end(), {std::to_string(r.loss.n), std::to_string(r.n_runs), std::to_string(r.params),
+                                 format_number(r.loss.mean), format_number(r.loss.std), format_number(r.accuracy.mean),
+                                 format_number(r.accuracy.std), format_number(r.bpb.mean), format_number(r.bpb.std),
+                                 format_number(r.rate.mean, "%.1f"), std::to_string(r.n_failed), r.failures});
+    csv.row(fields);
   }
 
   // summary.md: the same table for reading; metric columns no point has are left out.
@@ -271,7 +231,7 @@ void aggregate_sweep(const std::string& sweep_dir) {
      << " grid points. Final validation metrics (the last evaluation, at train.steps); " << averaged
      << ". Loss is cross-entropy in nats per token; bits per byte only for text; tokens/s is the training "
         "throughput, mean over the run.\n\n";
-  std::vector<std::string> columns;
+  columns.clear();
   for (const size_t k : group_keys) columns.push_back(keys[k]);
   columns.insert(columns.end(), {"seeds", "parameters", "val loss (nats)"});
   if (any_accuracy) columns.push_back("val accuracy");
@@ -304,7 +264,7 @@ void aggregate_sweep(const std::string& sweep_dir) {
     for (const std::string& u : unfinished) md << "- " << md_cell(u) << "\n";
   }
 
-  write_file_atomically(dir / "results.csv", csv.str());
+  write_file_atomically(dir / "results.csv", csv.text());
   write_file_atomically(dir / "summary.md", md.str());
 }
 

@@ -3,18 +3,13 @@
 #include "headlab/common/files.h"
 #include "headlab/sweep/sweep.h"
 
-#include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
-
-#include <toml++/toml.h>
 
 #include "headlab/common/error.h"
+#include "headlab/io/csv.h"
 #include "headlab/train/run_folder.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -28,45 +23,18 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // The sweep file.
 
-struct Leaf {
-  std::string key;
-  const toml::node* node;
-  toml::source_position at;
-};
-
 // `[set]` and `[grid]` accept quoted dotted keys ("model.n_heads" = ...), dotted keys
-// (model.n_heads = ...) and sub-tables ([grid.model]); all become one flat list in file order.
-void flatten(const toml::table& table, const std::string& prefix, std::vector<Leaf>& out) {
-  for (auto&& [name, node] : table) {
-    const std::string key = prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
-    if (const toml::table* sub = node.as_table())
-      flatten(*sub, key, out);
-    else
-      out.push_back({key, &node, node.source().begin});
-  }
+// (model.n_heads = ...) and sub-tables ([grid.model]); read_toml_entries flattens all of them into
+// one list in file order.
+const std::vector<TomlEntry>& flat_section(const TomlEntry& section, const std::string& path) {
+  HEADLAB_CHECK(section.kind == TomlEntry::Kind::table, "sweep file " << path << ":" << section.line << ": '"
+                                                                      << section.key << "' must be a table (["
+                                                                      << section.key << "])");
+  return section.entries;
 }
 
-std::vector<Leaf> flat_section(const toml::node& section, const std::string& section_name, const std::string& path) {
-  const toml::table* table = section.as_table();
-  HEADLAB_CHECK(table, "sweep file " << path << ":" << section.source().begin.line << ": '" << section_name
-                                     << "' must be a table ([" << section_name << "])");
-  std::vector<Leaf> leaves;
-  flatten(*table, "", leaves);
-  std::stable_sort(leaves.begin(), leaves.end(), [](const Leaf& a, const Leaf& b) {
-    return std::make_pair(a.at.line, a.at.column) < std::make_pair(b.at.line, b.at.column);
-  });
-  return leaves;
-}
-
-// A TOML value as TOML text, which is what `--set key=value` reads back.
-std::string as_toml_text(const toml::node& node) {
-  std::ostringstream out;
-  node.visit([&](auto&& value) { out << value; });
-  return out.str();
-}
-
-std::string where(const std::string& path, const Leaf& leaf) {
-  return path + ":" + std::to_string(leaf.at.line);
+std::string where(const std::string& path, const TomlEntry& entry) {
+  return path + ":" + std::to_string(entry.line);
 }
 
 std::string resolve_base(const std::string& base, const std::string& sweep_path, int line) {
@@ -94,47 +62,36 @@ bool is_seed_key(const std::string& key) {
 }
 
 SweepSpec parse_sweep_text(const std::string& toml_text, const std::string& path) {
-  toml::table document;
-  try {
-    document = toml::parse(std::string_view(toml_text), std::string_view(path));
-  } catch (const toml::parse_error& e) {
-    const auto& begin = e.source().begin;
-    throw Error("TOML syntax error in sweep file " + path + ":" + std::to_string(begin.line) + ":" +
-                std::to_string(begin.column) + ": " + std::string(e.description()));
-  }
+  const std::vector<TomlEntry> document = read_toml_entries(toml_text, "sweep file " + path);
   SweepSpec spec;
   spec.path = path;
   spec.name = fs::path(path).stem().string();
   std::set<std::string> set_keys;
-  for (auto&& [name, node] : document) {
-    const std::string key(name.str());
-    const std::string at = path + ":" + std::to_string(node.source().begin.line);
+  for (const TomlEntry& node : document) {
+    const std::string& key = node.key;
+    const std::string at = where(path, node);
     if (key == "base" || key == "name") {
-      HEADLAB_CHECK(node.is_string(), "sweep file " << at << ": '" << key << "' must be a string");
-      const std::string value = node.as_string()->get();
+      HEADLAB_CHECK(node.kind == TomlEntry::Kind::string, "sweep file " << at << ": '" << key << "' must be a string");
       if (key == "base")
-        spec.base = resolve_base(value, path, static_cast<int>(node.source().begin.line));
+        spec.base = resolve_base(node.string_value, path, static_cast<int>(node.line));
       else
-        spec.name = value;
+        spec.name = node.string_value;
     } else if (key == "set") {
-      for (const Leaf& leaf : flat_section(node, "set", path)) {
+      for (const TomlEntry& leaf : flat_section(node, path)) {
         HEADLAB_CHECK(set_keys.insert(leaf.key).second,
                       "sweep file " << where(path, leaf) << ": '" << leaf.key << "' is set twice in [set]");
-        spec.set.push_back(leaf.key + "=" + as_toml_text(*leaf.node));
+        spec.set.push_back(leaf.key + "=" + leaf.text);
         spec.set_origins.push_back(where(path, leaf) + " [set]");
       }
     } else if (key == "grid") {
-      for (const Leaf& leaf : flat_section(node, "grid", path)) {
-        const toml::array* values = leaf.node->as_array();
-        HEADLAB_CHECK(values && !values->empty(), "sweep file " << where(path, leaf) << ": grid key '" << leaf.key
-                                                                << "' must be a non-empty list of values, e.g. \""
-                                                                << leaf.key << "\" = [1, 2]");
+      for (const TomlEntry& leaf : flat_section(node, path)) {
+        HEADLAB_CHECK(leaf.kind == TomlEntry::Kind::array && !leaf.items.empty(),
+                      "sweep file " << where(path, leaf) << ": grid key '" << leaf.key
+                                    << "' must be a non-empty list of values, e.g. \"" << leaf.key << "\" = [1, 2]");
         for (const SweepAxis& axis : spec.grid)
           HEADLAB_CHECK(axis.key != leaf.key,
                         "sweep file " << where(path, leaf) << ": '" << leaf.key << "' appears twice in [grid]");
-        SweepAxis axis{leaf.key, {}, where(path, leaf) + " [grid]"};
-        for (const toml::node& value : *values) axis.values.push_back(as_toml_text(value));
-        spec.grid.push_back(std::move(axis));
+        spec.grid.push_back({leaf.key, leaf.items, where(path, leaf) + " [grid]"});
       }
     } else {
       throw Error("sweep file " + at + ": unknown key '" + key + "'; a sweep file has base, name, [set] and [grid]");
@@ -254,16 +211,17 @@ RunStatus run_status(const std::string& run_dir, const Config& config) {
 
 void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& points) {
   HEADLAB_CHECK(!points.empty(), "write_grid_csv: no grid points");
-  std::ostringstream text;
-  text << "run";
-  for (const auto& [key, value] : points.front().values) text << ',' << csv_field(key);
-  text << ",params,steps\n";
+  std::vector<std::string> header = {"run"};
+  for (const auto& [key, value] : points.front().values) header.push_back(key);
+  header.insert(header.end(), {"params", "steps"});
+  CsvWriter csv(header);
   for (const SweepPoint& p : points) {
-    text << csv_field(p.name);
-    for (const auto& [key, value] : p.values) text << ',' << csv_field(value);
-    text << ',' << p.n_params << ',' << p.config.train.steps << '\n';
+    std::vector<std::string> fields = {p.name};
+    for (const auto& [key, value] : p.values) fields.push_back(value);
+    fields.insert(fields.end(), {std::to_string(p.n_params), std::to_string(p.config.train.steps)});
+    csv.row(fields);
   }
-  write_file_atomically(fs::path(out_dir) / "grid.csv", text.str());
+  write_file_atomically(fs::path(out_dir) / "grid.csv", csv.text());
 }
 
 }  // namespace headlab

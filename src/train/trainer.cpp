@@ -7,18 +7,17 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "headlab/common/parallel.h"
 #include "headlab/common/signals.h"
 #include "headlab/data/text.h"
 #include "headlab/dist/dist.h"
-#include "headlab/train/run_folder.h"
+#include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
+#include "headlab/train/run_folder.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
 
@@ -38,25 +37,21 @@ double now_seconds() {
 // metrics.csv on resume: keep the header and the rows up to `step`, drop the rest (they are
 // replayed), so the file ends as if the run had never stopped.
 void truncate_metrics(const fs::path& path, int64_t step) {
-  std::ifstream in(path);
-  HEADLAB_CHECK(in.good(), "cannot resume: " << path.string() << " is missing");
-  std::string line, kept;
-  std::getline(in, line);
-  HEADLAB_CHECK(line == kMetricsHeader, path.string() << ": unexpected header, not a headlab metrics file");
-  kept = line + "\n";
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    if (std::stoll(line.substr(0, line.find(','))) > step) break;
-    kept += line + "\n";
+  HEADLAB_CHECK(fs::is_regular_file(path), "cannot resume: " << path.string() << " is missing");
+  const CsvTable table = read_csv(path, "headlab metrics file");
+  std::string kept = csv_line(table.header);
+  HEADLAB_CHECK(kept == std::string(kMetricsHeader) + "\n", path.string()
+                                                                << ": unexpected header, not a headlab metrics file");
+  const size_t step_column = table.column("step");
+  for (const std::vector<std::string>& row : table.rows) {
+    if (std::stoll(row[step_column]) > step) break;
+    kept += csv_line(row);
   }
   write_file_atomically(path, kept);
 }
 
 std::string format_optional(double value, bool present) {
-  if (!present) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", value);
-  return buf;
+  return present ? csv_number("%.6g", value) : "";
 }
 
 std::string format_duration(double s) {
@@ -224,12 +219,13 @@ RunResult run_training(const Config& given, const RunOptions& options) {
       if (eval_now || last || progress.step % tc.log_every == 0) {
         const double t = now_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
         const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
-        std::fprintf(metrics, "%lld,%lld,%.6g,%.6g,%s,%s,%s,%.6g,%.1f,%.2f\n", static_cast<long long>(progress.step),
-                     static_cast<long long>(progress.tokens_seen), s.lr, train_loss,
-                     format_optional(e.loss, eval_now).c_str(),
-                     format_optional(e.accuracy, eval_now && e.accuracy >= 0).c_str(),
-                     format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0).c_str(), s.grad_norm, rate,
-                     elapsed_before + t - start);
+        const std::string row = csv_line(
+            {std::to_string(progress.step), std::to_string(progress.tokens_seen), csv_number("%.6g", s.lr),
+             csv_number("%.6g", train_loss), format_optional(e.loss, eval_now),
+             format_optional(e.accuracy, eval_now && e.accuracy >= 0),
+             format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0), csv_number("%.6g", s.grad_norm),
+             csv_number("%.1f", rate), csv_number("%.2f", elapsed_before + t - start)});
+        std::fputs(row.c_str(), metrics);
         HEADLAB_CHECK(std::fflush(metrics) == 0, "cannot write " << metrics_path.string() << " (disk full?)");
         if (!options.quiet) {
           const double eta = (tc.steps - progress.step) * (t - start) / (progress.step - first_step);

@@ -12,6 +12,7 @@
 #include "headlab/analysis/heads.h"
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/nn/prune.h"
 #include "headlab/ops/cross_entropy.h"
 #include "headlab/train/checkpointing.h"
@@ -560,10 +561,11 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
   write_heads_csv((dir.dir / "heads.csv").string(), b);
   write_similarity_csv((dir.dir / "heads_similarity.csv").string(), b);
   write_heads_h5((dir.dir / "heads.h5").string(), b, {});
-  std::istringstream csv(test::read_file(dir.dir / "heads.csv"));
+  const CsvTable heads = read_csv(dir.dir / "heads.csv");
   std::vector<std::string> rows;
-  for (std::string line; std::getline(csv, line);) rows.push_back(line.substr(0, line.find(',', line.find(',') + 1)));
-  CHECK(rows == std::vector<std::string>{"layer,head", "0,0", "0,1", "0,2", "1,0", "1,1"});
+  for (const std::vector<std::string>& row : heads.rows)
+    rows.push_back(row[heads.column("layer")] + "," + row[heads.column("head")]);
+  CHECK(rows == std::vector<std::string>{"0,0", "0,1", "0,2", "1,0", "1,1"});
   CHECK_THAT(test::read_file(dir.dir / "heads_similarity.csv"), Catch::StartsWith("head,L0H0,L0H1,L0H2,L1H0,L1H1\n"));
   CheckpointReader h5((dir.dir / "heads.h5").string());
   CHECK(h5.shape("heads/gate") == Shape{2, 3});

@@ -15,6 +15,7 @@
 
 #include "headlab/autograd/tape.h"
 #include "headlab/data/tasks.h"
+#include "headlab/io/csv.h"
 #include "headlab/tensor/arena.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
@@ -56,16 +57,12 @@ Outcome train(const Config& c, const std::function<bool(int64_t, Model<float>&)>
   run_training(c, options);
   Outcome o;
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::ifstream metrics(run.dir / "run" / "metrics.csv");
-  std::string line, last;
-  while (std::getline(metrics, line))
-    if (!line.empty()) last = line;
-  std::vector<std::string> cells;
-  std::stringstream row(last);
-  for (std::string cell; std::getline(row, cell, ',');) cells.push_back(cell);
-  REQUIRE(cells.size() >= 6);  // step,tokens,lr,train_loss,val_loss,val_accuracy,...
-  o.val_loss = std::stod(cells[4]);
-  if (!cells[5].empty()) o.val_accuracy = std::stod(cells[5]);
+  const CsvTable metrics = read_csv(run.dir / "run" / "metrics.csv");
+  REQUIRE(!metrics.rows.empty());
+  const std::vector<std::string>& last = metrics.rows.back();
+  o.val_loss = std::stod(last[metrics.column("val_loss")]);
+  if (const std::string& accuracy = last[metrics.column("val_accuracy")]; !accuracy.empty())
+    o.val_accuracy = std::stod(accuracy);
   return o;
 }
 

@@ -15,8 +15,9 @@
 #include <thread>
 
 #include "headlab/dist/dist.h"
-#include "headlab/train/run_folder.h"
+#include "headlab/io/csv.h"
 #include "headlab/train/checkpointing.h"
+#include "headlab/train/run_folder.h"
 #include "support/run_files.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
@@ -219,21 +220,11 @@ TEST_CASE("mpirun -np 2 headlab sweep deals the points to both ranks and matches
   CHECK_THAT(two.output, Contains("on rank 1"));  // rank 1 ran points too
   // results.csv without its speed column, and every run's metrics: the same.
   auto without_speed = [](const fs::path& csv) {
-    std::vector<std::string> rows;
-    std::ifstream in(csv);
-    std::vector<size_t> speed_columns;
-    for (std::string line; std::getline(in, line);) {
-      std::vector<std::string> fields;
-      std::stringstream fs_(line);
-      for (std::string f; std::getline(fs_, f, ',');) fields.push_back(f);
-      if (rows.empty())
-        for (size_t c = 0; c < fields.size(); ++c)
-          if (fields[c].rfind("tokens_per_s", 0) == 0) speed_columns.push_back(c);
-      std::string kept;
-      for (size_t c = 0; c < fields.size(); ++c)
-        if (std::find(speed_columns.begin(), speed_columns.end(), c) == speed_columns.end()) kept += fields[c] + ",";
-      rows.push_back(kept);
-    }
+    const CsvTable table = read_csv(csv);
+    const size_t speed = table.column("tokens_per_s");
+    std::vector<std::vector<std::string>> rows = {table.header};
+    rows.insert(rows.end(), table.rows.begin(), table.rows.end());
+    for (std::vector<std::string>& row : rows) row.erase(row.begin() + static_cast<std::ptrdiff_t>(speed));
     return rows;
   };
   const auto serial_rows = without_speed(s.dir / "serial" / "results.csv");

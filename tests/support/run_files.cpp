@@ -1,20 +1,23 @@
 #include "support/run_files.h"
 
 #include <cstring>
-#include <fstream>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 
 namespace headlab::test {
 
 std::vector<std::string> metrics_without_timing(const std::filesystem::path& run) {
-  std::ifstream in(run / "metrics.csv");
-  std::vector<std::string> rows;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    for (int i = 0; i < 2; ++i) line = line.substr(0, line.rfind(','));
-    rows.push_back(line);
-  }
+  const CsvTable table = read_csv(run / "metrics.csv");
+  const size_t tokens_per_s = table.column("tokens_per_s"), elapsed_s = table.column("elapsed_s");
+  auto without_timing = [&](const std::vector<std::string>& fields) {
+    std::vector<std::string> kept;
+    for (size_t c = 0; c < fields.size(); ++c)
+      if (c != tokens_per_s && c != elapsed_s) kept.push_back(fields[c]);
+    return csv_line(kept);
+  };
+  std::vector<std::string> rows = {without_timing(table.header)};
+  for (const std::vector<std::string>& row : table.rows) rows.push_back(without_timing(row));
   return rows;
 }
 

@@ -11,8 +11,8 @@
 
 namespace headlab::test {
 
-// RUN/metrics.csv's lines without the timing columns (tokens_per_s, elapsed_s), which are the
-// only ones that differ between equal trainings.
+// RUN/metrics.csv's header and rows as CSV lines without the timing columns (tokens_per_s,
+// elapsed_s), which are the only ones that differ between equal trainings.
 std::vector<std::string> metrics_without_timing(const std::filesystem::path& run);
 
 // Every float32 dataset of a checkpoint (parameters, optimizer moments), as raw bits by name.

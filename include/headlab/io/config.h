@@ -138,6 +138,23 @@ std::string config_value(const Config& config, const std::string& key);
 // Dotted key names in table order ("model.kind", ..., "train.threads").
 std::vector<std::string> config_keys();
 
+// A TOML document that is not a config (a sweep file): its top-level keys in the document's order
+// (toml++'s, by name), each with its line. A table's values come flattened to dotted keys ([grid.model]
+// n_heads, model.n_heads and "model.n_heads" alike) in the order they were written. Values are TOML
+// text (4, "x", [1, 3]), which `--set key=value` reads back. A syntax error is one line:
+// "TOML syntax error in <origin>:<line>:<column>: <why>".
+struct TomlEntry {
+  enum class Kind { string, array, table, other };
+  std::string key;
+  int64_t line = 0;
+  Kind kind = Kind::other;
+  std::string text;                // the value as TOML text; empty for a table
+  std::string string_value;        // kind == string: the string itself
+  std::vector<std::string> items;  // kind == array: each element as TOML text
+  std::vector<TomlEntry> entries;  // kind == table: its values, flattened
+};
+std::vector<TomlEntry> read_toml_entries(const std::string& toml_text, const std::string& origin);
+
 // One row of the key table, rendered for docs and --help.
 struct ConfigKeyInfo {
   std::string key;            // "model.n_heads"

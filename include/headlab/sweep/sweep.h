@@ -130,8 +130,4 @@ MeanStd mean_std(const std::vector<double>& values);
 // unfinished ones are listed in the summary, failed ones with why. Throws if DIR has no grid.csv.
 void aggregate_sweep(const std::string& sweep_dir);
 
-// CSV with RFC 4180 quoting, shared by the writer and the reader of grid.csv and results.csv.
-std::string csv_field(const std::string& text);
-std::vector<std::string> split_csv_line(const std::string& line);
-
 }  // namespace headlab
