@@ -50,6 +50,23 @@ AttentionBatchInfo batch_info(int64_t B, int64_t T, bool causal) {
   return info;
 }
 
+// Probabilities [1,H,T,T] filled by rule(h, t, s).
+template <typename Rule>
+std::vector<double> make_probs(int64_t H, int64_t T, Rule rule) {
+  std::vector<double> p(static_cast<size_t>(H * T * T));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t s = 0; s < T; ++s) p[(h * T + t) * T + s] = rule(h, t, s);
+  return p;
+}
+
+HeadScores empty_scores(int64_t L, int64_t H) {
+  HeadScores s;
+  s.n_layers = L;
+  s.n_heads = H;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("a head's positional offset is its most frequent t - argmax, ties to the smaller |offset| then the negative",
@@ -191,4 +208,85 @@ TEST_CASE("rare-token agreement: the argmax holds the visible token rarest in tr
     const HeadScores s = finished(sums, 1);
     CHECK(s.rare_token_agreement[0] == Approx(2.0 / 3).epsilon(1e-15));
   }
+}
+
+TEST_CASE("attention statistics of uniform and one-hot rows have their known values", "[analysis]") {
+  // Head 0 is uniform over 4 keys; head 1 attends to the previous token (token 0 to itself).
+  const int64_t H = 2, T = 4;
+  const auto probs = make_probs(H, T, [](int64_t h, int64_t t, int64_t s) {
+    return h == 0 ? 0.25 : (s == std::max<int64_t>(t - 1, 0) ? 1.0 : 0.0);
+  });
+  const std::vector<int32_t> gold_head = {-1, 0, 1, 1};  // 1 and 2 and 3 hang off 0, 1, 1
+  const std::vector<uint8_t> delimiter = {0, 0, 0, 1};
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = T;
+  info.causal = false;
+  info.gold_head = gold_head.data();
+  info.is_delimiter = delimiter.data();
+  AttentionSums sums(H);
+  const Tensor<double> A(const_cast<double*>(probs.data()), {1, H, T, T});
+  accumulate_attention_stats(A, 0, info, sums);
+  accumulate_js_distance(std::vector<Tensor<double>>{A}, info, sums);
+  HeadScores s = empty_scores(1, H);
+  finish_attention_stats(sums, s);
+
+  CHECK(s.entropy[0] == Approx(std::log(4.0)));
+  CHECK(s.confidence[0] == Approx(0.25));
+  CHECK(s.distance[0] == Approx((1.5 + 1 + 1 + 1.5) / 4));  // sum_s |t-s| / 4 for t = 0..3
+  CHECK(s.delimiter_mass[0] == Approx(0.25));
+  CHECK(s.previous_token_agreement[0] == Approx(1.0 / 3));  // argmax = first maximum = key 0
+  CHECK(s.entropy[1] == 0.0);
+  CHECK(s.confidence[1] == 1.0);
+  CHECK(s.distance[1] == Approx(3.0 / 4));
+  CHECK(s.delimiter_mass[1] == 0.0);
+  CHECK(s.previous_token_agreement[1] == 1.0);
+  CHECK(s.syntactic_head_agreement[1] == Approx(2.0 / 3));  // rows 1, 2 right, row 3 (head 1) wrong
+  CHECK(s.delimiter_agreement[1] == 0.0);
+  CHECK(std::isnan(s.antecedent_agreement[1]));  // no gold_antecedent given
+  // JS between uniform(4) and a one-hot: m = (5/8, 1/8, 1/8, 1/8), H2(m) = 1.548795 bits,
+  // JSD = H2(m) - (2 + 0)/2, distance = sqrt(0.548795).
+  CHECK(s.js_distance[1] == Approx(std::sqrt(0.625 * std::log2(1 / 0.625) + 3 * 0.125 * 3 - 1)).epsilon(1e-12));
+  CHECK(s.js_distance[2] == s.js_distance[1]);
+  CHECK(s.js_distance[0] == 0.0);
+  CHECK(s.js_nearest[0] == s.js_distance[1]);
+}
+
+TEST_CASE("causal rows are scored only where the query rows say, over the visible keys", "[analysis]") {
+  // One causal head, uniform over the t + 1 visible keys; the first row is not counted.
+  const int64_t T = 5;
+  const auto probs = make_probs(1, T, [](int64_t, int64_t t, int64_t s) { return s <= t ? 1.0 / (t + 1) : 0.0; });
+  const std::vector<uint8_t> rows = {0, 1, 1, 1, 1};
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = T;
+  info.causal = true;
+  info.query_rows = rows.data();
+  AttentionSums sums(1);
+  accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {1, 1, T, T}), 0, info, sums);
+  HeadScores s = empty_scores(1, 1);
+  finish_attention_stats(sums, s);
+  CHECK(sums.rows[0] == 4);
+  CHECK(s.entropy[0] == Approx((std::log(2.0) + std::log(3.0) + std::log(4.0) + std::log(5.0)) / 4));
+  CHECK(s.confidence[0] == Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4));
+  CHECK(std::isnan(s.delimiter_mass[0]));  // no delimiters in this batch
+  CHECK(std::isnan(s.js_nearest[0]));      // no JS pass, and no other head
+}
+
+TEST_CASE("JS distance is 0 for identical rows and 1 for disjoint one-hot rows", "[analysis]") {
+  const double a[4] = {0.1, 0.2, 0.3, 0.4}, one[4] = {1, 0, 0, 0}, other[4] = {0, 0, 1, 0};
+  CHECK(js_distance(a, a, 4) == 0.0);
+  CHECK(js_distance(one, other, 4) == Approx(1.0).epsilon(1e-15));
+  CHECK(js_distance(a, one, 4) == Approx(js_distance(one, a, 4)));
+  // The accumulated form (entropies reused) gives exactly 0 for two identical heads.
+  const auto probs = make_probs(2, 3, [](int64_t, int64_t t, int64_t s) { return (t + s) % 3 == 0 ? 0.7 : 0.15; });
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = 3;
+  info.causal = false;
+  AttentionSums sums(2);
+  accumulate_js_distance(std::vector<Tensor<double>>{Tensor<double>(const_cast<double*>(probs.data()), {1, 2, 3, 3})},
+                         info, sums);
+  CHECK(sums.js_sum[1] == 0.0);
+  CHECK(sums.js_rows == 3);
 }

@@ -16,29 +16,13 @@
 #include "support/scratch.h"
 #include "support/tiny_config.h"
 #include "support/trained_run.h"
+#include "cli/cli_scratch.h"
 
 using namespace headlab;
 using test::run_headlab;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct Scratch : test::ScratchDir {
-  fs::path config;
-  Scratch() : test::ScratchDir("cli") {
-    Config c = test::tiny_text_config(write_corpus("corpus.txt", 600));
-    config = write_config("tiny.toml", c);
-  }
-};
-
-int count_lines(const std::string& text) {
-  std::istringstream in(text);
-  int n = 0;
-  for (std::string line; std::getline(in, line);) n += !line.empty();
-  return n;
-}
-
-}  // namespace
+using test::count_lines;
+using Scratch = test::CliScratch;
 
 TEST_CASE("an invalid config is one line and exit code 2, and nothing is written", "[cli]") {
   Scratch s;
@@ -168,18 +152,6 @@ TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every
   }
 }
 
-TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
-  Scratch s;
-  for (const std::string verb :
-       {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench", "prune", "report", "version"}) {
-    const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
-    INFO(verb << ": " << r.output);
-    CHECK(r.code == 0);
-    CHECK_THAT(r.output, Catch::Contains("headlab " + verb));
-  }
-  CHECK(run_headlab({"fly"}, s.dir / "log.txt").code == 2);
-}
-
 namespace {
 // The build's lines as `headlab --version` prints them.
 std::string build_lines() {
@@ -237,79 +209,6 @@ TEST_CASE("a run records its build in config.toml and its checkpoints, and info 
   CHECK(old_info.code == 0);
   CHECK_THAT(old_info.output, Catch::Contains("written by   (not recorded: an older checkpoint)"));
   CHECK(run_headlab({"eval", ckpt}, s.dir / "old_eval.log").code == 0);
-}
-
-TEST_CASE("bad command lines are one line naming the argument, exit code 2, with a suggestion for a typo", "[cli]") {
-  Scratch s;
-  const fs::path empty = s.dir / "empty_run";
-  fs::create_directories(empty);
-  const std::string cfg = s.config.string(), sweep = s.write("grid.toml", "").string();
-  struct Case {
-    std::vector<std::string> args;
-    std::string expected;
-  };
-  const std::vector<Case> cases = {
-      {{"trian"}, "headlab: error: unknown verb 'trian'; did you mean 'train'?"},
-      {{"anlyze"}, "headlab: error: unknown verb 'anlyze'; did you mean 'analyze'?"},
-      {{"fly"}, "headlab: error: unknown verb 'fly' (headlab help lists them)"},
-      {{"help", "trian"}, "headlab help: error: unknown verb 'trian'; did you mean 'train'?"},
-      {{"train", cfg, "b.toml"}, "headlab train: error: unexpected argument 'b.toml' (see headlab train --help)"},
-      {{"eval", "x.h5", "y.h5"}, "headlab eval: error: unexpected argument 'y.h5' (see headlab eval --help)"},
-      {{"version", "now"}, "headlab version: error: unexpected argument 'now' (see headlab version --help)"},
-      {{"eval", "x.h5", "--batches", "-3"}, "headlab eval: error: --batches must be at least 1, got -3"},
-      {{"analyze", "x.h5", "--batch-size=0"}, "headlab analyze: error: --batch-size must be at least 1, got 0"},
-      {{"sample", "x.h5", "--tokens", "-1"}, "headlab sample: error: --tokens must be at least 0, got -1"},
-      {{"prune", "x.h5", "--strategy", "random", "--finetune-steps", "-2"},
-       "headlab prune: error: --finetune-steps must be at least 0, got -2"},
-      {{"sweep", sweep, "--jobs", "0"}, "headlab sweep: error: --jobs must be at least 1, got 0"},
-      {{"sample", "x.h5", "--tokens", "abc"},
-       "headlab sample: error: invalid value 'abc' for --tokens (see headlab sample --help)"},
-      {{"eval", "x.h5", "--batches=1e3"},
-       "headlab eval: error: invalid value '1e3' for --batches (see headlab eval --help)"},
-      {{"sweep", sweep, "-j", "two"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
-      {{"sweep", sweep, "-jtwo"}, "headlab sweep: error: invalid value 'two' for -j (see headlab sweep --help)"},
-      {{"sample", "x.h5", "--seed", "-1"},
-       "headlab sample: error: invalid value '-1' for --seed (see headlab sample --help)"},
-      {{"bench", cfg, "--steps", "many"},
-       "headlab bench: error: invalid value 'many' for --steps (see headlab bench --help)"},
-      {{"eval", "x.h5", "--batch", "3"}, "headlab eval: error: unknown option '--batch'; did you mean '--batches'?"},
-      {{"sample", "x.h5", "--temprature=0"},
-       "headlab sample: error: unknown option '--temprature'; did you mean '--temperature'?"},
-      {{"eval", "x.h5", "--verbose"}, "headlab eval: error: unknown option '--verbose' (see headlab eval --help)"},
-      {{"info", "x.h5", "--set", "model.n_heads=2"},
-       "headlab info: error: --set applies to a config file, not a checkpoint"},
-      {{"eval", empty.string()}, "headlab eval: error: " + empty.string() + " is a folder without checkpoints"},
-  };
-  for (const Case& c : cases) {
-    std::string command;
-    for (const std::string& a : c.args) command += " " + a;
-    const auto r = run_headlab(c.args, s.dir / "log.txt");
-    INFO("headlab" << command << " printed: " << r.output);
-    CHECK(r.code == 2);
-    CHECK(count_lines(r.output) == 1);
-    CHECK(r.output.rfind(c.expected, 0) == 0);
-  }
-}
-
-TEST_CASE("help lists the verbs, help VERB is VERB --help", "[cli]") {
-  Scratch s;
-  const auto help = run_headlab({"help"}, s.dir / "help.log");
-  CHECK(help.code == 0);
-  for (const std::string verb :
-       {"train", "eval", "sample", "info", "sweep", "analyze", "prune", "report", "version", "help"})
-    CHECK_THAT(help.output, Catch::Contains("\n  " + verb + " "));
-  const auto help_eval = run_headlab({"help", "eval"}, s.dir / "help_eval.log");
-  CHECK(help_eval.code == 0);
-  CHECK(help_eval.output == run_headlab({"eval", "--help"}, s.dir / "eval_help.log").output);
-  CHECK(run_headlab({}, s.dir / "none.log").code == 2);  // no verb: the list, as an error
-}
-
-TEST_CASE("sample --help shows the default prompt escaped", "[cli]") {
-  Scratch s;
-  const auto r = run_headlab({"sample", "--help"}, s.dir / "log.txt");
-  CHECK(r.code == 0);
-  CHECK_THAT(r.output, Catch::Contains("--prompt arg") && Catch::Contains("(default: \"\\n\", a newline)\n"));
-  CHECK(r.output.find("\n)") == std::string::npos);  // what a raw newline default printed
 }
 
 TEST_CASE("--resume auto says whether it found a run", "[cli]") {

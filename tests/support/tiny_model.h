@@ -29,6 +29,17 @@ inline ModelSpec tiny_spec(ModelKind kind, int64_t n_heads, int64_t n_kv_heads) 
   return s;
 }
 
+// The same at vocabulary `vocab` and sequence length T, for two classes, with the positions each
+// kind of model usually has (learned for a decoder, sinusoidal for an encoder): for head analysis.
+inline ModelSpec tiny_spec(ModelKind kind, int64_t vocab, int64_t n_heads, int64_t n_kv_heads, int64_t T) {
+  ModelSpec s = tiny_spec(kind, n_heads, n_kv_heads);
+  s.vocab_size = vocab;
+  s.max_seq_len = T;
+  s.n_classes = 2;
+  s.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
+  return s;
+}
+
 // Random tokens and targets (one ignored decoder target; encoder rows with two trailing pads).
 struct TinyBatch {
   int64_t B = 2, T = 5;
@@ -57,7 +68,7 @@ void randomize(Model<T>& model, uint64_t seed) {
   for (int64_t i = 0; i < model.params().slab_size(); ++i) model.params().values()[i] = static_cast<T>(u(rng));
   for (int i = 0; i < model.gates().size(); ++i) {
     Tensor<T> g = model.gates().value(i);
-    for (int64_t h = 0; h < g.numel(); ++h) g.data()[h] = static_cast<T>(0.5 + u(rng));
+    for (int64_t h = 0; h < g.numel(); ++h) g.data()[h] = static_cast<T>(1 + u(rng));
   }
 }
 

@@ -1,5 +1,5 @@
 // What the sweep tests share: a scratch folder with a tiny base config, and results.csv read back.
-//   Scratch s;  s.write("grid.toml", "base = \"base.toml\"\n[grid]\n\"train.seed\" = [0, 1]\n");
+//   SweepScratch s;  s.write("grid.toml", "base = \"base.toml\"\n[grid]\n\"train.seed\" = [0, 1]\n");
 //   CHECK(read_results(out / "results.csv")[0].at("n_seeds") == "2");
 #pragma once
 
@@ -17,8 +17,8 @@
 namespace headlab::test {
 
 // A scratch folder with a small, learnable corpus and a tiny base config that trains in a blink.
-struct Scratch : ScratchDir {
-  Scratch() : ScratchDir("sweep") {
+struct SweepScratch : ScratchDir {
+  SweepScratch() : ScratchDir("sweep") {
     write_corpus("corpus.txt", 400);
     write("base.toml",
           "[model]\nd_model = 16\nn_layers = 1\nmax_seq_len = 16\n"

@@ -17,7 +17,7 @@ using Catch::Matchers::StartsWith;
 namespace fs = std::filesystem;
 using test::read_file;
 using test::read_results;
-using test::Scratch;
+using Scratch = test::SweepScratch;
 
 TEST_CASE("mean_std gives the mean and the sample standard deviation (n - 1)", "[sweep]") {
   const MeanStd four = mean_std({1, 2, 3, 4});  // squares about 2.5: 2.25 + 0.25 + 0.25 + 2.25 = 5; 5 / 3

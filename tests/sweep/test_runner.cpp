@@ -31,7 +31,7 @@ using test::metrics_without_timing;
 using test::read_file;
 using test::read_results;
 using test::run_headlab;
-using test::Scratch;
+using Scratch = test::SweepScratch;
 
 TEST_CASE("each job gets max(1, cores / jobs) threads unless the sweep sets train.threads", "[sweep]") {
   Scratch s;

@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using test::CommandResult;
 using test::lines_of;
 using test::run_headlab;
-using test::Scratch;
+using Scratch = test::SweepScratch;
 
 TEST_CASE("a sweep's grid expands to the cartesian product in file order, the last key fastest", "[sweep]") {
   Scratch s;

@@ -1,0 +1,171 @@
+// Head analysis's masked forwards (ablation, each head alone in its layer, a physically pruned
+// model) against the model run whole with the gates set by hand.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/data/tasks.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
+#include "headlab/nn/prune.h"
+#include "headlab/ops/cross_entropy.h"
+#include "support/scratch.h"
+#include "support/tiny_model.h"
+
+using namespace headlab;
+using test::randomize;
+using test::tiny_spec;
+
+TEST_CASE("a physically pruned model's head scores equal its masked twin's on the surviving heads",
+          "[analysis][prune]") {
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const int64_t T = 6;
+  auto data = test::tiny_task(kind, T);
+  Model<double> masked(tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, 4, 4, T));
+  randomize(masked, 3);
+  for (auto [layer, head] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{1, 3}})
+    masked.gates().value(layer)(head) = 0.0;
+  const HeadKeepMask keep = heads_with_nonzero_gates(masked);
+  Model<double> pruned = prune_heads(masked, keep);
+  AnalysisOptions o;
+  o.batch_size = 8;
+  o.layer_only = true;
+  const HeadScores a = analyze_heads(masked, *data, Split::val, 2, o);
+  const HeadScores b = analyze_heads(pruned, *data, Split::val, 2, o);
+  REQUIRE(b.n_total() == 5);
+  CHECK(b.layer_heads == std::vector<int64_t>{3, 2});
+  CHECK(b.n_heads == 3);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-12));
+  // Old index of each surviving head, in the pruned model's order.
+  std::vector<int64_t> old_index;
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h)
+      if (keep[l][h]) old_index.push_back(a.index(l, h));
+  auto same = [](double x, double y) {
+    return (std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= 1e-9 * std::max(1.0, std::abs(x));
+  };
+  for (const HeadColumn& c : head_columns()) {
+    // The masked heads still attend (a gate scales the output, not A), so they take part in the
+    // masked model's nearest-head search and per-layer importance norm; the rest must agree.
+    if (std::string(c.name) == "js_nearest" || std::string(c.name) == "importance_normalized") continue;
+    for (int64_t k = 0; k < 5; ++k) {
+      INFO(c.name << " of pruned head " << k << ": masked " << (a.*c.values)[old_index[k]] << ", pruned "
+                  << (b.*c.values)[k]);
+      CHECK(same((a.*c.values)[old_index[k]], (b.*c.values)[k]));
+    }
+  }
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      CHECK(same(a.js_distance[old_index[i] * a.n_total() + old_index[j]], b.js_distance[i * 5 + j]));
+
+  // heads.csv has a row per head of each layer; heads.h5 pads layer 1 (2 of 3 heads) with NaN.
+  test::ScratchDir dir("analysis_ragged");
+  write_heads_csv((dir.dir / "heads.csv").string(), b);
+  write_similarity_csv((dir.dir / "heads_similarity.csv").string(), b);
+  write_heads_h5((dir.dir / "heads.h5").string(), b, {});
+  const CsvTable heads = read_csv(dir.dir / "heads.csv");
+  std::vector<std::string> rows;
+  for (const std::vector<std::string>& row : heads.rows)
+    rows.push_back(row[heads.column("layer")] + "," + row[heads.column("head")]);
+  CHECK(rows == std::vector<std::string>{"0,0", "0,1", "0,2", "1,0", "1,1"});
+  CHECK_THAT(test::read_file(dir.dir / "heads_similarity.csv"), Catch::StartsWith("head,L0H0,L0H1,L0H2,L1H0,L1H1\n"));
+  CheckpointReader h5((dir.dir / "heads.h5").string());
+  CHECK(h5.shape("heads/gate") == Shape{2, 3});
+  const std::vector<double> gate = h5.read_array<double>("heads/gate");
+  CHECK(gate[3] == b.gate[3]);
+  CHECK(std::isnan(gate[5]));
+  CHECK(h5.read_array<int64_t>("layer_heads") == std::vector<int64_t>{3, 2});
+}
+
+// Masked forwards by hand, the way analysis used to run them: the layer's gates set, the whole
+// model run on the whole batch. Per example of every batch (those with a scored target), the
+// mean loss; and the loss sum and correct count over all of them.
+struct MaskedReference {
+  std::vector<double> example_loss;
+  double loss_sum = 0, correct = 0;
+};
+
+template <typename T>
+MaskedReference masked_by_hand(Model<T>& model, const Dataset& data, int64_t n_batches, int64_t B, int64_t layer,
+                               const std::vector<bool>& gate_off) {
+  Tensor<T> gates = model.gates().value(static_cast<int>(layer));
+  const std::vector<T> saved(gates.data(), gates.data() + gates.numel());
+  for (int64_t g = 0; g < gates.numel(); ++g)
+    if (gate_off[g]) gates.data()[g] = T(0);
+  MaskedReference r;
+  Batch batch = data.make_batch(B);
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  const bool encoder = model.spec().kind == ModelKind::encoder;
+  for (int64_t i = 0; i < n_batches; ++i) {
+    data.fill_batch(Split::val, i, batch);
+    ModelInput in{B, batch.seq_len, batch.tokens.data(), encoder ? batch.labels.data() : batch.targets.data(),
+                  batch.key_padding.empty() ? nullptr : batch.key_padding.data()};
+    const Tensor<T> logits = model.forward(tape, in, {}).logits.value();
+    const int64_t per = encoder ? 1 : batch.seq_len;
+    for (int64_t b = 0; b < B; ++b) {
+      const CrossEntropyStats e = cross_entropy_stats(logits.narrow(0, b * per, per), in.targets + b * per, -1);
+      if (e.n_valid == 0) continue;
+      r.example_loss.push_back(e.mean_loss());
+      r.loss_sum += e.loss_sum;
+      r.correct += static_cast<double>(e.n_correct);
+    }
+    tape.reset();
+  }
+  std::copy(saved.begin(), saved.end(), gates.data());
+  return r;
+}
+
+TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates and running the whole model",
+          "[analysis]") {
+  // Float (the precision analyze runs in), several batches, padding (encoder), GQA, a physically
+  // pruned model with ragged layers, and zero gates (whose masks change nothing and are skipped).
+  const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
+  const auto variant = GENERATE(as<std::string>{}, "mha", "gqa", "ragged");
+  const int64_t T = 8, B = 5, n_batches = 3, H = 4;
+  auto data = test::tiny_task(kind, T);
+  ModelSpec spec = tiny_spec(kind, kind == ModelKind::decoder ? 11 : 16, H, variant == "gqa" ? 2 : H, T);
+  spec.n_layers = 3;
+  Model<float> full(spec);
+  randomize(full, 17);
+  full.gates().value(1)(3) = 0.0f;
+  std::unique_ptr<Model<float>> pruned;
+  if (variant == "ragged") {
+    pruned = std::make_unique<Model<float>>(prune_heads(full, heads_with_nonzero_gates(full)));
+    pruned->gates().value(2)(1) = 0.0f;  // a zero gate in the pruned model too
+  }
+  Model<float>& model = pruned ? *pruned : full;
+  AnalysisOptions o;
+  o.batch_size = B;
+  o.layer_only = true;
+  o.similarity = false;
+  const HeadScores s = analyze_heads(model, *data, Split::val, n_batches, o);
+  const int64_t E = s.n_examples;
+  REQUIRE(E > 0);
+  const double n_targets = static_cast<double>(s.n_targets);
+  INFO(variant << (kind == ModelKind::decoder ? " decoder" : " encoder"));
+  for (int64_t l = 0; l < spec.n_layers; ++l)
+    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
+      const int64_t k = s.index(l, h);
+      INFO("layer " << l << " head " << h);
+      std::vector<bool> off(static_cast<size_t>(s.heads_in_layer(l)), false), others(off.size(), true);
+      off[h] = true;
+      others[h] = false;
+      const MaskedReference ablated = masked_by_hand(model, *data, n_batches, B, l, off);
+      const MaskedReference alone = masked_by_hand(model, *data, n_batches, B, l, others);
+      REQUIRE(ablated.example_loss.size() == static_cast<size_t>(E));
+      CHECK(std::equal(ablated.example_loss.begin(), ablated.example_loss.end(),
+                       s.example_ablation_loss.begin() + k * E));
+      CHECK(
+          std::equal(alone.example_loss.begin(), alone.example_loss.end(), s.example_layer_only_loss.begin() + k * E));
+      CHECK(s.ablation_loss_delta[k] == ablated.loss_sum / n_targets - s.loss);
+      CHECK(s.layer_only_loss_delta[k] == alone.loss_sum / n_targets - s.loss);
+      CHECK(s.ablation_accuracy_delta[k] == ablated.correct / n_targets - s.accuracy);
+      CHECK(s.layer_only_accuracy_delta[k] == alone.correct / n_targets - s.accuracy);
+    }
+}
