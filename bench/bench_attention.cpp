@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "headlab/common/parallel.h"
+#include "headlab/common/timing.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/fast_exp.h"
@@ -32,21 +33,6 @@
 using namespace headlab;
 
 namespace {
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double cpu_seconds_now() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 void fill_pattern(const Tensor<float>& t, int salt) {
   for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = static_cast<float>((i * 7 + salt) % 23 - 11) * 0.02f;
@@ -189,21 +175,21 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < variants.size(); ++i) {
         const std::string& name = variants[i];
         const Tensor<float> kept = name == "keep" ? probs : Tensor<float>();
-        const double c0 = cpu_seconds_now(), t0 = seconds_now();
+        const double c0 = cpu_seconds(), t0 = wall_seconds();
         if (name == "blis") {
           blis_v1::forward(out, probs, q, k, v);
         } else {
           attention_forward(out, {.probs = kept, .stats = stats}, {.q = q, .k = k, .v = v}, options,
                             {.workspace = workspace});
         }
-        const double t1 = seconds_now();
+        const double t1 = wall_seconds();
         if (name == "blis") {
           blis_v1::backward(dq, dk, dv, dout, q, k, v, probs, scratch);
         } else {
           attention_backward({.dq = dq, .dk = dk, .dv = dv}, dout, {.q = q, .k = k, .v = v},
                              {.probs = kept, .stats = stats}, options, {.workspace = workspace});
         }
-        const double t2 = seconds_now(), c2 = cpu_seconds_now();
+        const double t2 = wall_seconds(), c2 = cpu_seconds();
         if (r < 3) continue;  // warm-up
         timings[i].forward.push_back(t1 - t0);
         timings[i].backward.push_back(t2 - t1);

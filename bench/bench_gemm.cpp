@@ -12,23 +12,13 @@
 #include <vector>
 
 #include "headlab/common/parallel.h"
+#include "headlab/common/timing.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/ops/matmul.h"
 
 using namespace headlab;
 
-namespace {
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
+namespace {}  // namespace
 
 int main(int argc, char** argv) {
   init_blis();
@@ -56,19 +46,19 @@ int main(int argc, char** argv) {
     float one = 1, zero = 0;
     Arena step_arena;
     for (int r = 0; r < reps + 2; ++r) {
-      double t0 = seconds_now();
+      double t0 = wall_seconds();
       bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_TRANSPOSE, s.m, s.n, s.k, &one, x.data(), s.k, 1, w.data(), s.k, 1, &zero,
                    y.data(), s.n, 1, nullptr, &rntm);
-      double t1 = seconds_now();
+      double t1 = wall_seconds();
       gemm(x, w.transpose(0, 1), y, 1.0f, 0.0f);
-      double t2 = seconds_now();
+      double t2 = wall_seconds();
       {
         Tape<float> tape(step_arena);
         NoGradGuard<float> no_grad(tape);
         linear(tape.constant(x), tape.constant(w));
         tape.reset();
       }
-      double t3 = seconds_now();
+      double t3 = wall_seconds();
       if (r < 2) continue;  // warm-up
       direct.push_back(t1 - t0);
       engine.push_back(t2 - t1);

@@ -16,21 +16,13 @@
 #include <vector>
 
 #include "headlab/common/parallel.h"
+#include "headlab/common/timing.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/nn/prune.h"
 
 using namespace headlab;
 
 namespace {
-
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 std::vector<int64_t> parse_list(const std::string& text) {
   std::vector<int64_t> out;
@@ -41,12 +33,12 @@ std::vector<int64_t> parse_list(const std::string& text) {
 
 // One forward without grad on fixed tokens; returns wall seconds.
 double time_forward(Model<float>& model, Tape<float>& tape, const ModelInput& input) {
-  const double start = seconds_now();
+  const double start = wall_seconds();
   {
     NoGradGuard<float> no_grad(tape);
     model.forward(tape, input, {});
   }
-  const double elapsed = seconds_now() - start;
+  const double elapsed = wall_seconds() - start;
   tape.reset();
   return elapsed;
 }

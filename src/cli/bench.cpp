@@ -30,6 +30,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
+#include "headlab/common/timing.h"
 #include "headlab/data/batch.h"
 #include "headlab/io/config.h"
 #include "headlab/io/provenance.h"
@@ -72,16 +73,6 @@ class RandomTokens final : public Dataset {
   int64_t vocab_, seq_len_;
   uint64_t seed_;
 };
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);  // statistics.median's convention
-}
 
 // Machine-wide busy and steal CPU seconds from /proc/stat (as torch_ref.py computes them).
 void cpu_busy_seconds(double& busy, double& steal) {
@@ -134,9 +125,9 @@ int run_gemm(int64_t n, int reps, int threads) {
   }
   std::vector<double> times;
   for (int r = 0; r < reps + 2; ++r) {
-    const double t0 = now_seconds();
+    const double t0 = wall_seconds();
     gemm(a, b.transpose(0, 1), c, 1.0f, 0.0f);  // x w^T, the orientation of every linear layer
-    const double t1 = now_seconds();
+    const double t1 = wall_seconds();
     if (r >= 2) times.push_back(t1 - t0);
   }
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
@@ -236,15 +227,15 @@ int run_bench(int argc, char** argv) {
       rusage u{};
       getrusage(RUSAGE_SELF, &u);
       minflt0 = u.ru_minflt;
-      wall0 = now_seconds();
+      wall0 = wall_seconds();
     }
-    const double t0 = now_seconds();
+    const double t0 = wall_seconds();
     const StepStats s = train_step(ctx, i);
-    const double t1 = now_seconds();
+    const double t1 = wall_seconds();
     losses.push_back(s.loss);
     if (i >= warmup) times.push_back(t1 - t0);
   }
-  const double wall = now_seconds() - wall0;
+  const double wall = wall_seconds() - wall0;
   double busy1 = 0, steal1 = 0;
   cpu_busy_seconds(busy1, steal1);
   const double own = own_cpu_seconds() - own0;

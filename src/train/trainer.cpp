@@ -1,4 +1,5 @@
 #include "headlab/common/files.h"
+#include "headlab/common/timing.h"
 #include "headlab/train/trainer.h"
 
 #include <unistd.h>
@@ -29,10 +30,6 @@ const char* const kMetricsHeader =
 namespace fs = std::filesystem;
 
 namespace {
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // metrics.csv on resume: keep the header and the rows up to `step`, drop the rest (they are
 // replayed), so the file ends as if the run had never stopped.
@@ -179,14 +176,14 @@ RunResult run_training(const Config& given, const RunOptions& options) {
                       static_cast<uint64_t>(tc.seed)};
 
   const bool tty = !options.quiet && isatty(STDERR_FILENO);
-  const double start = now_seconds(), elapsed_before = progress.elapsed_s;
+  const double start = wall_seconds(), elapsed_before = progress.elapsed_s;
   const int64_t first_step = progress.step;
   double window_start = start;
   int64_t window_tokens = 0, run_tokens = 0;
   std::string last_best_path;
   RunResult result;
   auto checkpoint = [&](const std::string& path) {
-    progress.elapsed_s = elapsed_before + now_seconds() - start;
+    progress.elapsed_s = elapsed_before + wall_seconds() - start;
     save_training_checkpoint(path, config, model, optimizer.get(), progress);
   };
 
@@ -217,7 +214,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
         result.final_val_loss = e.loss;
       }
       if (eval_now || last || progress.step % tc.log_every == 0) {
-        const double t = now_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
+        const double t = wall_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
         const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
         const std::string row = csv_line(
             {std::to_string(progress.step), std::to_string(progress.tokens_seen), csv_number("%.6g", s.lr),
@@ -263,7 +260,7 @@ RunResult run_training(const Config& given, const RunOptions& options) {
     }
   }
   result.step = progress.step;
-  result.elapsed_s = now_seconds() - start;
+  result.elapsed_s = wall_seconds() - start;
   result.tokens_per_s = run_tokens / std::max(result.elapsed_s, 1e-9);
   if (tc.prefetch) {
     const BatchPrefetcher::Stats d = batches.stats();
