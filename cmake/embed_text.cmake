@@ -1,9 +1,15 @@
-# Writes OUT, a header defining `inline constexpr const char NAME[]` with the bytes of IN, so a
-# text file (the report's HTML/JS template) is compiled into the binary and an installed headlab
-# needs no shared file for it. The text goes in raw string literals of at most 8000 bytes each
+# Writes OUT, a header defining `inline constexpr const char NAME[]` with the bytes of IN (one
+# file, or several separated by '|', concatenated in that order), so text files (the report's
+# template and script) are compiled into the binary and an installed headlab needs no shared file
+# for them. The text goes in raw string literals of at most 8000 bytes each
 # (adjacent literals concatenate; compilers cap one literal's length), split at line ends.
 #   cmake -DIN=src/report/report.html -DOUT=build/generated/x.h -DNAME=kReportTemplate -P embed_text.cmake
-file(READ "${IN}" text)
+string(REPLACE "|" ";" files "${IN}")
+set(text "")
+foreach(file IN LISTS files)
+  file(READ "${file}" part)
+  string(APPEND text "${part}")
+endforeach()
 string(FIND "${text}" ")HEADLAB_EMBED\"" clash)
 if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${IN} contains the raw string delimiter )HEADLAB_EMBED\"")

@@ -9,6 +9,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/report/report.h"
+#include "headlab_report_script.h"    // generated from src/report/*.js (cmake/embed_text.cmake)
 #include "headlab_report_template.h"  // generated from src/report/report.html (cmake/embed_text.cmake)
 
 namespace headlab {
@@ -104,6 +105,14 @@ std::string html_escaped(const std::string& text) {
   return out;
 }
 
+// Whether `text` holds "{{", which begins every placeholder of the template.
+constexpr bool has_placeholder_mark(const char* text) {
+  for (; *text; ++text)
+    if (text[0] == '{' && text[1] == '{') return true;
+  return false;
+}
+static_assert(!has_placeholder_mark(kReportScript), "src/report/*.js must not contain \"{{\" (report_html)");
+
 // The first (or with `last`, the last) occurrence of `placeholder`.
 void replace_once(std::string& text, const std::string& placeholder, const std::string& value, bool last = false) {
   const size_t at = last ? text.rfind(placeholder) : text.find(placeholder);
@@ -115,8 +124,10 @@ void replace_once(std::string& text, const std::string& placeholder, const std::
 
 std::string report_html(const std::string& json, const std::string& title) {
   std::string page = kReportTemplate;
-  // {{DATA}} is the template's last placeholder, {{TITLE}} its first: neither value can hide the other.
-  replace_once(page, "{{DATA}}", json, true);  // json_string escapes '<': no "</script>" inside
+  // The template's placeholders in order are {{TITLE}}, {{DATA}}, {{SCRIPT}}: each is filled at its
+  // last occurrence after it, or its first before it, so no value can hide a later placeholder.
+  replace_once(page, "{{SCRIPT}}", kReportScript, true);  // our own code, without "{{" (static_assert)
+  replace_once(page, "{{DATA}}", json, true);             // json_string escapes '<': no "</script>" inside
   replace_once(page, "{{TITLE}}", html_escaped(title));
   return page;
 }

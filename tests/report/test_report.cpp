@@ -129,7 +129,10 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
     REQUIRE(d.code == 0);
     const std::string page = test::read_file(a.run / "report.html");
     check_self_contained(page);
-    CHECK_THAT(page, Catch::Contains("function createViewer"));
+    CHECK_THAT(page, Catch::Contains("function lineChart"));     // src/report/report_charts.js
+    CHECK_THAT(page, Catch::Contains("function createViewer"));  // src/report/report_views.js, after it
+    CHECK(page.find("function lineChart") < page.find("function createViewer"));
+    CHECK(page.find("{{SCRIPT}}") == std::string::npos);
     CHECK(page.find("\"name\":\"prompt\"") == std::string::npos);
   }
 }

@@ -1,0 +1,240 @@
+// headlab report, part 1 of 2 (src/report/report.html inlines both): errors shown in the page,
+// helpers, colour scales, tooltips and the SVG charts (curves, heatmaps, similarity, pruning).
+// ---- errors land in the page, so that a headless browser's DOM dump shows them -----------------
+const errorsBox = document.getElementById("js-errors");
+function reportError(text) { errorsBox.textContent += text + "\n"; errorsBox.style.display = "block"; }
+window.onerror = (message, source, line, column) => { reportError("error: " + message + " (line " + line + ":" + column + ")"); };
+window.addEventListener("unhandledrejection", e => reportError("unhandled rejection: " + e.reason));
+const consoleError = console.error.bind(console);
+console.error = (...args) => { reportError("console.error: " + args.join(" ")); consoleError(...args); };
+
+// ---- small helpers ---------------------------------------------------------------------------
+const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;"}[c]));
+function fmt(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "-";
+  if (typeof v !== "number") return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e7) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return Number(v.toPrecision(4)).toExponential();
+  return String(Number(v.toPrecision(4)));
+}
+function column(csv, name) {
+  if (!csv) return null;
+  const i = csv.columns.indexOf(name);
+  return i < 0 ? null : csv.rows.map(r => r[i]);
+}
+const hasValues = xs => xs !== null && xs.some(v => typeof v === "number");
+const lastValue = xs => { for (let i = (xs || []).length - 1; i >= 0; --i) if (typeof xs[i] === "number") return xs[i]; return null; };
+const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+const colorOf = i => i < PALETTE.length ? PALETTE[i] : "hsl(" + Math.round(i * 137.5 % 360) + ",60%,45%)";
+
+// config.toml: "[section]" and "key = value" lines, and the provenance comment lines heading it.
+function parseConfig(text) {
+  const values = {}, provenance = [];
+  let section = "";
+  for (const raw of (text || "").split("\n")) {
+    const line = raw.trim();
+    let m = line.match(/^#\s*(headlab_\w+|blis_kernels)\s*=\s*"?([^"]*)"?/);
+    if (m) { provenance.push([m[1], m[2]]); continue; }
+    if (line.startsWith("#") || !line) continue;
+    m = line.match(/^\[([^\]]+)\]$/);
+    if (m) { section = m[1] + "."; continue; }
+    m = line.match(/^([\w.]+)\s*=\s*(.*)$/);
+    if (m) values[section + m[1]] = m[2].replace(/\s+#.*$/, "").replace(/^"(.*)"$/, "$1");
+  }
+  return {values, provenance};
+}
+
+// ---- colour scales ---------------------------------------------------------------------------
+function ramp(stops) {
+  return x => {
+    x = Math.min(1, Math.max(0, x)) * (stops.length - 1);
+    const i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
+    return stops[i].map((c, k) => Math.round(c + f * (stops[i + 1][k] - c)));
+  };
+}
+const viridis = ramp([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]]);
+const diverging = ramp([[33, 102, 172], [146, 197, 222], [247, 247, 247], [244, 165, 130], [178, 24, 43]]);
+const attentionRamp = ramp([[255, 255, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]]);
+const ATTENTION_LUT = Array.from({length: 256}, (_, q) => attentionRamp(q / 255));
+const rgb = c => "rgb(" + c.join(",") + ")";
+
+// ---- tooltip: any element with data-tip, and canvases that call showTip ------------------------
+const tooltip = document.getElementById("tooltip");
+function showTip(text, event) {
+  tooltip.textContent = text;
+  tooltip.style.display = "block";
+  const x = Math.min(event.clientX + 14, window.innerWidth - tooltip.offsetWidth - 4);
+  tooltip.style.left = x + "px";
+  tooltip.style.top = (event.clientY + 14) + "px";
+}
+const hideTip = () => { tooltip.style.display = "none"; };
+document.addEventListener("mousemove", e => {
+  if (e.target.tagName === "CANVAS") return;
+  const el = e.target.closest ? e.target.closest("[data-tip]") : null;
+  if (el) showTip(el.getAttribute("data-tip"), e); else hideTip();
+});
+
+// ---- line charts (SVG markup) ----------------------------------------------------------------
+function niceTicks(lo, hi, n) {
+  if (!(hi > lo)) { const d = Math.abs(lo) * 0.1 || 1; lo -= d; hi += d; }
+  const raw = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 2.5, 5, 10].map(k => k * mag).find(s => s >= raw);
+  const ticks = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return {lo, hi, ticks};
+}
+// series: [{name, xs, ys, color, dash, dots}]; points with a null x or y are left out.
+function lineChart({title, xLabel, yLabel, series, width = 320, height = 210}) {
+  const pad = {l: 52, r: 18, t: 8, b: 34};
+  const pts = series.map(s => s.xs.map((x, i) => [x, s.ys[i]]).filter(p => typeof p[0] === "number" && typeof p[1] === "number"));
+  const all = pts.flat();
+  if (!all.length) return "";
+  const X = niceTicks(Math.min(...all.map(p => p[0])), Math.max(...all.map(p => p[0])), 5);
+  const Y = niceTicks(Math.min(...all.map(p => p[1])), Math.max(...all.map(p => p[1])), 5);
+  const w = width - pad.l - pad.r, h = height - pad.t - pad.b;
+  const sx = x => pad.l + (x - X.lo) / (X.hi - X.lo) * w, sy = y => pad.t + h - (y - Y.lo) / (Y.hi - Y.lo) * h;
+  let svg = `<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-size="10">`;
+  for (const t of Y.ticks) svg += `<line x1="${pad.l}" x2="${pad.l + w}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>` +
+    `<text x="${pad.l - 4}" y="${sy(t) + 3}" text-anchor="end">${fmt(t)}</text>`;
+  for (const t of X.ticks) svg += `<line x1="${sx(t)}" x2="${sx(t)}" y1="${pad.t}" y2="${pad.t + h}" stroke="#f3f3f3"/>` +
+    `<text x="${sx(t)}" y="${pad.t + h + 12}" text-anchor="middle">${fmt(t)}</text>`;
+  svg += `<rect x="${pad.l}" y="${pad.t}" width="${w}" height="${h}" fill="none" stroke="#999"/>`;
+  svg += `<text x="${pad.l + w / 2}" y="${height - 4}" text-anchor="middle" font-size="11">${esc(xLabel)}</text>`;
+  svg += `<text transform="translate(12 ${pad.t + h / 2}) rotate(-90)" text-anchor="middle" font-size="11">${esc(yLabel)}</text>`;
+  series.forEach((s, k) => {
+    const p = pts[k];
+    if (!p.length) return;
+    svg += `<path d="${p.map((q, i) => (i ? "L" : "M") + sx(q[0]).toFixed(1) + " " + sy(q[1]).toFixed(1)).join("")}" fill="none" ` +
+           `stroke="${s.color}" stroke-width="1.5"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
+    const every = Math.max(1, Math.ceil(p.length / 150));  // hover targets: at most ~150 per series
+    p.forEach((q, i) => {
+      if (i % every && i !== p.length - 1) return;
+      svg += `<circle class="pt" cx="${sx(q[0]).toFixed(1)}" cy="${sy(q[1]).toFixed(1)}" r="${s.dots ? 2.5 : 3}" ` +
+             `fill="${s.dots ? s.color : "transparent"}" data-tip="${esc(s.name + "\n" + xLabel + " " + fmt(q[0]) + ": " + yLabel + " " + fmt(q[1]))}"/>`;
+    });
+  });
+  svg += "</svg>";
+  const legend = series.length > 1 ? `<div class="legend">${series.map(s =>
+    `<span><i style="background:${s.color}"></i>${esc(s.name)}</span>`).join("")}</div>` : "";
+  return `<figure class="chart" data-chart="${esc(title)}"><figcaption>${esc(title)}</figcaption>${svg}${legend}</figure>`;
+}
+
+// ---- training curves -------------------------------------------------------------------------
+const CURVES = [
+  ["loss (nats/token)", ["train_loss", "val_loss"]],
+  ["validation accuracy", ["val_accuracy"]],
+  ["validation bits per byte", ["val_bpb"]],
+  ["learning rate", ["lr"]],
+  ["gradient norm", ["grad_norm"]],
+  ["tokens per second", ["tokens_per_s"]],
+];
+function runCurves(metrics, curves) {
+  const step = column(metrics, "step");
+  return curves.map(([title, names]) => lineChart({
+    title, xLabel: "step", yLabel: title.replace(/ \(.*/, ""),
+    series: names.filter(n => hasValues(column(metrics, n))).map((n, i) => ({
+      name: n, xs: step, ys: column(metrics, n), color: colorOf(i), dots: n.startsWith("val_")})),
+  })).join("");
+}
+
+// ---- per-head heatmaps (heads.csv) -----------------------------------------------------------
+const HEAD_COLUMNS = {  // as src/plot/headlab_plot.py and docs/analysis.md describe them
+  gate: "gate value (0 = pruned)",
+  importance: "importance E|dL/dgate| (nats)",
+  importance_normalized: "importance / l2 norm of the layer's importances",
+  ablation_loss_delta: "loss with the head masked - loss (nats/token)",
+  ablation_accuracy_delta: "accuracy with the head masked - accuracy",
+  layer_only_loss_delta: "loss with the head alone in its layer - loss",
+  layer_only_accuracy_delta: "accuracy with the head alone in its layer - accuracy",
+  entropy: "attention entropy (nats)",
+  distance: "attention distance sum_s A[t,s] |t-s| (tokens)",
+  confidence: "mean max_s A[t,s]",
+  delimiter_mass: "attention on delimiters",
+  previous_token_agreement: "fraction of rows whose argmax is t-1",
+  positional_offset: "most frequent t - argmax",
+  positional_share: "fraction of rows whose argmax is at the positional offset",
+  syntactic_head_agreement: "fraction of rows whose argmax is the gold head",
+  dependent_agreement: "fraction of rows whose argmax is a gold dependent",
+  antecedent_agreement: "fraction of rows whose argmax is the gold antecedent",
+  delimiter_agreement: "fraction of rows whose argmax is a delimiter",
+  rare_token_agreement: "fraction of rows whose argmax is the rarest visible token",
+  js_nearest: "JS distance to the nearest other head",
+};
+function headHeatmaps(heads, ri) {
+  const layers = column(heads, "layer"), headIds = column(heads, "head");
+  if (!layers || !headIds) return "";
+  const L = Math.max(...layers) + 1, H = Math.max(...headIds) + 1;
+  const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = 24, top = 14;
+  let out = "";
+  for (const name of heads.columns) {
+    if (name === "layer" || name === "head") continue;
+    const values = column(heads, name);
+    if (!hasValues(values)) continue;
+    const nums = values.filter(v => typeof v === "number");
+    let lo = Math.min(...nums), hi = Math.max(...nums);
+    const centred = /delta$|^positional_offset$/.test(name);
+    if (centred) { hi = Math.max(Math.abs(lo), Math.abs(hi)) || 1; lo = -hi; }
+    const colour = v => centred ? diverging((v - lo) / (hi - lo)) : viridis(hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    const width = left + H * cell, height = top + L * cell;
+    let svg = `<svg width="${width}" height="${height}" font-size="9">`;
+    for (let h = 0; h < H; h += cell >= 14 ? 1 : 4) svg += `<text x="${left + h * cell + cell / 2}" y="10" text-anchor="middle">${h}</text>`;
+    for (let l = 0; l < L; ++l) svg += `<text x="${left - 3}" y="${top + l * cell + cell / 2 + 3}" text-anchor="end">L${l}</text>`;
+    values.forEach((v, i) => {
+      const l = layers[i], h = headIds[i], has = typeof v === "number";
+      svg += `<rect class="cell" data-cell="" data-run="${ri}" data-column="${esc(name)}" data-layer="${l}" data-head="${h}" ` +
+             `data-value="${has ? v : ""}" x="${left + h * cell}" y="${top + l * cell}" width="${cell - 1}" height="${cell - 1}" ` +
+             `fill="${has ? rgb(colour(v)) : "#ddd"}" data-tip="${esc(`layer ${l}, head ${h}\n${name} = ${fmt(v)}`)}"/>`;
+    });
+    svg += "</svg>";
+    out += `<figure class="heatmap" data-column="${esc(name)}"><figcaption title="${esc(HEAD_COLUMNS[name] || name)}">${esc(name)}</figcaption>` +
+           `${svg}<div class="small muted">${fmt(lo)} .. ${fmt(hi)}${centred ? " (0 = white)" : ""}</div></figure>`;
+  }
+  return out ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
+               `<div class="heatmaps">${out}</div>` : "";
+}
+
+// ---- head-by-head similarity (heads_similarity.csv): JS distance of heads' attention rows --------
+function similarityMap(sim) {
+  const n = sim.rows.length, cell = Math.max(2, Math.min(16, Math.floor(320 / n))), margin = 36;
+  const canvas = document.createElement("canvas");
+  canvas.width = canvas.height = margin + n * cell;
+  canvas.className = "similarity";
+  const ctx = canvas.getContext("2d"), values = sim.rows.map(r => r.slice(1));
+  const hi = Math.max(...values.flat().filter(v => typeof v === "number"), 1e-12);
+  values.forEach((row, i) => row.forEach((v, j) => {
+    ctx.fillStyle = typeof v === "number" ? rgb(viridis(v / hi)) : "#ddd";
+    ctx.fillRect(margin + j * cell, margin + i * cell, cell, cell);
+  }));
+  ctx.fillStyle = "#333";
+  ctx.font = "9px sans-serif";
+  const every = Math.ceil(n / 16);
+  for (let i = 0; i < n; i += every) {
+    ctx.textAlign = "right"; ctx.textBaseline = "middle";
+    ctx.fillText(sim.rows[i][0], margin - 2, margin + i * cell + cell / 2);
+    ctx.save(); ctx.translate(margin + i * cell + cell / 2, margin - 2); ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left"; ctx.fillText(sim.rows[i][0], 0, 0); ctx.restore();
+  }
+  canvas.addEventListener("mousemove", e => {
+    const r = canvas.getBoundingClientRect();
+    const j = Math.floor((e.clientX - r.left - margin) / cell), i = Math.floor((e.clientY - r.top - margin) / cell);
+    if (i < 0 || j < 0 || i >= n || j >= n) { hideTip(); return; }
+    showTip(`${sim.rows[i][0]} vs ${sim.rows[j][0]}: JS distance ${fmt(values[i][j])}`, e);
+  });
+  canvas.addEventListener("mouseleave", hideTip);
+  return canvas;
+}
+
+// ---- pruning curves (prune/*/prune.csv) --------------------------------------------------------
+function pruneCurves(prune) {
+  let out = "";
+  for (const metric of ["val_loss", "val_accuracy", "val_bpb"]) {
+    const series = prune.filter(p => hasValues(column(p.csv, metric))).map((p, i) => {
+      const order = column(p.csv, "round").map((r, k) => [r, k]).sort((a, b) => a[0] - b[0]).map(a => a[1]);
+      const pick = name => order.map(k => column(p.csv, name)[k]);
+      return {name: p.name, xs: pick("fraction_pruned"), ys: pick(metric), color: colorOf(i), dots: true};
+    });
+    if (series.length) out += lineChart({title: metric + " as heads are pruned", xLabel: "fraction of heads pruned", yLabel: metric, series});
+  }
+  return out ? `<div class="charts">${out}</div>` : "";
+}

@@ -1,0 +1,298 @@
+// headlab report, part 2 of 2: the attention viewer, a run's and a sweep's sections, and main().
+// ---- attention viewer --------------------------------------------------------------------------
+// Each head's map is round(255 p), row by row (the lower triangle only when causal), compressed
+// with zlib (ex.encoding "deflate") and base64-encoded. A head is decoded when first drawn (the
+// browser's DecompressionStream, hence a promise) and kept as a full T x T Uint8Array.
+async function inflate(base64) {
+  const bytes = Uint8Array.from(atob(base64), c => c.charCodeAt(0));
+  if (typeof DecompressionStream === "undefined") throw new Error("this browser has no DecompressionStream: use a current one");
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+function headMatrix(ex, layer, head) {
+  const k = layer * ex.n_heads + head;
+  if (ex.heads[k] === null || ex.heads[k] === undefined) return Promise.resolve(null);
+  ex.decoded = ex.decoded || {};
+  if (!ex.decoded[k]) ex.decoded[k] = (async () => {
+    const bytes = ex.encoding === "deflate" ? await inflate(ex.heads[k]) : Uint8Array.from(atob(ex.heads[k]), c => c.charCodeAt(0));
+    const T = ex.T, m = new Uint8Array(T * T);
+    let i = 0;
+    for (let t = 0; t < T; ++t) for (let s = 0, n = ex.causal ? t + 1 : T; s < n; ++s) m[t * T + s] = bytes[i++];
+    if (i !== bytes.length) throw new Error(`example ${ex.name}: head ${layer}:${head} holds ${bytes.length} bytes, not ${i}`);
+    return m;
+  })();
+  return ex.decoded[k];
+}
+const tokenText = s => s === " " ? "\u00a0" : s;
+function drawMatrix(canvas, ex, m, cell, margin, labels) {
+  const T = ex.T;
+  canvas.width = margin + T * cell;
+  canvas.height = margin + T * cell;
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  const image = new ImageData(T, T);
+  for (let t = 0; t < T; ++t) for (let s = 0; s < T; ++s) {
+    const c = ex.causal && s > t ? [236, 236, 236] : ATTENTION_LUT[m[t * T + s]], o = 4 * (t * T + s);
+    image.data[o] = c[0]; image.data[o + 1] = c[1]; image.data[o + 2] = c[2]; image.data[o + 3] = 255;
+  }
+  const small = document.createElement("canvas");
+  small.width = T; small.height = T;
+  small.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(small, margin, margin, T * cell, T * cell);
+  if (!labels) return;
+  ctx.fillStyle = "#333";
+  const size = Math.min(12, cell - 1), every = cell >= 8 ? 1 : Math.ceil(T / 16);
+  ctx.font = (cell >= 8 ? size : 10) + "px ui-monospace, monospace";
+  for (let t = 0; t < T; t += every) {
+    const text = cell >= 8 ? ex.tokens[t].slice(0, 5) : String(t), mid = margin + t * cell + cell / 2;
+    ctx.textAlign = "right"; ctx.textBaseline = "middle";
+    ctx.fillText(text, margin - 3, mid);                              // queries down the left
+    ctx.save(); ctx.translate(mid, margin - 3); ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left"; ctx.fillText(text, 0, 0); ctx.restore();  // keys along the top
+  }
+}
+function paintedPixels(canvas) {
+  const d = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) n += d[i] !== 255 || d[i + 1] !== 255 || d[i + 2] !== 255;
+  return n;
+}
+
+const VIEWERS = [];
+function createViewer(run, ri, host) {
+  const examples = run.examples, state = {example: 0, layer: 0, head: 0};
+  host.innerHTML = `<div class="controls">
+    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)} (${e.T} tokens)</option>`).join("")}</select></label>
+    <label>layer <select class="layer"></select></label>
+    <label>head <select class="head"></select></label>
+    <span class="small muted">attention 0 <span class="scale"></span> 1; grey: masked (future) keys. Hover a cell or a
+    token for the value (to 1/255); rows are queries, columns keys; the strip shades each key by the hovered query's attention</span></div>
+    <div class="view"></div><div class="tokens"></div>`;
+  const [exSel, layerSel, headSel] = ["ex", "layer", "head"].map(c => host.querySelector("select." + c));
+  const view = host.querySelector(".view"), strip = host.querySelector(".tokens");
+  host.querySelector(".scale").style.background =
+    "linear-gradient(to right," + [0, 64, 128, 192, 255].map(q => rgb(ATTENTION_LUT[q])).join(",") + ")";
+  let current = null;  // the single head's matrix shown, for the token strip
+
+  function fillSelects() {
+    const ex = examples[state.example];
+    layerSel.innerHTML = Array.from({length: ex.n_layers}, (_, l) => `<option value="${l}">${l}</option>`).join("");
+    const n = ex.layer_heads[state.layer];
+    headSel.innerHTML = Array.from({length: n}, (_, h) => `<option value="${h}">${h}</option>`).join("") +
+                        `<option value="all">all heads of the layer</option>`;
+    exSel.value = state.example; layerSel.value = state.layer; headSel.value = state.head;
+  }
+  function showStrip(t) {
+    const ex = examples[state.example];
+    strip.querySelectorAll(".tok").forEach((span, s) => {
+      const q = current && t !== null && (!ex.causal || s <= t) ? current[t * ex.T + s] : 0;
+      span.style.background = q ? rgb(ATTENTION_LUT[q]) : "";
+      span.style.color = q > 150 ? "#fff" : "";
+      span.classList.toggle("query", s === t);
+      span.setAttribute("data-tip", t === null ? `position ${s}` : `query ${t} -> key ${s}: ${(q / 255).toFixed(3)}`);
+    });
+  }
+  function tip(ex, m, t, s, head) {
+    const where = `layer ${state.layer}, head ${head}\nquery ${t} "${ex.tokens[t]}" -> key ${s} "${ex.tokens[s]}": `;
+    return where + (ex.causal && s > t ? "masked (future)" : (m[t * ex.T + s] / 255).toFixed(3));
+  }
+  let renders = 0;  // a render started later wins over one still decoding
+  async function render() {
+    const ex = examples[state.example], T = ex.T, ticket = ++renders;
+    const heads = state.head === "all" ? Array.from({length: ex.layer_heads[state.layer]}, (_, h) => h) : [state.head];
+    const matrices = await Promise.all(heads.map(h => headMatrix(ex, state.layer, h)));
+    if (ticket !== renders) return;
+    view.innerHTML = "";
+    let sum = 0, canvases = 0, painted = 0;
+    const box = state.head === "all" ? document.createElement("div") : view;
+    if (state.head === "all") { box.className = "multiples"; view.appendChild(box); }
+    for (const [k, h] of heads.entries()) {
+      const m = matrices[k];
+      if (!m) continue;
+      for (let i = 0; i < m.length; ++i) sum += m[i];
+      const canvas = document.createElement("canvas");
+      const single = state.head !== "all";
+      const cell = single ? Math.max(2, Math.min(18, Math.floor(560 / T))) : Math.max(1, Math.floor(180 / T));
+      const margin = single ? 44 : 0;
+      drawMatrix(canvas, ex, m, cell, margin, single);
+      if (!single && canvas.width > 190) canvas.style.width = "190px";  // a thumbnail; hover still maps to cells
+      canvas.setAttribute("data-layer", state.layer);
+      canvas.setAttribute("data-head", h);
+      canvas.addEventListener("mousemove", e => {
+        const r = canvas.getBoundingClientRect(), scale = canvas.width / r.width;
+        const s = Math.floor(((e.clientX - r.left) * scale - margin) / cell);
+        const t = Math.floor(((e.clientY - r.top) * scale - margin) / cell);
+        if (s < 0 || t < 0 || s >= T || t >= T) { hideTip(); return; }
+        showTip(tip(ex, m, t, s, h), e);
+        if (single) showStrip(t);
+      });
+      canvas.addEventListener("mouseleave", hideTip);
+      if (single) {
+        view.appendChild(canvas);
+        current = m;
+      } else {
+        const fig = document.createElement("figure");
+        fig.innerHTML = `<figcaption>head ${h}</figcaption>`;
+        fig.appendChild(canvas);
+        fig.addEventListener("click", () => set({head: h}));
+        box.appendChild(fig);
+      }
+      if (!canvases++) painted = paintedPixels(canvas);
+    }
+    if (state.head === "all") current = null;
+    strip.innerHTML = ex.tokens.map((s, t) => `<span class="tok" data-pos="${t}">${esc(tokenText(s))}</span>` +
+                                            (s === "\\n" ? "<br>" : "")).join("");
+    strip.querySelectorAll(".tok").forEach((span, t) => span.addEventListener("mouseenter", () => showStrip(t)));
+    showStrip(current ? T - 1 : null);
+    Object.assign(host.dataset, {example: ex.name, layer: state.layer, head: state.head, t: T, sum, canvases, painted,
+                                 rendered: Number(host.dataset.rendered || 0) + 1});
+  }
+  function set(change) {
+    Object.assign(state, change);
+    const ex = examples[state.example];
+    state.layer = Math.min(Math.max(0, state.layer), ex.n_layers - 1);
+    if (state.head !== "all") state.head = Math.min(Math.max(0, state.head), ex.layer_heads[state.layer] - 1);
+    fillSelects();
+    return render().catch(e => reportError("error: " + (e && e.stack ? e.stack : e)));
+  }
+  exSel.addEventListener("change", () => set({example: Number(exSel.value)}));
+  layerSel.addEventListener("change", () => set({layer: Number(layerSel.value)}));
+  headSel.addEventListener("change", () => set({head: headSel.value === "all" ? "all" : Number(headSel.value)}));
+  const viewer = {run: ri, examples, set, host, ready: set({})};
+  VIEWERS.push(viewer);
+  return viewer;
+}
+
+// #run=I&example=NAME&layer=L&head=H|all selects a head in run I's viewer (the first run by default).
+function applyHash() {
+  const p = new URLSearchParams(location.hash.replace(/^#/, ""));
+  if (![...p.keys()].length) return;
+  const ri = Number(p.get("run") || 0), viewer = VIEWERS.find(v => v.run === ri) || VIEWERS[0];
+  if (!viewer) return;
+  const change = {};
+  if (p.has("example")) {
+    const i = viewer.examples.findIndex(e => e.name === p.get("example"));
+    change.example = i >= 0 ? i : Number(p.get("example")) || 0;
+  }
+  if (p.has("layer")) change.layer = Number(p.get("layer"));
+  if (p.has("head")) change.head = p.get("head") === "all" ? "all" : Number(p.get("head"));
+  return viewer.set(change);
+}
+window.addEventListener("hashchange", applyHash);
+
+// ---- a run's section ---------------------------------------------------------------------------
+// A few lines instead of a table: what was trained, how far it got, what built it, what files it has.
+function describeModel(v) {
+  const g = k => v[k], parts = [];
+  const heads = Number(g("model.n_heads")), dHead = Number(g("model.d_head")) || (Number(g("model.d_model")) / heads);
+  if (g("model.kind")) parts.push(g("model.kind"));
+  if (g("model.d_model")) parts.push("d_model " + g("model.d_model"));
+  if (heads) parts.push(heads + (heads === 1 ? " head" : " heads") + (dHead ? " x d_head " + dHead : "") +
+                        (Number(g("model.n_kv_heads")) ? " (" + g("model.n_kv_heads") + " kv heads)" : ""));
+  if (g("model.layer_heads") && g("model.layer_heads") !== "[]") parts.push("heads per layer " + g("model.layer_heads"));
+  if (g("model.n_layers")) parts.push(g("model.n_layers") + " layers");
+  const data = [g("data.task") && "task " + g("data.task"), g("data.path") && g("data.task") === "text" && g("data.path"),
+                g("data.seq_len") && "seq_len " + g("data.seq_len")].filter(Boolean);
+  const train = [g("train.steps") && g("train.steps") + " steps", g("train.batch_size") && "batch " + g("train.batch_size"),
+                 g("train.lr") && "lr " + g("train.lr"), g("train.seed") && "seed " + g("train.seed")].filter(Boolean);
+  return [parts.join(", "), data.join(", "), train.join(", ")].filter(Boolean).join("; ");
+}
+function runFacts(run) {
+  const config = parseConfig(run.config), m = run.metrics, lines = [];
+  const model = describeModel(config.values);
+  if (model) lines.push(`<b>${esc(model)}</b>`);
+  if (m) {
+    const got = ["step " + fmt(lastValue(column(m, "step")))];
+    if (hasValues(column(m, "tokens"))) got.push(fmt(lastValue(column(m, "tokens"))) + " tokens");
+    const finals = ["train_loss", "val_loss", "val_accuracy", "val_bpb"].filter(n => hasValues(column(m, n)))
+                     .map(n => n + " " + fmt(lastValue(column(m, n))));
+    const rates = (column(m, "tokens_per_s") || []).slice(1).filter(v => typeof v === "number");
+    if (rates.length) got.push(fmt(Math.round(rates.reduce((a, b) => a + b, 0) / rates.length)) + " tokens/s");
+    if (hasValues(column(m, "elapsed_s"))) got.push(fmt(lastValue(column(m, "elapsed_s"))) + " s");
+    lines.push(`last logged: ${esc(got.join(", "))}; final ${esc(finals.join(", "))}`);
+  }
+  const built = config.provenance.map(([k, v]) => k.replace(/^headlab_/, "") + " " + v).join(", ");
+  if (built) lines.push(`<span class="muted">trained by headlab: ${esc(built)}</span>`);
+  lines.push(`<span class="muted">${esc(run.path)}: checkpoints ${esc(run.checkpoints.join(" ") || "-")}; ` +
+             `analysis ${run.heads ? "heads.csv" : "-"}; attention examples ${esc(run.examples.map(e => e.name).join(" ") || "-")}; ` +
+             `prune.csv files ${run.prune.length}</span>`);
+  return `<div class="facts">${lines.map(l => `<div>${l}</div>`).join("")}</div>` +
+         (run.config ? `<details><summary>config.toml</summary><pre>${esc(run.config)}</pre></details>` : "");
+}
+// Two columns on a wide screen: everything else on the left, the attention viewer on the right,
+// beside the heatmaps whose cells open a head in it.
+function renderRun(run, ri, host) {
+  let html = `<h3>Run</h3>${runFacts(run)}`;
+  if (run.metrics) html += `<h3>Training curves</h3><div class="charts">${runCurves(run.metrics, CURVES.slice(0, 3))}</div>` +
+    `<details><summary>learning rate, gradient norm, tokens per second</summary><div class="charts">` +
+    `${runCurves(run.metrics, CURVES.slice(3))}</div></details>`;
+  if (run.heads) html += `<h3>Per-head analysis (heads.csv)</h3>${headHeatmaps(run.heads, ri)}`;
+  if (run.similarity && run.similarity.rows.length)
+    html += `<details class="similarity"><summary>head-by-head Jensen-Shannon distance (heads_similarity.csv; ` +
+            `0 = the same attention, yellow = the largest)</summary></details>`;
+  if (run.prune.length) html += `<h3>Pruning (${run.prune.length} prune.csv)</h3>${pruneCurves(run.prune)}`;
+  if (run.examples.length)
+    html = `<div class="run-grid"><div>${html}</div><div><h3>Attention</h3>` +
+           `<div class="viewer" id="viewer-${ri}" data-run="${ri}"></div></div></div>`;
+  host.innerHTML = html;
+  const similarity = host.querySelector("details.similarity");
+  if (similarity) similarity.appendChild(similarityMap(run.similarity));
+  const viewerHost = host.querySelector(".viewer");
+  if (viewerHost) {
+    const viewer = createViewer(run, ri, viewerHost);
+    host.querySelectorAll("rect.cell").forEach(r => r.addEventListener("click", () => {
+      viewer.set({layer: Number(r.dataset.layer), head: Number(r.dataset.head)});
+      viewerHost.scrollIntoView({block: "nearest"});
+    }));
+  }
+}
+
+// ---- a sweep -----------------------------------------------------------------------------------
+function resultsTable(csv) {
+  if (!csv) return "";
+  return `<table class="results"><tr>${csv.columns.map(c => `<th>${esc(c)}</th>`).join("")}</tr>` +
+         csv.rows.map(r => `<tr>${r.map(v => `<td>${esc(fmt(v))}</td>`).join("")}</tr>`).join("") + "</table>";
+}
+function renderSweep(data, host) {
+  let html = `<h2>Sweep: ${data.runs.length} runs</h2>`;
+  if (data.results) html += `<h3>Results (results.csv: mean and sample std over seeds)</h3>${resultsTable(data.results)}`;
+  if (data.summary) html += `<details><summary>summary.md</summary><pre>${esc(data.summary)}</pre></details>`;
+  html += `<h3>Every run's curves</h3><div class="charts">`;
+  for (const metric of ["train_loss", "val_loss", "val_accuracy", "val_bpb"]) {
+    const series = data.runs.filter(r => hasValues(column(r.metrics, metric))).map((r, i) => ({
+      name: r.name, xs: column(r.metrics, "step"), ys: column(r.metrics, metric), color: colorOf(i), dots: metric !== "train_loss"}));
+    if (series.length) html += lineChart({title: metric + " of every run", xLabel: "step", yLabel: metric, series, width: 460, height: 270});
+  }
+  html += `</div><h3>Runs</h3><div id="runs"></div>`;
+  host.innerHTML = html;
+  const runs = host.querySelector("#runs");
+  data.runs.forEach((run, ri) => {
+    const details = document.createElement("details");
+    details.className = "run";
+    details.open = ri === 0;
+    details.setAttribute("data-run", run.name);
+    const loss = lastValue(column(run.metrics, "val_loss"));
+    details.innerHTML = `<summary>${esc(run.name)} <span class="muted">final val_loss ${fmt(loss)}</span></summary><div></div>`;
+    runs.appendChild(details);
+    renderRun(run, ri, details.querySelector("div"));
+  });
+}
+
+// ---- the page ----------------------------------------------------------------------------------
+async function main() {
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+  const g = data.generated;
+  document.getElementById("title").textContent = `headlab report: ${data.name} (${data.kind})`;
+  document.getElementById("generated").textContent =
+    `${g.folder}, written ${g.date} by headlab ${g.headlab_version} (commit ${g.headlab_commit}, ${g.headlab_build_type})`;
+  const host = document.getElementById("report");
+  if (data.kind === "sweep") renderSweep(data, host);
+  else renderRun(data.runs[0], 0, host);
+  // Ready once every viewer has drawn (maps decode asynchronously), the URL's choice included.
+  return Promise.all(VIEWERS.map(v => v.ready).concat([applyHash()]))
+    .then(() => document.body.setAttribute("data-ready", "1"));
+}
+try { main().catch(e => reportError("error: " + (e && e.stack ? e.stack : e))); }
+catch (e) { reportError("error: " + (e && e.stack ? e.stack : e)); }
