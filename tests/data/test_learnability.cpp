@@ -67,9 +67,23 @@ Outcome train(const Config& c, const std::function<bool(int64_t, Model<float>&)>
   return o;
 }
 
+// Calls visit(row, t, target) for every scored target (target >= 0) of the first `n_batches`
+// batches of `split`, with `b` holding the batch: how the baselines below are fitted (train) and
+// scored (val, whose first eval_batches batches are the ones the trainer's evaluation reads).
+template <typename Visit>
+void for_each_scored_target(const Dataset& data, Split split, int64_t n_batches, Batch& b, Visit visit) {
+  const int64_t T = b.seq_len;
+  for (int64_t i = 0; i < n_batches; ++i) {
+    data.fill_batch(split, i, b);
+    for (int64_t r = 0; r < b.batch_size; ++r)
+      for (int64_t t = 0; t < T; ++t)
+        if (const int32_t y = b.targets[static_cast<size_t>(r * T + t)]; y >= 0) visit(r, t, y);
+  }
+}
+
 // The best n-gram model (1, 2 or 3 tokens of context, add-0.1 smoothing) fitted on `fit_batches`
 // training batches: its mean loss in nats on the scored targets of the first `eval_batches`
-// validation batches, the ones the trainer's evaluation reads.
+// validation batches.
 double best_ngram_val_loss(const Config& c, int64_t fit_batches) {
   const std::unique_ptr<Dataset> data = make_dataset(c);
   const int64_t V = c.data.vocab_size, T = c.data.seq_len;
@@ -86,76 +100,55 @@ double best_ngram_val_loss(const Config& c, int64_t fit_batches) {
   double best = 1e9;
   for (int order = 1; order <= 3; ++order) {
     std::unordered_map<uint64_t, double> pair_counts, context_counts;
-    for (int64_t i = 0; i < fit_batches; ++i) {
-      data->fill_batch(Split::train, i, b);
-      for (int64_t r = 0; r < b.batch_size; ++r)
-        for (int64_t t = 0; t < T; ++t) {
-          const int32_t y = b.targets[static_cast<size_t>(r * T + t)];
-          if (y < 0) continue;
-          const uint64_t ctx = context(r, t, order);
-          pair_counts[ctx * static_cast<uint64_t>(V) + static_cast<uint64_t>(y)] += 1;
-          context_counts[ctx] += 1;
-        }
-    }
+    for_each_scored_target(*data, Split::train, fit_batches, b, [&](int64_t r, int64_t t, int32_t y) {
+      const uint64_t ctx = context(r, t, order);
+      pair_counts[ctx * static_cast<uint64_t>(V) + static_cast<uint64_t>(y)] += 1;
+      context_counts[ctx] += 1;
+    });
     double loss = 0;
     int64_t scored = 0;
-    for (int64_t i = 0; i < c.train.eval_batches; ++i) {
-      data->fill_batch(Split::val, i, b);
-      for (int64_t r = 0; r < b.batch_size; ++r)
-        for (int64_t t = 0; t < T; ++t) {
-          const int32_t y = b.targets[static_cast<size_t>(r * T + t)];
-          if (y < 0) continue;
-          const uint64_t ctx = context(r, t, order);
-          const auto pair = pair_counts.find(ctx * static_cast<uint64_t>(V) + static_cast<uint64_t>(y));
-          const auto total = context_counts.find(ctx);
-          const double p = ((pair == pair_counts.end() ? 0.0 : pair->second) + 0.1) /
-                           ((total == context_counts.end() ? 0.0 : total->second) + 0.1 * static_cast<double>(V));
-          loss -= std::log(p);
-          ++scored;
-        }
-    }
+    for_each_scored_target(*data, Split::val, c.train.eval_batches, b, [&](int64_t r, int64_t t, int32_t y) {
+      const uint64_t ctx = context(r, t, order);
+      const auto pair = pair_counts.find(ctx * static_cast<uint64_t>(V) + static_cast<uint64_t>(y));
+      const auto total = context_counts.find(ctx);
+      const double p = ((pair == pair_counts.end() ? 0.0 : pair->second) + 0.1) /
+                       ((total == context_counts.end() ? 0.0 : total->second) + 0.1 * static_cast<double>(V));
+      loss -= std::log(p);
+      ++scored;
+    });
     best = std::min(best, loss / static_cast<double>(scored));
   }
   return best;
 }
 
-}  // namespace
-
 // The best predictor from one token alone: for each distance d, the most frequent target given the
-// token d places back (fitted on `fit_batches` training batches); its accuracy on the scored targets
-// of the first `eval_batches` validation batches, the ones the trainer's evaluation reads. The
-// best over d is returned: what a model blind to all but one position can reach.
+// token d places back, fitted on `fit_batches` training batches; its accuracy on the scored targets
+// of the first `eval_batches` validation batches. The best over d is returned: what a model blind
+// to all but one position can reach.
 double best_one_token_val_accuracy(const Config& c, int64_t fit_batches) {
   const std::unique_ptr<Dataset> data = make_dataset(c);
   const int64_t V = c.data.vocab_size, T = c.data.seq_len;
   Batch b = data->make_batch(c.train.batch_size);
+  auto token_back = [&](int64_t r, int64_t t, int64_t d) { return b.tokens[static_cast<size_t>(r * T + t - d)]; };
   double best = 0;
   for (int64_t d = 0; d < T; ++d) {
     std::vector<int64_t> counts(static_cast<size_t>(V * V), 0);  // [token d back, target]
-    for (int64_t i = 0; i < fit_batches; ++i) {
-      data->fill_batch(Split::train, i, b);
-      for (int64_t r = 0; r < b.batch_size; ++r)
-        for (int64_t t = d; t < T; ++t)
-          if (const int32_t y = b.targets[static_cast<size_t>(r * T + t)]; y >= 0)
-            ++counts[static_cast<size_t>(b.tokens[static_cast<size_t>(r * T + t - d)] * V + y)];
-    }
+    for_each_scored_target(*data, Split::train, fit_batches, b, [&](int64_t r, int64_t t, int32_t y) {
+      if (t >= d) ++counts[static_cast<size_t>(token_back(r, t, d) * V + y)];
+    });
     int64_t right = 0, scored = 0;
-    for (int64_t i = 0; i < c.train.eval_batches; ++i) {
-      data->fill_batch(Split::val, i, b);
-      for (int64_t r = 0; r < b.batch_size; ++r)
-        for (int64_t t = 0; t < T; ++t) {
-          const int32_t y = b.targets[static_cast<size_t>(r * T + t)];
-          if (y < 0) continue;
-          ++scored;
-          if (t < d) continue;  // nothing d places back: counted wrong
-          const int64_t* row = counts.data() + b.tokens[static_cast<size_t>(r * T + t - d)] * V;
-          right += std::max_element(row, row + V) - row == y;
-        }
-    }
+    for_each_scored_target(*data, Split::val, c.train.eval_batches, b, [&](int64_t r, int64_t t, int32_t y) {
+      ++scored;
+      if (t < d) return;  // nothing d places back: counted wrong
+      const int64_t* row = counts.data() + token_back(r, t, d) * V;
+      right += std::max_element(row, row + V) - row == y;
+    });
     best = std::max(best, static_cast<double>(right) / static_cast<double>(scored));
   }
   return best;
 }
+
+}  // namespace
 
 TEST_CASE("k_relation with k = 2 is learned by one layer with two heads", "[data][tasks][learn]") {
   // (x[t-1] - x[t-3]) mod 5 on rows of 6 tokens: chance is 1/5, and neither token alone helps.
