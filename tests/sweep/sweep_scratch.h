@@ -13,20 +13,19 @@
 
 #include "headlab/io/csv.h"
 #include "support/scratch.h"
+#include "support/tiny_config.h"
 
 namespace headlab::test {
 
-// A scratch folder with a small, learnable corpus and a tiny base config that trains in a blink.
+// A scratch folder with a small, learnable corpus and base.toml, the tests' tiny config for it
+// (tiny_config.h) with 6 steps at lr 3e-3, evaluated and checkpointed every 3.
 struct SweepScratch : ScratchDir {
   SweepScratch() : ScratchDir("sweep") {
-    write_corpus("corpus.txt", 400);
-    write("base.toml",
-          "[model]\nd_model = 16\nn_layers = 1\nmax_seq_len = 16\n"
-          "[data]\npath = \"" +
-              (dir / "corpus.txt").string() +
-              "\"\nseq_len = 16\n"
-              "[train]\nbatch_size = 4\nsteps = 6\nwarmup_steps = 1\nlr = 3e-3\neval_every = 3\n"
-              "eval_batches = 1\nlog_every = 1\ncheckpoint_every = 3\nkeep_checkpoints = 0\n");
+    Config c = tiny_text_config(write_corpus("corpus.txt", 400));
+    c.train.steps = 6;
+    c.train.lr = 3e-3;
+    c.train.eval_every = c.train.checkpoint_every = 3;
+    write_config("base.toml", c);
   }
 };
 
