@@ -64,7 +64,12 @@ std::string format_value(double v) {  // NaN (not measured) is an empty cell
 
 std::string head_label(const HeadScores& s, int64_t k) {
   const int64_t l = s.layer_of(k);
-  return "L" + std::to_string(l) + "H" + std::to_string(k - s.first_head(l));
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "L" + std::to_string(l).
+  std::string label = "L";
+  label += std::to_string(l);
+  label += 'H';
+  label += std::to_string(k - s.first_head(l));
+  return label;
 }
 
 // Values laid out [outer, N, inner] in head order as [outer, L, H, inner], NaN where layer l has

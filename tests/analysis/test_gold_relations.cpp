@@ -67,7 +67,9 @@ TEST_CASE("on the grammar task every gold agreement is measured and padding rows
     info.gold_antecedent = batch.gold_antecedent.data();
     accumulate_positional_baselines(info, direct);
   }
-  HeadScores recount{.n_layers = s.n_layers, .n_heads = s.n_heads};
+  HeadScores recount;
+  recount.n_layers = s.n_layers;
+  recount.n_heads = s.n_heads;
   finish_attention_stats(direct, recount);
   for (const BaselineField& f : positional_baselines()) {
     CHECK((recount.*f.baseline).agreement == (s.*f.baseline).agreement);

@@ -99,7 +99,7 @@ TEST_CASE("a grid.csv row whose run is not a folder name is one error line", "[s
 
 // Found by .ci/test-fuzz (fuzz_run_folder): a step of 1e308 was converted to int64_t (undefined).
 TEST_CASE("a metrics.csv row whose step is not a count is one error line", "[sweep]") {
-  for (const std::string& step : {"1e308", "inf", "-1", "nan"}) {
+  for (const std::string step : {"1e308", "inf", "-1", "nan"}) {
     test::ScratchDir s("sweep");
     const std::string row = step + ",64,0.001,4,2.5,,3.6,1,1000,0.5";
     const fs::path path = s.write("metrics.csv",
