@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <vector>
@@ -40,9 +41,15 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   HEADLAB_CHECK(kept == std::string(kMetricsHeader) + "\n", path.string()
                                                                 << ": unexpected header, not a headlab metrics file");
   const size_t step_column = table.column("step");
-  for (const std::vector<std::string>& row : table.rows) {
-    if (std::stoll(row[step_column]) > step) break;
-    kept += csv_line(row);
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::string& text = table.rows[r][step_column];
+    char* end = nullptr;
+    const long long row_step = std::strtoll(text.c_str(), &end, 10);
+    HEADLAB_CHECK(!text.empty() && *end == '\0' && row_step >= 0, "cannot resume: " << path.string() << ":"
+                                                                                    << table.lines[r] << ": step '"
+                                                                                    << text << "' is not a step count");
+    if (row_step > step) break;
+    kept += csv_line(table.rows[r]);
   }
   write_file_atomically(path, kept);
 }

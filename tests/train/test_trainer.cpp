@@ -158,6 +158,22 @@ TEST_CASE("resume refuses a checkpoint of a different architecture or a corrupt 
   CHECK_THROWS_AS(run_training(longer, quiet_run(s.dir / "run", "auto")), Error);
 }
 
+TEST_CASE("resume refuses a metrics.csv whose step is not a count, in one line, leaving the file", "[train][faults]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 4;
+  run_training(c, quiet_run(s.dir / "run"));
+  const fs::path metrics = s.dir / "run" / "metrics.csv";
+  std::string text = test::read_file(metrics);
+  text.replace(text.find('\n') + 1, 1, "x");  // the first row's step, "1", becomes "x"
+  std::ofstream(metrics, std::ios::trunc) << text;
+  Config longer = c;
+  longer.train.steps = 8;
+  REQUIRE_THROWS_WITH(run_training(longer, quiet_run(s.dir / "run", "auto")),
+                      "cannot resume: " + metrics.string() + ":2: step 'x' is not a step count");
+  CHECK(test::read_file(metrics) == text);
+}
+
 TEST_CASE("a fresh run refuses a folder that already holds one, writing nothing", "[train][faults]") {
   Scratch s;
   Config c = tiny_config(s);
