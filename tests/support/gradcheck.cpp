@@ -47,7 +47,11 @@ void compare_with_central_differences(const std::function<double()>& loss, doubl
     values[index] = original;
     const double numeric = (plus - minus) / (2 * options.step);
     const double a = analytic == nullptr ? 0.0 : analytic[index];
-    const double rel = std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), options.floor});
+    // A NaN or infinite gradient on either side is the worst possible error: as a ratio it would
+    // be NaN, which loses every comparison and would leave the check passing.
+    const bool finite = std::isfinite(a) && std::isfinite(numeric);
+    const double rel = finite ? std::abs(a - numeric) / std::max({std::abs(a), std::abs(numeric), options.floor})
+                              : std::numeric_limits<double>::infinity();
     ++result.checked;
     if (rel >= result.max_rel_error) {
       result.max_rel_error = rel;
@@ -102,6 +106,8 @@ GradCheckResult gradcheck(const GraphFn& graph, const std::vector<Tensor<double>
     compare_with_central_differences(perturbed_loss, x.data(), grad.empty() ? nullptr : grad.data(), indices,
                                      static_cast<int>(i), options, result);
   }
+  // A check of nothing (no input differentiable) must not read as a pass.
+  if (result.checked == 0) result.max_rel_error = std::numeric_limits<double>::infinity();
   return result;
 }
 

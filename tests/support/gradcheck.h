@@ -1,6 +1,9 @@
 // The one gradient checker: compares a graph's backward with central finite differences in
 // double precision. The graph maps the inputs to any tensor y; the checker differentiates the
 // scalar L = sum(w * y) for a fixed random w, so every output element's gradient path counts.
+// A NaN or infinite gradient (analytic or numeric), and a check of no element at all, give an
+// infinite max_rel_error: they fail every tolerance. tests/support/test_gradcheck.cpp checks that
+// it fails broken backwards (NaN, wrong sign, missing term).
 //   auto r = gradcheck([](Tape<double>& t, const std::vector<Var<double>>& in) {
 //     return gelu(in[0]); }, {x});
 //   REQUIRE(r.max_rel_error <= 1e-6);   // r.str() names the worst input and index
