@@ -13,6 +13,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
 #include "headlab/common/paths.h"
+#include "headlab/ops/attention.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
@@ -125,6 +126,8 @@ int run_info(int argc, char** argv) {
   print_build();
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",
               num_threads());
+  std::printf("attention    %s kernels (HEADLAB_NO_AVX512=1 picks baseline in a portable build)\n",
+              attention_kernels_in_use());
   const std::filesystem::path share = share_dir();
   std::printf("shared files %s\n", share.empty() ? "(not found: install with cmake --install)" : share.c_str());
   try {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/scratch.h"
+#include "support/skip.h"
 
 using Catch::Matchers::Contains;
 using namespace headlab;
@@ -103,7 +104,8 @@ TEST_CASE(
     CHECK_THAT(headlab_in_work({"plot", "runs/default"}, "plot.log"), Contains("runs/default/plots/loss.png"));
     CHECK(fs::is_regular_file(run / "plots" / "loss.png"));
   } else {
-    WARN("matplotlib is not importable by /usr/bin/python3 (apt-get install python3-matplotlib): plot not tested");
+    SKIP_FOR_MISSING_PACKAGE(
+        "matplotlib is not importable by /usr/bin/python3 (apt-get install python3-matplotlib): plot not tested");
   }
   CHECK_THAT(
       headlab_in_work({"eval", "runs/default/checkpoints/best.h5", "--split", "test", "--batches", "8"}, "eval.log"),

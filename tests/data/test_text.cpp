@@ -15,6 +15,7 @@
 #include "headlab/common/error.h"
 #include "headlab/data/text.h"
 #include "support/scratch.h"
+#include "support/skip.h"
 
 using namespace headlab;
 namespace fs = std::filesystem;
@@ -349,7 +350,8 @@ TEST_CASE("bits per byte is nats per token over ln 2 and bytes per token", "[dat
 
 TEST_CASE("the Bible export writes the whole KJV, one verse per line, without verse labels", "[data][text][bible]") {
   if (std::system("command -v bible > /dev/null 2>&1") != 0) {
-    WARN("the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
+    SKIP_FOR_MISSING_PACKAGE(
+        "the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
     return;
   }
   TempPath dir("bible");
@@ -387,7 +389,8 @@ TEST_CASE("the Bible export writes the whole KJV, one verse per line, without ve
 TEST_CASE("\"bible\" and the old default path name one export in the user cache, not the working directory",
           "[data][text][bible]") {
   if (std::system("command -v bible > /dev/null 2>&1") != 0) {
-    WARN("the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
+    SKIP_FOR_MISSING_PACKAGE(
+        "the `bible` program is not installed (apt-get install bible-kjv): Bible export not tested");
     return;
   }
   TempPath dir("bible_user");

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -147,13 +148,33 @@ TEMPLATE_TEST_CASE("both attention kernel sets match the naive reference and eac
   if (results.size() == 2) require_close(results[1], results[0], std::is_same_v<TestType, float> ? 1e-6 : 1e-15);
 }
 
-TEST_CASE("attention rejects unavailable kernels with one line", "[ops][attention]") {
+TEST_CASE("explicit attention kernels: generic is the baseline copy, avx512 the intrinsic one or one line",
+          "[ops][attention]") {
+  CHECK(std::string(attention_kernels_in_use(AttentionKernels::generic)) == "baseline");
   if (attention_kernels_available(AttentionKernels::avx512)) {
-    SUCCEED("the CPU has AVX-512: nothing to reject");
+    CHECK(std::string(attention_kernels_in_use(AttentionKernels::avx512)) == "avx512");
     return;
   }
+  CHECK_THROWS_WITH(attention_kernels_in_use(AttentionKernels::avx512),
+                    Catch::Contains("attention: kernels=avx512 needs a CPU with AVX-512"));
   Arena arena;
   const Problem<float> p = make_problem<float>(arena, {1, 4, 1, 1, 4, true, false, 1.0}, 7);
   REQUIRE_THROWS_WITH(run_kernels(p, AttentionKernels::avx512),
                       Catch::Contains("attention: kernels=avx512 needs a CPU with AVX-512"));
+}
+
+TEST_CASE("automatic attention kernels follow the build, the CPU and HEADLAB_NO_AVX512", "[ops][attention]") {
+  // The rule of include/headlab/ops/attention.h. A native build compiles these tests with the
+  // library's -march=native, so __AVX512F__ here says whether the library's build targets it.
+  // .ci/test-portable runs this area once more with HEADLAB_NO_AVX512=1.
+  const char* off = std::getenv("HEADLAB_NO_AVX512");
+  const bool forced_off = off != nullptr && *off != '\0' && std::string(off) != "0";
+  const bool cpu = attention_kernels_available(AttentionKernels::avx512);
+#if defined(__AVX512F__)
+  const std::string expected = "avx512";
+#else
+  const std::string expected = cpu && !forced_off ? "avx512-generic" : "baseline";
+#endif
+  INFO("CPU has AVX-512: " << cpu << ", HEADLAB_NO_AVX512 set: " << forced_off);
+  CHECK(std::string(attention_kernels_in_use()) == expected);
 }

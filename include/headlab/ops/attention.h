@@ -34,6 +34,12 @@ enum class AttentionKernels { automatic, generic, avx512 };
 // Whether `kernels` can run here (avx512: an x86-64 build on a CPU with AVX-512 F/BW/CD/DQ/VL).
 bool attention_kernels_available(AttentionKernels kernels);
 
+// The code `kernels` runs in this build on this CPU: "baseline" (the generic kernels for baseline
+// x86-64, or the build's own flags), "avx512-generic" (the AVX-512 copy with the generic float
+// softmax: a portable build's automatic choice on an AVX-512 CPU) or "avx512" (that copy with the
+// intrinsic softmax). Throws, as a call would, for avx512 where it is not available.
+const char* attention_kernels_in_use(AttentionKernels kernels = AttentionKernels::automatic);
+
 struct AttentionOptions {
   bool causal = true;
   // [B,T] contiguous, 1 = real token, 0 = padding (masked as a key). Must outlive the step:

@@ -49,6 +49,22 @@ KernelPath resolve_kernels(AttentionKernels kernels) {
 #endif
 }
 
+}  // namespace attention_kernels
+
+const char* attention_kernels_in_use(AttentionKernels kernels) {
+  switch (attention_kernels::resolve_kernels(kernels)) {
+    case attention_kernels::KernelPath::base_generic:
+      return "baseline";
+    case attention_kernels::KernelPath::avx512_generic:
+      return "avx512-generic";
+    case attention_kernels::KernelPath::avx512_intrinsic:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+namespace attention_kernels {
+
 Problem::Problem(int64_t tokens_, int64_t d_head_, bool causal_)
     : tokens(tokens_),
       d_head(d_head_),
