@@ -7,7 +7,12 @@
 #endif
 #include <sys/wait.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "headlab/common/error.h"
 
@@ -57,6 +62,48 @@ int wait_child(pid_t pid) {
     if (errno != EINTR) return -1;
   }
   return status;
+}
+
+int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line) {
+  int fds[2];
+  // Close-on-exec: no other child started meanwhile keeps the pipe open (dup2 onto the child's
+  // stdout clears the flag there).
+  HEADLAB_CHECK(::pipe2(fds, O_CLOEXEC) == 0,
+                "cannot start " << child.args.at(0) << ": pipe: " << std::strerror(errno));
+  child.stdout_fd = fds[1];
+  pid_t pid = -1;
+  try {
+    pid = start_child(child);
+  } catch (...) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw;
+  }
+  ::close(fds[1]);
+  std::FILE* in = ::fdopen(fds[0], "r");
+  if (in == nullptr) {
+    ::close(fds[0]);
+    wait_child(pid);
+    HEADLAB_CHECK(false, "cannot read the output of " << child.args[0] << ": " << std::strerror(errno));
+  }
+  char* line = nullptr;
+  size_t capacity = 0;
+  try {
+    for (ssize_t length; (length = ::getline(&line, &capacity, in)) > 0;) {
+      std::string_view text(line, static_cast<size_t>(length));
+      if (text.back() == '\n') text.remove_suffix(1);
+      if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+      on_line(text);
+    }
+  } catch (...) {
+    std::free(line);
+    std::fclose(in);  // the child gets SIGPIPE at its next write
+    wait_child(pid);
+    throw;
+  }
+  std::free(line);
+  std::fclose(in);
+  return wait_child(pid);
 }
 
 }  // namespace headlab

@@ -18,6 +18,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/paths.h"
+#include "headlab/common/subprocess.h"
 
 namespace headlab {
 
@@ -176,29 +177,26 @@ std::string ensure_bible_corpus(const std::string& cache_path) {
   const std::string tmp_path = cache_path + ".tmp." + std::to_string(::getpid());
   std::FILE* out = std::fopen(tmp_path.c_str(), "wb");
   HEADLAB_CHECK(out, "bible corpus: cannot write " << tmp_path << ": " << std::strerror(errno));
-  std::FILE* in = ::popen("bible -f \"Gen1:1-Rev22:21\"", "r");
-  if (!in) {
+  int64_t verses = 0, unlabelled_line = 0;
+  ChildProcess bible;
+  bible.args = {"bible", "-f", "Gen1:1-Rev22:21"};
+  bible.env = current_environment();
+  int status = -1;
+  try {
+    status = run_child_reading_lines(bible, [&](std::string_view text) {
+      if (text.empty()) return;
+      ++verses;
+      const size_t label = verse_label_length(text);
+      if (label == 0 && unlabelled_line == 0) unlabelled_line = verses;
+      text.remove_prefix(label);
+      std::fwrite(text.data(), 1, text.size(), out);
+      std::fputc('\n', out);
+    });
+  } catch (...) {
     std::fclose(out);
     std::remove(tmp_path.c_str());
-    HEADLAB_CHECK(false, "bible corpus: cannot run `bible` to export " << cache_path << ": " << std::strerror(errno));
+    throw;
   }
-  char* line = nullptr;
-  size_t line_capacity = 0;
-  ssize_t length = 0;
-  int64_t verses = 0, unlabelled_line = 0;
-  while ((length = ::getline(&line, &line_capacity, in)) > 0) {
-    std::string_view text(line, static_cast<size_t>(length));
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-    if (text.empty()) continue;
-    ++verses;
-    const size_t label = verse_label_length(text);
-    if (label == 0 && unlabelled_line == 0) unlabelled_line = verses;
-    text.remove_prefix(label);
-    std::fwrite(text.data(), 1, text.size(), out);
-    std::fputc('\n', out);
-  }
-  std::free(line);
-  const int status = ::pclose(in);
   const bool write_failed = std::ferror(out) != 0;
   const bool close_failed = std::fclose(out) != 0;
   std::string problem;

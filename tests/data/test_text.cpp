@@ -430,3 +430,29 @@ TEST_CASE("without the bible program the export is one line saying how to instal
   require_one_line_naming(message, cache, "apt-get install bible-kjv");
   CHECK_FALSE(fs::exists(cache));
 }
+
+TEST_CASE("a bible program that fails part way leaves no export and says so in one line", "[data][text][bible]") {
+  // A stand-in `bible` that prints two labelled verses and exits 1.
+  TempPath dir("badbible");
+  const fs::path fake = fs::path(dir.path) / "bible";
+  fs::create_directories(dir.path);
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\nprintf 'Genesis 1:1 In the beginning\\nGenesis 1:2 And the earth\\n'\nexit 1\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const std::string cache = (fs::path(dir.path) / "cache" / "bible-kjv.txt").string();
+  const char* old_path = std::getenv("PATH");
+  const std::string saved = old_path ? old_path : "";
+  ::setenv("PATH", (dir.path + ":" + saved).c_str(), 1);
+  std::string message;
+  try {
+    ensure_bible_corpus(cache);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setenv("PATH", saved.c_str(), 1);
+  require_one_line_naming(message, cache, "failed (exit status 1)");
+  CHECK_FALSE(fs::exists(cache));
+  CHECK(fs::is_empty(fs::path(cache).parent_path()));  // no temp file left behind
+}

@@ -1,16 +1,18 @@
-// Child processes, started one way (the sweep's runs, `headlab plot`'s Python, the tests' runs of
-// the binary). Everything the child needs is prepared before fork(); after it the child calls
-// only async-signal-safe functions and then exec, as the parent may have threads (OpenMP, the
-// batch prefetcher).
+// Child processes, started one way (the sweep's runs, `headlab plot`'s Python, the Bible export's
+// `bible`, the tests' runs of the binary). Everything the child needs is prepared before fork(); after it the child
+// calls only async-signal-safe functions and then exec, as the parent may have threads (OpenMP, the batch prefetcher).
 //   ChildProcess child;
 //   child.args = {"/usr/bin/python3", "script.py"};
 //   child.env = current_environment();  child.stderr_fd = fd;
 //   const pid_t pid = start_child(child);  ...  const int status = wait_child(pid);
+//   const int status = run_child_reading_lines(child, [&](std::string_view line) { ... });
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headlab {
@@ -33,5 +35,10 @@ pid_t start_child(const ChildProcess& child);
 
 // waitpid(pid) until it returns (EINTR retried): the raw status for WIFEXITED and friends.
 int wait_child(pid_t pid);
+
+// Runs `child` to its end with its stdout on a pipe (child.stdout_fd is ignored), calling on_line
+// for every line, without its '\n' (and a '\r' before it); returns wait_child's status. If
+// on_line throws, the pipe is closed and the child reaped before the exception goes on.
+int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line);
 
 }  // namespace headlab
