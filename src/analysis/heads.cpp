@@ -178,10 +178,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   const ModelSpec& spec = model.spec();
   const int64_t L = spec.n_layers, N = spec.total_heads(), B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
-  const int64_t covering = dataset.eval_batches(split, B);
-  if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
-  HEADLAB_CHECK(n_batches > 0, "analyze: the " << split_name(split) << " split of " << dataset.name()
-                                               << " has no natural size; give a number of batches");
+  n_batches = dataset.batches_to_score(split, n_batches, B, "analyze");
   const bool causal = spec.kind == ModelKind::decoder;
   const bool has_accuracy = dataset.has_accuracy();
 

@@ -62,6 +62,14 @@ int64_t Dataset::eval_batches(Split, int64_t) const {
   return 0;
 }
 
+int64_t Dataset::batches_to_score(Split split, int64_t requested, int64_t batch_size, const char* caller) const {
+  const int64_t covering = eval_batches(split, batch_size);
+  if (covering > 0 && (requested <= 0 || requested > covering)) requested = covering;
+  HEADLAB_CHECK(requested > 0, caller << ": the " << split_name(split) << " split of " << name()
+                                      << " has no natural size; give a number of batches");
+  return requested;
+}
+
 std::vector<int64_t> Dataset::train_token_counts() const {
   constexpr int64_t kSampleBatches = 64, kSampleRows = 64;  // fixed, so the counts are too
   std::vector<int64_t> counts(static_cast<size_t>(vocab_size()));

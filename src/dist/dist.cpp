@@ -162,9 +162,6 @@ int rank() {
 int size() {
   return g_size;
 }
-int local_size() {
-  return g_local_size;
-}
 int cores_per_rank(int machine_cores) {
   return std::max(1, machine_cores / g_local_size);
 }

@@ -15,18 +15,6 @@ LrDecay parse_lr_decay(const std::string& name) {
   throw Error("schedule: unknown lr decay '" + name + "' (expected cosine, linear or constant)");
 }
 
-const char* lr_decay_name(LrDecay decay) {
-  switch (decay) {
-    case LrDecay::cosine:
-      return "cosine";
-    case LrDecay::linear:
-      return "linear";
-    case LrDecay::constant:
-      return "constant";
-  }
-  return "?";
-}
-
 double learning_rate(const ScheduleOptions& o, int64_t step) {
   HEADLAB_CHECK(std::isfinite(o.lr) && o.lr >= 0, "schedule: lr=" << o.lr << " must be finite and >= 0");
   HEADLAB_CHECK(o.total_steps >= 1, "schedule: total_steps=" << o.total_steps << " must be >= 1");

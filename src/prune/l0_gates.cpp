@@ -41,8 +41,7 @@ L0Gates::L0Gates(const Model<float>& model, const L0Options& options)
 const Var<float>* L0Gates::sample(Tape<float>& tape, int64_t step, int64_t micro) {
   leaves_.clear();
   gates_.clear();
-  const uint64_t step_seed =
-      hash_combine(hash_combine(options_.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+  const uint64_t step_seed = micro_batch_seed(options_.seed, step, micro);
   for (int l = 0; l < log_alpha_.size(); ++l) {
     leaves_.push_back(tape.leaf(log_alpha_.value(l), log_alpha_.grad(l)));
     const Var<float> g = hard_concrete(leaves_.back(), hash_combine(step_seed, static_cast<uint64_t>(l)));

@@ -8,14 +8,6 @@ namespace headlab {
 
 namespace {
 
-int64_t batches_to_score(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size) {
-  const int64_t covering = dataset.eval_batches(split, batch_size);
-  if (covering > 0 && (n_batches <= 0 || n_batches > covering)) n_batches = covering;
-  HEADLAB_CHECK(n_batches > 0,
-                "evaluate: " << dataset.name() << " has no natural split size; give a number of batches");
-  return n_batches;
-}
-
 // Sums of losses over targets (not means over batches: the last batch may be partly empty).
 struct EvalSums {
   double loss_sum = 0;
@@ -40,7 +32,7 @@ struct EvalSums {
 
 EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int64_t n_batches, Batch& batch,
                    Tape<float>& tape) {
-  n_batches = batches_to_score(dataset, split, n_batches, batch.batch_size);
+  n_batches = dataset.batches_to_score(split, n_batches, batch.batch_size, "evaluate");
   EvalSums sums;
   NoGradGuard<float> no_grad(tape);
   for (int64_t i = 0; i < n_batches; ++i) {
@@ -56,7 +48,7 @@ PruningEvaluation::PruningEvaluation(const Dataset& dataset, Split split, int64_
                                      int64_t max_saved_bytes)
     : dataset_(dataset),
       split_(split),
-      n_batches_(batches_to_score(dataset, split, n_batches, batch_size)),
+      n_batches_(dataset.batches_to_score(split, n_batches, batch_size, "evaluate")),
       max_saved_bytes_(max_saved_bytes),
       batch_(dataset.make_batch(batch_size)) {}
 

@@ -79,8 +79,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       clock.lap(&StepPhases::data);
       ForwardOptions options;
       options.training = true;
-      options.dropout_seed =
-          hash_combine(hash_combine(ctx.seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+      options.dropout_seed = micro_batch_seed(ctx.seed, step, micro);
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
       ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, batch), options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);

@@ -108,6 +108,19 @@ TEST_CASE("synthetic tasks have finite val and test sets of eval_examples rows",
   }
 }
 
+TEST_CASE("batches_to_score covers a finite split at most once and needs a count for an unbounded one",
+          "[data][tasks]") {
+  TaskOptions o = every_task().front();
+  o.eval_examples = 100;
+  auto d = make_task(o);
+  CHECK(d->batches_to_score(Split::val, 0, 32, "evaluate") == 4);   // all of it
+  CHECK(d->batches_to_score(Split::val, 3, 32, "evaluate") == 3);   // fewer, as asked
+  CHECK(d->batches_to_score(Split::val, 50, 32, "evaluate") == 4);  // never past its end
+  CHECK(d->batches_to_score(Split::train, 7, 32, "analyze") == 7);
+  REQUIRE_THROWS_WITH(d->batches_to_score(Split::train, 0, 32, "analyze"),
+                      "analyze: the train split of " + d->name() + " has no natural size; give a number of batches");
+}
+
 TEST_CASE("a task's training token counts are the real tokens of a fixed sample of train batches", "[data][tasks]") {
   for (const TaskOptions& o : every_task()) {
     INFO(o.task);

@@ -22,6 +22,12 @@ inline uint64_t hash_combine(uint64_t seed, uint64_t value) {
   return splitmix64(splitmix64(seed) ^ value);
 }
 
+// The key of micro-batch `micro` of training step `step`: every draw made anew each step
+// (dropout masks, L0 gates' noise) starts from it, so a resumed run draws the same.
+inline uint64_t micro_batch_seed(uint64_t seed, int64_t step, int64_t micro) {
+  return hash_combine(hash_combine(seed, static_cast<uint64_t>(step)), static_cast<uint64_t>(micro));
+}
+
 // FNV-1a (64-bit) of `text`: a stable key for names (parameter init streams). Not std::hash,
 // whose values may change between standard libraries and would change results with them.
 inline uint64_t hash_text(std::string_view text) {

@@ -80,6 +80,10 @@ class Dataset {
   // Batches of batch_size that cover a val/test split exactly once (later indices give rows
   // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
   virtual int64_t eval_batches(Split split, int64_t batch_size) const;
+  // How many batches evaluation and analysis score: `requested`, clamped to eval_batches() (and
+  // all of them when requested <= 0); for an unbounded split a positive `requested` is needed,
+  // else a headlab::Error naming `caller` ("evaluate", "analyze").
+  int64_t batches_to_score(Split split, int64_t requested, int64_t batch_size, const char* caller) const;
   // How often each token id 0 .. vocab_size-1 occurs in the training split: what makes a token
   // rare for the analysis (Voita et al.'s rare-words heads). The default counts the real tokens
   // (key_padding) of a fixed sample, train batches 0..63 of 64 rows; text counts its train block.

@@ -38,7 +38,6 @@ class Session {
 
 int rank();        // 0 .. size() - 1
 int size();        // ranks in the job; 1 without mpirun
-int local_size();  // ranks on this machine (they share its cores)
 bool built_with_mpi();
 
 // The cores this rank may use: the machine's (OpenMP's default) shared among its local ranks.

@@ -20,7 +20,6 @@ namespace headlab {
 enum class LrDecay { cosine, linear, constant };
 
 LrDecay parse_lr_decay(const std::string& name);  // "cosine", "linear", "constant"; throws otherwise
-const char* lr_decay_name(LrDecay decay);
 
 struct ScheduleOptions {
   double lr = 3e-4;
