@@ -4,17 +4,19 @@ PyTorch exactly as the headlab binary does (docs/checkpoint-format.md).
     import headlab
     ckpt = headlab.load_checkpoint("runs/default/checkpoints/best.h5")   # numpy only
     model = headlab.load_model("runs/default/checkpoints/best.h5")       # torch.nn.Module
+    b = headlab.batch(ckpt.config, "train", 7)    # batch 7 of training, as the binary builds it
 
 torch is imported only when a torch-based name (Model, load_model, export_state_dict,
 head_scores, split_loss) is first used.
 """
 from .checkpoint import (Checkpoint, load_checkpoint, model_spec, parameter_shapes, save_checkpoint,
                          to_toml)
-from .data import eval_batches, text_windows
+from .data import batch, eval_batches, make_dataset, text_windows
+from .tasks import Batch, grammar_lexicon, make_task
 
 __all__ = ["Checkpoint", "load_checkpoint", "save_checkpoint", "model_spec", "parameter_shapes", "to_toml",
-           "eval_batches", "text_windows", "Model", "ModelOutput", "load_model", "export_state_dict",
-           "head_scores", "split_loss"]
+           "Batch", "batch", "make_dataset", "make_task", "grammar_lexicon", "eval_batches", "text_windows", "Model",
+           "ModelOutput", "load_model", "export_state_dict", "head_scores", "split_loss"]
 
 _TORCH_NAMES = {"Model": "model", "ModelOutput": "model", "load_model": "model", "export_state_dict": "model",
                 "head_scores": "analysis", "split_loss": "analysis"}

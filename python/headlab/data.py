@@ -1,13 +1,18 @@
-"""headlab's evaluation data in numpy, row for row as the binary builds it (src/data/), so a
-split's loss computed in Python is the loss `headlab eval` reports:
+"""headlab's data in numpy, row for row as the binary builds it (src/data/): any batch of any
+split of any task, so what a model sees in training, and a split's loss computed in Python, are
+exactly the binary's.
 
-    text      the val/test windows of a byte-level corpus (text.cpp): contiguous blocks
-              [0, train) [train, train+val) [train+val, n) of the file, W = (block - 1) // T
-              non-overlapping windows per block, window k of the split at tile (k * stride) mod W;
-    classify  the fixed val/test examples of the encoder task (classify.cpp, synthetic.cpp).
+    b = batch(ckpt.config, "train", 7)             # Batch: tokens, targets [B, T] int32, ...
+    ds = make_dataset(ckpt.config)                 # many batches of one config
+    ds.batch("val", 0, 32).gold_head
+    batches = eval_batches(ckpt.config, "val")     # [(tokens, targets, labels, key_padding), ...]
 
-    batches = eval_batches(ckpt.config, "val")      # [(tokens, targets, labels, key_padding), ...]
-Other generated tasks are not reimplemented here.
+    text      a byte-level corpus (text.cpp): contiguous blocks [0, train) [train, train+val)
+              [train+val, n) of the file; training windows start at RowRng offsets in the train
+              block; val/test hold W = (block - 1) // T non-overlapping windows, window k of the
+              split at tile (k * stride) mod W;
+    k_relation, induction, reverse, sort, grammar, classify
+              the generated tasks (tasks.py; src/data/<family>.cpp, synthetic.cpp).
 """
 from __future__ import annotations
 
@@ -16,8 +21,7 @@ import os
 
 import numpy as np
 
-SPLITS = {"train": 0, "val": 1, "test": 2}
-_MASK = (1 << 64) - 1
+from .tasks import EVAL_EXAMPLES, SPLITS, Batch, RowRng, make_task
 
 
 def corpus_path(path: str) -> str:
@@ -45,125 +49,95 @@ def text_windows(data: bytes, seq_len: int, train_fraction: float, val_fraction:
     return arr[idx], arr[idx + 1]
 
 
-def _splitmix64(x: int) -> int:
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
+class TextData:
+    """The byte-level text dataset (text.cpp) of a config: train windows at RowRng offsets in the
+    train block, val/test windows the fixed tiles of text_windows."""
+
+    layout = ()
+    pad_token = 0
+
+    def __init__(self, config: dict):
+        d = config.get("data", {})
+        self.seq_len, self.seed = int(d.get("seq_len", 128)), int(d.get("seed", 0))
+        self.vocab_size = 256
+        with open(corpus_path(d.get("path", "bible")), "rb") as f:
+            self.data = f.read()
+        self.train_fraction = float(d.get("train_fraction", 0.9))
+        self.val_fraction = float(d.get("val_fraction", 0.05))
+        self._windows = {}
+
+    def eval_windows(self, split: str):
+        """tokens, targets [W, T] of a val/test split, in headlab's order."""
+        if split not in self._windows:
+            self._windows[split] = text_windows(self.data, self.seq_len, self.train_fraction, self.val_fraction,
+                                                split)
+        return self._windows[split]
+
+    def eval_batch_count(self, split: str, batch_size: int) -> int:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size={batch_size} must be positive")
+        return 0 if split == "train" else -(-self.eval_windows(split)[0].shape[0] // batch_size)
+
+    def token_label(self, token: int) -> str:
+        """The byte as a character; \\n for a newline, \\xHH outside printable ASCII (text.cpp)."""
+        if token == 10:
+            return "\\n"
+        return chr(token) if 32 <= token < 127 else f"\\x{token & 0xFF:02x}"
+
+    def batch(self, split: str, batch_index: int, batch_size: int) -> Batch:
+        """TextDataset::fill_batch(split, batch_index, batch of batch_size)."""
+        if split not in SPLITS:
+            raise ValueError(f"split must be train, val or test, got {split!r}")
+        if batch_index < 0 or batch_size <= 0:
+            raise ValueError(f"text: batch_index={batch_index} must be >= 0 and batch_size={batch_size} positive")
+        B, T = batch_size, self.seq_len
+        out = Batch(tokens=np.zeros((B, T), np.int32), targets=np.full((B, T), -1, np.int32))
+        if split == "train":
+            end = math.floor(float(len(self.data)) * self.train_fraction)
+            arr = np.frombuffer(self.data, dtype=np.uint8)
+            for r in range(B):
+                start = RowRng(self.seed, SPLITS["train"], batch_index, r).below(end - T)
+                out.tokens[r] = arr[start:start + T]
+                out.targets[r] = arr[start + 1:start + T + 1]
+            return out
+        tokens, targets = self.eval_windows(split)
+        rows = tokens[batch_index * B:(batch_index + 1) * B]  # rows past the last window stay padding
+        out.tokens[:len(rows)] = rows
+        out.targets[:len(rows)] = targets[batch_index * B:(batch_index + 1) * B]
+        return out
 
 
-class RowRng:
-    """headlab's RowRng (include/headlab/data/batch.h): a splitmix64 stream keyed by
-    (seed, split, batch_index, row)."""
-
-    def __init__(self, seed: int, split: int, batch_index: int, row: int):
-        h = _splitmix64(seed & _MASK)
-        h = _splitmix64(h ^ split)
-        h = _splitmix64(h ^ (batch_index & _MASK))
-        self.state = _splitmix64(h ^ (row & _MASK))
-
-    def next(self) -> int:
-        r = _splitmix64(self.state)
-        self.state = (self.state + 1) & _MASK
-        return r
-
-    def below(self, n: int) -> int:
-        return (self.next() * n) >> 64
+def make_dataset(config: dict):
+    """The dataset a run config describes (make_dataset in src/train/setup.cpp): a TextData for
+    data.task = "text", else the generated task (tasks.make_task). Each has
+    .batch(split, batch_index, batch_size), .eval_batch_count(split, batch_size), .vocab_size,
+    .seq_len, .layout and .token_label(token)."""
+    if config.get("data", {}).get("task", "text") == "text":
+        return TextData(config)
+    return make_task(config)
 
 
-def _content_hash(tokens, targets, label) -> int:
-    h = _splitmix64(0x686561646C616273)
-    for t in tokens:
-        h = _splitmix64(h ^ (t & 0xFFFFFFFF))
-    for t in targets:
-        h = _splitmix64(h ^ (t & 0xFFFFFFFF))
-    if label is not None:
-        h = _splitmix64(h ^ (label & 0xFFFFFFFF))
-    return h
+def batch(config: dict, split: str, batch_index: int, batch_size: int | None = None) -> Batch:
+    """Batch `batch_index` of `split` ("train", "val" or "test") exactly as the binary's
+    Dataset::fill_batch gives it for this config, every field included; batch_size defaults
+    to train.batch_size. For many batches of one config, make_dataset(config).batch(...) once."""
+    B = batch_size or int(config.get("train", {}).get("batch_size", 16))
+    return make_dataset(config).batch(split, batch_index, B)
 
 
-def classify_examples(config: dict, split: str, count: int = 2048):
+def classify_examples(config: dict, split: str, count: int = EVAL_EXAMPLES):
     """tokens [N,T], labels [N], key_padding [N,T] of the classify task's fixed val/test set."""
-    d, m = config["data"], config["model"]
-    T, seed = int(d["seq_len"]), int(d.get("seed", 0))
-    vocab = int(d.get("vocab_size", 0)) or int(m.get("vocab_size", 0)) or 16
-    items = vocab - 3
-    max_len = int(d.get("max_len", 0)) or (T - 2) // 2
-    min_len = int(d.get("min_len", 0)) or max_len
-    cls, sep, pad = vocab - 3, vocab - 2, vocab - 1
-    want = SPLITS[split]
-    tokens = np.full((count, T), pad, dtype=np.int64)
-    labels = np.zeros(count, dtype=np.int64)
-    key_padding = np.zeros((count, T), dtype=np.uint8)
-
-    def draw_item(rng, a):
-        while True:
-            item = rng.below(items)
-            if item not in a:
-                return item
-
-    for example in range(count):
-        rng = RowRng(seed, want, example, 0)
-        for _ in range(1 << 16):
-            n = min_len + rng.below(max_len - min_len + 1)
-            a = []
-            for _i in range(n):
-                a.append(draw_item(rng, a))
-            b = list(a)
-            for i in range(n - 1, 0, -1):
-                j = rng.below(i + 1)
-                b[i], b[j] = b[j], b[i]
-            consistent = example % 2 == 1
-            if not consistent:  # C++17: the right side of `b[below(n)] = draw_item(...)` runs first
-                item = draw_item(rng, a)
-                b[rng.below(n)] = item
-            row = [cls] + a + [sep] + b + [pad] * (T - 2 * n - 2)
-            label = 1 if consistent else 0
-            h = _content_hash(row, [-1] * T, label)
-            if {0: 1, 1: 2}.get(h % 16, 0) == want:
-                break
-        else:
-            raise RuntimeError(f"classify: no {split} example found for id {example}")
-        tokens[example] = row
-        labels[example] = label
-        key_padding[example, :2 * n + 2] = 1
-    return tokens, labels, key_padding
+    task = make_task(config)
+    rows = [task.example(split, i) for i in range(count)]
+    return (np.concatenate([r.tokens for r in rows]), np.concatenate([r.labels for r in rows]),
+            np.concatenate([r.key_padding for r in rows]))
 
 
 def eval_batches(config: dict, split: str = "val", batch_size: int | None = None):
-    """The batches `headlab eval --split SPLIT` scores, as (tokens, targets, labels, key_padding)
-    numpy tuples (targets or labels, key_padding None where the task has none). The loss over a
-    split is the sum of per-target losses over all batches / the number of targets; rows past
-    the end of the split have every target -1."""
-    d = config["data"]
-    B = batch_size or int(config["train"]["batch_size"])
-    task = d.get("task", "text")
-    if task == "text":
-        with open(corpus_path(d["path"]), "rb") as f:
-            data = f.read()
-        tokens, targets = text_windows(data, int(d["seq_len"]), float(d.get("train_fraction", 0.9)),
-                                       float(d.get("val_fraction", 0.05)), split)
-        labels = key_padding = None
-    elif task == "classify":
-        tokens, labels, key_padding = classify_examples(config, split)
-        targets = None
-    else:
-        raise NotImplementedError(f"eval_batches: data.task = {task} is not reimplemented in Python "
-                                  "(text and classify are)")
-    n = tokens.shape[0]
-    out = []
-    for start in range(0, n, B):
-        stop = min(start + B, n)
-        pad_rows = B - (stop - start)
-
-        def rows(x, fill):
-            if x is None:
-                return None
-            if pad_rows == 0:
-                return x[start:stop]
-            extra = np.full((pad_rows,) + x.shape[1:], fill, dtype=x.dtype)
-            return np.concatenate([x[start:stop], extra])
-
-        pad_token = (int(config["model"]["vocab_size"]) - 1) if task == "classify" else 0
-        out.append((rows(tokens, pad_token), rows(targets, -1), rows(labels, -1), rows(key_padding, 0)))
-    return out
+    """The batches `headlab eval --split SPLIT` scores (the whole split), as (tokens, targets,
+    labels, key_padding) numpy tuples, labels and key_padding None where the task has none. The
+    loss over a split is the sum of per-target losses over all batches / the number of targets;
+    rows past the end of the split have every target (and label) -1."""
+    B = batch_size or int(config.get("train", {}).get("batch_size", 16))
+    dataset = make_dataset(config)
+    return [dataset.batch(split, i, B).eval_tuple() for i in range(dataset.eval_batch_count(split, B))]
