@@ -4,11 +4,12 @@
 
 #include <unistd.h>
 
-#include <chrono>
-#include <cmath>
-#include <cstdlib>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "headlab/common/parallel.h"
@@ -70,7 +71,23 @@ std::string format_duration(double s) {
 
 }  // namespace
 
+// run_training runs in stages, each a function below, in this order:
+//   1. check_inputs      the config, model spec and dataset: all that can fail on bad input
+//                        fails here, before anything is written;
+//   2. (run_training)    the model, seeded, and its optimizer;
+//   3. claim_run_folder  rank 0 locks the run folder and chooses the checkpoint to resume from;
+//   4. start_run         the resumed checkpoint's or --init's weights and optimizer state, then
+//                        config.toml and metrics.csv;
+//   5. train_steps       the step loop; after each step rank 0 evaluates, writes the metrics row,
+//                        prints progress and checkpoints, each when due (StepLog);
+//   6. summarize         the RunResult, and the prefetcher's data line.
+// Under mpirun every rank runs every stage: each builds the model, reads the checkpoint and
+// trains its share of every step; rank 0 alone locks the folder, evaluates and writes
+// config.toml, metrics.csv and checkpoints (the other ranks' logging counters go unused). Stages
+// 1, 3 and 4, and the record of each step, do their work inside dist::together, so a failure on
+// any rank is one error on all of them, never a rank left waiting.
 namespace {
+
 // The run's config: the given one, with the model section of the init_from checkpoint if any,
 // and a text corpus's path that holds from any working directory (the run folder may move).
 Config run_config(const Config& given, const RunOptions& options) {
@@ -80,206 +97,309 @@ Config run_config(const Config& given, const RunOptions& options) {
   validate(config);
   return config;
 }
-}  // namespace
 
-RunResult run_training(const Config& given, const RunOptions& options) {
-  // Under mpirun every rank runs this function: each builds the model, reads the checkpoint and
-  // trains its share of every step; rank 0 alone locks the folder, evaluates and writes
-  // config.toml, metrics.csv and checkpoints (the other ranks' logging counters go unused). Each stage ends in
-  // dist::together, so a failure on any rank is one error on all of them, never a rank left waiting.
-  const bool writer = dist::rank() == 0;
+// 1. The run's config and what it describes.
+struct RunInputs {
   Config config;
   ModelSpec spec;
   std::unique_ptr<Dataset> dataset;
-  // Everything that can fail on bad input happens before anything is written.
-  dist::together([&] {
-    config = run_config(given, options);
-    HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
-    micro_batches_of_rank(config.train.grad_accum, dist::rank(), dist::size());  // the split is valid
-    set_num_threads(resolved_threads(config));
-    spec = model_spec(config);
-    dataset = make_dataset(config);
-  });
-  const fs::path dir = options.out_dir, ckpt_dir = dir / "checkpoints", metrics_path = dir / "metrics.csv";
-  const TrainConfig& tc = config.train;
-  Model<float> model(spec);
-  model.params().init(static_cast<uint64_t>(tc.seed));
-  std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(config, model.params());
+};
 
-  std::unique_ptr<FileLock> lock;
-  std::string resume_path;
+RunInputs check_inputs(const Config& given, const RunOptions& options) {
+  RunInputs in;
   dist::together([&] {
-    if (!writer) return;
+    in.config = run_config(given, options);
+    HEADLAB_CHECK(!options.out_dir.empty(), "train: no output directory given");
+    micro_batches_of_rank(in.config.train.grad_accum, dist::rank(), dist::size());  // the split is valid
+    set_num_threads(resolved_threads(in.config));
+    in.spec = model_spec(in.config);
+    in.dataset = make_dataset(in.config);
+  });
+  return in;
+}
+
+// What stages 3 to 6 share: the config, the model and optimizer of stage 2, the run folder.
+struct Run {
+  const Config& config;
+  const RunOptions& options;
+  const Dataset& dataset;
+  Model<float>& model;
+  Optimizer<float>& optimizer;
+  fs::path dir;  // the run folder
+  bool writer;   // rank 0
+
+  fs::path metrics_path() const { return dir / "metrics.csv"; }
+};
+
+// 3. Rank 0 locks the run folder and chooses the checkpoint the run resumes from ("" = none);
+// every rank gets its choice.
+struct RunFolder {
+  std::unique_ptr<FileLock> lock;  // held until the run returns
+  std::string resume_path;
+};
+
+RunFolder claim_run_folder(const Run& run) {
+  const RunOptions& options = run.options;
+  RunFolder folder;
+  dist::together([&] {
+    if (!run.writer) return;
     // One process per run folder: a second `train --out` of it (a rerun sweep while the killed
     // one's runs still stop) would interleave checkpoints and metrics.
-    fs::create_directories(dir);
-    lock = std::make_unique<FileLock>(dir / ".lock", "run folder " + dir.string());
+    fs::create_directories(run.dir);
+    folder.lock = std::make_unique<FileLock>(run.dir / ".lock", "run folder " + run.dir.string());
     if (options.resume == "auto") {
-      if (auto newest = newest_checkpoint(dir.string()))
-        resume_path = newest->path;
+      if (auto newest = newest_checkpoint(run.dir.string()))
+        folder.resume_path = newest->path;
       else if (!options.quiet)
-        std::fprintf(stderr, "no run in %s: starting a new run\n", dir.string().c_str());
+        std::fprintf(stderr, "no run in %s: starting a new run\n", run.dir.string().c_str());
     } else if (!options.resume.empty()) {
-      resume_path = options.resume;
+      folder.resume_path = options.resume;
     } else {
-      HEADLAB_CHECK(list_checkpoints(dir.string()).empty() && !fs::exists(metrics_path),
-                    dir.string() << " already holds a run; use --resume auto to continue it or --out for a new one");
+      HEADLAB_CHECK(
+          list_checkpoints(run.dir.string()).empty() && !fs::exists(run.metrics_path()),
+          run.dir.string() << " already holds a run; use --resume auto to continue it or --out for a new one");
     }
   });
-  resume_path = dist::broadcast(resume_path);  // every rank starts from the checkpoint rank 0 chose
-  RunProgress progress;
-  std::FILE* metrics = nullptr;
-  dist::together([&] {
-    if (!resume_path.empty()) {
-      const Config saved = checkpoint_config(resume_path);
-      HEADLAB_CHECK(saved.model == config.model,
-                    resume_path << ": trained with a different model section than this config (compare "
-                                << (dir / "config.toml").string() << ")");
-      progress = load_training_checkpoint(resume_path, model, optimizer.get());
-      HEADLAB_CHECK(progress.step <= tc.steps,
-                    resume_path << ": at step " << progress.step << ", beyond train.steps = " << tc.steps);
-      if (!options.quiet && writer)
-        std::fprintf(stderr, "resuming %s at step %lld (%s)\n", dir.string().c_str(),
-                     static_cast<long long>(progress.step), resume_path.c_str());
-    }
-    if (resume_path.empty() && !options.init_from.empty()) {
-      load_training_checkpoint(options.init_from, model, nullptr);  // the run itself starts at step 0
-      // The moments continue where they match: fresh ones would first undo the trained model.
-      const bool continued = continue_optimizer_state(options.init_from, *optimizer);
-      if (!options.quiet && writer)
-        std::fprintf(stderr, "initializing from %s (its model section replaces the config's): weights and %s\n",
-                     options.init_from.c_str(),
-                     continued ? "optimizer state" : "fresh optimizer moments (it holds no state for this model)");
-    }
-    if (!writer) return;
-    fs::create_directories(ckpt_dir);
-    // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
-    write_file_atomically(dir / "config.toml", provenance_comment() + to_toml(config));
-    if (resume_path.empty())
-      write_file_atomically(metrics_path, std::string(kMetricsHeader) + "\n");
-    else
-      truncate_metrics(metrics_path, progress.step);
-    metrics = std::fopen(metrics_path.c_str(), "a");
-    HEADLAB_CHECK(metrics != nullptr, "cannot append to " << metrics_path.string());
-  });
-  struct FileCloser {
-    std::FILE* f;
-    ~FileCloser() {
-      if (f) std::fclose(f);
-    }
-  } metrics_closer{metrics};
+  folder.resume_path = dist::broadcast(folder.resume_path);  // every rank starts from the checkpoint rank 0 chose
+  return folder;
+}
 
+// 4. Where the run starts (start_run, below).
+RunProgress resume_from(const Run& run, const std::string& path) {
+  const Config saved = checkpoint_config(path);
+  HEADLAB_CHECK(saved.model == run.config.model,
+                path << ": trained with a different model section than this config (compare "
+                     << (run.dir / "config.toml").string() << ")");
+  const RunProgress progress = load_training_checkpoint(path, run.model, &run.optimizer);
+  HEADLAB_CHECK(progress.step <= run.config.train.steps,
+                path << ": at step " << progress.step << ", beyond train.steps = " << run.config.train.steps);
+  if (!run.options.quiet && run.writer)
+    std::fprintf(stderr, "resuming %s at step %lld (%s)\n", run.dir.string().c_str(),
+                 static_cast<long long>(progress.step), path.c_str());
+  return progress;
+}
+
+void start_from_init(const Run& run) {
+  const std::string& path = run.options.init_from;
+  load_training_checkpoint(path, run.model, nullptr);  // the run itself starts at step 0
+  // The moments continue where they match: fresh ones would first undo the trained model.
+  const bool continued = continue_optimizer_state(path, run.optimizer);
+  if (!run.options.quiet && run.writer)
+    std::fprintf(stderr, "initializing from %s (its model section replaces the config's): weights and %s\n",
+                 path.c_str(),
+                 continued ? "optimizer state" : "fresh optimizer moments (it holds no state for this model)");
+}
+
+struct CloseFile {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+using File = std::unique_ptr<std::FILE, CloseFile>;
+
+// config.toml, and metrics.csv with its rows up to `step` (none for a new run), left open for
+// appending.
+File write_run_files(const Run& run, bool resuming, int64_t step) {
+  fs::create_directories(run.dir / "checkpoints");
+  // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
+  write_file_atomically(run.dir / "config.toml", provenance_comment() + to_toml(run.config));
+  if (!resuming)
+    write_file_atomically(run.metrics_path(), std::string(kMetricsHeader) + "\n");
+  else
+    truncate_metrics(run.metrics_path(), step);
+  File metrics(std::fopen(run.metrics_path().c_str(), "a"));
+  HEADLAB_CHECK(metrics != nullptr, "cannot append to " << run.metrics_path().string());
+  return metrics;
+}
+
+struct RunStart {
+  RunProgress progress;  // step 0 unless resumed
+  File metrics;          // rank 0 only
+};
+
+// On every rank, the model and optimizer as the run starts: the resumed checkpoint's, else
+// --init's, else as seeded. Then rank 0 writes the folder's files.
+RunStart start_run(const Run& run, const std::string& resume_path) {
+  RunStart start;
+  dist::together([&] {
+    if (!resume_path.empty())
+      start.progress = resume_from(run, resume_path);
+    else if (!run.options.init_from.empty())
+      start_from_init(run);
+    if (!run.writer) return;
+    start.metrics = write_run_files(run, !resume_path.empty(), start.progress.step);
+  });
+  return start;
+}
+
+// 5. The steps (train_steps, below). Their bookkeeping, on every rank: the progress checkpoints
+// save, the tokens of the open metrics row and of the run, the clock; and, on rank 0, the record
+// of each step.
+class StepLog {
+ public:
+  StepLog(const Run& run, RunProgress& progress, std::FILE* metrics, Batch& eval_batch, Tape<float>& tape)
+      : run_(run), progress_(progress), metrics_(metrics), eval_batch_(eval_batch), tape_(tape) {}
+
+  void count(int64_t steps_done, const StepStats& s) {
+    progress_.step = steps_done;
+    progress_.log_loss_sum += s.loss;
+    ++progress_.log_loss_steps;
+    progress_.tokens_seen += s.tokens;
+    window_tokens_ += s.tokens;
+    run_tokens_ += s.tokens;
+  }
+
+  // Rank 0, after step progress.step (`last`: the run's final step; `stopping`: the ranks stop
+  // after it): evaluation, the metrics row and progress line, the checkpoints, each when due.
+  void record(const StepStats& s, bool last, bool stopping, RunResult& result) {
+    const TrainConfig& tc = run_.config.train;
+    const bool eval_now = last || (tc.eval_every > 0 && progress_.step % tc.eval_every == 0);
+    EvalStats e;
+    if (eval_now) {
+      e = evaluate(run_.model, run_.dataset, Split::val, tc.eval_batches, eval_batch_, tape_);
+      result.final_val_loss = e.loss;
+    }
+    if (eval_now || last || progress_.step % tc.log_every == 0) log_row(s, eval_now, e);
+    if (eval_now && (!progress_.has_best || e.loss < progress_.best_val_loss)) {
+      progress_.has_best = true;
+      progress_.best_val_loss = e.loss;
+      checkpoint(best_checkpoint_path(run_.dir.string()));
+    }
+    if (last || stopping || (tc.checkpoint_every > 0 && progress_.step % tc.checkpoint_every == 0)) {
+      checkpoint(checkpoint_path(run_.dir.string(), progress_.step));
+      if (tc.keep_checkpoints > 0) prune_checkpoints(run_.dir.string(), static_cast<int>(tc.keep_checkpoints), "");
+    }
+  }
+
+  bool tty() const { return tty_; }
+  double start() const { return start_; }
+  int64_t run_tokens() const { return run_tokens_; }
+
+ private:
+  // The metrics.csv row of the steps since the last one, and its progress line; a new row opens.
+  void log_row(const StepStats& s, bool evaluated, const EvalStats& e) {
+    const double t = wall_seconds(), rate = window_tokens_ / std::max(t - window_start_, 1e-9);
+    const double train_loss = progress_.log_loss_sum / progress_.log_loss_steps;
+    const std::string row =
+        csv_line({std::to_string(progress_.step), std::to_string(progress_.tokens_seen), csv_number("%.6g", s.lr),
+                  csv_number("%.6g", train_loss), format_optional(e.loss, evaluated),
+                  format_optional(e.accuracy, evaluated && e.accuracy >= 0),
+                  format_optional(e.bits_per_byte, evaluated && e.bits_per_byte >= 0), csv_number("%.6g", s.grad_norm),
+                  csv_number("%.1f", rate), csv_number("%.2f", elapsed_before_ + t - start_)});
+    std::fputs(row.c_str(), metrics_);
+    HEADLAB_CHECK(std::fflush(metrics_) == 0, "cannot write " << run_.metrics_path().string() << " (disk full?)");
+    if (!run_.options.quiet) print_progress(t, rate, train_loss, evaluated, e);
+    progress_.log_loss_sum = 0;
+    progress_.log_loss_steps = 0;
+    window_tokens_ = 0;
+    window_start_ = t;
+  }
+
+  // On a terminal, one line rewritten in place, kept when it shows a validation loss.
+  void print_progress(double t, double rate, double train_loss, bool evaluated, const EvalStats& e) const {
+    const int64_t steps = run_.config.train.steps;
+    const double eta = (steps - progress_.step) * (t - start_) / (progress_.step - first_step_);
+    char line[256];
+    std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
+                  static_cast<long long>(progress_.step), static_cast<long long>(steps), train_loss,
+                  evaluated ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
+                  format_duration(eta).c_str());
+    if (tty_)
+      std::fprintf(stderr, "\r\033[K%s%s", line, evaluated ? "\n" : "");
+    else
+      std::fprintf(stderr, "%s\n", line);
+  }
+
+  void checkpoint(const std::string& path) {
+    progress_.elapsed_s = elapsed_before_ + wall_seconds() - start_;
+    save_training_checkpoint(path, run_.config, run_.model, &run_.optimizer, progress_);
+  }
+
+  const Run& run_;
+  RunProgress& progress_;
+  std::FILE* metrics_;
+  Batch& eval_batch_;
+  Tape<float>& tape_;
+  const bool tty_ = !run_.options.quiet && isatty(STDERR_FILENO);
+  const double start_ = wall_seconds(), elapsed_before_ = progress_.elapsed_s;
+  const int64_t first_step_ = progress_.step;
+  double window_start_ = start_;
+  int64_t window_tokens_ = 0, run_tokens_ = 0;
+};
+
+// 6. The run's result, on every rank; with prefetching, how often a batch was ready in time.
+void summarize(RunResult& result, const Run& run, const StepLog& log, int64_t step, const BatchPrefetcher& batches) {
+  result.step = step;
+  result.elapsed_s = wall_seconds() - log.start();
+  result.tokens_per_s = log.run_tokens() / std::max(result.elapsed_s, 1e-9);
+  if (run.config.train.prefetch) {
+    const BatchPrefetcher::Stats d = batches.stats();
+    result.batches = d.batches;
+    result.batches_ready = d.ready;
+    result.data_wait_s = d.wait_s;
+    if (!run.options.quiet && d.batches > 1)
+      std::fprintf(stderr,
+                   "data: %lld of %lld training batches were ready when their step began; %.3f ms waited in all\n",
+                   static_cast<long long>(d.ready), static_cast<long long>(d.batches), 1e3 * d.wait_s);
+  }
+}
+
+// 5 and 6. The steps from progress.step to train.steps, each recorded; the ranks stop together
+// after a step on Ctrl-C/SIGTERM (checkpointed), or at once when the test hook returns false.
+RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics) {
+  const TrainConfig& tc = run.config.train;
   Arena arena;
   Tape<float> tape(arena);
-  Batch eval_batch = dataset->make_batch(tc.batch_size);
-  BatchPrefetcher batches(*dataset, Split::train, tc.batch_size, tc.prefetch);
-  TrainingContext ctx{model,
-                      *optimizer,
+  Batch eval_batch = run.dataset.make_batch(tc.batch_size);
+  BatchPrefetcher batches(run.dataset, Split::train, tc.batch_size, tc.prefetch);
+  TrainingContext ctx{run.model,
+                      run.optimizer,
                       batches,
                       tape,
-                      schedule_options(config),
+                      schedule_options(run.config),
                       tc.grad_accum,
                       tc.grad_clip,
                       static_cast<uint64_t>(tc.seed)};
-
-  const bool tty = !options.quiet && isatty(STDERR_FILENO);
-  const double start = wall_seconds(), elapsed_before = progress.elapsed_s;
-  const int64_t first_step = progress.step;
-  double window_start = start;
-  int64_t window_tokens = 0, run_tokens = 0;
-  std::string last_best_path;
+  StepLog log(run, progress, metrics, eval_batch, tape);  // starts the clock
   RunResult result;
-  auto checkpoint = [&](const std::string& path) {
-    progress.elapsed_s = elapsed_before + wall_seconds() - start;
-    save_training_checkpoint(path, config, model, optimizer.get(), progress);
-  };
 
   StopOnSignal signals;  // Ctrl-C / SIGTERM: finish the step, checkpoint, exit; a second kills
   for (int64_t step = progress.step; step < tc.steps; ++step) {
     const StepStats s = train_step(ctx, step);
-    progress.step = step + 1;
-    progress.log_loss_sum += s.loss;
-    ++progress.log_loss_steps;
-    progress.tokens_seen += s.tokens;
-    window_tokens += s.tokens;
-    run_tokens += s.tokens;
+    log.count(step + 1, s);
     result.final_train_loss = s.loss;
-    if (options.after_step && !options.after_step(progress.step, model)) {
+    if (run.options.after_step && !run.options.after_step(progress.step, run.model)) {
       result.end = RunEnd::interrupted;  // as if killed: no log row, no checkpoint
       break;
     }
-
     const bool last = progress.step == tc.steps;
     // A signal reaches the ranks at different moments: they agree to stop after the same step.
     const bool stopping = dist::any_rank(stop_signal() != 0);
     dist::together([&] {
-      if (!writer) return;
-      const bool eval_now = last || (tc.eval_every > 0 && progress.step % tc.eval_every == 0);
-      EvalStats e;
-      if (eval_now) {
-        e = evaluate(model, *dataset, Split::val, tc.eval_batches, eval_batch, tape);
-        result.final_val_loss = e.loss;
-      }
-      if (eval_now || last || progress.step % tc.log_every == 0) {
-        const double t = wall_seconds(), rate = window_tokens / std::max(t - window_start, 1e-9);
-        const double train_loss = progress.log_loss_sum / progress.log_loss_steps;
-        const std::string row = csv_line(
-            {std::to_string(progress.step), std::to_string(progress.tokens_seen), csv_number("%.6g", s.lr),
-             csv_number("%.6g", train_loss), format_optional(e.loss, eval_now),
-             format_optional(e.accuracy, eval_now && e.accuracy >= 0),
-             format_optional(e.bits_per_byte, eval_now && e.bits_per_byte >= 0), csv_number("%.6g", s.grad_norm),
-             csv_number("%.1f", rate), csv_number("%.2f", elapsed_before + t - start)});
-        std::fputs(row.c_str(), metrics);
-        HEADLAB_CHECK(std::fflush(metrics) == 0, "cannot write " << metrics_path.string() << " (disk full?)");
-        if (!options.quiet) {
-          const double eta = (tc.steps - progress.step) * (t - start) / (progress.step - first_step);
-          char line[256];
-          std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
-                        static_cast<long long>(progress.step), static_cast<long long>(tc.steps), train_loss,
-                        eval_now ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
-                        format_duration(eta).c_str());
-          if (tty)
-            std::fprintf(stderr, "\r\033[K%s%s", line, eval_now ? "\n" : "");
-          else
-            std::fprintf(stderr, "%s\n", line);
-        }
-        progress.log_loss_sum = 0;
-        progress.log_loss_steps = 0;
-        window_tokens = 0;
-        window_start = t;
-      }
-      if (eval_now && (!progress.has_best || e.loss < progress.best_val_loss)) {
-        progress.has_best = true;
-        progress.best_val_loss = e.loss;
-        checkpoint(best_checkpoint_path(dir.string()));
-      }
-      if (last || stopping || (tc.checkpoint_every > 0 && progress.step % tc.checkpoint_every == 0)) {
-        checkpoint(checkpoint_path(dir.string(), progress.step));
-        if (tc.keep_checkpoints > 0) prune_checkpoints(dir.string(), static_cast<int>(tc.keep_checkpoints), "");
-      }
+      if (run.writer) log.record(s, last, stopping, result);
     });
     if (stopping) {
-      if (!options.quiet && writer)
-        std::fprintf(stderr, "%sstopped by a signal at step %lld; resume with --resume auto\n", tty ? "\n" : "",
+      if (!run.options.quiet && run.writer)
+        std::fprintf(stderr, "%sstopped by a signal at step %lld; resume with --resume auto\n", log.tty() ? "\n" : "",
                      static_cast<long long>(progress.step));
       result.end = RunEnd::interrupted;
       break;
     }
   }
-  result.step = progress.step;
-  result.elapsed_s = wall_seconds() - start;
-  result.tokens_per_s = run_tokens / std::max(result.elapsed_s, 1e-9);
-  if (tc.prefetch) {
-    const BatchPrefetcher::Stats d = batches.stats();
-    result.batches = d.batches;
-    result.batches_ready = d.ready;
-    result.data_wait_s = d.wait_s;
-    if (!options.quiet && d.batches > 1)
-      std::fprintf(stderr,
-                   "data: %lld of %lld training batches were ready when their step began; %.3f ms waited in all\n",
-                   static_cast<long long>(d.ready), static_cast<long long>(d.batches), 1e3 * d.wait_s);
-  }
+  summarize(result, run, log, progress.step, batches);
   return result;
+}
+
+}  // namespace
+
+RunResult run_training(const Config& given, const RunOptions& options) {
+  const RunInputs in = check_inputs(given, options);
+  Model<float> model(in.spec);
+  model.params().init(static_cast<uint64_t>(in.config.train.seed));
+  std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(in.config, model.params());
+  const Run run{in.config, options, *in.dataset, model, *optimizer, options.out_dir, dist::rank() == 0};
+
+  const RunFolder folder = claim_run_folder(run);
+  RunStart start = start_run(run, folder.resume_path);
+  return train_steps(run, start.progress, start.metrics.get());
 }
 
 }  // namespace headlab

@@ -11,7 +11,7 @@
 // at a constant rate: by default the rate the checkpoint's own schedule had reached at its step.
 // Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare.
 // Deterministic: same checkpoint, options, seed and thread count give bit-identical rounds.
-//   std::vector<PruneRound> rounds = iterative_prune(model, config, *dataset, options, step);
+//   std::vector<PruneRound> rounds = iterative_prune(model, *optimizer, config, *dataset, options, step);
 //   write_file_atomically(dir / "prune.csv", prune_csv(rounds, options));
 #pragma once
 

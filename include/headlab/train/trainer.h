@@ -24,8 +24,10 @@ struct RunOptions {
   std::string out_dir;
   std::string resume;  // "" = fresh run (DIR must not hold one), "auto" = newest checkpoint, or a path
   // A checkpoint to start a new run from (fine-tuning, e.g. a pruned model): its parameters and
-  // gates, and its config's model section, which replaces the given one; step 0, optimizer moments
-  // at zero, fresh metrics. With `resume` also set, a checkpoint found there takes precedence.
+  // gates, and its config's model section, which replaces the given one; step 0, fresh metrics.
+  // The optimizer continues the checkpoint's state (moments and step count) when it holds state of
+  // the same optimizer for these shapes, else starts with moments at zero (a physically pruned
+  // checkpoint holds none). With `resume` also set, a checkpoint found there takes precedence.
   std::string init_from;
   bool quiet = false;  // no progress output (tests)
   // Test hook, called after each completed step with the model; returning false stops the run
