@@ -6,7 +6,7 @@ import re
 import textwrap
 
 from plot_common import (
-    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plt, read_csv, save
+    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plural, plt, read_csv, save
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
         words = [text[t].replace("\u2423", " ") for t in keep]
         shown = ("" if all(len(w) == 1 for w in words) else " ").join(words)  # bytes, or words
         snippet = shown if len(shown) <= 70 else shown[:67] + "..."
-        padding = f"; {length - len(keep)} padding positions left out" if len(keep) < length else ""
+        padding = (f"; {plural(length - len(keep), 'padding position')} left out" if len(keep) < length else "")
         which = "chosen heads" if chosen else "every head"
         where = "the prompt" if example == "prompt" else f"example {example}"
         figure_title(fig, f"{title_prefix}attention of {which} on {where}{padding}\n\"{snippet}\"\n"

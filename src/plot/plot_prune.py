@@ -3,7 +3,7 @@ import math
 import os
 
 from plot_common import (
-    METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plt,
+    METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plural, plt,
     read_config, read_csv, save, unique
 )
 from plot_shared import CsvError
@@ -82,7 +82,7 @@ def series_label(key, files, band=True):
     if strategy not in ("random", "l0"):
         label += ", re-scored every round" if recompute else ", scored once"
     if finetune_steps:
-        label += f", fine-tuned {finetune_steps} steps"
+        label += f", fine-tuned {plural(finetune_steps, 'step')}"
     if strategy != "l0" and len(files) > 1:
         label += f" (mean of {len(files)} seeds{', band = min-max' if band else ''})"
     return label
@@ -146,7 +146,7 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
                   title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
                   title_fontsize=7)
         figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as heads are pruned "
-                         f"({n_files} prune.csv files){subtitle}", fontsize=10)
+                         f"({plural(n_files, 'prune.csv file')}){subtitle}", fontsize=10)
         save(fig, os.path.join(out_dir, f"prune_{metric}"), written)
 
 

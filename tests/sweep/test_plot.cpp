@@ -238,6 +238,63 @@ TEST_CASE("plotting the fixture sweep writes overlaid curves, final metrics with
   CHECK(fs::exists(sweep / "summary.md"));
 }
 
+namespace {
+
+// The text of an SVG figure: matplotlib writes each line of every text element as a comment
+// (<!-- text -->) above the glyphs it draws, so titles and tick labels can be read back.
+std::vector<std::string> svg_texts(const fs::path& path) {
+  INFO(path.string());
+  REQUIRE(fs::exists(path));
+  const std::string svg = read_file(path);
+  std::vector<std::string> texts;
+  for (size_t at = svg.find("<!-- "); at != std::string::npos; at = svg.find("<!-- ", at + 1)) {
+    const size_t end = svg.find(" -->", at);
+    if (end == std::string::npos) break;
+    texts.push_back(svg.substr(at + 5, end - at - 5));
+  }
+  return texts;
+}
+
+bool has_text(const std::vector<std::string>& texts, const std::string& part) {
+  for (const std::string& t : texts)
+    if (t.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("plot titles name the sweep, count its seeds and say one file, not 1 files", "[plot]") {
+  Scratch s;
+  const fs::path sweep = s.dir / "sweep_small", log = s.dir / "log.txt";
+  std::ofstream(sweep / "sweep_name.txt") << "head_count\n";  // as headlab sweep records the file's name
+  auto r = run_plot({sweep.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(read_file(sweep / "summary.md"), StartsWith("# Sweep head_count\n"));
+  const auto finals = svg_texts(sweep / "plots" / "final_val_loss.svg");
+  // n_heads = 2 has one finished seed of two; the others two.
+  CHECK(has_text(finals,
+                 "Final validation loss against number of heads (model.n_heads), sweep head_count "
+                 "(mean ± sample std over 1-2 seeds)"));
+  CHECK(has_text(finals, "; 2 seeds (train.seed)"));
+  const auto curves = svg_texts(sweep / "plots" / "loss.svg");
+  CHECK(has_text(curves, "of every run in sweep head_count, coloured by"));
+  CHECK(has_text(curves, "2 seeds (train.seed)"));
+  CHECK_FALSE(has_text(curves, "seeds: "));
+
+  const fs::path prune = s.dir / "prune_small", one = prune / "prune" / "l0_lambda0.001";
+  r = run_plot({one.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(has_text(svg_texts(one / "plots" / "prune_val_loss.svg"), "as heads are pruned (1 prune.csv file)"));
+  r = run_plot({prune.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto all = svg_texts(prune / "plots" / "prune_val_loss.svg");
+  CHECK(has_text(all, "as heads are pruned (12 prune.csv files)"));
+  CHECK(has_text(all, "random (mean of 3 seeds, band = min-max)"));
+}
+
 TEST_CASE("plot errors are one line and exit code 2", "[plot]") {
   Scratch s;
   const fs::path log = s.dir / "log.txt";
