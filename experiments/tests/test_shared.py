@@ -203,3 +203,16 @@ def test_plural_seed_phrases_and_the_sweep_name(plot, tmp_path):
     write(sweep / "grid.csv", "run,model.n_heads,train.seed,params,steps\na,1,0,10,6\nb,1,1,10,6\n")
     assert plot_sweep.Sweep(str(sweep)).seeds() == "2 seeds (train.seed)"
 
+def test_prune_axis_ends_where_every_layer_keeps_one_head(plot):
+    _, _, _, plot_prune = plot
+
+    def row(strategy, pruned, per_layer):
+        kept = sum(per_layer)
+        return {"strategy": strategy, "heads_pruned": pruned, "heads_kept": kept, "heads_per_layer": per_layer,
+                "fraction_pruned": pruned / (pruned + kept)}
+
+    rounds = [row("importance", 0, [4, 4, 4, 4]), row("importance", 8, [2, 2, 2, 2])]
+    assert plot_prune.prunable_limit(rounds) == (0.75, 0.75)  # 12 of 16: one head left per layer
+    l0 = [row("l0", 0, [4, 4, 4, 4]), row("l0", 14, [1, 1, 0, 0])]
+    assert plot_prune.prunable_limit(rounds + l0) == (0.75, 0.875)  # L0 closed two layers
+    assert plot_prune.prunable_limit(l0) == (1.0, 1.0)  # L0 alone may close every gate

@@ -295,6 +295,19 @@ TEST_CASE("plot titles name the sweep, count its seeds and say one file, not 1 f
   CHECK(has_text(all, "random (mean of 3 seeds, band = min-max)"));
 }
 
+TEST_CASE("the prune curves' x axis ends at the most that can be pruned: every layer keeps one head", "[plot]") {
+  Scratch s;
+  const fs::path folder = s.dir / "prune_2x2" / "importance", log = s.dir / "log.txt";
+  fs::create_directories(folder);
+  std::ofstream(folder / "prune.csv") << kPruneHeader << "importance,0,0,1,,0,0,0,4,2 2,1.5,0.6,,\n"
+                                      << "importance,0,0,1,,1,2,0.5,2,1 1,1.9,0.5,,0:1 1:0\n";
+  const auto r = run_plot({folder.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(has_text(svg_texts(folder / "plots" / "prune_val_loss.svg"),
+                 "fraction of heads pruned (at most 0.5: every layer keeps one head)"));
+}
+
 TEST_CASE("plot errors are one line and exit code 2", "[plot]") {
   Scratch s;
   const fs::path log = s.dir / "log.txt";
