@@ -203,6 +203,15 @@ def test_plural_seed_phrases_and_the_sweep_name(plot, tmp_path):
     write(sweep / "grid.csv", "run,model.n_heads,train.seed,params,steps\na,1,0,10,6\nb,1,1,10,6\n")
     assert plot_sweep.Sweep(str(sweep)).seeds() == "2 seeds (train.seed)"
 
+
+def test_attention_ticks_label_every_kth_position_with_its_token(plot):
+    _, _, plot_heads, _ = plot
+    text = list("abcdefghij")
+    assert plot_heads.token_ticks(list(range(10)), text, 10) == (list(range(10)), text, 1)
+    keep = [0, 1, 2, 3, 4, 5, 6, 7, 8]  # position 9 is padding
+    assert plot_heads.token_ticks(keep, text, 4) == ([0, 3, 6], ["0 a", "3 d", "6 g"], 3)
+
+
 def test_prune_axis_ends_where_every_layer_keeps_one_head(plot):
     _, _, _, plot_prune = plot
 

@@ -46,7 +46,9 @@ function drawMatrix(canvas, ex, m, cell, margin, labels) {
   const size = Math.min(12, cell - 1), every = cell >= 8 ? 1 : Math.ceil(T / 16);
   ctx.font = (cell >= 8 ? size : 10) + "px ui-monospace, monospace";
   for (let t = 0; t < T; t += every) {
-    const text = cell >= 8 ? ex.tokens[t].slice(0, 5) : String(t), mid = margin + t * cell + cell / 2;
+    // Every token when the cells are big enough, else every k-th position with its token.
+    const token = ex.tokens[t] === " " ? "\u2423" : ex.tokens[t];  // a visible space
+    const text = cell >= 8 ? token.slice(0, 5) : t + " " + token.slice(0, 3), mid = margin + t * cell + cell / 2;
     ctx.textAlign = "right"; ctx.textBaseline = "middle";
     ctx.fillText(text, margin - 3, mid);                              // queries down the left
     ctx.save(); ctx.translate(mid, margin - 3); ctx.rotate(-Math.PI / 2);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -306,6 +307,48 @@ TEST_CASE("the prune curves' x axis ends at the most that can be pruned: every l
   REQUIRE(r.code == 0);
   CHECK(has_text(svg_texts(folder / "plots" / "prune_val_loss.svg"),
                  "fraction of heads pruned (at most 0.5: every layer keeps one head)"));
+}
+
+TEST_CASE("past 24 positions, attention maps label every k-th position with its token", "[plot]") {
+  Scratch s;
+  const fs::path run = s.dir / "long", log = s.dir / "log.txt";
+  fs::create_directories(run);
+  const std::string text = "In the beginning God created";  // 28 bytes; 3 panels: up to 24 labels, so k = 2
+  const int T = static_cast<int>(text.size());
+  std::ofstream dump(run / "attention_example_0.csv"), tokens(run / "attention_example_0_tokens.csv");
+  dump << "layer,head,query";
+  for (int k = 0; k < T; ++k) dump << ",k" << k;
+  dump << "\n";
+  for (int h = 0; h < 3; ++h)
+    for (int q = 0; q < T; ++q) {
+      dump << "0," << h << "," << q;
+      for (int k = 0; k < T; ++k) dump << "," << (k == q ? 1 : 0);
+      dump << "\n";
+    }
+  tokens << "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
+  for (int t = 0; t < T; ++t)
+    tokens << t << "," << static_cast<int>(text[t]) << "," << text[t] << ",1," << (t + 1 < T ? 32 : 0) << ",,,,\n";
+  dump.close();
+  tokens.close();
+  const auto r = run_plot({run.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto texts = svg_texts(run / "plots" / "attention_example_0.svg");
+  // Positions 0, 2, 4, ...: "I", "␣", "h", ...; "b" at 7 and "G" at 17 are odd positions.
+  for (const char* label : {"0 I", "4 h", "8 e", "18 o", "26 e"}) {
+    INFO(label);
+    CHECK(std::count(texts.begin(), texts.end(), label) == 6);  // x and y of 3 panels
+  }
+  CHECK(std::count(texts.begin(), texts.end(), "7 b") == 0);
+  CHECK(has_text(texts, "ticks every 2 positions: position and token"));
+
+  // Up to 24 positions every token is a label, as before: the fixture's 16 bytes "And God said, Le".
+  const auto short_run = run_plot({(s.dir / "run_small").string(), "--format", "svg"}, log);
+  INFO(short_run.output);
+  REQUIRE(short_run.code == 0);
+  const auto small = svg_texts(s.dir / "run_small" / "plots" / "attention_example_0.svg");
+  CHECK(std::count(small.begin(), small.end(), "G") == 16);  // 8 panels, x and y
+  CHECK_FALSE(has_text(small, "ticks every"));
 }
 
 TEST_CASE("plot errors are one line and exit code 2", "[plot]") {
