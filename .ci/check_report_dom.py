@@ -4,7 +4,9 @@
   check_report_dom.py DOM --report REPORT.html --heads-csv heads.csv [--example NAME --layer L --head H|all] [--runs N]
 
 - the page ran to the end (body data-ready="1") and #js-errors is empty;
-- every heatmap has one cell per row of heads.csv, one heatmap per column with a value;
+- every column of heads.csv with differing values has a heatmap with one cell per row and a colour
+  scale bar from the column's minimum to its maximum (-m..m, m = the largest magnitude, when
+  centred at 0); a column with one value for every head has no heatmap, and a note names it;
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
   in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
@@ -65,6 +67,10 @@ def head_bytes(example, layer, head):
     return raw
 
 
+def close(a, b):
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("dom")
@@ -87,11 +93,27 @@ def main():
         rows = list(csv.DictReader(f))
     columns = [c for c in rows[0] if c not in ("layer", "head") and any(r[c] != "" for r in rows)]
     cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
+    bars = {a["data-scale-column"]: a for tag, a in dom.elements if tag == "svg" and "data-scale-column" in a}
+    constant = " ".join(a["data-constant"] for tag, a in dom.elements if "data-constant" in a).split()
     for name in columns:
         got = {(a["data-layer"], a["data-head"]) for a in cells if a["data-column"] == name}
+        numbers = [float(r[name]) for r in rows if r[name] != ""]
+        if min(numbers) == max(numbers):
+            if got or name not in constant:
+                fail(f"heatmap {name}: every head has {numbers[0]:g}, so no grid and a note; "
+                     f"got {len(got)} cells and the note names {constant}")
+            continue
         want = {(r["layer"], r["head"]) for r in rows}
         if got != want:
             fail(f"heatmap {name}: cells {sorted(got)}, expected one per head {sorted(want)}")
+        lo, hi = min(numbers), max(numbers)
+        if name.endswith("delta") or name == "positional_offset":
+            hi = max(abs(lo), abs(hi))
+            lo = -hi
+        bar = bars.get(name)
+        if bar is None or not close(float(bar["data-min"]), lo) or not close(float(bar["data-max"]), hi):
+            fail(f"heatmap {name}: expected a colour scale from {lo:g} to {hi:g}, got "
+                 f"{(bar['data-min'], bar['data-max']) if bar else 'none'}")
     values = [a for a in cells if a["data-value"] != ""]
     if not values:
         fail("no heatmap cell has a value")

@@ -161,21 +161,38 @@ const HEAD_COLUMNS = {  // as src/plot/headlab_plot.py and docs/analysis.md desc
   rare_token_agreement: "fraction of rows whose argmax is the rarest visible token",
   js_nearest: "JS distance to the nearest other head",
 };
+// The colour legend under a heatmap: the scale as a bar of 40 steps (not an SVG gradient, which
+// would be referred to by URL, and the page has none), its ends written, and 0 when centred.
+function scaleBar(colour, lo, hi, width, centred, name) {
+  const w = Math.max(width, 110) - 2, steps = 40;
+  let ends = [fmt(lo), fmt(hi)];  // to 4 digits, or as many as it takes to tell them apart
+  if (ends[0] === ends[1]) ends = [lo, hi].map(v => String(Number(v.toPrecision(8))));
+  let bar = "";
+  for (let i = 0; i < steps; ++i)
+    bar += `<rect x="${(1 + i * w / steps).toFixed(1)}" y="1" width="${(w / steps + 0.5).toFixed(1)}" height="9" ` +
+           `fill="${rgb(colour(lo + (i + 0.5) / steps * (hi - lo)))}"/>`;
+  return `<svg class="scale-bar" data-scale-column="${esc(name)}" data-min="${lo}" data-max="${hi}" width="${w + 2}" height="26" font-size="9">` +
+    `${bar}<rect x="1" y="1" width="${w}" height="9" fill="none" stroke="#ccc"/>` +
+    `<text x="1" y="21">${ends[0]}</text><text x="${w + 1}" y="21" text-anchor="end">${ends[1]}</text>` +
+    (centred ? `<text x="${1 + w / 2}" y="21" text-anchor="middle">0</text>` : "") + "</svg>";
+}
 function headHeatmaps(heads, ri) {
   const layers = column(heads, "layer"), headIds = column(heads, "head");
   if (!layers || !headIds) return "";
   const L = Math.max(...layers) + 1, H = Math.max(...headIds) + 1;
   const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = 24, top = 14;
   let out = "";
+  const constant = [];  // columns with one value for every head: a grid of one colour says nothing
   for (const name of heads.columns) {
     if (name === "layer" || name === "head") continue;
     const values = column(heads, name);
     if (!hasValues(values)) continue;
     const nums = values.filter(v => typeof v === "number");
     let lo = Math.min(...nums), hi = Math.max(...nums);
+    if (lo === hi) { constant.push([name, lo]); continue; }
     const centred = /delta$|^positional_offset$/.test(name);
-    if (centred) { hi = Math.max(Math.abs(lo), Math.abs(hi)) || 1; lo = -hi; }
-    const colour = v => centred ? diverging((v - lo) / (hi - lo)) : viridis(hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    if (centred) { hi = Math.max(Math.abs(lo), Math.abs(hi)); lo = -hi; }
+    const colour = v => (centred ? diverging : viridis)((v - lo) / (hi - lo));
     const width = left + H * cell, height = top + L * cell;
     let svg = `<svg width="${width}" height="${height}" font-size="9">`;
     for (let h = 0; h < H; h += cell >= 14 ? 1 : 4) svg += `<text x="${left + h * cell + cell / 2}" y="10" text-anchor="middle">${h}</text>`;
@@ -188,10 +205,12 @@ function headHeatmaps(heads, ri) {
     });
     svg += "</svg>";
     out += `<figure class="heatmap" data-column="${esc(name)}"><figcaption title="${esc(HEAD_COLUMNS[name] || name)}">${esc(name)}</figcaption>` +
-           `${svg}<div class="small muted">${fmt(lo)} .. ${fmt(hi)}${centred ? " (0 = white)" : ""}</div></figure>`;
+           `${svg}${scaleBar(colour, lo, hi, width, centred, name)}</figure>`;
   }
-  return out ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
-               `<div class="heatmaps">${out}</div>` : "";
+  const same = constant.length ? `<div class="small muted" data-constant="${esc(constant.map(c => c[0]).join(" "))}">` +
+    `the same for every head, so no grid: ${esc(constant.map(([n, v]) => n === "gate" && v === 1 ? "all gates 1" : `${n} ${fmt(v)}`).join(", "))}</div>` : "";
+  return out || same ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
+                       `<div class="heatmaps">${out}</div>${same}` : "";
 }
 
 // ---- head-by-head similarity (heads_similarity.csv): JS distance of heads' attention rows --------
