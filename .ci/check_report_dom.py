@@ -7,6 +7,7 @@
 - every column of heads.csv with differing values has a heatmap with one cell per row and a colour
   scale bar from the column's minimum to its maximum (-m..m, m = the largest magnitude, when
   centred at 0); a column with one value for every head has no heatmap, and a note names it;
+- the examples of the run have distinct names;
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
   in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
@@ -117,6 +118,11 @@ def main():
     values = [a for a in cells if a["data-value"] != ""]
     if not values:
         fail("no heatmap cell has a value")
+    data = embedded_data(args.report)
+    for run in data["runs"]:
+        names = [e["name"] for e in run["examples"]]
+        if len(set(names)) != len(names):
+            fail(f"run {run['name']}: two examples share a name: {names}")
 
     if args.runs is not None:
         runs = [a for tag, a in dom.elements if tag == "details" and "data-run" in a]
@@ -131,7 +137,6 @@ def main():
         shown = (v.get("data-example"), v.get("data-layer"), v.get("data-head"))
         if shown != (args.example, str(args.layer), args.head):
             fail(f"the viewer shows example, layer, head {shown}, expected {(args.example, str(args.layer), args.head)}")
-        data = embedded_data(args.report)
         example = next((e for e in data["runs"][0]["examples"] if e["name"] == args.example), None)
         if example is None:
             fail(f"example {args.example} is not in {args.report}")

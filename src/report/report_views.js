@@ -62,11 +62,18 @@ function paintedPixels(canvas) {
   return n;
 }
 
+// The start of an example's text, for the example menu: bytes run together, words spaced.
+function textSnippet(tokens) {
+  const head = tokens.slice(0, 24), words = head.filter(w => w.length > 1 && !w.startsWith("\\")).length > head.length / 4;
+  const text = head.join(words ? " " : "");
+  return text.length > 22 ? text.slice(0, 21) + "\u2026" : text;
+}
+
 const VIEWERS = [];
 function createViewer(run, ri, host) {
   const examples = run.examples, state = {example: 0, layer: 0, head: 0};
   host.innerHTML = `<div class="controls">
-    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)} (${e.T} tokens)</option>`).join("")}</select></label>
+    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)}: "${esc(textSnippet(e.tokens))}" (${e.T} tokens)</option>`).join("")}</select></label>
     <label>layer <select class="layer"></select></label>
     <label>head <select class="head"></select></label>
     <span class="small muted">attention 0 <span class="scale"></span> 1; grey: masked (future) keys. Hover a cell or a
@@ -218,7 +225,7 @@ function runFacts(run) {
   const built = config.provenance.map(([k, v]) => k.replace(/^headlab_/, "") + " " + v).join(", ");
   if (built) lines.push(`<span class="muted">trained by headlab: ${esc(built)}</span>`);
   lines.push(`<span class="muted">${esc(run.path)}: checkpoints ${esc(run.checkpoints.join(" ") || "-")}; ` +
-             `analysis ${run.heads ? "heads.csv" : "-"}; attention examples ${esc(run.examples.map(e => e.name).join(" ") || "-")}; ` +
+             `analysis ${run.heads ? "heads.csv" : "-"}; attention examples ${esc(run.examples.map(e => e.name).join(", ") || "-")}; ` +
              `prune.csv files ${run.prune.length}</span>`);
   return `<div class="facts">${lines.map(l => `<div>${l}</div>`).join("")}</div>` +
          (run.config ? `<details><summary>config.toml</summary><pre>${esc(run.config)}</pre></details>` : "");
