@@ -11,7 +11,8 @@
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
   in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
-- with --runs N: the sweep page holds N run sections.
+- with --runs N: the sweep page holds N run sections and, per metric results.csv has, a
+  final-metric chart whose points are results.csv's means.
 Prints one line naming the first failed check and exits 1.
 """
 import argparse
@@ -128,6 +129,14 @@ def main():
         runs = [a for tag, a in dom.elements if tag == "details" and "data-run" in a]
         if len(runs) != args.runs:
             fail(f"{len(runs)} run sections, expected {args.runs}")
+        results = data["results"]
+        points = [a for tag, a in dom.elements if tag == "circle" and a.get("data-chart", "").startswith("final ")]
+        for metric in ("val_loss", "val_accuracy", "val_bpb"):
+            means = results["columns"].index(f"{metric}_mean")
+            want = sorted(r[means] for r in results["rows"] if r[means] is not None)
+            got = sorted(float(a["data-y"]) for a in points if a["data-chart"] == f"final {metric}")
+            if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
+                fail(f"final {metric} chart: points {got}, expected results.csv's means {want}")
 
     if args.example is not None:
         viewers = [a for tag, a in dom.elements if tag == "div" and "data-rendered" in a]

@@ -84,21 +84,34 @@ function niceTicks(lo, hi, n) {
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
   return {lo, hi, ticks};
 }
-// series: [{name, xs, ys, color, dash, dots}]; points with a null x or y are left out.
-function lineChart({title, xLabel, yLabel, series, width = 320, height = 210}) {
+// series: [{name, xs, ys, color, dash, dots, errs, tips}]; points with a null x or y are left out.
+// errs: error bars (y ± err); tips: a tooltip per point. xTicks: [[x, label], ...] instead of
+// round numbers (categories, or log-spaced values); the circles of a chart with a mark carry
+// data-chart=mark and data-y (the browser test reads them).
+function lineChart({title, xLabel, yLabel, series, width = 320, height = 210, xTicks = null, mark = null}) {
   const pad = {l: 52, r: 18, t: 8, b: 34};
-  const pts = series.map(s => s.xs.map((x, i) => [x, s.ys[i]]).filter(p => typeof p[0] === "number" && typeof p[1] === "number"));
+  const pts = series.map(s => s.xs.map((x, i) => [x, s.ys[i], typeof (s.errs || [])[i] === "number" ? s.errs[i] : 0, (s.tips || [])[i]])
+    .filter(p => typeof p[0] === "number" && typeof p[1] === "number"));
   const all = pts.flat();
   if (!all.length) return "";
-  const X = niceTicks(Math.min(...all.map(p => p[0])), Math.max(...all.map(p => p[0])), 5);
-  const Y = niceTicks(Math.min(...all.map(p => p[1])), Math.max(...all.map(p => p[1])), 5);
+  let X;
+  if (xTicks) {
+    const at = xTicks.map(t => t[0]), lo = Math.min(...at), hi = Math.max(...at), margin = (hi - lo) * 0.08 || 0.5;
+    X = {lo: lo - margin, hi: hi + margin, ticks: at};
+  } else {
+    X = niceTicks(Math.min(...all.map(p => p[0])), Math.max(...all.map(p => p[0])), 5);
+  }
+  const xLabelOf = new Map((xTicks || []).map(t => [t[0], t[1]]));
+  let yLo = Math.min(...all.map(p => p[1] - p[2])), yHi = Math.max(...all.map(p => p[1] + p[2]));
+  if (all.some(p => p[2] > 0)) { const margin = (yHi - yLo) * 0.05; yLo -= margin; yHi += margin; }  // caps inside the frame
+  const Y = niceTicks(yLo, yHi, 5);
   const w = width - pad.l - pad.r, h = height - pad.t - pad.b;
   const sx = x => pad.l + (x - X.lo) / (X.hi - X.lo) * w, sy = y => pad.t + h - (y - Y.lo) / (Y.hi - Y.lo) * h;
   let svg = `<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-size="10">`;
   for (const t of Y.ticks) svg += `<line x1="${pad.l}" x2="${pad.l + w}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>` +
     `<text x="${pad.l - 4}" y="${sy(t) + 3}" text-anchor="end">${fmt(t)}</text>`;
   for (const t of X.ticks) svg += `<line x1="${sx(t)}" x2="${sx(t)}" y1="${pad.t}" y2="${pad.t + h}" stroke="#f3f3f3"/>` +
-    `<text x="${sx(t)}" y="${pad.t + h + 12}" text-anchor="middle">${fmt(t)}</text>`;
+    `<text x="${sx(t)}" y="${pad.t + h + 12}" text-anchor="middle">${esc(xLabelOf.has(t) ? xLabelOf.get(t) : fmt(t))}</text>`;
   svg += `<rect x="${pad.l}" y="${pad.t}" width="${w}" height="${h}" fill="none" stroke="#999"/>`;
   svg += `<text x="${pad.l + w / 2}" y="${height - 4}" text-anchor="middle" font-size="11">${esc(xLabel)}</text>`;
   svg += `<text transform="translate(12 ${pad.t + h / 2}) rotate(-90)" text-anchor="middle" font-size="11">${esc(yLabel)}</text>`;
@@ -107,11 +120,16 @@ function lineChart({title, xLabel, yLabel, series, width = 320, height = 210}) {
     if (!p.length) return;
     svg += `<path d="${p.map((q, i) => (i ? "L" : "M") + sx(q[0]).toFixed(1) + " " + sy(q[1]).toFixed(1)).join("")}" fill="none" ` +
            `stroke="${s.color}" stroke-width="1.5"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
+    for (const [x, y, e] of p) if (e > 0) {
+      const cx = sx(x), top = sy(y + e).toFixed(1), bottom = sy(y - e).toFixed(1), cap = (cx - 4).toFixed(1);
+      svg += `<path d="M${cx.toFixed(1)} ${top}V${bottom}M${cap} ${top}h8M${cap} ${bottom}h8" stroke="${s.color}" fill="none"/>`;
+    }
     const every = Math.max(1, Math.ceil(p.length / 150));  // hover targets: at most ~150 per series
     p.forEach((q, i) => {
       if (i % every && i !== p.length - 1) return;
+      const tip = q[3] || s.name + "\n" + xLabel + " " + fmt(q[0]) + ": " + yLabel + " " + fmt(q[1]);
       svg += `<circle class="pt" cx="${sx(q[0]).toFixed(1)}" cy="${sy(q[1]).toFixed(1)}" r="${s.dots ? 2.5 : 3}" ` +
-             `fill="${s.dots ? s.color : "transparent"}" data-tip="${esc(s.name + "\n" + xLabel + " " + fmt(q[0]) + ": " + yLabel + " " + fmt(q[1]))}"/>`;
+             `fill="${s.dots ? s.color : "transparent"}"${mark ? ` data-chart="${esc(mark)}" data-y="${q[1]}"` : ""} data-tip="${esc(tip)}"/>`;
     });
   });
   svg += "</svg>";
