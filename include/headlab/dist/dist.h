@@ -36,8 +36,8 @@ class Session {
   Session& operator=(const Session&) = delete;
 };
 
-int rank();        // 0 .. size() - 1
-int size();        // ranks in the job; 1 without mpirun
+int rank();  // 0 .. size() - 1
+int size();  // ranks in the job; 1 without mpirun
 bool built_with_mpi();
 
 // The cores this rank may use: the machine's (OpenMP's default) shared among its local ranks.
