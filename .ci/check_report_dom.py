@@ -4,11 +4,15 @@
   check_report_dom.py DOM --report REPORT.html --heads-csv heads.csv [--example NAME --layer L --head H|all] [--runs N]
 
 - the page ran to the end (body data-ready="1") and #js-errors is empty;
-- every heatmap has one cell per row of heads.csv, one heatmap per column with a value;
+- every column of heads.csv with differing values has a heatmap with one cell per row and a colour
+  scale bar from the column's minimum to its maximum (-m..m, m = the largest magnitude, when
+  centred at 0); a column with one value for every head has no heatmap, and a note names it;
+- the examples of the run have distinct names;
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
   in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
-- with --runs N: the sweep page holds N run sections.
+- with --runs N: the sweep page holds N run sections and, per metric results.csv has, a
+  final-metric chart whose points are results.csv's means.
 Prints one line naming the first failed check and exits 1.
 """
 import argparse
@@ -65,6 +69,10 @@ def head_bytes(example, layer, head):
     return raw
 
 
+def close(a, b):
+    return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("dom")
@@ -87,19 +95,48 @@ def main():
         rows = list(csv.DictReader(f))
     columns = [c for c in rows[0] if c not in ("layer", "head") and any(r[c] != "" for r in rows)]
     cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
+    bars = {a["data-scale-column"]: a for tag, a in dom.elements if tag == "svg" and "data-scale-column" in a}
+    constant = " ".join(a["data-constant"] for tag, a in dom.elements if "data-constant" in a).split()
     for name in columns:
         got = {(a["data-layer"], a["data-head"]) for a in cells if a["data-column"] == name}
+        numbers = [float(r[name]) for r in rows if r[name] != ""]
+        if min(numbers) == max(numbers):
+            if got or name not in constant:
+                fail(f"heatmap {name}: every head has {numbers[0]:g}, so no grid and a note; "
+                     f"got {len(got)} cells and the note names {constant}")
+            continue
         want = {(r["layer"], r["head"]) for r in rows}
         if got != want:
             fail(f"heatmap {name}: cells {sorted(got)}, expected one per head {sorted(want)}")
+        lo, hi = min(numbers), max(numbers)
+        if name.endswith("delta") or name == "positional_offset":
+            hi = max(abs(lo), abs(hi))
+            lo = -hi
+        bar = bars.get(name)
+        if bar is None or not close(float(bar["data-min"]), lo) or not close(float(bar["data-max"]), hi):
+            fail(f"heatmap {name}: expected a colour scale from {lo:g} to {hi:g}, got "
+                 f"{(bar['data-min'], bar['data-max']) if bar else 'none'}")
     values = [a for a in cells if a["data-value"] != ""]
     if not values:
         fail("no heatmap cell has a value")
+    data = embedded_data(args.report)
+    for run in data["runs"]:
+        names = [e["name"] for e in run["examples"]]
+        if len(set(names)) != len(names):
+            fail(f"run {run['name']}: two examples share a name: {names}")
 
     if args.runs is not None:
         runs = [a for tag, a in dom.elements if tag == "details" and "data-run" in a]
         if len(runs) != args.runs:
             fail(f"{len(runs)} run sections, expected {args.runs}")
+        results = data["results"]
+        points = [a for tag, a in dom.elements if tag == "circle" and a.get("data-chart", "").startswith("final ")]
+        for metric in ("val_loss", "val_accuracy", "val_bpb"):
+            means = results["columns"].index(f"{metric}_mean")
+            want = sorted(r[means] for r in results["rows"] if r[means] is not None)
+            got = sorted(float(a["data-y"]) for a in points if a["data-chart"] == f"final {metric}")
+            if len(got) != len(want) or not all(close(g, w) for g, w in zip(got, want)):
+                fail(f"final {metric} chart: points {got}, expected results.csv's means {want}")
 
     if args.example is not None:
         viewers = [a for tag, a in dom.elements if tag == "div" and "data-rendered" in a]
@@ -109,7 +146,6 @@ def main():
         shown = (v.get("data-example"), v.get("data-layer"), v.get("data-head"))
         if shown != (args.example, str(args.layer), args.head):
             fail(f"the viewer shows example, layer, head {shown}, expected {(args.example, str(args.layer), args.head)}")
-        data = embedded_data(args.report)
         example = next((e for e in data["runs"][0]["examples"] if e["name"] == args.example), None)
         if example is None:
             fail(f"example {args.example} is not in {args.report}")

@@ -180,3 +180,48 @@ def test_read_attention_example_by_column_name(plot, tmp_path, capsys):
     with pytest.raises(SystemExit):
         plot_heads.read_attention_example(write(tmp_path / "nokeys.csv", "layer,head,query,k1\n0,0,0,1\n"))
     assert "expected the columns layer,head,query,k0,...,k<T-1>" in capsys.readouterr().err
+
+
+def test_plural_seed_phrases_and_the_sweep_name(plot, tmp_path):
+    _, plot_common, _, _ = plot
+    import plot_sweep
+
+    assert [plot_common.plural(n, "prune.csv file") for n in (1, 2)] == ["1 prune.csv file", "2 prune.csv files"]
+    assert plot_common.plural(1, "head") == "1 head" and plot_common.plural(0, "head") == "0 heads"
+    assert plot_sweep.seed_spread([2, 1, 2]) == "mean ± sample std over 1-2 seeds"
+    assert plot_sweep.seed_spread([3, 3, 0]) == "mean ± sample std over 3 seeds"  # a point with none finished
+    assert plot_sweep.seed_spread([1, 1]) == "one seed per point, no error bars"
+    sweep = tmp_path / "folder"
+    sweep.mkdir()
+    grid = "run,model.n_heads,train.seed,data.seed,params,steps\n" + "".join(
+        f"r{h}{s}{d},{h},{s},{d},10,6\n" for h in (1, 2) for s in (0, 1) for d in (0, 1, 2))
+    write(sweep / "grid.csv", grid)
+    assert plot_sweep.sweep_name(str(sweep)) == "folder" and plot_sweep.sweep_name(str(sweep) + "/") == "folder"
+    write(sweep / "sweep_name.txt", "head_count\n")
+    both = plot_sweep.Sweep(str(sweep))
+    assert both.name == "head_count" and both.seeds() == "6 seeds (2 train.seed x 3 data.seed)"
+    write(sweep / "grid.csv", "run,model.n_heads,train.seed,params,steps\na,1,0,10,6\nb,1,1,10,6\n")
+    assert plot_sweep.Sweep(str(sweep)).seeds() == "2 seeds (train.seed)"
+
+
+def test_attention_ticks_label_every_kth_position_with_its_token(plot):
+    _, _, plot_heads, _ = plot
+    text = list("abcdefghij")
+    assert plot_heads.token_ticks(list(range(10)), text, 10) == (list(range(10)), text, 1)
+    keep = [0, 1, 2, 3, 4, 5, 6, 7, 8]  # position 9 is padding
+    assert plot_heads.token_ticks(keep, text, 4) == ([0, 3, 6], ["0 a", "3 d", "6 g"], 3)
+
+
+def test_prune_axis_ends_where_every_layer_keeps_one_head(plot):
+    _, _, _, plot_prune = plot
+
+    def row(strategy, pruned, per_layer):
+        kept = sum(per_layer)
+        return {"strategy": strategy, "heads_pruned": pruned, "heads_kept": kept, "heads_per_layer": per_layer,
+                "fraction_pruned": pruned / (pruned + kept)}
+
+    rounds = [row("importance", 0, [4, 4, 4, 4]), row("importance", 8, [2, 2, 2, 2])]
+    assert plot_prune.prunable_limit(rounds) == (0.75, 0.75)  # 12 of 16: one head left per layer
+    l0 = [row("l0", 0, [4, 4, 4, 4]), row("l0", 14, [1, 1, 0, 0])]
+    assert plot_prune.prunable_limit(rounds + l0) == (0.75, 0.875)  # L0 closed two layers
+    assert plot_prune.prunable_limit(l0) == (1.0, 1.0)  # L0 alone may close every gate

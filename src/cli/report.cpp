@@ -25,13 +25,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The viewer's name for this command's --prompt: "prompt", or "prompt (report)" when the folder
+// holds analyze --prompt's dump, which the report reads as the example "prompt" (attention_example_
+// prompt.h5 or .csv): two examples of one name could not be told apart in the menu or the URL.
+std::string prompt_example_name(const std::string& run) {
+  for (const char* file : {"attention_example_prompt.h5", "attention_example_prompt.csv"})
+    if (fs::exists(fs::path(run) / file)) return "prompt (report)";
+  return "prompt";
+}
+
 ExtraExample prompt_example(const std::string& run, const std::string& text,
                             const std::vector<std::string>& overrides) {
   const std::string checkpoint = resolve_checkpoint(run);
   OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
   const std::vector<int32_t> tokens = prompt_tokens(opened.config, text);
   ExtraExample e;
-  e.name = "prompt";
+  e.name = prompt_example_name(run);
   e.attention = attention_on_tokens(*opened.model, tokens);
   for (const int32_t t : tokens) e.token_labels.push_back(text_token_label(t));
   return e;

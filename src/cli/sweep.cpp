@@ -89,6 +89,7 @@ int run_sweep(int argc, char** argv) {
   run.out_dir = out;
   run.jobs = jobs;
   run.headlab_binary = this_executable();
+  run.name = spec.name;
   const SweepReport report = headlab::run_sweep(points, run);
   dist::together([&] {
     if (coordinator) aggregate_sweep(out);

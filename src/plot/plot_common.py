@@ -53,6 +53,12 @@ KEY_NAMES = {
 LINE_STYLES = ["-", "--", ":", "-."]
 
 
+def plural(n, word, words=None):
+    """'1 seed', '2 seeds': the count and the word, plural unless the count is 1 (`words` for a
+    plural other than word + 's')."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
 def key_label(key):
     return f"{KEY_NAMES[key]} ({key})" if key in KEY_NAMES else key
 
@@ -103,19 +109,19 @@ def describe_config(config, swept=()):
     if "d_model" in model and "model.d_model" not in swept:
         parts.append(f"d_model {model['d_model']}")
     if "n_heads" in model and not any(k in swept for k in head_keys):
-        heads = f"{model['n_heads']} head{'s' if model['n_heads'] != 1 else ''}"
+        heads = plural(model["n_heads"], "head")
         d_head = model.get("d_head") or (model["d_model"] // model["n_heads"] if "d_model" in model else 0)
         if d_head:
             heads += f" x d_head {d_head}"
         if model.get("n_kv_heads"):
-            heads += f" ({model['n_kv_heads']} kv heads)"
+            heads += f" ({plural(model['n_kv_heads'], 'kv head')})"
         parts.append(heads)
     if "n_layers" in model and "model.n_layers" not in swept:
-        parts.append(f"{model['n_layers']} layer{'s' if model['n_layers'] != 1 else ''}")
+        parts.append(plural(model["n_layers"], "layer"))
     if "task" in data and "data.task" not in swept:
         rest.append(f"task {data['task']}")
     if "steps" in train and "train.steps" not in swept:
-        rest.append(f"{train['steps']} steps")
+        rest.append(plural(train["steps"], "step"))
     return ", ".join(parts) + ("; " if parts and rest else "") + ", ".join(rest)
 
 

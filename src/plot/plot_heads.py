@@ -6,7 +6,7 @@ import re
 import textwrap
 
 from plot_common import (
-    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plt, read_csv, save
+    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plural, plt, read_csv, save
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -113,6 +113,17 @@ def read_example_tokens(path, length):
     return text, [t for t, r in enumerate(rows) if r["real"] != "0"]
 
 
+def token_ticks(keep, text, most):
+    """Ticks for an attention map over the positions `keep`: (tick indices, labels, k). Every
+    position's token when there are at most `most`, else every k-th position (k = ceil(n / most))
+    labelled "position token", so a long sequence still shows which token sits where."""
+    k = max(1, math.ceil(len(keep) / most))
+    ticks = list(range(0, len(keep), k))
+    if k == 1:
+        return ticks, [text[t] for t in keep], k
+    return ticks, [f"{keep[i]} {text[keep[i]]}" for i in ticks], k
+
+
 def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
     """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map."""
     # Dataset examples in index order, then the --prompt one.
@@ -131,17 +142,17 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
         n_cols = n_heads if not chosen else min(len(panels), 4)
         n_rows = math.ceil(len(panels) / n_cols)
         side = 4.2 if len(panels) <= 2 else 2.6
-        show_tokens = len(keep) <= (40 if side > 4 else 24)
+        ticks, labels, every = token_ticks(keep, text, 40 if side > 4 else 24)
+        # Single bytes fit under their columns (an occasional "\\n" too); words and "12 s" do not.
+        rotate = every > 1 or sum(len(label) > 2 for label in labels) > len(labels) / 4
         fig, axes = plt.subplots(n_rows, n_cols, figsize=(side * n_cols + 1.2, side * n_rows + 1.0),
                                  squeeze=False, constrained_layout=True)
         for i, (layer, head) in enumerate(panels):
             ax = axes[i // n_cols][i % n_cols]
             grid = [[maps[(layer, head)][q][k] for k in keep] for q in keep]
             image = heatmap(ax, grid, cmap="magma", vmin=0.0, vmax=1.0)
-            labels = [text[t] for t in keep] if show_tokens else [str(t) for t in keep]
-            step = 1 if show_tokens else max(1, math.ceil(len(keep) / 8))
-            ax.set_xticks(range(0, len(keep), step), labels[::step], fontsize=7 if show_tokens else 8)
-            ax.set_yticks(range(0, len(keep), step), labels[::step], fontsize=7 if show_tokens else 8)
+            ax.set_xticks(ticks, labels, fontsize=7, rotation=90 if rotate else 0)
+            ax.set_yticks(ticks, labels, fontsize=7)
             ax.tick_params(length=0)
             ax.set_title(f"layer {layer}, head {head}", fontsize=9)
             if i % n_cols == 0 or len(panels) <= 2:
@@ -154,10 +165,11 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
         words = [text[t].replace("\u2423", " ") for t in keep]
         shown = ("" if all(len(w) == 1 for w in words) else " ").join(words)  # bytes, or words
         snippet = shown if len(shown) <= 70 else shown[:67] + "..."
-        padding = f"; {length - len(keep)} padding positions left out" if len(keep) < length else ""
+        padding = (f"; {plural(length - len(keep), 'padding position')} left out" if len(keep) < length else "")
+        thinned = f"; ticks every {every} positions: position and token" if every > 1 else ""
         which = "chosen heads" if chosen else "every head"
         where = "the prompt" if example == "prompt" else f"example {example}"
         figure_title(fig, f"{title_prefix}attention of {which} on {where}{padding}\n\"{snippet}\"\n"
-                     "row = query position, column = the key it attends to; each row sums to 1", fontsize=10)
+                     f"row = query position, column = the key it attends to; each row sums to 1{thinned}", fontsize=10)
         save(fig, os.path.join(out_dir, f"attention_example_{example}"), written)
     return len(found)

@@ -3,7 +3,7 @@ import math
 import os
 
 from plot_common import (
-    METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plt,
+    METRICS, cell_ticks, describe_config, fail, figure_title, heatmap, metric_label, number, plural, plt,
     read_config, read_csv, save, unique
 )
 from plot_shared import CsvError
@@ -82,7 +82,7 @@ def series_label(key, files, band=True):
     if strategy not in ("random", "l0"):
         label += ", re-scored every round" if recompute else ", scored once"
     if finetune_steps:
-        label += f", fine-tuned {finetune_steps} steps"
+        label += f", fine-tuned {plural(finetune_steps, 'step')}"
     if strategy != "l0" and len(files) > 1:
         label += f" (mean of {len(files)} seeds{', band = min-max' if band else ''})"
     return label
@@ -99,6 +99,17 @@ def by_round(files, value):
             continue
         out.append((sum(r["fraction_pruned"] for r in rows) / len(rows), sum(ys) / len(ys), min(ys), max(ys)))
     return out
+
+
+def prunable_limit(rows):
+    """(limit, end) for the x axis of the prune curves. limit: the largest fraction of heads the
+    files' strategies can prune; the round-based ones stop at (heads - layers) / heads, since every
+    layer keeps one head (src/prune/prune_loop.cpp), while L0 alone may close every gate (1). end:
+    where the axis ends, the larger of limit and the largest fraction any row reached."""
+    heads = rows[0]["heads_pruned"] + rows[0]["heads_kept"]
+    rounds = any(r["strategy"] != "l0" for r in rows)
+    limit = (heads - len(rows[0]["heads_per_layer"])) / heads if rounds else 1.0
+    return limit, max([limit] + [r["fraction_pruned"] for r in rows])
 
 
 def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written):
@@ -136,8 +147,10 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
             if len(files) > 1:
                 ax.fill_between(xs, [p[2] for p in points], [p[3] for p in points], color=color, alpha=0.2,
                                 linewidth=0)
-        ax.set_xlim(-0.02, 1.0)
-        ax.set_xlabel("fraction of heads pruned")
+        limit, end = prunable_limit(all_rows)
+        ax.set_xlim(-0.02, end + 0.02)
+        ax.set_xlabel(f"fraction of heads pruned (at most {limit:.3g}: every layer keeps one head)"
+                      if end == limit < 1 else "fraction of heads pruned")
         ax.set_ylabel(metric_label(metric))
         top = ax.secondary_xaxis("top", functions=(lambda f: f * total_heads, lambda n: n / total_heads))
         top.set_xlabel(f"heads pruned (of {total_heads})")
@@ -146,7 +159,7 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
                   title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
                   title_fontsize=7)
         figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as heads are pruned "
-                         f"({n_files} prune.csv files){subtitle}", fontsize=10)
+                         f"({plural(n_files, 'prune.csv file')}){subtitle}", fontsize=10)
         save(fig, os.path.join(out_dir, f"prune_{metric}"), written)
 
 

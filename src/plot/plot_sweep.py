@@ -5,7 +5,7 @@ from matplotlib.lines import Line2D
 
 from plot_common import (
     LINE_STYLES, METRICS, SEED_KEYS, X_AXES, describe_config, fail, figure_title, has_values, key_label,
-    metric_label, number, plt, points, read_config, read_csv, read_metrics, save, unique
+    metric_label, number, plural, plt, points, read_config, read_csv, read_metrics, save, unique
 )
 from plot_run import plot_analysis
 
@@ -13,6 +13,18 @@ from plot_run import plot_analysis
 # A sweep folder.
 
 GRID_COLUMNS = ("run", "params", "steps")  # grid.csv: run,<grid keys>,params,steps
+
+
+def sweep_name(sweep_dir):
+    """The sweep file's name (its `name`, else its stem), which headlab sweep records in
+    DIR/sweep_name.txt; the folder's name for a folder without one (src/sweep/aggregate.cpp reads
+    it the same way for summary.md)."""
+    try:
+        with open(os.path.join(sweep_dir, "sweep_name.txt"), encoding="utf-8", errors="replace") as f:
+            name = f.readline().strip()
+    except OSError:
+        name = ""
+    return name or os.path.basename(os.path.normpath(sweep_dir))
 
 
 class Sweep:
@@ -25,7 +37,7 @@ class Sweep:
 
     def __init__(self, sweep_dir):
         self.dir = sweep_dir
-        self.name = os.path.basename(os.path.normpath(sweep_dir))
+        self.name = sweep_name(sweep_dir)
         grid_path = os.path.join(sweep_dir, "grid.csv")
         self.runs = read_csv(grid_path, required=GRID_COLUMNS)
         if not self.runs:
@@ -70,11 +82,32 @@ class Sweep:
         combos = unique([style_combo(r, self.style_keys) for r in self.runs])
         return {c: LINE_STYLES[i % len(LINE_STYLES)] for i, c in enumerate(combos)}
 
+    def seeds(self):
+        """'2 seeds (train.seed)', '6 seeds (2 train.seed x 3 data.seed)'; '' without a seed key."""
+        counts = [(len(self.values[k]), k) for k in self.seed_keys]
+        if not counts:
+            return ""
+        if len(counts) == 1:
+            return f"{plural(counts[0][0], 'seed')} ({counts[0][1]})"
+        total = 1
+        for n, _ in counts:
+            total *= n
+        return f"{plural(total, 'seed')} ({' x '.join(f'{n} {k}' for n, k in counts)})"
+
     def subtitle(self):
-        seeds = " x ".join(f"{len(self.values[k])} {k}" for k in self.seed_keys)
         fixed = ", ".join(f"{k}={v}" for k, v in self.fixed.items() if k not in SEED_KEYS)
-        parts = [p for p in (self.context, fixed, f"seeds: {seeds}" if seeds else "") if p]
+        parts = [p for p in (self.context, fixed, self.seeds()) if p]
         return "\n" + "; ".join(parts) if parts else ""
+
+
+def seed_spread(n_seeds):
+    """What a final-metric point is, from results.csv's n_seeds per point: 'mean ± sample std over
+    2 seeds', 'over 1-3 seeds' where points differ (unfinished runs), or one seed and no bars."""
+    finished = [n for n in n_seeds if n > 0] or [0]
+    lo, hi = min(finished), max(finished)
+    if hi <= 1:
+        return "one seed per point, no error bars"
+    return f"mean ± sample std over {plural(hi, 'seed') if lo == hi else f'{lo}-{hi} seeds'}"
 
 
 def is_numeric(values):
@@ -153,7 +186,7 @@ def plot_sweep_finals(sweep, written):
         return
     x_key = sweep.color_key
     styles = sweep.styles()
-    n_seeds = max(int(r["n_seeds"]) for r in sweep.results)
+    spread = seed_spread([int(r["n_seeds"]) for r in sweep.results])
     for metric in ("val_loss", "val_accuracy", "val_bpb"):
         panels = [p for p in sweep.panels()
                   if any(number(r[f"{metric}_mean"]) is not None for r in sweep.runs_in(p, sweep.results))]
@@ -198,7 +231,6 @@ def plot_sweep_finals(sweep, written):
             if len(styles) > 1 and ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=8)
         against = f" against {key_label(x_key)}" if x_key else ""
-        spread = (f"mean ± sample std over {n_seeds} seeds" if n_seeds > 1 else "one seed per point, no error bars")
         figure_title(fig, f"Final {METRICS[metric][0]}{against}, sweep {sweep.name} ({spread}){sweep.subtitle()}",
                      fontsize=10)
         fig.tight_layout()

@@ -84,21 +84,34 @@ function niceTicks(lo, hi, n) {
   for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
   return {lo, hi, ticks};
 }
-// series: [{name, xs, ys, color, dash, dots}]; points with a null x or y are left out.
-function lineChart({title, xLabel, yLabel, series, width = 320, height = 210}) {
+// series: [{name, xs, ys, color, dash, dots, errs, tips}]; points with a null x or y are left out.
+// errs: error bars (y ± err); tips: a tooltip per point. xTicks: [[x, label], ...] instead of
+// round numbers (categories, or log-spaced values); the circles of a chart with a mark carry
+// data-chart=mark and data-y (the browser test reads them).
+function lineChart({title, xLabel, yLabel, series, width = 320, height = 210, xTicks = null, mark = null}) {
   const pad = {l: 52, r: 18, t: 8, b: 34};
-  const pts = series.map(s => s.xs.map((x, i) => [x, s.ys[i]]).filter(p => typeof p[0] === "number" && typeof p[1] === "number"));
+  const pts = series.map(s => s.xs.map((x, i) => [x, s.ys[i], typeof (s.errs || [])[i] === "number" ? s.errs[i] : 0, (s.tips || [])[i]])
+    .filter(p => typeof p[0] === "number" && typeof p[1] === "number"));
   const all = pts.flat();
   if (!all.length) return "";
-  const X = niceTicks(Math.min(...all.map(p => p[0])), Math.max(...all.map(p => p[0])), 5);
-  const Y = niceTicks(Math.min(...all.map(p => p[1])), Math.max(...all.map(p => p[1])), 5);
+  let X;
+  if (xTicks) {
+    const at = xTicks.map(t => t[0]), lo = Math.min(...at), hi = Math.max(...at), margin = (hi - lo) * 0.08 || 0.5;
+    X = {lo: lo - margin, hi: hi + margin, ticks: at};
+  } else {
+    X = niceTicks(Math.min(...all.map(p => p[0])), Math.max(...all.map(p => p[0])), 5);
+  }
+  const xLabelOf = new Map((xTicks || []).map(t => [t[0], t[1]]));
+  let yLo = Math.min(...all.map(p => p[1] - p[2])), yHi = Math.max(...all.map(p => p[1] + p[2]));
+  if (all.some(p => p[2] > 0)) { const margin = (yHi - yLo) * 0.05; yLo -= margin; yHi += margin; }  // caps inside the frame
+  const Y = niceTicks(yLo, yHi, 5);
   const w = width - pad.l - pad.r, h = height - pad.t - pad.b;
   const sx = x => pad.l + (x - X.lo) / (X.hi - X.lo) * w, sy = y => pad.t + h - (y - Y.lo) / (Y.hi - Y.lo) * h;
   let svg = `<svg width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-size="10">`;
   for (const t of Y.ticks) svg += `<line x1="${pad.l}" x2="${pad.l + w}" y1="${sy(t)}" y2="${sy(t)}" stroke="#eee"/>` +
     `<text x="${pad.l - 4}" y="${sy(t) + 3}" text-anchor="end">${fmt(t)}</text>`;
   for (const t of X.ticks) svg += `<line x1="${sx(t)}" x2="${sx(t)}" y1="${pad.t}" y2="${pad.t + h}" stroke="#f3f3f3"/>` +
-    `<text x="${sx(t)}" y="${pad.t + h + 12}" text-anchor="middle">${fmt(t)}</text>`;
+    `<text x="${sx(t)}" y="${pad.t + h + 12}" text-anchor="middle">${esc(xLabelOf.has(t) ? xLabelOf.get(t) : fmt(t))}</text>`;
   svg += `<rect x="${pad.l}" y="${pad.t}" width="${w}" height="${h}" fill="none" stroke="#999"/>`;
   svg += `<text x="${pad.l + w / 2}" y="${height - 4}" text-anchor="middle" font-size="11">${esc(xLabel)}</text>`;
   svg += `<text transform="translate(12 ${pad.t + h / 2}) rotate(-90)" text-anchor="middle" font-size="11">${esc(yLabel)}</text>`;
@@ -107,11 +120,16 @@ function lineChart({title, xLabel, yLabel, series, width = 320, height = 210}) {
     if (!p.length) return;
     svg += `<path d="${p.map((q, i) => (i ? "L" : "M") + sx(q[0]).toFixed(1) + " " + sy(q[1]).toFixed(1)).join("")}" fill="none" ` +
            `stroke="${s.color}" stroke-width="1.5"${s.dash ? ` stroke-dasharray="${s.dash}"` : ""}/>`;
+    for (const [x, y, e] of p) if (e > 0) {
+      const cx = sx(x), top = sy(y + e).toFixed(1), bottom = sy(y - e).toFixed(1), cap = (cx - 4).toFixed(1);
+      svg += `<path d="M${cx.toFixed(1)} ${top}V${bottom}M${cap} ${top}h8M${cap} ${bottom}h8" stroke="${s.color}" fill="none"/>`;
+    }
     const every = Math.max(1, Math.ceil(p.length / 150));  // hover targets: at most ~150 per series
     p.forEach((q, i) => {
       if (i % every && i !== p.length - 1) return;
+      const tip = q[3] || s.name + "\n" + xLabel + " " + fmt(q[0]) + ": " + yLabel + " " + fmt(q[1]);
       svg += `<circle class="pt" cx="${sx(q[0]).toFixed(1)}" cy="${sy(q[1]).toFixed(1)}" r="${s.dots ? 2.5 : 3}" ` +
-             `fill="${s.dots ? s.color : "transparent"}" data-tip="${esc(s.name + "\n" + xLabel + " " + fmt(q[0]) + ": " + yLabel + " " + fmt(q[1]))}"/>`;
+             `fill="${s.dots ? s.color : "transparent"}"${mark ? ` data-chart="${esc(mark)}" data-y="${q[1]}"` : ""} data-tip="${esc(tip)}"/>`;
     });
   });
   svg += "</svg>";
@@ -161,21 +179,38 @@ const HEAD_COLUMNS = {  // as src/plot/headlab_plot.py and docs/analysis.md desc
   rare_token_agreement: "fraction of rows whose argmax is the rarest visible token",
   js_nearest: "JS distance to the nearest other head",
 };
+// The colour legend under a heatmap: the scale as a bar of 40 steps (not an SVG gradient, which
+// would be referred to by URL, and the page has none), its ends written, and 0 when centred.
+function scaleBar(colour, lo, hi, width, centred, name) {
+  const w = Math.max(width, 110) - 2, steps = 40;
+  let ends = [fmt(lo), fmt(hi)];  // to 4 digits, or as many as it takes to tell them apart
+  if (ends[0] === ends[1]) ends = [lo, hi].map(v => String(Number(v.toPrecision(8))));
+  let bar = "";
+  for (let i = 0; i < steps; ++i)
+    bar += `<rect x="${(1 + i * w / steps).toFixed(1)}" y="1" width="${(w / steps + 0.5).toFixed(1)}" height="9" ` +
+           `fill="${rgb(colour(lo + (i + 0.5) / steps * (hi - lo)))}"/>`;
+  return `<svg class="scale-bar" data-scale-column="${esc(name)}" data-min="${lo}" data-max="${hi}" width="${w + 2}" height="26" font-size="9">` +
+    `${bar}<rect x="1" y="1" width="${w}" height="9" fill="none" stroke="#ccc"/>` +
+    `<text x="1" y="21">${ends[0]}</text><text x="${w + 1}" y="21" text-anchor="end">${ends[1]}</text>` +
+    (centred ? `<text x="${1 + w / 2}" y="21" text-anchor="middle">0</text>` : "") + "</svg>";
+}
 function headHeatmaps(heads, ri) {
   const layers = column(heads, "layer"), headIds = column(heads, "head");
   if (!layers || !headIds) return "";
   const L = Math.max(...layers) + 1, H = Math.max(...headIds) + 1;
   const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = 24, top = 14;
   let out = "";
+  const constant = [];  // columns with one value for every head: a grid of one colour says nothing
   for (const name of heads.columns) {
     if (name === "layer" || name === "head") continue;
     const values = column(heads, name);
     if (!hasValues(values)) continue;
     const nums = values.filter(v => typeof v === "number");
     let lo = Math.min(...nums), hi = Math.max(...nums);
+    if (lo === hi) { constant.push([name, lo]); continue; }
     const centred = /delta$|^positional_offset$/.test(name);
-    if (centred) { hi = Math.max(Math.abs(lo), Math.abs(hi)) || 1; lo = -hi; }
-    const colour = v => centred ? diverging((v - lo) / (hi - lo)) : viridis(hi > lo ? (v - lo) / (hi - lo) : 0.5);
+    if (centred) { hi = Math.max(Math.abs(lo), Math.abs(hi)); lo = -hi; }
+    const colour = v => (centred ? diverging : viridis)((v - lo) / (hi - lo));
     const width = left + H * cell, height = top + L * cell;
     let svg = `<svg width="${width}" height="${height}" font-size="9">`;
     for (let h = 0; h < H; h += cell >= 14 ? 1 : 4) svg += `<text x="${left + h * cell + cell / 2}" y="10" text-anchor="middle">${h}</text>`;
@@ -188,10 +223,12 @@ function headHeatmaps(heads, ri) {
     });
     svg += "</svg>";
     out += `<figure class="heatmap" data-column="${esc(name)}"><figcaption title="${esc(HEAD_COLUMNS[name] || name)}">${esc(name)}</figcaption>` +
-           `${svg}<div class="small muted">${fmt(lo)} .. ${fmt(hi)}${centred ? " (0 = white)" : ""}</div></figure>`;
+           `${svg}${scaleBar(colour, lo, hi, width, centred, name)}</figure>`;
   }
-  return out ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
-               `<div class="heatmaps">${out}</div>` : "";
+  const same = constant.length ? `<div class="small muted" data-constant="${esc(constant.map(c => c[0]).join(" "))}">` +
+    `the same for every head, so no grid: ${esc(constant.map(([n, v]) => n === "gate" && v === 1 ? "all gates 1" : `${n} ${fmt(v)}`).join(", "))}</div>` : "";
+  return out || same ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
+                       `<div class="heatmaps">${out}</div>${same}` : "";
 }
 
 // ---- head-by-head similarity (heads_similarity.csv): JS distance of heads' attention rows --------

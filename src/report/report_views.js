@@ -46,7 +46,9 @@ function drawMatrix(canvas, ex, m, cell, margin, labels) {
   const size = Math.min(12, cell - 1), every = cell >= 8 ? 1 : Math.ceil(T / 16);
   ctx.font = (cell >= 8 ? size : 10) + "px ui-monospace, monospace";
   for (let t = 0; t < T; t += every) {
-    const text = cell >= 8 ? ex.tokens[t].slice(0, 5) : String(t), mid = margin + t * cell + cell / 2;
+    // Every token when the cells are big enough, else every k-th position with its token.
+    const token = ex.tokens[t] === " " ? "\u2423" : ex.tokens[t];  // a visible space
+    const text = cell >= 8 ? token.slice(0, 5) : t + " " + token.slice(0, 3), mid = margin + t * cell + cell / 2;
     ctx.textAlign = "right"; ctx.textBaseline = "middle";
     ctx.fillText(text, margin - 3, mid);                              // queries down the left
     ctx.save(); ctx.translate(mid, margin - 3); ctx.rotate(-Math.PI / 2);
@@ -60,11 +62,18 @@ function paintedPixels(canvas) {
   return n;
 }
 
+// The start of an example's text, for the example menu: bytes run together, words spaced.
+function textSnippet(tokens) {
+  const head = tokens.slice(0, 24), words = head.filter(w => w.length > 1 && !w.startsWith("\\")).length > head.length / 4;
+  const text = head.join(words ? " " : "");
+  return text.length > 22 ? text.slice(0, 21) + "\u2026" : text;
+}
+
 const VIEWERS = [];
 function createViewer(run, ri, host) {
   const examples = run.examples, state = {example: 0, layer: 0, head: 0};
   host.innerHTML = `<div class="controls">
-    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)} (${e.T} tokens)</option>`).join("")}</select></label>
+    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)}: "${esc(textSnippet(e.tokens))}" (${e.T} tokens)</option>`).join("")}</select></label>
     <label>layer <select class="layer"></select></label>
     <label>head <select class="head"></select></label>
     <span class="small muted">attention 0 <span class="scale"></span> 1; grey: masked (future) keys. Hover a cell or a
@@ -216,7 +225,7 @@ function runFacts(run) {
   const built = config.provenance.map(([k, v]) => k.replace(/^headlab_/, "") + " " + v).join(", ");
   if (built) lines.push(`<span class="muted">trained by headlab: ${esc(built)}</span>`);
   lines.push(`<span class="muted">${esc(run.path)}: checkpoints ${esc(run.checkpoints.join(" ") || "-")}; ` +
-             `analysis ${run.heads ? "heads.csv" : "-"}; attention examples ${esc(run.examples.map(e => e.name).join(" ") || "-")}; ` +
+             `analysis ${run.heads ? "heads.csv" : "-"}; attention examples ${esc(run.examples.map(e => e.name).join(", ") || "-")}; ` +
              `prune.csv files ${run.prune.length}</span>`);
   return `<div class="facts">${lines.map(l => `<div>${l}</div>`).join("")}</div>` +
          (run.config ? `<details><summary>config.toml</summary><pre>${esc(run.config)}</pre></details>` : "");
@@ -255,9 +264,51 @@ function resultsTable(csv) {
   return `<table class="results"><tr>${csv.columns.map(c => `<th>${esc(c)}</th>`).join("")}</tr>` +
          csv.rows.map(r => `<tr>${r.map(v => `<td>${esc(fmt(v))}</td>`).join("")}</tr>`).join("") + "</table>";
 }
+// The final metrics against the swept key, as headlab plot's final_<metric>.png draws them from
+// results.csv: x is model.n_heads when swept, else the first numeric swept key, else the first
+// (log2-spaced when the values span a factor of 4); a chart per task when data.task is swept; one
+// series per value of any other swept key; error bars are the sample std over seeds.
+function finalCharts(results) {
+  const n = results ? results.columns.indexOf("n_seeds") : -1;
+  if (n < 0) return "";
+  const rows = results.rows.map(r => Object.fromEntries(results.columns.map((c, i) => [c, r[i]])));
+  const distinct = k => rows.map(r => r[k]).filter((v, i, all) => all.indexOf(v) === i);
+  const swept = results.columns.slice(0, n).filter(k => distinct(k).length > 1);
+  const panelKey = swept.includes("data.task") ? "data.task" : null, rest = swept.filter(k => k !== panelKey);
+  const numeric = k => distinct(k).every(v => typeof v === "number");
+  const xKey = rest.includes("model.n_heads") ? "model.n_heads" : rest.find(numeric) || rest[0] || null;
+  const styleKeys = rest.filter(k => k !== xKey), combo = r => styleKeys.map(k => `${k}=${r[k]}`).join(", ");
+  const numericX = xKey !== null && numeric(xKey);
+  const categories = xKey === null ? [null] : numericX ? distinct(xKey).sort((a, b) => a - b) : distinct(xKey);
+  const logX = numericX && categories[0] > 0 && categories[categories.length - 1] / categories[0] >= 4;
+  const at = v => numericX ? (logX ? Math.log2(v) : v) : categories.indexOf(v);
+  const xTicks = categories.map(v => [at(v), v === null ? "all runs" : String(v)]);
+  let out = "";
+  for (const metric of ["val_loss", "val_accuracy", "val_bpb"]) {
+    for (const panel of panelKey ? distinct(panelKey) : [null]) {
+      const points = rows.filter(r => (panel === null || r[panelKey] === panel) && typeof r[metric + "_mean"] === "number")
+                         .sort((a, b) => at(xKey === null ? null : a[xKey]) - at(xKey === null ? null : b[xKey]));
+      if (!points.length) continue;
+      const series = points.map(combo).filter((c, i, all) => all.indexOf(c) === i).map((c, i) => {
+        const own = points.filter(r => combo(r) === c);
+        return {name: c || metric, color: colorOf(i), dots: true,
+                xs: own.map(r => at(xKey === null ? null : r[xKey])), ys: own.map(r => r[metric + "_mean"]),
+                errs: own.map(r => r[metric + "_std"]),
+                tips: own.map(r => `${xKey === null ? "all runs" : `${xKey} = ${r[xKey]}`}${c ? ", " + c : ""}\n${metric} ` +
+                                   `${fmt(r[metric + "_mean"])}${typeof r[metric + "_std"] === "number" ? " ± " + fmt(r[metric + "_std"]) : ""}` +
+                                   ` (${r.n_seeds} of ${r.n_runs} runs)`)};
+      });
+      out += lineChart({title: `final ${metric}` + (panel === null ? "" : `, ${panelKey} = ${panel}`), xLabel: xKey || "",
+                        yLabel: metric, series, xTicks, mark: `final ${metric}`, width: 360, height: 240});
+    }
+  }
+  return out ? `<h3>Final metrics${xKey ? " against " + esc(xKey) : ""} (results.csv: mean, error bars = sample std over ` +
+               `seeds)</h3><div class="charts">${out}</div>` : "";
+}
 function renderSweep(data, host) {
   let html = `<h2>Sweep: ${data.runs.length} runs</h2>`;
   if (data.results) html += `<h3>Results (results.csv: mean and sample std over seeds)</h3>${resultsTable(data.results)}`;
+  html += finalCharts(data.results);
   if (data.summary) html += `<details><summary>summary.md</summary><pre>${esc(data.summary)}</pre></details>`;
   html += `<h3>Every run's curves</h3><div class="charts">`;
   for (const metric of ["train_loss", "val_loss", "val_accuracy", "val_bpb"]) {

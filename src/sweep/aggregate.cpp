@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -83,6 +84,17 @@ MeanStd mean_std(const std::vector<double>& values) {
     m.std = std::sqrt(squares / (m.n - 1));
   }
   return m;
+}
+
+std::string sweep_name(const std::string& sweep_dir) {
+  std::ifstream in(fs::path(sweep_dir) / kSweepNameFile);
+  std::string name;
+  std::getline(in, name);
+  const size_t first = name.find_first_not_of(" \t\r"), last = name.find_last_not_of(" \t\r");
+  if (first != std::string::npos) return name.substr(first, last - first + 1);
+  fs::path dir = fs::path(sweep_dir).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "runs/x/"
+  return dir.filename().string();
 }
 
 RunMetrics read_run_metrics(const std::string& metrics_csv) {
@@ -226,7 +238,7 @@ void aggregate_sweep(const std::string& sweep_dir) {
                                            : "mean ± sample standard deviation over ";
   for (size_t i = 0; i < seed_keys.size(); ++i) averaged += (i ? " x " : "") + seed_keys[i];
   std::ostringstream md;
-  md << "# Sweep " << dir.filename().string() << "\n\n"
+  md << "# Sweep " << sweep_name(sweep_dir) << "\n\n"
      << runs.size() << " runs, " << n_finished << " finished, in " << groups.size()
      << " grid points. Final validation metrics (the last evaluation, at train.steps); " << averaged
      << ". Loss is cross-entropy in nats per token; bits per byte only for text; tokens/s is the training "

@@ -272,6 +272,7 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
     if (!coordinator) return;
     fs::create_directories(out);
     write_grid_csv(out.string(), points);
+    if (!options.name.empty()) write_file_atomically(out / kSweepNameFile, options.name + "\n");
     for (size_t i = 0; i < points.size(); ++i) {
       const fs::path run = out / points[i].name;
       const RunStatus status = run_status(run.string(), points[i].config);

@@ -153,6 +153,26 @@ TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
 }
 
+TEST_CASE("analyze --prompt's dump and report --prompt are two examples with distinct names", "[report]") {
+  const AnalysedRun& a = analysed_run();
+  const fs::path run = a.scratch.dir / "both_prompts";
+  fs::copy(a.run, run, fs::copy_options::recursive);
+  auto headlab = [&](const std::vector<std::string>& args) {
+    const auto r = run_headlab(args, a.scratch.dir / "both_prompts.log");
+    INFO(r.output);
+    REQUIRE(r.code == 0);
+  };
+  headlab({"report", run.string(), "--prompt", "And God said", "--out", (run / "alone.html").string()});
+  CHECK_THAT(test::read_file(run / "alone.html"),
+             Catch::Contains("{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":12,"));
+  headlab({"analyze", run.string(), "--prompt", "In the beginning"});  // attention_example_prompt.h5: "prompt"
+  headlab({"report", run.string(), "--prompt", "And God said", "--out", (run / "both.html").string()});
+  const std::string html = test::read_file(run / "both.html");
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"prompt\",\"n_layers\":2,\"n_heads\":2,\"T\":16,"));
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"prompt (report)\",\"n_layers\":2,\"n_heads\":2,\"T\":12,"));
+  CHECK(html.find("\"name\":\"prompt\"") == html.rfind("\"name\":\"prompt\""));  // once
+}
+
 // Found by tests/fuzz/fuzz_run_folder: the maps are held dense, and one row numbering layer and
 // head 1000000 asked for 10^12 values.
 TEST_CASE("report refuses an attention dump whose layer and head numbers its rows cannot back", "[report]") {

@@ -86,6 +86,20 @@ TEST_CASE("aggregating the fixture sweep gives the means and sample stds worked 
   CHECK_THROWS_WITH(aggregate_sweep(s.dir.string()), Contains("not a sweep folder (no grid.csv"));
 }
 
+TEST_CASE("summary.md is headed by the sweep's name, which sweep_name.txt records, else the folder's", "[sweep]") {
+  Scratch s;
+  const fs::path sweep = s.dir / "sweep_small";
+  fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/sweep_small", sweep, fs::copy_options::recursive);
+  CHECK(sweep_name(sweep.string()) == "sweep_small");
+  CHECK(sweep_name(sweep.string() + "/") == "sweep_small");
+  aggregate_sweep(sweep.string() + "/");
+  CHECK_THAT(read_file(sweep / "summary.md"), StartsWith("# Sweep sweep_small\n\n"));
+  s.write("sweep_small/sweep_name.txt", "head_count \r\nignored\n");
+  CHECK(sweep_name(sweep.string()) == "head_count");
+  aggregate_sweep(sweep.string());
+  CHECK_THAT(read_file(sweep / "summary.md"), StartsWith("# Sweep head_count\n\n"));
+}
+
 // Found by tests/fuzz/fuzz_run_folder: a 300-byte run name in grid.csv threw std::filesystem_error.
 TEST_CASE("a grid.csv row whose run is not a folder name is one error line", "[sweep]") {
   for (const std::string& name : {std::string(300, 'x'), std::string(".."), std::string("a/b"), std::string()}) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +237,118 @@ TEST_CASE("plotting the fixture sweep writes overlaid curves, final metrics with
     check_png(sweep / "plots" / name);
   CHECK(fs::exists(sweep / "results.csv"));  // plot aggregates first
   CHECK(fs::exists(sweep / "summary.md"));
+}
+
+namespace {
+
+// The text of an SVG figure: matplotlib writes each line of every text element as a comment
+// (<!-- text -->) above the glyphs it draws, so titles and tick labels can be read back.
+std::vector<std::string> svg_texts(const fs::path& path) {
+  INFO(path.string());
+  REQUIRE(fs::exists(path));
+  const std::string svg = read_file(path);
+  std::vector<std::string> texts;
+  for (size_t at = svg.find("<!-- "); at != std::string::npos; at = svg.find("<!-- ", at + 1)) {
+    const size_t end = svg.find(" -->", at);
+    if (end == std::string::npos) break;
+    texts.push_back(svg.substr(at + 5, end - at - 5));
+  }
+  return texts;
+}
+
+bool has_text(const std::vector<std::string>& texts, const std::string& part) {
+  for (const std::string& t : texts)
+    if (t.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("plot titles name the sweep, count its seeds and say one file, not 1 files", "[plot]") {
+  Scratch s;
+  const fs::path sweep = s.dir / "sweep_small", log = s.dir / "log.txt";
+  std::ofstream(sweep / "sweep_name.txt") << "head_count\n";  // as headlab sweep records the file's name
+  auto r = run_plot({sweep.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(read_file(sweep / "summary.md"), StartsWith("# Sweep head_count\n"));
+  const auto finals = svg_texts(sweep / "plots" / "final_val_loss.svg");
+  // n_heads = 2 has one finished seed of two; the others two.
+  CHECK(has_text(finals,
+                 "Final validation loss against number of heads (model.n_heads), sweep head_count "
+                 "(mean ± sample std over 1-2 seeds)"));
+  CHECK(has_text(finals, "; 2 seeds (train.seed)"));
+  const auto curves = svg_texts(sweep / "plots" / "loss.svg");
+  CHECK(has_text(curves, "of every run in sweep head_count, coloured by"));
+  CHECK(has_text(curves, "2 seeds (train.seed)"));
+  CHECK_FALSE(has_text(curves, "seeds: "));
+
+  const fs::path prune = s.dir / "prune_small", one = prune / "prune" / "l0_lambda0.001";
+  r = run_plot({one.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(has_text(svg_texts(one / "plots" / "prune_val_loss.svg"), "as heads are pruned (1 prune.csv file)"));
+  r = run_plot({prune.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto all = svg_texts(prune / "plots" / "prune_val_loss.svg");
+  CHECK(has_text(all, "as heads are pruned (12 prune.csv files)"));
+  CHECK(has_text(all, "random (mean of 3 seeds, band = min-max)"));
+}
+
+TEST_CASE("the prune curves' x axis ends at the most that can be pruned: every layer keeps one head", "[plot]") {
+  Scratch s;
+  const fs::path folder = s.dir / "prune_2x2" / "importance", log = s.dir / "log.txt";
+  fs::create_directories(folder);
+  std::ofstream(folder / "prune.csv") << kPruneHeader << "importance,0,0,1,,0,0,0,4,2 2,1.5,0.6,,\n"
+                                      << "importance,0,0,1,,1,2,0.5,2,1 1,1.9,0.5,,0:1 1:0\n";
+  const auto r = run_plot({folder.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK(has_text(svg_texts(folder / "plots" / "prune_val_loss.svg"),
+                 "fraction of heads pruned (at most 0.5: every layer keeps one head)"));
+}
+
+TEST_CASE("past 24 positions, attention maps label every k-th position with its token", "[plot]") {
+  Scratch s;
+  const fs::path run = s.dir / "long", log = s.dir / "log.txt";
+  fs::create_directories(run);
+  const std::string text = "In the beginning God created";  // 28 bytes; 3 panels: up to 24 labels, so k = 2
+  const int T = static_cast<int>(text.size());
+  std::ofstream dump(run / "attention_example_0.csv"), tokens(run / "attention_example_0_tokens.csv");
+  dump << "layer,head,query";
+  for (int k = 0; k < T; ++k) dump << ",k" << k;
+  dump << "\n";
+  for (int h = 0; h < 3; ++h)
+    for (int q = 0; q < T; ++q) {
+      dump << "0," << h << "," << q;
+      for (int k = 0; k < T; ++k) dump << "," << (k == q ? 1 : 0);
+      dump << "\n";
+    }
+  tokens << "position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter\n";
+  for (int t = 0; t < T; ++t)
+    tokens << t << "," << static_cast<int>(text[t]) << "," << text[t] << ",1," << (t + 1 < T ? 32 : 0) << ",,,,\n";
+  dump.close();
+  tokens.close();
+  const auto r = run_plot({run.string(), "--format", "svg"}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto texts = svg_texts(run / "plots" / "attention_example_0.svg");
+  // Positions 0, 2, 4, ...: "I", "␣", "h", ...; "b" at 7 and "G" at 17 are odd positions.
+  for (const char* label : {"0 I", "4 h", "8 e", "18 o", "26 e"}) {
+    INFO(label);
+    CHECK(std::count(texts.begin(), texts.end(), label) == 6);  // x and y of 3 panels
+  }
+  CHECK(std::count(texts.begin(), texts.end(), "7 b") == 0);
+  CHECK(has_text(texts, "ticks every 2 positions: position and token"));
+
+  // Up to 24 positions every token is a label, as before: the fixture's 16 bytes "And God said, Le".
+  const auto short_run = run_plot({(s.dir / "run_small").string(), "--format", "svg"}, log);
+  INFO(short_run.output);
+  REQUIRE(short_run.code == 0);
+  const auto small = svg_texts(s.dir / "run_small" / "plots" / "attention_example_0.svg");
+  CHECK(std::count(small.begin(), small.end(), "G") == 16);  // 8 panels, x and y
+  CHECK_FALSE(has_text(small, "ticks every"));
 }
 
 TEST_CASE("plot errors are one line and exit code 2", "[plot]") {

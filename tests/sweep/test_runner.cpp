@@ -84,7 +84,9 @@ TEST_CASE("a tiny sweep trains through the headlab binary; a re-run skips finish
   REQUIRE(rows.size() == 2);
   CHECK(rows[0].at("n_seeds") == "2");
   CHECK(rows[1].at("model.n_heads") == "2");
-  CHECK(fs::exists(out / "summary.md"));
+  // The folder is "out"; the sweep is named after its file, tiny.toml, and summary.md says so.
+  CHECK(read_file(out / "sweep_name.txt") == "tiny\n");
+  CHECK_THAT(read_file(out / "summary.md"), StartsWith("# Sweep tiny\n"));
 
   SECTION("finished runs are skipped: nothing is rewritten") {
     const CommandResult again = run_headlab({"sweep", file.string(), "--out", out.string()}, log);

@@ -77,6 +77,7 @@ struct SweepOptions {
   int cores = 0;               // cores to split between jobs; 0 = num_threads()
   std::string headlab_binary;  // the executable that runs `train CONFIG --out RUN --resume auto`
   bool quiet = false;          // no progress lines on stderr
+  std::string name;            // the sweep's name (SweepSpec::name), recorded in DIR/sweep_name.txt; "" = none
 };
 
 struct SweepFailure {
@@ -99,6 +100,10 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
 
 // The manifest DIR/grid.csv: run,<grid keys...>,params,steps; one row per point.
 void write_grid_csv(const std::string& out_dir, const std::vector<SweepPoint>& points);
+
+// DIR/sweep_name.txt: the sweep's name (the sweep file's `name`, else its stem) on one line,
+// written by run_sweep next to grid.csv; summary.md and headlab plot's titles name the sweep by it.
+inline constexpr const char* kSweepNameFile = "sweep_name.txt";
 
 // RUN/failed.txt: why a run's last attempt failed (one line), written by run_sweep and removed
 // when the run starts again; aggregation reports it in results.csv and summary.md.
@@ -123,6 +128,9 @@ struct MeanStd {
   std::optional<double> mean, std;
 };
 MeanStd mean_std(const std::vector<double>& values);
+
+// The name DIR/sweep_name.txt records (its first line, trimmed), else DIR's own folder name.
+std::string sweep_name(const std::string& sweep_dir);
 
 // Reads DIR/grid.csv and every run's metrics.csv; writes DIR/results.csv (one row per grid point
 // without the seed keys, in grid order; n_failed and failures name the runs whose last attempt
