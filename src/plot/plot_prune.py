@@ -16,12 +16,15 @@ PRUNE_HEADER = ["strategy", "seed", "finetune_steps", "recompute", "lambda", "ro
                 "pruned_heads"]
 PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
     "importance": ("importance (Michel et al.)", "tab:blue"),
+    "importance_raw": ("importance, not normalised per layer", "tab:cyan"),
     "ablation": ("ablation loss", "tab:purple"),
     "entropy": ("attention entropy", "tab:green"),
     "confidence": ("confidence (Voita et al.)", "tab:orange"),
     "random": ("random", "tab:gray"),
     "l0": ("L0 gates (lambda sweep)", "tab:red"),
+    "none": ("nothing pruned, fine-tuned only (the control)", "black"),
 }
+UNSCORED = ("random", "l0", "none")  # strategies without a score to recompute
 PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss")
 
 
@@ -70,7 +73,7 @@ def prune_series(files):
     series = {}
     for rows in files:
         first = rows[0]
-        recompute = 0 if first["strategy"] in ("random", "l0") else first["recompute"]
+        recompute = 0 if first["strategy"] in UNSCORED else first["recompute"]
         series.setdefault((first["strategy"], first["finetune_steps"], recompute), []).append(rows)
     order = list(PRUNE_STRATEGIES)
     return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])))
@@ -79,7 +82,7 @@ def prune_series(files):
 def series_label(key, files, band=True):
     strategy, finetune_steps, recompute = key
     label = PRUNE_STRATEGIES[strategy][0]
-    if strategy not in ("random", "l0"):
+    if strategy not in UNSCORED:
         label += ", re-scored every round" if recompute else ", scored once"
     if finetune_steps:
         label += f", fine-tuned {plural(finetune_steps, 'step')}"
@@ -128,6 +131,13 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
             strategy, finetune_steps, recompute = key
             color = PRUNE_STRATEGIES[strategy][1]
             style = "--" if finetune_steps else "-"
+            if strategy == "none":  # the control prunes nothing: its metric after its last round of fine-tuning
+                ends = [rows[-1] for rows in files if rows[-1][metric] is not None]
+                if ends:
+                    rounds = min(rows[-1]["round"] for rows in files)
+                    ax.axhline(sum(r[metric] for r in ends) / len(ends), color=color, linestyle="--", linewidth=1,
+                               label=f"{series_label(key, files)}, after {plural(rounds, 'round')}")
+                continue
             if strategy == "l0":  # one point per lambda: the gated model (round 1), in lambda order
                 ends = sorted(((rows[-1]["lambda"] or 0.0, rows[-1]) for rows in files if rows[-1]["round"] > 0),
                               key=lambda p: p[0])
@@ -164,8 +174,11 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
 
 
 def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written):
-    """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda)."""
-    keys = list(series)
+    """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda).
+    The control (none) keeps every head: it has no grid."""
+    keys = [key for key in series if key[0] != "none"]
+    if not keys:
+        return
     n_cols = min(3, len(keys))
     n_rows = math.ceil(len(keys) / n_cols)
     n_layers = max(len(r["heads_per_layer"]) for files in series.values() for rows in files for r in rows)

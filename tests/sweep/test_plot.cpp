@@ -292,8 +292,12 @@ TEST_CASE("plot titles name the sweep, count its seeds and say one file, not 1 f
   INFO(r.output);
   REQUIRE(r.code == 0);
   const auto all = svg_texts(prune / "plots" / "prune_val_loss.svg");
-  CHECK(has_text(all, "as heads are pruned (12 prune.csv files)"));
+  CHECK(has_text(all, "as heads are pruned (14 prune.csv files)"));
   CHECK(has_text(all, "random (mean of 3 seeds, band = min-max)"));
+  // Every strategy headlab prune writes plots: the unnormalised importance, and the control as a
+  // line at its fine-tuned loss.
+  CHECK(has_text(all, "importance, not normalised per layer, scored once"));
+  CHECK(has_text(all, "nothing pruned, fine-tuned only (the control), fine-tuned 50 steps, after 3 rounds"));
 }
 
 TEST_CASE("the prune curves' x axis ends at the most that can be pruned: every layer keeps one head", "[plot]") {
