@@ -6,13 +6,16 @@
 // Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
 // one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
 // gradient is Michel et al.'s head importance. A physically pruned model (nn/prune.h) has fewer
-// heads in some layers: spec.layer_heads, read through heads_in_layer(l). Every parameter is declared once, in
-// parameter_specs(); names are module paths such as "blocks/0/attn/qkv/weight".
+// heads in some layers: spec.layer_heads, read through heads_in_layer(l). What a valid spec is
+// lives in spec_problem() alone (validate() throws it; the config reports it naming its keys).
+// Every parameter is declared once, in parameter_specs(); names are module paths such as
+// "blocks/0/attn/qkv/weight".
 //   Model<float> model(spec); model.params().init(seed);
 //   ModelOutput<float> out = model.forward(tape, input, {.training = true, .dropout_seed = s});
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +64,16 @@ struct ModelSpec {
     return n;
   }
 };
+
+// What is wrong with a spec, or nullopt: the model's rules, in one place. Fields are spelled
+// `prefix` + the ModelSpec field, so that the config, whose model keys are these fields
+// (io/config.h: model_spec), passes "model." and gets messages naming its keys.
+struct SpecProblem {
+  std::string message;              // one line: "n_kv_heads=3 does not divide n_heads=4"
+  std::vector<std::string> fields;  // the fields involved, prefixed, the one to blame first
+};
+std::optional<SpecProblem> spec_problem(const ModelSpec& spec, const std::string& prefix = "");
+void validate(const ModelSpec& spec);  // throws headlab::Error "model: <spec_problem's message>"
 
 // One batch as the model sees it. Pointers stay valid for the step (the backward reads them).
 struct ModelInput {
@@ -169,7 +182,6 @@ std::string block_name(int64_t layer, const char* rest);
 std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
 // The head gates' table ("blocks/<l>/attn/gates", [heads in layer l]), what Model::gates() holds.
 std::vector<ParamSpec> gate_specs(const ModelSpec& spec);
-void validate(const ModelSpec& spec);  // throws headlab::Error naming the bad field
 
 extern template class Model<float>;
 extern template class Model<double>;
