@@ -75,27 +75,26 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
   Model<T> pruned(pruned_spec(spec, keep));
   const Parameters<T>& from = model.params();
   Parameters<T>& to = pruned.params();
-  std::vector<std::string> per_head;  // the tensors copy_kept_heads fills
+  std::vector<bool> per_head(static_cast<size_t>(to.size()), false);  // the tensors copy_kept_heads fills
   for (int64_t l = 0; l < spec.n_layers; ++l) {
     std::vector<int64_t> kept;
     for (size_t h = 0; h < keep[static_cast<size_t>(l)].size(); ++h)
       if (keep[static_cast<size_t>(l)][h]) kept.push_back(static_cast<int64_t>(h));
     const int64_t H = spec.heads_in_layer(l), Dh = spec.d_head;
-    const std::string qkv_weight = block_name(l, "attn/qkv/weight"), qkv_bias = block_name(l, "attn/qkv/bias"),
-                      proj_weight = block_name(l, "attn/proj/weight");
-    copy_kept_heads(to.value(qkv_weight), from.value(qkv_weight), 0, 3, Dh, kept, H);
-    if (spec.bias) copy_kept_heads(to.value(qkv_bias), from.value(qkv_bias), 0, 3, Dh, kept, H);
-    copy_kept_heads(to.value(proj_weight), from.value(proj_weight), 1, 1, Dh, kept, H);
+    const BlockParams &old_block = model.param_index().blocks[static_cast<size_t>(l)],
+                      &new_block = pruned.param_index().blocks[static_cast<size_t>(l)];
+    copy_kept_heads(to.value(new_block.qkv.weight), from.value(old_block.qkv.weight), 0, 3, Dh, kept, H);
+    if (new_block.qkv.bias >= 0)
+      copy_kept_heads(to.value(new_block.qkv.bias), from.value(old_block.qkv.bias), 0, 3, Dh, kept, H);
+    copy_kept_heads(to.value(new_block.proj.weight), from.value(old_block.proj.weight), 1, 1, Dh, kept, H);
     copy_kept_heads(pruned.gates().value(static_cast<int>(l)), model.gates().value(static_cast<int>(l)), 0, 1, 1, kept,
                     H);
-    per_head.insert(per_head.end(), {qkv_weight, qkv_bias, proj_weight});
+    for (int i : {new_block.qkv.weight, new_block.qkv.bias, new_block.proj.weight})
+      if (i >= 0) per_head[static_cast<size_t>(i)] = true;
   }
-  for (int i = 0; i < to.size(); ++i) {
-    const std::string& name = to.spec(i).name;
-    bool done = false;
-    for (const std::string& n : per_head) done = done || n == name;
-    if (!done) to.value(i).copy_from(from.value(name));
-  }
+  // The rest keep their shapes: copied by name (Parameters::index throws on a name `from` lacks).
+  for (int i = 0; i < to.size(); ++i)
+    if (!per_head[static_cast<size_t>(i)]) to.value(i).copy_from(from.value(to.spec(i).name));
   return pruned;
 }
 
