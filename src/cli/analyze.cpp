@@ -23,6 +23,7 @@
 #include "headlab/data/text.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/csv.h"
+#include "headlab/io/head_list.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
