@@ -16,13 +16,13 @@
 
 #include <cxxopts.hpp>
 
+#include "headlab/analysis/attention_dump.h"
 #include "headlab/analysis/heads.h"
-#include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
 #include "headlab/io/checkpoint.h"
-#include "headlab/io/csv.h"
+#include "headlab/io/head_list.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -35,64 +35,6 @@ namespace headlab::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// attention_example_I.csv: layer,head,query,k0..k{T-1} (one attention row per line);
-// attention_example_I_tokens.csv: position,token,text,real,target,label,gold_head,gold_antecedent,
-// is_delimiter (empty where the task has no such field; real = 0 for padding, from key_padding or
-// the pad token); attention_example_I.h5: the same arrays.
-// `name` is the example's index in the split, or "prompt".
-void dump_example(const fs::path& dir, const std::string& name, const AttentionExample& a, const Dataset& dataset,
-                  int32_t pad_token, const std::string& checkpoint, const std::string& source) {
-  const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len;
-  const Batch& r = a.row;
-  const std::string stem = "attention_example_" + name;
-  std::vector<std::string> header = {"layer", "head", "query"};
-  for (int64_t s = 0; s < T_; ++s) header.push_back("k" + std::to_string(s));
-  CsvWriter maps(header);
-  std::vector<std::string> fields;
-  for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < a.layer_heads[l]; ++h)
-      for (int64_t t = 0; t < T_; ++t) {
-        fields = {std::to_string(l), std::to_string(h), std::to_string(t)};
-        const double* row = a.probs.data() + ((l * H + h) * T_ + t) * T_;
-        for (int64_t s = 0; s < T_; ++s) fields.push_back(csv_number("%.5g", row[s]));
-        maps.row(fields);
-      }
-  write_file_atomically(dir / (stem + ".csv"), maps.text());
-
-  auto field = [&](const auto& v, int64_t i) {
-    return v.empty() ? std::string() : std::to_string(static_cast<int64_t>(v[i]));
-  };
-  CsvWriter tokens(
-      {"position", "token", "text", "real", "target", "label", "gold_head", "gold_antecedent", "is_delimiter"});
-  for (int64_t t = 0; t < T_; ++t) {
-    tokens.row({std::to_string(t), std::to_string(r.tokens[t]), dataset.token_label(r.tokens[t]),
-                r.key_padding.empty() ? (r.tokens[t] == pad_token ? "0" : "1") : field(r.key_padding, t),
-                field(r.targets, t), t == 0 ? field(r.labels, 0) : "", field(r.gold_head, t),
-                field(r.gold_antecedent, t), field(r.is_delimiter, t)});
-  }
-  write_file_atomically(dir / (stem + "_tokens.csv"), tokens.text());
-
-  CheckpointWriter w(FileKind::attention);
-  w.add_array("attention", a.probs.data(), {L, H, T_, T_});
-  auto add_ints = [&](const char* name, const auto& v) {
-    if (v.empty()) return;
-    std::vector<int64_t> x(v.begin(), v.end());
-    w.add_array(name, x.data(), {static_cast<int64_t>(x.size())});
-  };
-  add_ints("tokens", r.tokens);
-  add_ints("targets", r.targets);
-  add_ints("labels", r.labels);
-  add_ints("gold_head", r.gold_head);
-  add_ints("gold_antecedent", r.gold_antecedent);
-  if (!r.key_padding.empty()) w.add_array("key_padding", r.key_padding.data(), {T_});
-  if (!r.is_delimiter.empty()) w.add_array("is_delimiter", r.is_delimiter.data(), {T_});
-  w.set_string_attr("contents", "attention maps of one example (headlab analyze --dump-example or --prompt)");
-  w.set_string_attr("checkpoint", checkpoint);
-  w.set_string_attr("split", source);  // or "prompt"
-  w.set_string_attr("example", name);
-  w.commit((dir / (stem + ".h5")).string());
-}
 
 // One right-aligned column of the summary table: printf `format`, or "-" for NaN, in `width`.
 std::string cell(double v, const char* format, int width) {
@@ -185,9 +127,10 @@ int run_analyze(int argc, char** argv) {
   if (const std::optional<std::string> text = prompt_option(args)) {
     const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
     fs::create_directories(out);
-    dump_example(out, "prompt", a, *dataset, -1, path, "prompt");
-    std::printf("wrote %s/attention_example_prompt.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n",
-                out.string().c_str(), static_cast<long long>(a.seq_len), static_cast<long long>(a.n_layers));
+    write_attention_dump(out.string(), "prompt", a, *dataset, -1, path, "prompt");
+    std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n", out.string().c_str(),
+                attention_dump_stem("prompt").c_str(), static_cast<long long>(a.seq_len),
+                static_cast<long long>(a.n_layers));
     return 0;
   }
 
@@ -236,10 +179,10 @@ int run_analyze(int argc, char** argv) {
 
   if (!dump.empty()) {
     for (int64_t example : dump) {
-      dump_example(out, std::to_string(example), attention_example(model, *dataset, split, example, o.batch_size),
-                   *dataset, o.pad_token, path, split_arg);
-      std::printf("wrote %s/attention_example_%lld.csv (+ _tokens.csv, .h5)\n", out.string().c_str(),
-                  static_cast<long long>(example));
+      const std::string name = std::to_string(example);
+      write_attention_dump(out.string(), name, attention_example(model, *dataset, split, example, o.batch_size),
+                           *dataset, o.pad_token, path, split_arg);
+      std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5)\n", out.string().c_str(), attention_dump_stem(name).c_str());
     }
   }
   return 0;

@@ -5,6 +5,7 @@
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
+#include "headlab/io/head_list.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"

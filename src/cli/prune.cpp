@@ -7,7 +7,6 @@
 // after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint, with the
 // optimizer state fine-tuning continued, so `train --init` of it continues it too).
 // DIR defaults to <run folder>/prune/<prune_run_name()>. docs/pruning-verb.md.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -111,8 +110,8 @@ int run_prune(int argc, char** argv) {
       [&](const std::vector<PruneRound>& done) {
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
         const PruneRound& r = done.back();
-        std::string layers;
-        for (int64_t c : r.heads_per_layer) layers += " " + std::to_string(c);
+        std::string layers;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
+        for (int64_t c : r.heads_per_layer) layers.append(" ").append(std::to_string(c));
         std::printf("round %lld: %zu heads pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
                     r.pruned.size(), layers.c_str(), split_arg.c_str(), r.metric.loss);
         std::fflush(stdout);
@@ -121,20 +120,15 @@ int run_prune(int argc, char** argv) {
   progress.step = rounds.back().step;
   save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress);
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
-  // The same model with the masked heads physically removed, when that is possible: MHA, and
-  // every layer keeps a head (L0 may close a whole layer).
+  // The same model with the masked heads physically removed, when nn/prune.h's one check allows
+  // it (it does not for GQA/MQA, or when a layer kept no head: L0 may close a whole layer).
   const HeadKeepMask keep = heads_with_nonzero_gates(*opened.model);
-  const bool layer_emptied = std::any_of(keep.begin(), keep.end(), [](const std::vector<bool>& l) {
-    return std::none_of(l.begin(), l.end(), [](bool k) { return k; });
-  });
-  const ModelSpec& spec = opened.model->spec();
-  if (spec.n_kv_heads == spec.n_heads && !layer_emptied) {
+  if (const std::string why = prune_problem(opened.model->spec(), keep); why.empty()) {
     save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, prune_heads(*opened.model, keep),
                            progress.step);
     std::printf("wrote %s/pruned_small.h5 (heads removed from the tensors)\n", out.string().c_str());
   } else {
-    std::printf("no pruned_small.h5: %s\n",
-                layer_emptied ? "a layer has no head left" : "heads share key/value heads (GQA/MQA)");
+    std::printf("no pruned_small.h5: %s\n", why.c_str());
   }
   return 0;
 }

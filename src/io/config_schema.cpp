@@ -1,13 +1,15 @@
 // The schema behind config.h: the key tables expanded into one KeySpec per key, and everything
 // derived from it that needs no TOML parser: values formatted as TOML, the closest-key suggestion
-// for unknown keys, validation (each key's allowed set, then the cross-key checks) and the public
-// views (to_toml, config_value, config_keys, config_schema). config.cpp does the reading.
+// for unknown keys, validation (each key's allowed set, then the cross-key checks, the model's
+// through nn's spec_problem on model_spec) and the public views (to_toml, config_value,
+// config_keys, config_schema, model_spec). config.cpp does the reading.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -229,10 +231,14 @@ std::string cat(const Parts&... parts) {
   return os.str();
 }
 
-[[noreturn]] void fail(const std::string& message, std::initializer_list<const char*> keys, const Origins& origins) {
+// The message, with where the first of `keys` that has an origin got its value.
+[[noreturn]] void fail(const std::string& message, const std::vector<const char*>& keys, const Origins& origins) {
   for (const char* key : keys)
     if (auto it = origins.find(key); it != origins.end()) throw Error(message + " (" + it->second + ")");
   throw Error(message);
+}
+[[noreturn]] void fail(const std::string& message, std::initializer_list<const char*> keys, const Origins& origins) {
+  fail(message, std::vector<const char*>(keys), origins);
 }
 
 void check_rule(const KeySpec& spec, const Config& config, const Origins& origins) {
@@ -295,36 +301,11 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(cat("model.d_model=", m.d_model, " is not divisible by model.n_heads=", m.n_heads,
              "; set model.d_head to choose the head width"),
          {"model.d_model", "model.n_heads"}, origins);
-  if (m.n_kv_heads > 0 && m.n_heads % m.n_kv_heads != 0)
-    fail(cat("model.n_kv_heads=", m.n_kv_heads, " does not divide model.n_heads=", m.n_heads),
-         {"model.n_kv_heads", "model.n_heads"}, origins);
-  if (!m.layer_heads.empty()) {
-    if (static_cast<int64_t>(m.layer_heads.size()) != m.n_layers)
-      fail(cat("model.layer_heads has ", m.layer_heads.size(), " entries but model.n_layers=", m.n_layers,
-               ": one per layer, or [] for model.n_heads in every layer"),
-           {"model.layer_heads", "model.n_layers"}, origins);
-    for (size_t l = 0; l < m.layer_heads.size(); ++l)
-      if (m.layer_heads[l] > m.n_heads)
-        fail(cat("model.layer_heads[", l, "]=", m.layer_heads[l], " exceeds model.n_heads=", m.n_heads),
-             {"model.layer_heads", "model.n_heads"}, origins);
-    // Query heads sharing a K/V head (GQA/MQA) cannot drop their K/V rows one by one.
-    if (m.n_kv_heads > 0 && m.n_kv_heads != m.n_heads)
-      fail(cat("model.layer_heads needs multi-head attention (model.n_kv_heads = 0 or model.n_heads), got "
-               "model.n_kv_heads=",
-               m.n_kv_heads, "; mask GQA/MQA heads with gates instead"),
-           {"model.layer_heads", "model.n_kv_heads"}, origins);
-  }
-  if (!m.active_heads.empty()) {
-    if (static_cast<int64_t>(m.active_heads.size()) != m.n_layers)
-      fail(cat("model.active_heads has ", m.active_heads.size(), " entries but model.n_layers=", m.n_layers,
-               ": one per layer, or [] for every head"),
-           {"model.active_heads", "model.n_layers"}, origins);
-    for (size_t l = 0; l < m.active_heads.size(); ++l) {
-      const int64_t heads = m.layer_heads.empty() ? m.n_heads : m.layer_heads[l];
-      if (m.active_heads[l] > heads)
-        fail(cat("model.active_heads[", l, "]=", m.active_heads[l], " exceeds the layer's ", heads, " heads"),
-             {"model.active_heads", "model.n_heads", "model.layer_heads"}, origins);
-    }
+  // The model's own rules live in nn (spec_problem), on the spec these keys build.
+  if (const std::optional<SpecProblem> p = spec_problem(model_spec(config), "model.")) {
+    std::vector<const char*> keys;
+    for (const std::string& field : p->fields) keys.push_back(field.c_str());
+    fail(p->message, keys, origins);
   }
   if (d.seq_len > m.max_seq_len)
     fail(cat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
@@ -374,6 +355,32 @@ using namespace config_internal;
 
 void validate(const Config& config) {
   validate_config(config, {});
+}
+
+ModelSpec model_spec(const Config& config) {
+  const ModelConfig& m = config.model;
+  ModelSpec s;
+  s.kind = m.kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
+  s.vocab_size = m.vocab_size;
+  s.d_model = m.d_model;
+  s.n_heads = m.n_heads;
+  s.n_kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
+  s.d_head = m.d_head == 0 ? m.d_model / m.n_heads : m.d_head;
+  s.n_layers = m.n_layers;
+  s.layer_heads = m.layer_heads;
+  s.active_heads = m.active_heads;
+  s.d_mlp = m.mlp_ratio * m.d_model;
+  s.max_seq_len = m.max_seq_len;
+  s.positions = m.positions == "sinusoidal" ? Positions::sinusoidal : Positions::learned;
+  s.activation = m.activation == "relu" ? Activation::relu : Activation::gelu;
+  s.dropout = m.dropout;
+  s.norm_eps = m.norm_eps;
+  s.tie_embeddings = m.tie_embeddings;
+  s.bias = m.bias;
+  s.init_std = m.init_std;
+  s.n_classes = m.n_classes;
+  s.pooling = m.pooling == "mean" ? Pooling::mean : Pooling::first;
+  return s;
 }
 
 std::string to_toml(const Config& config) {

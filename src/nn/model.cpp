@@ -3,7 +3,11 @@
 #include "headlab/nn/model.h"
 
 #include <cmath>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <utility>
 
 #include "headlab/common/hash.h"
 #include "headlab/ops/attention.h"
@@ -31,74 +35,130 @@ uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
 
 }  // namespace
 
-void validate(const ModelSpec& s) {
-  HEADLAB_CHECK(s.vocab_size > 0 && s.d_model > 0 && s.n_heads > 0 && s.n_kv_heads > 0 && s.d_head > 0 &&
-                    s.n_layers > 0 && s.d_mlp > 0 && s.max_seq_len > 0,
-                "model: sizes must be positive (vocab_size="
-                    << s.vocab_size << ", d_model=" << s.d_model << ", n_heads=" << s.n_heads << ", n_kv_heads="
-                    << s.n_kv_heads << ", d_head=" << s.d_head << ", n_layers=" << s.n_layers << ")");
-  HEADLAB_CHECK(s.n_heads % s.n_kv_heads == 0,
-                "model: n_kv_heads=" << s.n_kv_heads << " does not divide n_heads=" << s.n_heads);
-  HEADLAB_CHECK(s.kind == ModelKind::decoder || s.n_classes >= 2,
-                "model: an encoder needs n_classes >= 2, got " << s.n_classes);
-  HEADLAB_CHECK(s.positions != Positions::sinusoidal || s.d_model % 2 == 0,
-                "model: sinusoidal positions need an even d_model, got " << s.d_model);
-  if (!s.active_heads.empty()) {
-    HEADLAB_CHECK(static_cast<int64_t>(s.active_heads.size()) == s.n_layers,
-                  "model: active_heads has " << s.active_heads.size() << " entries, n_layers=" << s.n_layers
-                                             << " (one per layer, or none)");
-    for (int64_t l = 0; l < s.n_layers; ++l)
-      HEADLAB_CHECK(s.active_heads[l] >= 0 && s.active_heads[l] <= s.heads_in_layer(l),
-                    "model: active_heads[" << l << "]=" << s.active_heads[l]
-                                           << " is outside [0, heads in the layer=" << s.heads_in_layer(l) << "]");
-  }
-  if (s.layer_heads.empty()) return;
-  HEADLAB_CHECK(static_cast<int64_t>(s.layer_heads.size()) == s.n_layers,
-                "model: layer_heads has " << s.layer_heads.size() << " entries, n_layers=" << s.n_layers
-                                          << " (one per layer, or none)");
-  // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
-  HEADLAB_CHECK(s.n_kv_heads == s.n_heads,
-                "model: layer_heads needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
-                    << s.n_kv_heads << ", n_heads=" << s.n_heads << "; mask heads with gates instead");
-  for (size_t l = 0; l < s.layer_heads.size(); ++l)
-    HEADLAB_CHECK(
-        s.layer_heads[l] >= 1 && s.layer_heads[l] <= s.n_heads,
-        "model: layer_heads[" << l << "]=" << s.layer_heads[l] << " is outside [1, n_heads=" << s.n_heads << "]");
+namespace {
+
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
 }
 
-std::vector<ParamSpec> parameter_specs(const ModelSpec& s) {
+}  // namespace
+
+// Each rule once; the order is the one a reader checks a spec in (sizes, heads, per-layer lists).
+std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& prefix) {
+  auto f = [&](const char* field) { return prefix + field; };
+  auto problem = [&](std::string message, std::initializer_list<const char*> fields) {
+    SpecProblem p{std::move(message), {}};
+    for (const char* field : fields) p.fields.push_back(f(field));
+    return std::optional<SpecProblem>(std::move(p));
+  };
+  if (!(s.vocab_size > 0 && s.d_model > 0 && s.n_heads > 0 && s.n_kv_heads > 0 && s.d_head > 0 && s.n_layers > 0 &&
+        s.d_mlp > 0 && s.max_seq_len > 0))
+    return problem(cat("sizes must be positive (", f("vocab_size"), "=", s.vocab_size, ", ", f("d_model"), "=",
+                       s.d_model, ", ", f("n_heads"), "=", s.n_heads, ", ", f("n_kv_heads"), "=", s.n_kv_heads, ", ",
+                       f("d_head"), "=", s.d_head, ", ", f("n_layers"), "=", s.n_layers, ", ", f("d_mlp"), "=", s.d_mlp,
+                       ", ", f("max_seq_len"), "=", s.max_seq_len, ")"),
+                   {"vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "n_layers", "d_mlp", "max_seq_len"});
+  if (s.n_heads % s.n_kv_heads != 0)
+    return problem(cat(f("n_kv_heads"), "=", s.n_kv_heads, " does not divide ", f("n_heads"), "=", s.n_heads),
+                   {"n_kv_heads", "n_heads"});
+  if (s.kind == ModelKind::encoder && s.n_classes < 2)
+    return problem(cat("an encoder needs ", f("n_classes"), " >= 2, got ", s.n_classes), {"n_classes", "kind"});
+  if (s.positions == Positions::sinusoidal && s.d_model % 2 != 0)
+    return problem(cat("sinusoidal positions need an even ", f("d_model"), ", got ", s.d_model),
+                   {"d_model", "positions"});
+  if (!s.layer_heads.empty()) {
+    if (static_cast<int64_t>(s.layer_heads.size()) != s.n_layers)
+      return problem(cat(f("layer_heads"), " has ", s.layer_heads.size(), " entries but ", f("n_layers"), "=",
+                         s.n_layers, ": one per layer, or [] for ", f("n_heads"), " in every layer"),
+                     {"layer_heads", "n_layers"});
+    for (size_t l = 0; l < s.layer_heads.size(); ++l) {
+      if (s.layer_heads[l] < 1)
+        return problem(cat(f("layer_heads"), "[", l, "] must be > 0, got ", s.layer_heads[l]), {"layer_heads"});
+      if (s.layer_heads[l] > s.n_heads)
+        return problem(cat(f("layer_heads"), "[", l, "]=", s.layer_heads[l], " exceeds ", f("n_heads"), "=", s.n_heads),
+                       {"layer_heads", "n_heads"});
+    }
+    // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
+    if (s.n_kv_heads != s.n_heads)
+      return problem(cat(f("layer_heads"), " needs multi-head attention (", f("n_kv_heads"), " = ", f("n_heads"),
+                         "), got ", f("n_kv_heads"), "=", s.n_kv_heads, ", ", f("n_heads"), "=", s.n_heads,
+                         "; mask GQA/MQA heads with gates instead"),
+                     {"layer_heads", "n_kv_heads"});
+  }
+  if (!s.active_heads.empty()) {
+    if (static_cast<int64_t>(s.active_heads.size()) != s.n_layers)
+      return problem(cat(f("active_heads"), " has ", s.active_heads.size(), " entries but ", f("n_layers"), "=",
+                         s.n_layers, ": one per layer, or [] for every head"),
+                     {"active_heads", "n_layers"});
+    for (int64_t l = 0; l < s.n_layers; ++l) {
+      if (s.active_heads[l] < 0)
+        return problem(cat(f("active_heads"), "[", l, "] must be >= 0, got ", s.active_heads[l]), {"active_heads"});
+      if (s.active_heads[l] > s.heads_in_layer(l))
+        return problem(cat(f("active_heads"), "[", l, "]=", s.active_heads[l], " exceeds the layer's ",
+                           s.heads_in_layer(l), " heads"),
+                       {"active_heads", "n_heads", "layer_heads"});
+    }
+  }
+  return std::nullopt;
+}
+
+void validate(const ModelSpec& spec) {
+  if (const std::optional<SpecProblem> p = spec_problem(spec)) throw Error("model: " + p->message);
+}
+
+// The one declaration of every parameter: its name, shape, init and kind, and where it sits.
+ParamLayout parameter_layout(const ModelSpec& s) {
   validate(s);
   const int64_t C = s.d_model, Dh = s.d_head;
   // GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers).
   const double std = s.init_std, residual_std = s.init_std / std::sqrt(2.0 * static_cast<double>(s.n_layers));
-  std::vector<ParamSpec> p;
-  p.push_back({"tok_emb/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::embedding});
-  if (s.positions == Positions::learned)
-    p.push_back({"pos_emb/weight", {s.max_seq_len, C}, Init::normal, std, ParamKind::embedding});
+  ParamLayout layout;
+  std::vector<ParamSpec>& p = layout.specs;
+  ParamIndex& index = layout.index;
+  auto add = [&](ParamSpec spec) {
+    p.push_back(std::move(spec));
+    return static_cast<int>(p.size()) - 1;
+  };
   auto linear_layer = [&](const std::string& name, int64_t out, int64_t in, double init_std) {
-    p.push_back({name + "/weight", {out, in}, Init::normal, init_std, ParamKind::weight});
-    if (s.bias) p.push_back({name + "/bias", {out}, Init::zeros, 0.0, ParamKind::bias});
+    LinearParams at;
+    at.weight = add({name + "/weight", {out, in}, Init::normal, init_std, ParamKind::weight});
+    if (s.bias) at.bias = add({name + "/bias", {out}, Init::zeros, 0.0, ParamKind::bias});
+    return at;
   };
   auto norm_layer = [&](const std::string& name) {
-    p.push_back({name + "/weight", {C}, Init::ones, 0.0, ParamKind::norm});
-    p.push_back({name + "/bias", {C}, Init::zeros, 0.0, ParamKind::norm});
+    return NormParams{add({name + "/weight", {C}, Init::ones, 0.0, ParamKind::norm}),
+                      add({name + "/bias", {C}, Init::zeros, 0.0, ParamKind::norm})};
   };
+  index.tok_emb = add({"tok_emb/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::embedding});
+  if (s.positions == Positions::learned)
+    index.pos_emb = add({"pos_emb/weight", {s.max_seq_len, C}, Init::normal, std, ParamKind::embedding});
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const int64_t H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
-    norm_layer(block_name(l, "ln1"));
-    linear_layer(block_name(l, "attn/qkv"), (H + 2 * Hkv) * Dh, C, std);
-    linear_layer(block_name(l, "attn/proj"), C, H * Dh, residual_std);
-    norm_layer(block_name(l, "ln2"));
-    linear_layer(block_name(l, "mlp/fc"), s.d_mlp, C, std);
-    linear_layer(block_name(l, "mlp/proj"), C, s.d_mlp, residual_std);
+    BlockParams b;
+    b.ln1 = norm_layer(block_name(l, "ln1"));
+    b.qkv = linear_layer(block_name(l, "attn/qkv"), (H + 2 * Hkv) * Dh, C, std);
+    b.proj = linear_layer(block_name(l, "attn/proj"), C, H * Dh, residual_std);
+    b.ln2 = norm_layer(block_name(l, "ln2"));
+    b.fc = linear_layer(block_name(l, "mlp/fc"), s.d_mlp, C, std);
+    b.mlp_proj = linear_layer(block_name(l, "mlp/proj"), C, s.d_mlp, residual_std);
+    index.blocks.push_back(b);
   }
-  norm_layer("ln_f");
+  index.ln_f = norm_layer("ln_f");
   if (s.kind == ModelKind::decoder) {
-    if (!s.tie_embeddings) p.push_back({"lm_head/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::weight});
+    index.head.weight = s.tie_embeddings
+                            ? index.tok_emb
+                            : add({"lm_head/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::weight});
   } else {
-    linear_layer("cls_head", s.n_classes, C, std);
+    index.head = linear_layer("cls_head", s.n_classes, C, std);
   }
-  return p;
+  return layout;
+}
+
+std::vector<ParamSpec> parameter_specs(const ModelSpec& spec) {
+  return parameter_layout(spec).specs;
 }
 
 std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
@@ -109,33 +169,16 @@ std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
 }
 
 template <typename T>
-Model<T>::Model(const ModelSpec& spec) : spec_(spec), params_(parameter_specs(spec)), gates_(gate_specs(spec)) {
+Model<T>::Model(const ModelSpec& spec) : Model(spec, parameter_layout(spec)) {}
+
+template <typename T>
+Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
+    : spec_(spec), params_(std::move(layout.specs)), gates_(gate_specs(spec)), index_(std::move(layout.index)) {
   gates_.init(0);  // all ones, then the switched-off heads' zeros
   for (int64_t l = 0; l < static_cast<int64_t>(spec.active_heads.size()); ++l) {
     Tensor<T> g = gates_.value(static_cast<int>(l));
     for (int64_t h = spec.active_heads[l]; h < g.numel(); ++h) g(h) = T(0);
   }
-  auto find = [&](const std::string& name) {
-    for (int i = 0; i < params_.size(); ++i)
-      if (params_.spec(i).name == name) return i;
-    return -1;
-  };
-  auto linear_index = [&](const std::string& name) {
-    return LinearIndex{find(name + "/weight"), find(name + "/bias")};
-  };
-  auto norm_index = [&](const std::string& name) { return NormIndex{find(name + "/weight"), find(name + "/bias")}; };
-  index_.tok_emb = find("tok_emb/weight");
-  index_.pos_emb = find("pos_emb/weight");
-  for (int64_t l = 0; l < spec.n_layers; ++l) {
-    index_.blocks.push_back({norm_index(block_name(l, "ln1")), norm_index(block_name(l, "ln2")),
-                             linear_index(block_name(l, "attn/qkv")), linear_index(block_name(l, "attn/proj")),
-                             linear_index(block_name(l, "mlp/fc")), linear_index(block_name(l, "mlp/proj"))});
-  }
-  index_.ln_f = norm_index("ln_f");
-  if (spec.kind == ModelKind::encoder)
-    index_.head = linear_index("cls_head");
-  else
-    index_.head.weight = spec.tie_embeddings ? index_.tok_emb : find("lm_head/weight");
   attention_outputs_.reserve(spec.n_layers);
   block_inputs_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
@@ -200,23 +243,23 @@ Var<T> Model<T>::param(Tape<T>& tape, int index) {
 }
 
 template <typename T>
-Var<T> Model<T>::project(Tape<T>& tape, const Var<T>& x, LinearIndex p) {
+Var<T> Model<T>::project(Tape<T>& tape, const Var<T>& x, LinearParams p) {
   return p.bias >= 0 ? linear(x, param(tape, p.weight), param(tape, p.bias)) : linear(x, param(tape, p.weight));
 }
 
 template <typename T>
-Var<T> Model<T>::norm(Tape<T>& tape, const Var<T>& x, NormIndex p) {
+Var<T> Model<T>::norm(Tape<T>& tape, const Var<T>& x, NormParams p) {
   return layer_norm(x, param(tape, p.weight), param(tape, p.bias), spec_.norm_eps);
 }
 
 template <typename T>
-Var<T> Model<T>::bias(Tape<T>& tape, LinearIndex p) {
+Var<T> Model<T>::bias(Tape<T>& tape, LinearParams p) {
   return p.bias >= 0 ? param(tape, p.bias) : Var<T>{};
 }
 
 // project(norm(x)), without keeping norm(x) (ops/recomputed_linear.h).
 template <typename T>
-Var<T> Model<T>::norm_project(Tape<T>& tape, const Var<T>& x, NormIndex n, LinearIndex p) {
+Var<T> Model<T>::norm_project(Tape<T>& tape, const Var<T>& x, NormParams n, LinearParams p) {
   return layer_norm_linear(x, param(tape, n.weight), param(tape, n.bias), spec_.norm_eps, param(tape, p.weight),
                            bias(tape, p));
 }
@@ -242,7 +285,7 @@ template <typename T>
 Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelInput& in, const ForwardOptions& opt,
                         const Var<T>& gates) {
   const int64_t B = in.batch_size, T_ = in.seq_len, H = spec_.heads_in_layer(l), Hkv = spec_.kv_heads_in_layer(l);
-  const BlockIndex& blk = index_.blocks[l];
+  const BlockParams& blk = index_.blocks[l];
   Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   AttentionOptions attn_opt;
@@ -258,9 +301,9 @@ template <typename T>
 Var<T> Model<T>::finish_block(Tape<T>& tape, const Var<T>& x_in, const Var<T>& a, int64_t l,
                               const ForwardOptions& opt) {
   const ModelSpec& s = spec_;
-  const BlockIndex& blk = index_.blocks[l];
+  const BlockParams& blk = index_.blocks[l];
   const bool dropout_on = opt.training && s.dropout > 0;
-  auto residual = [&](const Var<T>& x, const Var<T>& in, LinearIndex p, int site) {
+  auto residual = [&](const Var<T>& x, const Var<T>& in, LinearParams p, int site) {
     if (!dropout_on) return residual_linear(x, in, param(tape, p.weight), bias(tape, p), LinearInput::plain);
     return add(x, dropout(project(tape, in, p), s.dropout, dropout_site(opt.dropout_seed, l, site)));
   };

@@ -8,7 +8,7 @@
 #include "headlab/nn/prune.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "headlab/common/error.h"
@@ -42,25 +42,41 @@ HeadKeepMask heads_with_nonzero_gates(const Model<T>& model) {
   return keep;
 }
 
-ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep) {
+std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep) {
   validate(spec);
-  HEADLAB_CHECK(spec.n_kv_heads == spec.n_heads,
-                "prune_heads: physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads="
-                    << spec.n_kv_heads << ", n_heads=" << spec.n_heads << "; mask GQA/MQA heads with gates instead");
-  HEADLAB_CHECK(static_cast<int64_t>(keep.size()) == spec.n_layers,
-                "prune_heads: the keep mask has " << keep.size() << " layers, the model " << spec.n_layers);
+  std::ostringstream why;
+  if (spec.n_kv_heads != spec.n_heads) {
+    why << "physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads=" << spec.n_kv_heads
+        << ", n_heads=" << spec.n_heads << "; mask GQA/MQA heads with gates instead";
+    return why.str();
+  }
+  if (static_cast<int64_t>(keep.size()) != spec.n_layers) {
+    why << "the keep mask has " << keep.size() << " layers, the model " << spec.n_layers;
+    return why.str();
+  }
+  for (int64_t l = 0; l < spec.n_layers; ++l) {
+    const std::vector<bool>& layer = keep[static_cast<size_t>(l)];
+    if (static_cast<int64_t>(layer.size()) != spec.heads_in_layer(l)) {
+      why << "the keep mask of layer " << l << " has " << layer.size() << " heads, the layer "
+          << spec.heads_in_layer(l);
+      return why.str();
+    }
+    if (std::none_of(layer.begin(), layer.end(), [](bool k) { return k; })) {
+      why << "layer " << l << " would keep no head (at least one per layer must remain)";
+      return why.str();
+    }
+  }
+  return "";
+}
+
+ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep) {
+  if (const std::string why = prune_problem(spec, keep); !why.empty()) throw Error("prune_heads: " + why);
   ModelSpec out = spec;
   out.layer_heads.clear();
   out.active_heads.clear();  // the gates carry it; kept heads are the ones with non-zero gates
   bool all_full = true;
-  for (int64_t l = 0; l < spec.n_layers; ++l) {
-    const std::vector<bool>& layer = keep[static_cast<size_t>(l)];
-    HEADLAB_CHECK(static_cast<int64_t>(layer.size()) == spec.heads_in_layer(l),
-                  "prune_heads: the keep mask of layer " << l << " has " << layer.size() << " heads, the layer "
-                                                         << spec.heads_in_layer(l));
-    int64_t kept = 0;
-    for (bool k : layer) kept += k;
-    HEADLAB_CHECK(kept >= 1, "prune_heads: layer " << l << " would keep no head (at least one per layer must remain)");
+  for (const std::vector<bool>& layer : keep) {
+    const auto kept = static_cast<int64_t>(std::count(layer.begin(), layer.end(), true));
     out.layer_heads.push_back(kept);
     all_full = all_full && kept == spec.n_heads;
   }
@@ -75,59 +91,37 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
   Model<T> pruned(pruned_spec(spec, keep));
   const Parameters<T>& from = model.params();
   Parameters<T>& to = pruned.params();
-  std::vector<std::string> per_head;  // the tensors copy_kept_heads fills
+  std::vector<bool> per_head(static_cast<size_t>(to.size()), false);  // the tensors copy_kept_heads fills
   for (int64_t l = 0; l < spec.n_layers; ++l) {
     std::vector<int64_t> kept;
     for (size_t h = 0; h < keep[static_cast<size_t>(l)].size(); ++h)
       if (keep[static_cast<size_t>(l)][h]) kept.push_back(static_cast<int64_t>(h));
     const int64_t H = spec.heads_in_layer(l), Dh = spec.d_head;
-    const std::string qkv_weight = block_name(l, "attn/qkv/weight"), qkv_bias = block_name(l, "attn/qkv/bias"),
-                      proj_weight = block_name(l, "attn/proj/weight");
-    copy_kept_heads(to.value(qkv_weight), from.value(qkv_weight), 0, 3, Dh, kept, H);
-    if (spec.bias) copy_kept_heads(to.value(qkv_bias), from.value(qkv_bias), 0, 3, Dh, kept, H);
-    copy_kept_heads(to.value(proj_weight), from.value(proj_weight), 1, 1, Dh, kept, H);
+    const BlockParams &old_block = model.param_index().blocks[static_cast<size_t>(l)],
+                      &new_block = pruned.param_index().blocks[static_cast<size_t>(l)];
+    copy_kept_heads(to.value(new_block.qkv.weight), from.value(old_block.qkv.weight), 0, 3, Dh, kept, H);
+    if (new_block.qkv.bias >= 0)
+      copy_kept_heads(to.value(new_block.qkv.bias), from.value(old_block.qkv.bias), 0, 3, Dh, kept, H);
+    copy_kept_heads(to.value(new_block.proj.weight), from.value(old_block.proj.weight), 1, 1, Dh, kept, H);
     copy_kept_heads(pruned.gates().value(static_cast<int>(l)), model.gates().value(static_cast<int>(l)), 0, 1, 1, kept,
                     H);
-    per_head.insert(per_head.end(), {qkv_weight, qkv_bias, proj_weight});
+    for (int i : {new_block.qkv.weight, new_block.qkv.bias, new_block.proj.weight})
+      if (i >= 0) per_head[static_cast<size_t>(i)] = true;
   }
-  for (int i = 0; i < to.size(); ++i) {
-    const std::string& name = to.spec(i).name;
-    bool done = false;
-    for (const std::string& n : per_head) done = done || n == name;
-    if (!done) to.value(i).copy_from(from.value(name));
-  }
+  // The rest keep their shapes: copied by name (Parameters::index throws on a name `from` lacks).
+  for (int i = 0; i < to.size(); ++i)
+    if (!per_head[static_cast<size_t>(i)]) to.value(i).copy_from(from.value(to.spec(i).name));
   return pruned;
-}
-
-HeadKeepMask parse_head_list(const std::string& list, const ModelSpec& spec, const std::string& option) {
-  HeadKeepMask named;
-  for (int64_t l = 0; l < spec.n_layers; ++l) named.emplace_back(static_cast<size_t>(spec.heads_in_layer(l)), false);
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t end = std::min(list.find(',', start), list.size());
-    const std::string entry = list.substr(start, end - start);
-    const size_t colon = entry.find(':');
-    long long layer = -1, head = -1;
-    int consumed = 0;
-    const bool parsed = colon != std::string::npos &&
-                        std::sscanf(entry.c_str(), "%lld:%lld%n", &layer, &head, &consumed) == 2 &&
-                        consumed == static_cast<int>(entry.size());
-    HEADLAB_CHECK(parsed, option << ": '" << entry << "' is not LAYER:HEAD (e.g. " << option << " 0:1,1:3)");
-    HEADLAB_CHECK(layer >= 0 && layer < spec.n_layers,
-                  option << ": layer " << layer << " in '" << entry << "' is outside [0, " << spec.n_layers << ")");
-    HEADLAB_CHECK(head >= 0 && head < spec.heads_in_layer(layer),
-                  option << ": head " << head << " in '" << entry << "' is outside [0, " << spec.heads_in_layer(layer)
-                         << ") (layer " << layer << "'s heads)");
-    std::vector<bool>::reference slot = named[static_cast<size_t>(layer)][static_cast<size_t>(head)];
-    HEADLAB_CHECK(!slot, option << ": head " << entry << " is named twice");
-    slot = true;
-    start = end + 1;
-  }
-  return named;
 }
 
 template <typename T>
 void switch_off_heads(Model<T>& model, const HeadKeepMask& heads) {
+  HEADLAB_CHECK(static_cast<int>(heads.size()) == model.gates().size(),
+                "switch_off_heads: the list has " << heads.size() << " layers, the model " << model.gates().size());
+  for (int l = 0; l < model.gates().size(); ++l)
+    HEADLAB_CHECK(static_cast<int64_t>(heads[static_cast<size_t>(l)].size()) == model.gates().value(l).numel(),
+                  "switch_off_heads: the list has " << heads[static_cast<size_t>(l)].size() << " heads in layer " << l
+                                                    << ", the model " << model.gates().value(l).numel());
   for (int l = 0; l < model.gates().size(); ++l) {
     Tensor<T> g = model.gates().value(l);
     for (int64_t h = 0; h < g.numel(); ++h)

@@ -9,15 +9,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <optional>
-#include <regex>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/attention_dump.h"
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
-#include "headlab/io/checkpoint.h"
 #include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/report/report.h"
@@ -104,98 +101,6 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
   return out + "]}";
 }
 
-// attention_example_I.h5 (preferred: exact, and small to read) or attention_example_I.csv
-// (layer,head,query,k0..k{T-1}), as headlab analyze writes them.
-AttentionExample read_example(const fs::path& dir, const std::string& stem) {
-  AttentionExample a;
-  if (fs::is_regular_file(dir / (stem + ".h5"))) {
-    const CheckpointReader h5((dir / (stem + ".h5")).string());
-    const Shape shape = h5.shape("attention");
-    HEADLAB_CHECK(shape.rank == 4 && shape[2] == shape[3] && shape[2] > 0,
-                  h5.path() << ": attention is not [L, H, T, T] with T > 0");
-    a.n_layers = shape[0], a.n_heads = shape[1], a.seq_len = shape[2];
-    a.probs = h5.read_array<double>("attention");
-    if (h5.has("tokens")) {
-      const std::vector<int64_t> tokens = h5.read_array<int64_t>("tokens");
-      a.row.tokens.assign(tokens.begin(), tokens.end());
-    }
-  } else {
-    const CsvTable table = read_csv(dir / (stem + ".csv"));
-    const std::vector<std::string>& header = table.header;
-    HEADLAB_CHECK(header.size() > 3 && header[0] == "layer",
-                  (dir / (stem + ".csv")).string() << ": not an attention dump (layer,head,query,k0,...)");
-    a.seq_len = static_cast<int64_t>(header.size()) - 3;
-    auto index = [&](size_t r, size_t i) {  // layer, head or query of row r: a count
-      const std::string& cell = table.rows[r][i];
-      char* end = nullptr;
-      const long long v = std::strtoll(cell.c_str(), &end, 10);
-      HEADLAB_CHECK(*end == '\0' && !cell.empty() && v >= 0 && v <= INT32_MAX,
-                    stem << ".csv: row " << r + 1 << " has '" << cell << "' for " << header[i] << ", not a count");
-      return static_cast<int64_t>(v);
-    };
-    for (size_t r = 0; r < table.rows.size(); ++r) {
-      a.n_layers = std::max<int64_t>(a.n_layers, index(r, 0) + 1);
-      a.n_heads = std::max<int64_t>(a.n_heads, index(r, 1) + 1);
-    }
-    const int64_t T = a.seq_len;
-    // The maps are held dense, [L, H, T, T]: refuse layer and head numbers that the rows cannot
-    // back (a dump holds T rows per head; a pruned model's narrower layers leave some maps empty),
-    // so that an edited file cannot ask for gigabytes (found by tests/fuzz/fuzz_run_folder).
-    const int64_t data_values = static_cast<int64_t>(table.rows.size()) * T;
-    int64_t dense = 0;
-    const bool overflow =
-        __builtin_mul_overflow(a.n_layers, a.n_heads, &dense) || __builtin_mul_overflow(dense, T * T, &dense);
-    HEADLAB_CHECK(!overflow && dense <= 64 * std::max<int64_t>(data_values, T * T),
-                  stem << ".csv: its rows number layers up to " << a.n_layers - 1 << " and heads up to "
-                       << a.n_heads - 1 << " but hold " << table.rows.size() << " rows of " << T
-                       << " keys: not the attention dump of one model");
-    a.probs.assign(static_cast<size_t>(dense), std::nan(""));
-    for (size_t r = 0; r < table.rows.size(); ++r) {  // parse_csv made every row T + 3 fields
-      const int64_t l = index(r, 0), h = index(r, 1), t = index(r, 2);
-      HEADLAB_CHECK(t >= 0 && t < T,
-                    stem << ".csv: row " << r + 1 << " has query " << t << " outside [0, " << T << ")");
-      for (int64_t s = 0; s < T; ++s)
-        a.probs[((l * a.n_heads + h) * T + t) * T + s] = std::strtod(table.rows[r][3 + s].c_str(), nullptr);
-    }
-  }
-  const int64_t T = a.seq_len;
-  for (int64_t l = 0; l < a.n_layers; ++l) {  // a layer's heads: those whose first row is a probability
-    int64_t n = 0;
-    while (n < a.n_heads && !std::isnan(a.probs[((l * a.n_heads + n) * T) * T])) ++n;
-    a.layer_heads.push_back(n);
-  }
-  return a;
-}
-
-// Token labels from _tokens.csv's text column; else the token ids.
-std::vector<std::string> read_token_labels(const fs::path& dir, const std::string& stem, const AttentionExample& a) {
-  std::vector<std::string> labels;
-  const fs::path path = dir / (stem + "_tokens.csv");
-  if (fs::is_regular_file(path)) {
-    const CsvTable table = read_csv(path);
-    if (const std::optional<size_t> text = table.find_column("text"))
-      for (const std::vector<std::string>& row : table.rows) labels.push_back(row[*text]);
-  }
-  for (size_t t = labels.size(); t < a.row.tokens.size(); ++t) labels.push_back(std::to_string(a.row.tokens[t]));
-  labels.resize(a.seq_len);
-  return labels;
-}
-
-// Dumped examples, numbered ones in order, then the prompt.
-std::vector<std::string> example_stems(const fs::path& dir) {
-  static const std::regex pattern(R"(attention_example_(\d+|prompt)\.(h5|csv))");
-  std::set<std::pair<int64_t, std::string>> found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    std::smatch m;
-    const std::string name = entry.path().filename().string();
-    if (std::regex_match(name, m, pattern))
-      found.insert({m[1] == "prompt" ? INT64_MAX : std::stoll(m[1]), "attention_example_" + m[1].str()});
-  }
-  std::vector<std::string> stems;
-  for (const auto& f : found) stems.push_back(f.second);
-  return stems;
-}
-
 std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
   std::string out =
       "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
@@ -221,10 +126,9 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   }
   out += "],\"examples\":[";
   bool first = true;
-  for (const std::string& stem : example_stems(dir)) {
-    const AttentionExample a = read_example(dir, stem);
-    append_item(out, !first,
-                example_json(stem.substr(18), a, read_token_labels(dir, stem, a)));  // after "attention_example_"
+  for (const std::string& example : attention_dump_names(dir.string())) {
+    const AttentionDump d = read_attention_dump(dir.string(), example);
+    append_item(out, !first, example_json(d.name, d.attention, d.token_labels));
     first = false;
   }
   for (const ExtraExample& e : extra) {
@@ -271,7 +175,7 @@ std::string gather_report(const std::string& folder, const std::vector<ExtraExam
   }
   const bool has_run_files = fs::is_regular_file(dir / "metrics.csv") || fs::is_regular_file(dir / "heads.csv") ||
                              fs::is_regular_file(dir / "prune.csv") || fs::is_directory(dir / "prune") ||
-                             !example_stems(dir).empty();
+                             !attention_dump_names(dir.string()).empty();
   HEADLAB_CHECK(has_run_files || !extra.empty(),
                 folder << " is not a run or sweep folder: it holds no metrics.csv, grid.csv, heads.csv, "
                           "attention_example_*, prune.csv or prune/");

@@ -7,32 +7,6 @@
 
 namespace headlab {
 
-ModelSpec model_spec(const Config& config) {
-  const ModelConfig& m = config.model;
-  ModelSpec s;
-  s.kind = m.kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
-  s.vocab_size = m.vocab_size;
-  s.d_model = m.d_model;
-  s.n_heads = m.n_heads;
-  s.n_kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
-  s.d_head = m.d_head == 0 ? m.d_model / m.n_heads : m.d_head;
-  s.n_layers = m.n_layers;
-  s.layer_heads = m.layer_heads;
-  s.active_heads = m.active_heads;
-  s.d_mlp = m.mlp_ratio * m.d_model;
-  s.max_seq_len = m.max_seq_len;
-  s.positions = m.positions == "sinusoidal" ? Positions::sinusoidal : Positions::learned;
-  s.activation = m.activation == "relu" ? Activation::relu : Activation::gelu;
-  s.dropout = m.dropout;
-  s.norm_eps = m.norm_eps;
-  s.tie_embeddings = m.tie_embeddings;
-  s.bias = m.bias;
-  s.init_std = m.init_std;
-  s.n_classes = m.n_classes;
-  s.pooling = m.pooling == "mean" ? Pooling::mean : Pooling::first;
-  return s;
-}
-
 std::unique_ptr<Dataset> make_dataset(const Config& config) {
   const DataConfig& d = config.data;
   std::unique_ptr<Dataset> dataset;

@@ -13,7 +13,6 @@
 #include "headlab/data/tasks.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/csv.h"
-#include "headlab/nn/prune.h"
 #include "headlab/ops/cross_entropy.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
@@ -350,28 +349,4 @@ TEST_CASE("a prompt's attention is the attention the same tokens get as a datase
                 Approx(from_data.probs[((l * 4 + h) * T + t) * T + s]).epsilon(1e-12).margin(1e-15));
   CHECK_THROWS_WITH(attention_on_tokens(model, {1, 11}), Catch::Contains("prompt token 1 is 11"));
   CHECK_THROWS_WITH(attention_on_tokens(model, std::vector<int32_t>(9, 1)), Catch::Contains("takes 1 to 8"));
-}
-
-TEST_CASE("heads named L:H are parsed, checked against the model and switched off", "[analysis][prune]") {
-  ModelSpec spec = tiny_spec(ModelKind::decoder, 11, 4, 4, 8);
-  spec.layer_heads = {2, 4};
-  const HeadKeepMask named = parse_head_list("0:1,1:3,1:0", spec, "--mask");
-  CHECK(named == HeadKeepMask{{false, true}, {true, false, false, true}});
-  CHECK_THROWS_WITH(parse_head_list("0-1", spec, "--mask"),
-                    Catch::Equals("--mask: '0-1' is not LAYER:HEAD (e.g. --mask 0:1,1:3)"));
-  CHECK_THROWS_WITH(parse_head_list("0:1,", spec, "--mask"), Catch::Contains("'' is not LAYER:HEAD"));
-  CHECK_THROWS_WITH(parse_head_list("2:0", spec, "--mask"), Catch::Contains("layer 2 in '2:0' is outside [0, 2)"));
-  CHECK_THROWS_WITH(parse_head_list("0:2", spec, "--mask"), Catch::Contains("head 2 in '0:2' is outside [0, 2)"));
-  CHECK_THROWS_WITH(parse_head_list("1:1,1:1", spec, "--mask"), Catch::Contains("head 1:1 is named twice"));
-  CHECK_THROWS_WITH(parse_head_list("1:1x", spec, "--mask"), Catch::Contains("'1:1x' is not LAYER:HEAD"));
-
-  Model<double> model(spec);
-  randomize(model, 2);
-  const double kept = model.gates().value(1)(1);
-  switch_off_heads(model, named);
-  CHECK(model.gates().value(0)(0) != 0.0);
-  CHECK(model.gates().value(0)(1) == 0.0);
-  CHECK(model.gates().value(1)(0) == 0.0);
-  CHECK(model.gates().value(1)(1) == kept);
-  CHECK(model.gates().value(1)(3) == 0.0);
 }

@@ -138,6 +138,25 @@ TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train 
         std::vector<int64_t>{2, 3});
 }
 
+TEST_CASE("prune of a GQA model writes pruned.h5 and says in one line why there is no pruned_small.h5",
+          "[cli][prune]") {
+  Scratch s;
+  const fs::path run = s.dir / "run", out = s.dir / "p";
+  const auto train = run_headlab({"train", s.config.string(), "--set", "model.n_kv_heads=1", "--out", run.string()},
+                                 s.dir / "train.log");
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+  const auto prune =
+      run_headlab({"prune", run.string(), "--strategy", "random", "--out", out.string()}, s.dir / "prune.log");
+  INFO(prune.output);
+  CHECK(prune.code == 0);
+  CHECK(fs::exists(out / "pruned.h5"));
+  CHECK_FALSE(fs::exists(out / "pruned_small.h5"));
+  // The reason is nn's one check of physical removal (prune_problem), not a copy of it.
+  CHECK_THAT(prune.output, Catch::Contains("\nno pruned_small.h5: physical removal needs multi-head attention "
+                                           "(n_kv_heads=n_heads), got n_kv_heads=1, n_heads=2"));
+}
+
 TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every verb that reads one", "[cli]") {
   Scratch s;
   const fs::path bad = s.write("bad.h5", "this is not an HDF5 file");

@@ -339,6 +339,22 @@ TEST_CASE("model.active_heads takes one count per layer, each in [0, the layer's
                       Catch::StartsWith("model.active_heads[1]=3 exceeds the layer's 2 heads"));
 }
 
+TEST_CASE("the model's own rules are nn's, checked on model_spec and reported naming the keys", "[io][config]") {
+  const ModelSpec spec = model_spec(Config{});  // 0 = derived: n_kv_heads = n_heads, d_head = d_model / n_heads
+  CHECK(spec.n_kv_heads == 4);
+  CHECK(spec.d_head == 32);
+  CHECK(spec.d_mlp == 4 * 128);
+  CHECK(model_spec(parse("", {"model.n_kv_heads=2", "model.d_head=8"})).n_kv_heads == 2);
+  // The rule nn alone had: the config now refuses it, naming the key and where it was set.
+  REQUIRE_THROWS_WITH(parse("", {"model.positions=sinusoidal", "model.d_head=32", "model.d_model=129"}),
+                      Catch::Equals("sinusoidal positions need an even model.d_model, got 129 "
+                                    "(--set model.d_model=129)"));
+  REQUIRE_THROWS_WITH(parse("", {"model.n_kv_heads=2", "model.layer_heads=[2, 2]"}),
+                      Catch::Equals("model.layer_heads needs multi-head attention (model.n_kv_heads = model.n_heads), "
+                                    "got model.n_kv_heads=2, model.n_heads=4; mask GQA/MQA heads with gates instead "
+                                    "(--set model.layer_heads=[2, 2])"));
+}
+
 TEST_CASE("validate checks a Config built in code, without a file to name", "[io][config]") {
   Config c;
   c.model.n_heads = 3;

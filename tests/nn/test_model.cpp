@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "headlab/common/parallel.h"
@@ -262,18 +264,55 @@ TEST_CASE("switched-off heads start gated, get no gradient and do not change the
 TEST_CASE("impossible per-layer head counts are rejected with one line", "[nn][model]") {
   ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
   spec.layer_heads = {2};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads has 1 entries, n_layers=2"));
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads has 1 entries but n_layers=2: one per layer, "
+                                                      "or [] for n_heads in every layer"));
   spec.layer_heads = {2, 5};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads[1]=5 is outside [1, n_heads=4]"));
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads[1]=5 exceeds n_heads=4"));
   spec.layer_heads = {0, 1};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads[0]=0"));
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads[0] must be > 0, got 0"));
   spec = tiny_spec(ModelKind::decoder, 4, 2);
   spec.layer_heads = {2, 2};
   CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads needs multi-head attention"));
   spec = tiny_spec(ModelKind::decoder, 4, 4);
   spec.layer_heads = {1, 3};
   spec.active_heads = {1, 4};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("active_heads[1]=4 is outside [0, heads in the layer=3]"));
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: active_heads[1]=4 exceeds the layer's 3 heads"));
+  spec.active_heads = {-1, 0};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: active_heads[0] must be >= 0, got -1"));
   spec.active_heads = {1};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("active_heads has 1 entries, n_layers=2"));
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::StartsWith("model: active_heads has 1 entries but n_layers=2"));
+  // active_heads is read per layer through layer_heads: a layer_heads of the wrong length is
+  // named first, not read past its end.
+  spec.layer_heads = {1};
+  spec.active_heads = {1, 1};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::StartsWith("model: layer_heads has 1 entries"));
+}
+
+TEST_CASE("a spec's problem names its fields with the caller's prefix, the field to blame first", "[nn][model]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
+  CHECK_FALSE(spec_problem(spec).has_value());
+  spec.n_kv_heads = 3;
+  std::optional<SpecProblem> p = spec_problem(spec, "model.");
+  REQUIRE(p);
+  CHECK(p->message == "model.n_kv_heads=3 does not divide model.n_heads=4");
+  CHECK(p->fields == std::vector<std::string>{"model.n_kv_heads", "model.n_heads"});
+  spec = tiny_spec(ModelKind::decoder, 4, 2);
+  spec.layer_heads = {2, 2};
+  p = spec_problem(spec);
+  REQUIRE(p);
+  CHECK(p->message ==
+        "layer_heads needs multi-head attention (n_kv_heads = n_heads), got n_kv_heads=2, n_heads=4; "
+        "mask GQA/MQA heads with gates instead");
+  CHECK(p->fields.front() == "layer_heads");
+  spec = tiny_spec(ModelKind::encoder, 4, 4);
+  spec.n_classes = 1;
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: an encoder needs n_classes >= 2, got 1"));
+  spec = tiny_spec(ModelKind::decoder, 4, 4);
+  spec.positions = Positions::sinusoidal;
+  spec.d_model = 7;
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: sinusoidal positions need an even d_model, got 7"));
+  spec = tiny_spec(ModelKind::decoder, 4, 4);
+  spec.d_mlp = 0;
+  CHECK_THROWS_WITH(Model<float>(spec),
+                    Catch::StartsWith("model: sizes must be positive (") && Catch::Contains("d_mlp=0"));
 }

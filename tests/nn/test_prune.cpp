@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "headlab/nn/prune.h"
@@ -134,4 +135,38 @@ TEST_CASE("a keep mask that empties a layer, has the wrong shape or meets GQA is
                     Catch::Contains("keep mask of layer 0 has 2 heads"));
   Model<float> gqa(tiny_spec(ModelKind::decoder, 4, 2));
   CHECK_THROWS_WITH(prune_heads(gqa, heads_with_nonzero_gates(gqa)), Catch::Contains("needs multi-head attention"));
+}
+
+TEST_CASE("prune_problem is the one check behind pruned_spec: a reason, or none", "[nn][prune]") {
+  const ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
+  CHECK(prune_problem(spec, {{true, false, false, false}, {false, true, true, true}}).empty());
+  const HeadKeepMask emptied = {{true, true, true, true}, {false, false, false, false}};
+  CHECK(prune_problem(spec, emptied) == "layer 1 would keep no head (at least one per layer must remain)");
+  CHECK_THROWS_WITH(pruned_spec(spec, emptied), Catch::Equals("prune_heads: " + prune_problem(spec, emptied)));
+  const ModelSpec gqa = tiny_spec(ModelKind::decoder, 4, 2);
+  const HeadKeepMask all = {{true, true, true, true}, {true, true, true, true}};
+  CHECK(prune_problem(gqa, all) ==
+        "physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads=2, n_heads=4; mask GQA/MQA "
+        "heads with gates instead");
+  ModelSpec invalid = spec;
+  invalid.n_kv_heads = 3;
+  CHECK_THROWS_WITH(prune_problem(invalid, all), Catch::StartsWith("model: n_kv_heads=3 does not divide"));
+}
+
+TEST_CASE("switch_off_heads zeroes the named heads' gates and refuses a list of another shape", "[nn][prune]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 11, 4, 4, 8);
+  spec.layer_heads = {2, 4};
+  Model<double> model(spec);
+  randomize(model, 2);
+  const double kept = model.gates().value(1)(1);
+  switch_off_heads(model, HeadKeepMask{{false, true}, {true, false, false, true}});
+  CHECK(model.gates().value(0)(0) != 0.0);
+  CHECK(model.gates().value(0)(1) == 0.0);
+  CHECK(model.gates().value(1)(0) == 0.0);
+  CHECK(model.gates().value(1)(1) == kept);
+  CHECK(model.gates().value(1)(3) == 0.0);
+  CHECK_THROWS_WITH(switch_off_heads(model, HeadKeepMask{{false, true}}),
+                    Catch::Equals("switch_off_heads: the list has 1 layers, the model 2"));
+  CHECK_THROWS_WITH(switch_off_heads(model, HeadKeepMask{{false, true}, {true}}),
+                    Catch::Equals("switch_off_heads: the list has 1 heads in layer 1, the model 4"));
 }

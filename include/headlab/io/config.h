@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "headlab/nn/model.h"
+
 namespace headlab {
 
 using IntList = std::vector<int64_t>;
@@ -126,8 +128,15 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
                          const std::vector<std::string>& override_origins = {});
 
 // Throws on a value outside its key's allowed set or an impossible combination
-// (d_model vs n_heads, n_heads vs n_kv_heads, data.seq_len vs model.max_seq_len, ...).
+// (d_model vs n_heads, data.seq_len vs model.max_seq_len, ...). The model's own rules (n_heads vs
+// n_kv_heads, layer_heads, active_heads, ...) are nn's (nn/model.h: spec_problem), checked on
+// model_spec(config) and reported naming the keys.
 void validate(const Config& config);
+
+// The model section as the spec nn builds: the one translation of the model keys (n_kv_heads = 0
+// and d_head = 0 resolved, d_mlp = mlp_ratio * d_model, names to enums); every other model key is
+// the spec field of the same name. For a config whose keys are each in their allowed set.
+ModelSpec model_spec(const Config& config);
 
 // Every key, grouped by section, in table order; parse_config_text(to_toml(c), ...) == c.
 std::string to_toml(const Config& config);

@@ -6,13 +6,17 @@
 // Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
 // one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
 // gradient is Michel et al.'s head importance. A physically pruned model (nn/prune.h) has fewer
-// heads in some layers: spec.layer_heads, read through heads_in_layer(l). Every parameter is declared once, in
-// parameter_specs(); names are module paths such as "blocks/0/attn/qkv/weight".
+// heads in some layers: spec.layer_heads, read through heads_in_layer(l). What a valid spec is
+// lives in spec_problem() alone (validate() throws it; the config reports it naming its keys).
+// Every parameter is declared once, in parameter_layout(), which also records where each sits
+// (ParamIndex), so nothing looks a parameter up by a name typed again; names are module paths
+// such as "blocks/0/attn/qkv/weight".
 //   Model<float> model(spec); model.params().init(seed);
 //   ModelOutput<float> out = model.forward(tape, input, {.training = true, .dropout_seed = s});
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +66,42 @@ struct ModelSpec {
   }
 };
 
+// What is wrong with a spec, or nullopt: the model's rules, in one place. Fields are spelled
+// `prefix` + the ModelSpec field, so that the config, whose model keys are these fields
+// (io/config.h: model_spec), passes "model." and gets messages naming its keys.
+struct SpecProblem {
+  std::string message;              // one line: "n_kv_heads=3 does not divide n_heads=4"
+  std::vector<std::string> fields;  // the fields involved, prefixed, the one to blame first
+};
+std::optional<SpecProblem> spec_problem(const ModelSpec& spec, const std::string& prefix = "");
+void validate(const ModelSpec& spec);  // throws headlab::Error "model: <spec_problem's message>"
+
+// Where each parameter sits in the model's table (Parameters indices), recorded as
+// parameter_layout() declares it. -1 only where the spec has no such tensor: no biases
+// (bias = false), no pos_emb (sinusoidal positions), no lm_head (tied: head.weight is tok_emb).
+struct LinearParams {
+  int weight = -1, bias = -1;
+};
+struct NormParams {
+  int weight = -1, bias = -1;
+};
+struct BlockParams {
+  NormParams ln1, ln2;
+  LinearParams qkv, proj, fc, mlp_proj;
+};
+struct ParamIndex {
+  int tok_emb = -1, pos_emb = -1;
+  std::vector<BlockParams> blocks;
+  NormParams ln_f;
+  LinearParams head;  // lm_head (weight only, or tok_emb when tied) or cls_head
+};
+struct ParamLayout {
+  std::vector<ParamSpec> specs;  // what Model allocates, in order
+  ParamIndex index;              // positions in `specs`
+};
+// Throws what validate() throws for an invalid spec.
+ParamLayout parameter_layout(const ModelSpec& spec);
+
 // One batch as the model sees it. Pointers stay valid for the step (the backward reads them).
 struct ModelInput {
   int64_t batch_size = 0, seq_len = 0;
@@ -94,6 +134,8 @@ class Model {
   // Per-layer head gates, "blocks/<l>/attn/gates" [heads_in_layer(l)]; not trained by the optimizer.
   Parameters<T>& gates() { return gates_; }
   const Parameters<T>& gates() const { return gates_; }
+  // Where each parameter sits in params() (parameter_layout's index).
+  const ParamIndex& param_index() const { return index_; }
 
   // gate_vars: null = the gates in gates() (leaves with options.gate_grads, else constants);
   // otherwise n_layers Vars of shape [n_heads] on `tape` used as the gates of this forward (L0
@@ -118,30 +160,13 @@ class Model {
   double forward_flops_per_token(int64_t seq_len) const;
 
  private:
-  // Parameter indices resolved once, so forward() does no name lookups (and no allocation).
-  // -1 where the spec has no such tensor (no bias, tied head, ...).
-  struct LinearIndex {
-    int weight = -1, bias = -1;
-  };
-  struct NormIndex {
-    int weight = -1, bias = -1;
-  };
-  struct BlockIndex {
-    NormIndex ln1, ln2;
-    LinearIndex qkv, proj, fc, mlp_proj;
-  };
-  struct Index {
-    int tok_emb = -1, pos_emb = -1;
-    std::vector<BlockIndex> blocks;
-    NormIndex ln_f;
-    LinearIndex head;  // lm_head (weight only, or tok_emb when tied) or cls_head
-  };
+  Model(const ModelSpec& spec, ParamLayout layout);
 
   Var<T> param(Tape<T>& tape, int index);
-  Var<T> project(Tape<T>& tape, const Var<T>& x, LinearIndex p);
-  Var<T> norm(Tape<T>& tape, const Var<T>& x, NormIndex p);
-  Var<T> bias(Tape<T>& tape, LinearIndex p);  // undefined when the layer has none
-  Var<T> norm_project(Tape<T>& tape, const Var<T>& x, NormIndex n, LinearIndex p);
+  Var<T> project(Tape<T>& tape, const Var<T>& x, LinearParams p);
+  Var<T> norm(Tape<T>& tape, const Var<T>& x, NormParams p);
+  Var<T> bias(Tape<T>& tape, LinearParams p);  // undefined when the layer has none
+  Var<T> norm_project(Tape<T>& tape, const Var<T>& x, NormParams n, LinearParams p);
   // The stages of forward(), in order: embeddings; per layer LN1 -> q/k/v -> attention, then
   // x + proj(a) and the MLP; the final LN and the head.
   Var<T> embed(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);
@@ -157,19 +182,18 @@ class Model {
   ModelSpec spec_;
   Parameters<T> params_;
   Parameters<T> gates_;
-  Index index_;
-  Buffer sinusoid_;                                       // [max_seq_len, d_model] when positions = sinusoidal
+  ParamIndex index_;  // parameter positions, so forward() does no name lookups (and no allocation)
+  Buffer sinusoid_;   // [max_seq_len, d_model] when positions = sinusoidal
   std::vector<Var<T>> attention_outputs_, block_inputs_;  // capacity kept across steps: no per-step allocation
 };
 
 // A block parameter's name: block_name(1, "attn/gates") = "blocks/1/attn/gates".
 std::string block_name(int64_t layer, const char* rest);
 
-// The parameter table of a spec (what Model allocates), for `headlab info` and tests.
+// The parameter table of a spec (parameter_layout's specs), for `headlab info` and tests.
 std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
 // The head gates' table ("blocks/<l>/attn/gates", [heads in layer l]), what Model::gates() holds.
 std::vector<ParamSpec> gate_specs(const ModelSpec& spec);
-void validate(const ModelSpec& spec);  // throws headlab::Error naming the bad field
 
 extern template class Model<float>;
 extern template class Model<double>;

@@ -22,20 +22,23 @@ using HeadKeepMask = std::vector<std::vector<bool>>;  // [layer][head], true = k
 template <typename T>
 HeadKeepMask heads_with_nonzero_gates(const Model<T>& model);
 
+// Why `keep` cannot be cut out of a model of `spec`, or "" when it can: a GQA/MQA spec, a mask of
+// the wrong shape, a layer left without heads. The one check of physical removal: pruned_spec
+// throws it ("prune_heads: <reason>"), and headlab prune asks it before writing pruned_small.h5.
+// An invalid spec throws as validate() does.
+std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep);
+
 // The spec of the pruned model: layer_heads[l] = kept heads of layer l, or empty when every layer
-// keeps all n_heads. Throws one line on a mask of the wrong shape, a layer left without heads,
-// or a GQA/MQA spec.
+// keeps all n_heads. Throws one line when prune_problem names one.
 ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep);
 
 // The pruned model; `model` is unchanged.
 template <typename T>
 Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep);
 
-// Heads named on the command line, "L:H,L:H,..." (layer:head, 0-based, as heads.csv numbers
-// them): [layer][head] true = named. A one-line error names `option` and the bad entry: not
-// L:H, a layer or head the spec lacks, or a head named twice.
-HeadKeepMask parse_head_list(const std::string& list, const ModelSpec& spec, const std::string& option);
-// Sets the gates of the named heads to 0 (switched off, as pruning does); the others keep theirs.
+// Sets the gates of the named heads ([layer][head] true = named, one entry per head of the model;
+// io/head_list.h reads them from a command line) to 0, switched off as pruning does; the others
+// keep theirs. A list of another shape is one line.
 template <typename T>
 void switch_off_heads(Model<T>& model, const HeadKeepMask& heads);
 

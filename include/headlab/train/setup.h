@@ -1,5 +1,5 @@
-// From a validated Config to the objects a run needs: the model spec, the dataset, the
-// optimizer and the learning-rate schedule. The one place config keys meet the classes.
+// From a validated Config to the objects a run needs: the dataset, the optimizer and the
+// learning-rate schedule (the model spec: model_spec, in io/config.h, which validation shares).
 //   ModelSpec spec = model_spec(config);  auto data = make_dataset(config);
 #pragma once
 
@@ -13,7 +13,6 @@
 
 namespace headlab {
 
-ModelSpec model_spec(const Config& config);
 std::unique_ptr<Dataset> make_dataset(const Config& config);
 std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params);
 ScheduleOptions schedule_options(const Config& config);

@@ -1,0 +1,49 @@
+// The attention dump: every head's attention on one example, as `headlab analyze --dump-example I`
+// (or --prompt) writes it and `headlab report` reads it back; src/plot/plot_heads.py reads the CSV
+// too, and docs/analysis.md describes it for users. Three files in a folder, named by the stem
+// attention_example_<name>, <name> being the example's index in the split or "prompt":
+//   <stem>.csv         layer,head,query,k0..k{T-1}: one attention row per line (%.5g), T rows for
+//                      each head a layer has, layer by layer (0 for masked keys);
+//   <stem>_tokens.csv  position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter:
+//                      text is Dataset::token_label; real = 0 for padding (from key_padding, else
+//                      the pad token); label on the first line only; empty where the task has no
+//                      such field;
+//   <stem>.h5          FileKind::attention: attention float64 [L, H, T, T] (H = the widest layer's
+//                      heads, NaN rows for heads a layer lacks), tokens, targets, labels, gold_head,
+//                      gold_antecedent (int64), key_padding, is_delimiter (uint8) as the task has
+//                      them; attributes contents, checkpoint, split ("prompt" for a prompt), example.
+// The reader takes the .h5 when there is one (exact) and the CSV otherwise (a hand-written dump).
+//   write_attention_dump(dir, "3", attention_example(model, data, split, 3, B), data, -1, ckpt, "val");
+//   for (const std::string& name : attention_dump_names(dir)) use(read_attention_dump(dir, name));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headlab/analysis/heads.h"
+#include "headlab/data/batch.h"
+
+namespace headlab {
+
+std::string attention_dump_stem(const std::string& name);  // "attention_example_" + name
+
+// Writes the three files into `dir` (which must exist). `pad_token` marks padding in rows without
+// key_padding (AnalysisOptions::pad_token; -1 = none); `checkpoint` and `split` are provenance.
+void write_attention_dump(const std::string& dir, const std::string& name, const AttentionExample& example,
+                          const Dataset& dataset, int32_t pad_token, const std::string& checkpoint,
+                          const std::string& split);
+
+struct AttentionDump {
+  std::string name;                       // "3", "prompt"
+  AttentionExample attention;             // sizes, layer_heads, probs; row.tokens from the .h5 only
+  std::vector<std::string> token_labels;  // seq_len entries: _tokens.csv's text, else the token ids
+};
+// One dump of `dir`; a file that is not one (wrong shape, a cell that is not a count, layer and
+// head numbers its rows cannot back) is one line naming it.
+AttentionDump read_attention_dump(const std::string& dir, const std::string& name);
+
+// The names of the dumps in `dir` (a .h5 or .csv), numbered ones in order, then "prompt".
+std::vector<std::string> attention_dump_names(const std::string& dir);
+
+}  // namespace headlab
