@@ -43,6 +43,7 @@ std::unique_ptr<Dataset> make_dataset(const Config& config) {
     o.seed = static_cast<uint64_t>(d.seed);
     o.train_fraction = d.train_fraction;
     o.val_fraction = d.val_fraction;
+    o.require_utf8 = d.require_utf8;
     dataset = std::make_unique<TextDataset>(o);
   } else {
     // Generated tasks (include/headlab/data/tasks.h); validate() has matched them to model.kind.

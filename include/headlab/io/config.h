@@ -56,6 +56,8 @@ using IntList = std::vector<int64_t>;
   X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")                \
   X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")              \
   X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")           \
+  X(require_utf8, bool, false, any(),                                                                                 \
+    "text: refuse a file that is not valid UTF-8 without NUL bytes (the whole file is checked); off = any bytes")     \
   X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                   \
   X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")              \
   X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
