@@ -75,7 +75,8 @@ using IntList = std::vector<int64_t>;
   X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum") \
   X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                    \
   X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")      \
-  X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")               \
+  X(warmup_steps, int64_t, -1, at_least(-1),                                                                     \
+    "linear warmup from 0 to lr; at most train.steps; -1 = a tenth of train.steps, at most 100")                 \
   X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")       \
   X(weight_decay, double, 0.1, non_negative(), "decoupled weight decay (adamw) or L2 (sgd)")                     \
   X(beta1, double, 0.9, half_open(0, 1), "adamw first-moment decay")                                             \
