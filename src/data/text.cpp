@@ -26,8 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t kKjvVerses = 31102;               // Gen 1:1 .. Rev 22:21 in the King James Version
-constexpr size_t kCheckedPrefix = size_t(1) << 20;  // the NUL / UTF-8 check reads the first MiB
+constexpr int64_t kKjvVerses = 31102;  // Gen 1:1 .. Rev 22:21 in the King James Version
 
 // Length of the verse label at the start of a `bible` output line ("Ge1:1 ", "1Chr3:4 ",
 // "SSol1:1 "): optional digit, book letters, chapter digits, ':', verse digits, one space.
@@ -61,11 +60,11 @@ bool program_on_path(const char* program) {
 }
 
 // Offset of the first byte that breaks UTF-8 (Unicode 15, table 3-7: no overlongs, no
-// surrogates, nothing above U+10FFFF) among sequences starting before `limit`, or -1.
-int64_t first_invalid_utf8(const std::vector<uint8_t>& s, size_t limit) {
+// surrogates, nothing above U+10FFFF), or -1.
+int64_t first_invalid_utf8(const std::vector<uint8_t>& s) {
   const size_t n = s.size();
   size_t i = 0;
-  while (i < std::min(n, limit)) {
+  while (i < n) {
     const uint8_t c = s[i];
     if (c < 0x80) {
       ++i;
@@ -97,6 +96,20 @@ int64_t first_invalid_utf8(const std::vector<uint8_t>& s, size_t limit) {
   return -1;
 }
 
+// data.require_utf8: the whole file is UTF-8 text, without NUL bytes.
+void check_utf8_text(const std::vector<uint8_t>& bytes, const std::string& path) {
+  const auto nul = std::find(bytes.begin(), bytes.end(), uint8_t(0));
+  HEADLAB_CHECK(nul == bytes.end(), "text dataset: " << path << " is not UTF-8 text: NUL byte at offset "
+                                                     << (nul - bytes.begin()) << " (data.require_utf8)");
+  const int64_t bad = first_invalid_utf8(bytes);
+  if (bad >= 0) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "0x%02X", bytes[static_cast<size_t>(bad)]);
+    HEADLAB_CHECK(false, "text dataset: " << path << " is not valid UTF-8: bad sequence starting with byte " << hex
+                                          << " at offset " << bad << " (data.require_utf8)");
+  }
+}
+
 std::vector<uint8_t> read_text_file(const std::string& path) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
@@ -117,18 +130,6 @@ std::vector<uint8_t> read_text_file(const std::string& path) {
   HEADLAB_CHECK(!failed, "text dataset: cannot read " << path << ": " << std::strerror(read_errno));
   HEADLAB_CHECK(!bytes.empty(), "text dataset: " << path << " is empty");
 
-  const size_t checked = std::min(bytes.size(), kCheckedPrefix);
-  const auto nul = std::find(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(checked), uint8_t(0));
-  HEADLAB_CHECK(nul == bytes.begin() + static_cast<std::ptrdiff_t>(checked),
-                "text dataset: " << path << " looks binary: NUL byte at offset " << (nul - bytes.begin())
-                                 << " (a text dataset needs UTF-8 text)");
-  const int64_t bad = first_invalid_utf8(bytes, checked);
-  if (bad >= 0) {
-    char hex[8];
-    std::snprintf(hex, sizeof(hex), "0x%02X", bytes[static_cast<size_t>(bad)]);
-    HEADLAB_CHECK(false, "text dataset: " << path << " is not valid UTF-8: bad sequence starting with byte " << hex
-                                          << " at offset " << bad);
-  }
   return bytes;
 }
 
@@ -230,6 +231,7 @@ TextDataset::TextDataset(const TextOptions& options)
   if (names_bible_cache(path_, options.bible_cache))
     path_ = ensure_bible_corpus(options.bible_cache.empty() ? bible_cache_path() : options.bible_cache);
   bytes_ = read_text_file(path_);
+  if (options.require_utf8) check_utf8_text(bytes_, path_);
 
   const int64_t n = size_bytes();
   const int64_t train_end = static_cast<int64_t>(std::floor(static_cast<double>(n) * train));

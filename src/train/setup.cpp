@@ -1,6 +1,8 @@
 #include "headlab/dist/dist.h"
 #include "headlab/train/setup.h"
 
+#include <algorithm>
+
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
@@ -17,6 +19,7 @@ std::unique_ptr<Dataset> make_dataset(const Config& config) {
     o.seed = static_cast<uint64_t>(d.seed);
     o.train_fraction = d.train_fraction;
     o.val_fraction = d.val_fraction;
+    o.require_utf8 = d.require_utf8;
     dataset = std::make_unique<TextDataset>(o);
   } else {
     // Generated tasks (include/headlab/data/tasks.h); validate() has matched them to model.kind.
@@ -61,10 +64,15 @@ std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameter
   return std::make_unique<AdamW<float>>(params, o);
 }
 
+int64_t warmup_steps(const TrainConfig& train) {
+  if (train.warmup_steps >= 0) return train.warmup_steps;
+  return std::min<int64_t>(100, train.steps / 10);  // a default that fits any run: 100 from 1000 steps on
+}
+
 ScheduleOptions schedule_options(const Config& config) {
   ScheduleOptions s;
   s.lr = config.train.lr;
-  s.warmup_steps = config.train.warmup_steps;
+  s.warmup_steps = warmup_steps(config.train);
   s.total_steps = config.train.steps;
   s.decay = parse_lr_decay(config.train.schedule);
   s.min_lr_ratio = config.train.min_lr_ratio;

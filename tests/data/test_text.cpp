@@ -63,6 +63,12 @@ TextOptions options_for(const std::string& path, int64_t seq_len = 16, uint64_t 
   return options;
 }
 
+TextOptions utf8_options_for(const std::string& path) {
+  TextOptions options = options_for(path);
+  options.require_utf8 = true;
+  return options;
+}
+
 // The message TextDataset throws for `options`, or "" if it does not throw.
 std::string load_error(const TextOptions& options) {
   try {
@@ -262,23 +268,23 @@ TEST_CASE("each text file problem is one error line naming the path", "[data][te
     TempFile file("empty", "");
     require_one_line_naming(load_error(options_for(file.path)), file.path, "is empty");
   }
-  SECTION("binary: a NUL byte") {
+  SECTION("data.require_utf8: a NUL byte") {
     std::string content = random_text(4000, 6);
     content[123] = '\0';
     TempFile file("nul", content);
-    require_one_line_naming(load_error(options_for(file.path)), file.path, "NUL byte at offset 123");
+    require_one_line_naming(load_error(utf8_options_for(file.path)), file.path, "NUL byte at offset 123");
   }
-  SECTION("binary: not UTF-8") {
+  SECTION("data.require_utf8: not UTF-8") {
     std::string content = random_text(4000, 7);
     content[77] = static_cast<char>(0xFF);
     TempFile file("latin", content);
-    require_one_line_naming(load_error(options_for(file.path)), file.path, "not valid UTF-8");
-    require_one_line_naming(load_error(options_for(file.path)), file.path, "0xFF at offset 77");
+    require_one_line_naming(load_error(utf8_options_for(file.path)), file.path, "not valid UTF-8");
+    require_one_line_naming(load_error(utf8_options_for(file.path)), file.path, "0xFF at offset 77");
   }
-  SECTION("binary: a UTF-16 surrogate encoded in UTF-8") {
+  SECTION("data.require_utf8: a UTF-16 surrogate encoded in UTF-8") {
     std::string content = random_text(4000, 8) + "\xED\xA0\x80";
     TempFile file("surrogate", content);
-    require_one_line_naming(load_error(options_for(file.path)), file.path, "0xED at offset 4000");
+    require_one_line_naming(load_error(utf8_options_for(file.path)), file.path, "0xED at offset 4000");
   }
   SECTION("too short for seq_len+1 in a split") {
     // 1000 bytes: the val and test blocks hold 50 bytes each, fewer than 64 + 1.
@@ -288,34 +294,33 @@ TEST_CASE("each text file problem is one error line naming the path", "[data][te
   }
 }
 
-TEST_CASE("text accepts multi-byte UTF-8, checking only the first MiB", "[data][text]") {
+TEST_CASE("text reads any bytes; data.require_utf8 checks the whole file", "[data][text]") {
   std::string text;
   while (text.size() < 4000) text += "h\xC3\xA9llo w\xC3\xB6rld \xE2\x80\x94 \xE2\x98\x83 \xF0\x9F\x98\x80\n";
-  TempFile small("utf8", text);
-  CHECK_NOTHROW(TextDataset(options_for(small.path)));
+  TempFile utf8("utf8", text);
+  CHECK_NOTHROW(TextDataset(utf8_options_for(utf8.path)));
 
-  // Only sequences that start in the first MiB are checked, and those are checked whole: here a
-  // 3-byte character starts at the last byte of the MiB and ends two bytes past it.
+  // Latin-1 ("caf\xE9") and NUL bytes are bytes like any other to a byte model.
+  std::string latin = random_text(4000, 12);
+  latin[3] = static_cast<char>(0xE9);
+  latin[2000] = '\0';
+  TempFile raw("latin1", latin);
+  const TextDataset bytes(options_for(raw.path));
+  CHECK(bytes.size_bytes() == 4000);
+  require_one_line_naming(load_error(utf8_options_for(raw.path)), raw.path, "NUL byte at offset 2000");
+
+  // The check reads the whole file, not a prefix: bad bytes far past the first MiB, and a
+  // character cut off by the end of the file, are found.
   const size_t mib = size_t(1) << 20;
-  const auto file_with = [&](const std::string& at_mark, size_t bad_at) {
-    std::string bytes = random_text(mib - 1, 10) + at_mark + random_text(1000, 11);
-    if (bad_at != 0) bytes[bad_at] = static_cast<char>(0xFF);
-    return bytes;
-  };
-  SECTION("a character straddling the mark is read whole; a bad byte after it is not seen") {
-    TempFile large("utf8_straddle", file_with("\xE2\x82\xAC", mib + 500));
-    CHECK_NOTHROW(TextDataset(options_for(large.path)));
-  }
-  SECTION("a straddling character whose last byte, past the mark, is wrong is an error") {
-    TempFile large("utf8_straddle_bad", file_with("\xE2\x82\x41", 0));
-    require_one_line_naming(load_error(options_for(large.path)), large.path,
-                            "bad sequence starting with byte 0xE2 at offset " + std::to_string(mib - 1));
-  }
-  SECTION("a bad byte just before the mark is an error") {
-    TempFile large("utf8_before_mark", file_with("\xE2\x82\xAC", mib - 2));
-    require_one_line_naming(load_error(options_for(large.path)), large.path,
-                            "bad sequence starting with byte 0xFF at offset " + std::to_string(mib - 2));
-  }
+  std::string large = random_text(3 * mib, 10);
+  large[3 * mib - 10] = static_cast<char>(0xFF);
+  TempFile late("utf8_late", large);
+  CHECK_NOTHROW(TextDataset(options_for(late.path)));
+  require_one_line_naming(load_error(utf8_options_for(late.path)), late.path,
+                          "bad sequence starting with byte 0xFF at offset " + std::to_string(3 * mib - 10));
+  TempFile cut("utf8_cut", random_text(4000, 13) + "\xE2\x82");
+  require_one_line_naming(load_error(utf8_options_for(cut.path)), cut.path,
+                          "bad sequence starting with byte 0xE2 at offset 4000");
 }
 
 TEST_CASE("refilling a batch reuses its buffers without allocating", "[data][text]") {

@@ -1,7 +1,8 @@
-// libFuzzer target: the text dataset loader (src/data/text.cpp): the file's NUL / UTF-8 checks,
-// the split into train/val/test blocks and the window sampler. Input: one byte choosing
-// data.seq_len (1..16), then the file's bytes. A file that loads is sampled: a few training
-// batches and every evaluation batch of val and test, each window checked to lie in its block.
+// libFuzzer target: the text dataset loader (src/data/text.cpp): the file's NUL / UTF-8 checks
+// (data.require_utf8), the split into train/val/test blocks and the window sampler. Input: one
+// byte choosing data.seq_len (1..16, its low 4 bits) and require_utf8 (bit 4), then the file's bytes. A file that loads
+// is sampled: a few training batches and every evaluation batch of val and test, each window checked to lie in its
+// block.
 #include <algorithm>
 #include <cstdlib>
 
@@ -15,7 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fuzz::fs::path path = fuzz::scratch_dir() / "corpus.txt";
   fuzz::write_bytes(path, {reinterpret_cast<const char*>(data) + 1, size - 1});
   fuzz::expect_only_headlab_errors([&] {
-    const TextDataset text({.path = path.string(), .seq_len = seq_len, .seed = data[0], .bible_cache = ""});
+    const TextDataset text({.path = path.string(),
+                            .seq_len = seq_len,
+                            .seed = data[0],
+                            .bible_cache = "",
+                            .require_utf8 = (data[0] & 16) != 0});
     const int64_t B = 3;
     Batch batch(B, seq_len);
     for (Split split : {Split::train, Split::val, Split::test}) {

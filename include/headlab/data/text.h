@@ -1,4 +1,5 @@
-// TextDataset: byte-level language modelling on a UTF-8 text file (vocab 256, token = byte).
+// TextDataset: byte-level language modelling on a file (vocab 256, token = byte). Any bytes are
+// read as they are; require_utf8 refuses a file that is not UTF-8 text (checked whole).
 // The file is read once into memory and cut into three contiguous blocks, in file order:
 //   train [0, n*train_fraction)  val [.., +n*val_fraction)  test [.., n)      (default 90/5/5)
 // Every window is seq_len+1 bytes lying wholly inside one block; tokens = window[0..T),
@@ -49,7 +50,8 @@ struct TextOptions {
   uint64_t seed = 0;               // data.seed
   double train_fraction = 0.90;    // the test block gets 1 - train - val
   double val_fraction = 0.05;
-  std::string bible_cache;  // where "bible" is exported to; "" = bible_cache_path()
+  std::string bible_cache;    // where "bible" is exported to; "" = bible_cache_path()
+  bool require_utf8 = false;  // data.require_utf8: the whole file valid UTF-8, no NUL byte
 };
 
 struct ByteRange {

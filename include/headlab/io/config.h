@@ -58,6 +58,8 @@ using IntList = std::vector<int64_t>;
   X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")                \
   X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")              \
   X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")           \
+  X(require_utf8, bool, false, any(),                                                                                 \
+    "text: refuse a file that is not valid UTF-8 without NUL bytes (the whole file is checked); off = any bytes")     \
   X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                   \
   X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")              \
   X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
@@ -75,7 +77,8 @@ using IntList = std::vector<int64_t>;
   X(optimizer, std::string, "adamw", one_of("adamw|sgd"), "adamw (decoupled weight decay) or sgd with momentum") \
   X(lr, double, 2e-3, positive(), "peak learning rate, reached after warmup")                                    \
   X(min_lr_ratio, double, 0.1, closed(0, 1), "final learning rate = lr * min_lr_ratio (cosine and linear)")      \
-  X(warmup_steps, int64_t, 100, non_negative(), "linear warmup from 0 to lr; at most train.steps")               \
+  X(warmup_steps, int64_t, -1, at_least(-1),                                                                     \
+    "linear warmup from 0 to lr; at most train.steps; -1 = a tenth of train.steps, at most 100")                 \
   X(schedule, std::string, "cosine", one_of("cosine|linear|constant"), "learning-rate decay after warmup")       \
   X(weight_decay, double, 0.1, non_negative(), "decoupled weight decay (adamw) or L2 (sgd)")                     \
   X(beta1, double, 0.9, half_open(0, 1), "adamw first-moment decay")                                             \

@@ -16,6 +16,9 @@ namespace headlab {
 std::unique_ptr<Dataset> make_dataset(const Config& config);
 std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params);
 ScheduleOptions schedule_options(const Config& config);
+// train.warmup_steps as the schedule takes it: -1 (the default) is a tenth of train.steps, at
+// most 100, so a quick run of 20 steps warms up for 2 and a long one for 100.
+int64_t warmup_steps(const TrainConfig& train);
 // Batches an evaluation scores when the user gives no count: 0 (= the whole split, see
 // evaluate()) when the split is finite, else train.eval_batches.
 int64_t default_eval_batches(const Config& config, const Dataset& dataset, Split split, int64_t batch_size);
