@@ -22,7 +22,9 @@ int run_train(int argc, char** argv) {
       cxxopts::value<std::vector<std::string>>())(
       "resume", "continue a run: auto (newest checkpoint in --out) or a checkpoint path",
       cxxopts::value<std::string>())(
-      "init", "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model)",
+      "init",
+      "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model); a --set "
+      "model key must agree with it, except model.dropout, which applies",
       cxxopts::value<std::string>())("out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())(
       "h,help", "show this help");
   const auto parsed = parse_options(options, {"config"}, argc, argv);
@@ -36,6 +38,7 @@ int run_train(int argc, char** argv) {
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
   run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
   run.init_from = args.count("init") ? args["init"].as<std::string>() : "";
+  for (const std::string& set : list_option(args, "set")) run.set_keys.push_back(override_key(set));
   const bool talk = dist::rank() == 0;
   run.quiet = !talk;
   if (talk && dist::size() > 1)
@@ -43,10 +46,7 @@ int run_train(int argc, char** argv) {
   else if (talk)
     std::fprintf(stderr, "training %s -> %s\n", path.c_str(), run.out_dir.c_str());
   const RunResult r = run_training(config, run);
-  if (talk)
-    std::fprintf(stderr, "%s at step %lld: train loss %.4f, val loss %.4f, %.0f tokens/s, %.1f s\n",
-                 r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step), r.final_train_loss,
-                 r.final_val_loss, r.tokens_per_s, r.elapsed_s);
+  if (talk) std::fprintf(stderr, "%s\n", closing_line(r, config.train.eval_batches).c_str());
   return r.end == RunEnd::finished ? 0 : 130;
 }
 

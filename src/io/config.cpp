@@ -182,10 +182,7 @@ std::string trim(const std::string& s) {
 // the bare text (model.positions=sinusoidal, data.path=a b.txt); text that is no TOML value stays
 // a string, so the type error shows what was written.
 void apply_override(const std::string& text, Config& config, Origins& origins, const std::string& origin) {
-  const size_t eq = text.find('=');
-  const std::string key = trim(text.substr(0, eq)), value = eq == std::string::npos ? "" : trim(text.substr(eq + 1));
-  HEADLAB_CHECK(eq != std::string::npos && !key.empty(),
-                "malformed --set '" << text << "': expected key=value, e.g. --set model.n_heads=8");
+  const std::string key = override_key(text), value = trim(text.substr(text.find('=') + 1));
   const std::string where = origin.empty() ? "--set " + text : origin;
   const KeySpec* spec = find_spec(key);
   if (!spec) throw_unknown_key(key, where);
@@ -206,6 +203,14 @@ void apply_override(const std::string& text, Config& config, Origins& origins, c
 }
 
 }  // namespace
+
+std::string override_key(const std::string& text) {
+  const size_t eq = text.find('=');
+  const std::string key = trim(text.substr(0, eq));
+  HEADLAB_CHECK(eq != std::string::npos && !key.empty(),
+                "malformed --set '" << text << "': expected key=value, e.g. --set model.n_heads=8");
+  return key;
+}
 
 Config parse_config_text(const std::string& toml_text, const std::string& origin,
                          const std::vector<std::string>& overrides, const std::vector<std::string>& override_origins) {

@@ -88,11 +88,30 @@ std::string format_duration(double s) {
 // any rank is one error on all of them, never a rank left waiting.
 namespace {
 
+// The given config with the init_from checkpoint's model section. A model key the command line
+// set must say what the checkpoint says, or it would be silently dropped; model.dropout, which no
+// parameter depends on, is the one that applies.
+Config with_init_model(const Config& given, const RunOptions& options) {
+  Config config = given;
+  config.model = checkpoint_config(options.init_from).model;
+  for (const std::string& key : options.set_keys) {
+    if (key.rfind("model.", 0) != 0) continue;
+    if (key == "model.dropout") {
+      config.model.dropout = given.model.dropout;
+      continue;
+    }
+    const std::string wanted = config_value(given, key), fixed = config_value(config, key);
+    HEADLAB_CHECK(wanted == fixed, "--set " << key << "=" << wanted << " contradicts --init " << options.init_from
+                                            << ", whose model has " << key << "=" << fixed
+                                            << " (--init keeps the checkpoint's model; only model.dropout may change)");
+  }
+  return config;
+}
+
 // The run's config: the given one, with the model section of the init_from checkpoint if any,
 // and a text corpus's path that holds from any working directory (the run folder may move).
 Config run_config(const Config& given, const RunOptions& options) {
-  Config config = given;
-  if (!options.init_from.empty()) config.model = checkpoint_config(options.init_from).model;
+  Config config = options.init_from.empty() ? given : with_init_model(given, options);
   if (config.data.task == "text") config.data.path = portable_text_path(config.data.path);
   validate(config);
   return config;
@@ -255,9 +274,14 @@ class StepLog {
     EvalStats e;
     if (eval_now) {
       e = evaluate(run_.model, run_.dataset, Split::val, tc.eval_batches, eval_batch_, tape_);
-      result.final_val_loss = e.loss;
+      result.val_loss = e.loss;
+      result.val_step = progress_.step;
     }
-    if (eval_now || last || progress_.step % tc.log_every == 0) log_row(s, eval_now, e);
+    if (eval_now || last || progress_.step % tc.log_every == 0) {
+      result.train_loss_from = progress_.step - progress_.log_loss_steps + 1;
+      result.train_loss_to = progress_.step;
+      result.train_loss = log_row(s, eval_now, e);
+    }
     if (eval_now && (!progress_.has_best || e.loss < progress_.best_val_loss)) {
       progress_.has_best = true;
       progress_.best_val_loss = e.loss;
@@ -271,11 +295,13 @@ class StepLog {
 
   bool tty() const { return tty_; }
   double start() const { return start_; }
+  int64_t first_step() const { return first_step_; }
   int64_t run_tokens() const { return run_tokens_; }
 
  private:
   // The metrics.csv row of the steps since the last one, and its progress line; a new row opens.
-  void log_row(const StepStats& s, bool evaluated, const EvalStats& e) {
+  // Returns the row's train loss.
+  double log_row(const StepStats& s, bool evaluated, const EvalStats& e) {
     const double t = wall_seconds(), rate = window_tokens_ / std::max(t - window_start_, 1e-9);
     const double train_loss = progress_.log_loss_sum / progress_.log_loss_steps;
     const std::string row =
@@ -291,6 +317,7 @@ class StepLog {
     progress_.log_loss_steps = 0;
     window_tokens_ = 0;
     window_start_ = t;
+    return train_loss;
   }
 
   // On a terminal, one line rewritten in place, kept when it shows a validation loss.
@@ -326,8 +353,12 @@ class StepLog {
 };
 
 // 6. The run's result, on every rank; with prefetching, how often a batch was ready in time.
-void summarize(RunResult& result, const Run& run, const StepLog& log, int64_t step, const BatchPrefetcher& batches) {
-  result.step = step;
+void summarize(RunResult& result, const Run& run, const StepLog& log, const RunProgress& progress,
+               const BatchPrefetcher& batches) {
+  result.step = progress.step;
+  result.total_steps = run.config.train.steps;
+  result.steps_trained = progress.step - log.first_step();
+  if (progress.has_best) result.best_val_loss = progress.best_val_loss;
   result.elapsed_s = wall_seconds() - log.start();
   result.tokens_per_s = log.run_tokens() / std::max(result.elapsed_s, 1e-9);
   if (run.config.train.prefetch) {
@@ -365,7 +396,6 @@ RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics)
   for (int64_t step = progress.step; step < tc.steps; ++step) {
     const StepStats s = train_step(ctx, step);
     log.count(step + 1, s);
-    result.final_train_loss = s.loss;
     if (run.options.after_step && !run.options.after_step(progress.step, run.model)) {
       result.end = RunEnd::interrupted;  // as if killed: no log row, no checkpoint
       break;
@@ -384,7 +414,7 @@ RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics)
       break;
     }
   }
-  summarize(result, run, log, progress.step, batches);
+  summarize(result, run, log, progress, batches);
   return result;
 }
 
@@ -400,6 +430,36 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   const RunFolder folder = claim_run_folder(run);
   RunStart start = start_run(run, folder.resume_path);
   return train_steps(run, start.progress, start.metrics.get());
+}
+
+std::string closing_line(const RunResult& r, int64_t eval_batches) {
+  char buf[160];
+  std::string line;
+  const auto add = [&](const char* format, auto... values) {
+    std::snprintf(buf, sizeof buf, format, values...);
+    line += buf;
+  };
+  if (r.end == RunEnd::finished && r.steps_trained == 0) {
+    add("already finished at step %lld of %lld: nothing to train", static_cast<long long>(r.step),
+        static_cast<long long>(r.total_steps));
+    if (r.best_val_loss) add(" (best val loss %.4f; metrics.csv holds its rows)", *r.best_val_loss);
+    return line;
+  }
+  add("%s at step %lld of %lld: ", r.end == RunEnd::finished ? "finished" : "stopped", static_cast<long long>(r.step),
+      static_cast<long long>(r.total_steps));
+  if (r.train_loss)
+    add("train loss %.4f (mean of steps %lld-%lld)", *r.train_loss, static_cast<long long>(r.train_loss_from),
+        static_cast<long long>(r.train_loss_to));
+  else
+    line += "no metrics row written";
+  if (r.val_loss)
+    add(", val loss %.4f (step %lld, %lld batches of val)", *r.val_loss, static_cast<long long>(r.val_step),
+        static_cast<long long>(eval_batches));
+  else
+    line += ", no validation yet";
+  if (r.best_val_loss && (!r.val_loss || *r.best_val_loss < *r.val_loss)) add(", best %.4f", *r.best_val_loss);
+  add("; %.0f tokens/s, %.1f s", r.tokens_per_s, r.elapsed_s);
+  return line;
 }
 
 }  // namespace headlab

@@ -68,8 +68,9 @@ TEST_CASE("a small model drives the loss on learnable text far below its start",
   c.train.checkpoint_every = 0;
   const RunResult r = run_training(c, quiet_run(s.dir / "run"));
   // A uniform guess over 256 bytes costs ln 256 = 5.55 nats; the corpus is four short sentences.
-  INFO("final val loss " << r.final_val_loss);
-  CHECK(r.final_val_loss < 1.0);
+  REQUIRE(r.val_loss);
+  INFO("final val loss " << *r.val_loss);
+  CHECK(*r.val_loss < 1.0);
   CHECK(r.end == RunEnd::finished);
 }
 
@@ -324,4 +325,86 @@ TEST_CASE("train --init of a checkpoint with optimizer state continues its momen
   auto optimizer = make_optimizer(c, tuned.params());
   CHECK(load_training_checkpoint(last, tuned, optimizer.get()).step == 3);  // a new run: steps from 0
   CHECK(optimizer->step_count() == 6 + 3);  // the moments went on from the first run's six updates
+}
+
+TEST_CASE("train --init refuses a --set model key the checkpoint contradicts; model.dropout applies",
+          "[train][checkpoint]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 4;
+  REQUIRE(run_training(c, quiet_run(s.dir / "first")).step == 4);
+  RunOptions o = quiet_run(s.dir / "second");
+  o.init_from = checkpoint_path((s.dir / "first").string(), 4);
+
+  Config eight = c;  // as `--set model.n_heads=8` leaves it
+  eight.model.n_heads = 8;
+  o.set_keys = {"train.steps", "model.n_heads"};
+  REQUIRE_THROWS_WITH(run_training(eight, o), "--set model.n_heads=8 contradicts --init " + o.init_from +
+                                                  ", whose model has model.n_heads=4 (--init keeps the "
+                                                  "checkpoint's model; only model.dropout may change)");
+  CHECK_FALSE(fs::exists(s.dir / "second"));
+  // Without the --set, the config file's n_heads is replaced by the checkpoint's, as documented.
+  o.set_keys = {"train.steps"};
+  CHECK(run_training(eight, o).step == 4);
+  fs::remove_all(s.dir / "second");
+  // A --set that agrees is fine; model.dropout applies.
+  Config dropout = c;
+  dropout.model.dropout = 0.25;
+  o.set_keys = {"model.n_heads", "model.dropout"};
+  REQUIRE(run_training(dropout, o).step == 4);
+  CHECK(checkpoint_config(checkpoint_path((s.dir / "second").string(), 4)).model.dropout == 0.25);
+}
+
+TEST_CASE("the closing line holds metrics.csv's last numbers and no placeholder for what is unknown", "[train]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 10;
+  c.train.log_every = 3;  // rows at 3, 4 (eval), 6, 8 (eval), 9, 10 (eval, last)
+  const fs::path dir = s.dir / "run";
+  const RunResult r = run_training(c, quiet_run(dir));
+  REQUIRE(r.train_loss);
+  REQUIRE(r.val_loss);
+  // The last row of metrics.csv, as written.
+  std::ifstream in(dir / "metrics.csv");
+  std::string row, last;
+  while (std::getline(in, row)) last = row;
+  std::vector<std::string> cells;
+  std::stringstream cut(last);
+  for (std::string cell; std::getline(cut, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() >= 5);  // step, tokens, lr, train_loss, val_loss, ...
+  CHECK(cells[0] == "10");
+  CHECK(*r.train_loss == Approx(std::stod(cells[3])).epsilon(1e-5));  // the row holds %.6g
+  CHECK(*r.val_loss == Approx(std::stod(cells[4])).epsilon(1e-5));
+  CHECK(r.train_loss_from == 10);  // the row after step 9's covers step 10 alone
+  CHECK(r.val_step == 10);
+  char expected[128];
+  std::snprintf(
+      expected, sizeof expected,
+      "finished at step 10 of 10: train loss %.4f (mean of steps 10-10), val loss %.4f (step 10, 2 batches of val)",
+      *r.train_loss, *r.val_loss);
+  CHECK_THAT(closing_line(r, 2), Catch::StartsWith(expected));
+
+  // Resuming the finished run trains nothing and says so, with no made-up numbers.
+  const RunResult again = run_training(c, quiet_run(dir, "auto"));
+  CHECK(again.steps_trained == 0);
+  CHECK_FALSE(again.train_loss);
+  const std::string said = closing_line(again, 2);
+  CHECK_THAT(said, Catch::StartsWith("already finished at step 10 of 10: nothing to train (best val loss "));
+  CHECK_THAT(said, !Catch::Contains("-1") && !Catch::Contains("tokens/s"));
+}
+
+TEST_CASE("a run stopped before its first row or validation says so instead of printing a number", "[train]") {
+  RunResult r;
+  r.end = RunEnd::interrupted;
+  r.step = 3;
+  r.total_steps = 100;
+  r.steps_trained = 3;
+  CHECK(closing_line(r, 8) == "stopped at step 3 of 100: no metrics row written, no validation yet; 0 tokens/s, 0.0 s");
+  r.train_loss = 2.5;
+  r.train_loss_from = 1;
+  r.train_loss_to = 3;
+  r.best_val_loss = 2.25;  // from an earlier call of a resumed run
+  CHECK(closing_line(r, 8) ==
+        "stopped at step 3 of 100: train loss 2.5000 (mean of steps 1-3), no validation yet, best 2.2500; 0 tokens/s, "
+        "0.0 s");
 }

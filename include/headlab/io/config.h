@@ -130,6 +130,10 @@ Config parse_config_text(const std::string& toml_text, const std::string& origin
                          const std::vector<std::string>& overrides = {},
                          const std::vector<std::string>& override_origins = {});
 
+// The key of a "key=value" override ("model.n_heads" of "model.n_heads = 8"); throws on text that
+// is not key=value.
+std::string override_key(const std::string& text);
+
 // Throws on a value outside its key's allowed set or an impossible combination
 // (d_model vs n_heads, data.seq_len vs model.max_seq_len, ...). The model's own rules (n_heads vs
 // n_kv_heads, layer_heads, active_heads, ...) are nn's (nn/model.h: spec_problem), checked on
