@@ -224,13 +224,6 @@ std::string closest_key(const std::string& key) {
 
 namespace {
 
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
-
 // The message, with where the first of `keys` that has an origin got its value.
 [[noreturn]] void fail(const std::string& message, const std::vector<const char*>& keys, const Origins& origins) {
   for (const char* key : keys)
@@ -244,7 +237,7 @@ std::string cat(const Parts&... parts) {
 void check_rule(const KeySpec& spec, const Config& config, const Origins& origins) {
   const Rule& rule = spec.rule;
   auto check_number = [&](const std::string& name, double v, const std::string& shown) {
-    if (!std::isfinite(v)) fail(cat(name, " must be a finite number, got ", shown), {spec.key.c_str()}, origins);
+    if (!std::isfinite(v)) fail(concat(name, " must be a finite number, got ", shown), {spec.key.c_str()}, origins);
     bool ok = true;
     switch (rule.kind) {
       case Rule::Kind::above:
@@ -268,7 +261,7 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
     }
     const std::string allowed = describe_rule(rule);  // "> 0" or an interval "[0, 1)"
     const char* in = allowed[0] == '[' || allowed[0] == '(' ? "in " : "";
-    if (!ok) fail(cat(name, " must be ", in, allowed, ", got ", shown), {spec.key.c_str()}, origins);
+    if (!ok) fail(concat(name, " must be ", in, allowed, ", got ", shown), {spec.key.c_str()}, origins);
   };
   std::visit(Overloaded{[&](const int64_t* v) { check_number(spec.key, double(*v), std::to_string(*v)); },
                         [&](const double* v) { check_number(spec.key, *v, format_float(*v)); }, [](const bool*) {},
@@ -280,12 +273,12 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
                             if (bar == std::string_view::npos) break;
                             rest.remove_prefix(bar + 1);
                           }
-                          fail(cat(spec.key, " must be one of ", describe_rule(rule), "; got ", quote(*v)),
+                          fail(concat(spec.key, " must be one of ", describe_rule(rule), "; got ", quote(*v)),
                                {spec.key.c_str()}, origins);
                         },
                         [&](const IntList* v) {
                           for (size_t i = 0; i < v->size(); ++i)
-                            check_number(cat(spec.key, "[", i, "]"), double((*v)[i]), std::to_string((*v)[i]));
+                            check_number(concat(spec.key, "[", i, "]"), double((*v)[i]), std::to_string((*v)[i]));
                         }},
              field_of(spec, config));
 }
@@ -298,8 +291,8 @@ void validate_config(const Config& config, const Origins& origins) {
   const DataConfig& d = config.data;
   const TrainConfig& t = config.train;
   if (m.d_head == 0 && m.d_model % m.n_heads != 0)
-    fail(cat("model.d_model=", m.d_model, " is not divisible by model.n_heads=", m.n_heads,
-             "; set model.d_head to choose the head width"),
+    fail(concat("model.d_model=", m.d_model, " is not divisible by model.n_heads=", m.n_heads,
+                "; set model.d_head to choose the head width"),
          {"model.d_model", "model.n_heads"}, origins);
   // The model's own rules live in nn (spec_problem), on the spec these keys build.
   if (const std::optional<SpecProblem> p = spec_problem(model_spec(config), "model.")) {
@@ -308,39 +301,39 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(p->message, keys, origins);
   }
   if (d.seq_len > m.max_seq_len)
-    fail(cat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
+    fail(concat("data.seq_len=", d.seq_len, " exceeds model.max_seq_len=", m.max_seq_len),
          {"data.seq_len", "model.max_seq_len"}, origins);
   if (d.vocab_size == 1 || d.vocab_size > m.vocab_size)
-    fail(cat("data.vocab_size=", d.vocab_size,
-             " must be 0 (= model.vocab_size) or in [2, model.vocab_size=", m.vocab_size, "]"),
+    fail(concat("data.vocab_size=", d.vocab_size,
+                " must be 0 (= model.vocab_size) or in [2, model.vocab_size=", m.vocab_size, "]"),
          {"data.vocab_size", "model.vocab_size"}, origins);
   for (int64_t offset : d.offsets)
     if (d.task == "k_relation" && offset >= d.seq_len)
-      fail(cat("data.offsets holds ", offset, ", which is not below data.seq_len=", d.seq_len),
+      fail(concat("data.offsets holds ", offset, ", which is not below data.seq_len=", d.seq_len),
            {"data.offsets", "data.seq_len"}, origins);
   if (d.task == "k_relation" && d.offsets.empty())
     fail("data.task=k_relation needs at least one entry in data.offsets", {"data.offsets", "data.task"}, origins);
   if (d.max_len > d.seq_len)
-    fail(cat("data.max_len=", d.max_len, " exceeds data.seq_len=", d.seq_len), {"data.max_len", "data.seq_len"},
+    fail(concat("data.max_len=", d.max_len, " exceeds data.seq_len=", d.seq_len), {"data.max_len", "data.seq_len"},
          origins);
   if (d.min_len > (d.max_len > 0 ? d.max_len : d.seq_len))
-    fail(cat("data.min_len=", d.min_len, " exceeds ",
-             d.max_len > 0 ? "data.max_len=" : "data.seq_len=", d.max_len > 0 ? d.max_len : d.seq_len),
+    fail(concat("data.min_len=", d.min_len, " exceeds ",
+                d.max_len > 0 ? "data.max_len=" : "data.seq_len=", d.max_len > 0 ? d.max_len : d.seq_len),
          {"data.min_len", "data.max_len", "data.seq_len"}, origins);
   if (d.train_fraction + d.val_fraction >= 1)
-    fail(cat("data.train_fraction=", format_float(d.train_fraction),
-             " + data.val_fraction=", format_float(d.val_fraction), " must be below 1: the rest is the test split"),
+    fail(concat("data.train_fraction=", format_float(d.train_fraction),
+                " + data.val_fraction=", format_float(d.val_fraction), " must be below 1: the rest is the test split"),
          {"data.train_fraction", "data.val_fraction"}, origins);
   if (d.task == "text" && d.path.empty())
     fail("data.task=text needs data.path (a text file)", {"data.path", "data.task"}, origins);
   if (d.task != "classify" && m.kind != "decoder")
-    fail(cat("data.task=", d.task, " needs model.kind=decoder: it is scored per position by the LM head"),
+    fail(concat("data.task=", d.task, " needs model.kind=decoder: it is scored per position by the LM head"),
          {"model.kind", "data.task"}, origins);
   if (d.task == "classify" && m.kind != "encoder")
     fail("data.task=classify needs model.kind=encoder: it predicts one label per sequence", {"data.task", "model.kind"},
          origins);
   if (t.warmup_steps > t.steps)
-    fail(cat("train.warmup_steps=", t.warmup_steps, " exceeds train.steps=", t.steps),
+    fail(concat("train.warmup_steps=", t.warmup_steps, " exceeds train.steps=", t.steps),
          {"train.warmup_steps", "train.steps"}, origins);
 }
 

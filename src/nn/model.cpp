@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "headlab/common/error.h"
 #include "headlab/common/hash.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
@@ -35,17 +36,6 @@ uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
 
 }  // namespace
 
-namespace {
-
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
-
-}  // namespace
-
 // Each rule once; the order is the one a reader checks a spec in (sizes, heads, per-layer lists).
 std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& prefix) {
   auto f = [&](const char* field) { return prefix + field; };
@@ -56,49 +46,50 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
   };
   if (!(s.vocab_size > 0 && s.d_model > 0 && s.n_heads > 0 && s.n_kv_heads > 0 && s.d_head > 0 && s.n_layers > 0 &&
         s.d_mlp > 0 && s.max_seq_len > 0))
-    return problem(cat("sizes must be positive (", f("vocab_size"), "=", s.vocab_size, ", ", f("d_model"), "=",
-                       s.d_model, ", ", f("n_heads"), "=", s.n_heads, ", ", f("n_kv_heads"), "=", s.n_kv_heads, ", ",
-                       f("d_head"), "=", s.d_head, ", ", f("n_layers"), "=", s.n_layers, ", ", f("d_mlp"), "=", s.d_mlp,
-                       ", ", f("max_seq_len"), "=", s.max_seq_len, ")"),
+    return problem(concat("sizes must be positive (", f("vocab_size"), "=", s.vocab_size, ", ", f("d_model"), "=",
+                          s.d_model, ", ", f("n_heads"), "=", s.n_heads, ", ", f("n_kv_heads"), "=", s.n_kv_heads, ", ",
+                          f("d_head"), "=", s.d_head, ", ", f("n_layers"), "=", s.n_layers, ", ", f("d_mlp"), "=",
+                          s.d_mlp, ", ", f("max_seq_len"), "=", s.max_seq_len, ")"),
                    {"vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "n_layers", "d_mlp", "max_seq_len"});
   if (s.n_heads % s.n_kv_heads != 0)
-    return problem(cat(f("n_kv_heads"), "=", s.n_kv_heads, " does not divide ", f("n_heads"), "=", s.n_heads),
+    return problem(concat(f("n_kv_heads"), "=", s.n_kv_heads, " does not divide ", f("n_heads"), "=", s.n_heads),
                    {"n_kv_heads", "n_heads"});
   if (s.kind == ModelKind::encoder && s.n_classes < 2)
-    return problem(cat("an encoder needs ", f("n_classes"), " >= 2, got ", s.n_classes), {"n_classes", "kind"});
+    return problem(concat("an encoder needs ", f("n_classes"), " >= 2, got ", s.n_classes), {"n_classes", "kind"});
   if (s.positions == Positions::sinusoidal && s.d_model % 2 != 0)
-    return problem(cat("sinusoidal positions need an even ", f("d_model"), ", got ", s.d_model),
+    return problem(concat("sinusoidal positions need an even ", f("d_model"), ", got ", s.d_model),
                    {"d_model", "positions"});
   if (!s.layer_heads.empty()) {
     if (static_cast<int64_t>(s.layer_heads.size()) != s.n_layers)
-      return problem(cat(f("layer_heads"), " has ", s.layer_heads.size(), " entries but ", f("n_layers"), "=",
-                         s.n_layers, ": one per layer, or [] for ", f("n_heads"), " in every layer"),
+      return problem(concat(f("layer_heads"), " has ", s.layer_heads.size(), " entries but ", f("n_layers"), "=",
+                            s.n_layers, ": one per layer, or [] for ", f("n_heads"), " in every layer"),
                      {"layer_heads", "n_layers"});
     for (size_t l = 0; l < s.layer_heads.size(); ++l) {
       if (s.layer_heads[l] < 1)
-        return problem(cat(f("layer_heads"), "[", l, "] must be > 0, got ", s.layer_heads[l]), {"layer_heads"});
+        return problem(concat(f("layer_heads"), "[", l, "] must be > 0, got ", s.layer_heads[l]), {"layer_heads"});
       if (s.layer_heads[l] > s.n_heads)
-        return problem(cat(f("layer_heads"), "[", l, "]=", s.layer_heads[l], " exceeds ", f("n_heads"), "=", s.n_heads),
-                       {"layer_heads", "n_heads"});
+        return problem(
+            concat(f("layer_heads"), "[", l, "]=", s.layer_heads[l], " exceeds ", f("n_heads"), "=", s.n_heads),
+            {"layer_heads", "n_heads"});
     }
     // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
     if (s.n_kv_heads != s.n_heads)
-      return problem(cat(f("layer_heads"), " needs multi-head attention (", f("n_kv_heads"), " = ", f("n_heads"),
-                         "), got ", f("n_kv_heads"), "=", s.n_kv_heads, ", ", f("n_heads"), "=", s.n_heads,
-                         "; mask GQA/MQA heads with gates instead"),
+      return problem(concat(f("layer_heads"), " needs multi-head attention (", f("n_kv_heads"), " = ", f("n_heads"),
+                            "), got ", f("n_kv_heads"), "=", s.n_kv_heads, ", ", f("n_heads"), "=", s.n_heads,
+                            "; mask GQA/MQA heads with gates instead"),
                      {"layer_heads", "n_kv_heads"});
   }
   if (!s.active_heads.empty()) {
     if (static_cast<int64_t>(s.active_heads.size()) != s.n_layers)
-      return problem(cat(f("active_heads"), " has ", s.active_heads.size(), " entries but ", f("n_layers"), "=",
-                         s.n_layers, ": one per layer, or [] for every head"),
+      return problem(concat(f("active_heads"), " has ", s.active_heads.size(), " entries but ", f("n_layers"), "=",
+                            s.n_layers, ": one per layer, or [] for every head"),
                      {"active_heads", "n_layers"});
     for (int64_t l = 0; l < s.n_layers; ++l) {
       if (s.active_heads[l] < 0)
-        return problem(cat(f("active_heads"), "[", l, "] must be >= 0, got ", s.active_heads[l]), {"active_heads"});
+        return problem(concat(f("active_heads"), "[", l, "] must be >= 0, got ", s.active_heads[l]), {"active_heads"});
       if (s.active_heads[l] > s.heads_in_layer(l))
-        return problem(cat(f("active_heads"), "[", l, "]=", s.active_heads[l], " exceeds the layer's ",
-                           s.heads_in_layer(l), " heads"),
+        return problem(concat(f("active_heads"), "[", l, "]=", s.active_heads[l], " exceeds the layer's ",
+                              s.heads_in_layer(l), " heads"),
                        {"active_heads", "n_heads", "layer_heads"});
     }
   }

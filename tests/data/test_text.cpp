@@ -419,20 +419,26 @@ TEST_CASE("\"bible\" and the old default path name one export in the user cache,
   CHECK(std::distance(fs::directory_iterator(cache_home / "headlab"), fs::directory_iterator()) == 1);
 }
 
-TEST_CASE("without the bible program the export is one line saying how to install it", "[data][text][bible]") {
-  TempPath dir("nobible");
-  const std::string cache = (fs::path(dir.path) / "bible-kjv.txt").string();
-  const char* old_path = std::getenv("PATH");
-  const std::string saved = old_path ? old_path : "";
-  ::setenv("PATH", dir.path.c_str(), 1);  // a directory that holds no `bible`
-  std::string message;
+namespace {
+
+// What ensure_bible_corpus(cache) throws with PATH set to `path` (restored afterwards), or "".
+std::string bible_export_error(const std::string& cache, const std::string& path) {
+  test::ScopedEnv env("PATH", path.c_str());
   try {
     ensure_bible_corpus(cache);
   } catch (const Error& e) {
-    message = e.what();
+    return e.what();
   }
-  ::setenv("PATH", saved.c_str(), 1);
-  require_one_line_naming(message, cache, "apt-get install bible-kjv");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("without the bible program the export is one line saying how to install it", "[data][text][bible]") {
+  TempPath dir("nobible");
+  const std::string cache = (fs::path(dir.path) / "bible-kjv.txt").string();
+  // PATH: a directory that holds no `bible`.
+  require_one_line_naming(bible_export_error(cache, dir.path), cache, "apt-get install bible-kjv");
   CHECK_FALSE(fs::exists(cache));
 }
 
@@ -447,17 +453,9 @@ TEST_CASE("a bible program that fails part way leaves no export and says so in o
   }
   fs::permissions(fake, fs::perms::owner_all);
   const std::string cache = (fs::path(dir.path) / "cache" / "bible-kjv.txt").string();
-  const char* old_path = std::getenv("PATH");
-  const std::string saved = old_path ? old_path : "";
-  ::setenv("PATH", (dir.path + ":" + saved).c_str(), 1);
-  std::string message;
-  try {
-    ensure_bible_corpus(cache);
-  } catch (const Error& e) {
-    message = e.what();
-  }
-  ::setenv("PATH", saved.c_str(), 1);
-  require_one_line_naming(message, cache, "failed (exit status 1)");
+  const char* path = std::getenv("PATH");
+  require_one_line_naming(bible_export_error(cache, dir.path + ":" + (path ? path : "")), cache,
+                          "failed (exit status 1)");
   CHECK_FALSE(fs::exists(cache));
   CHECK(fs::is_empty(fs::path(cache).parent_path()));  // no temp file left behind
 }

@@ -15,6 +15,15 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The parts streamed into one string: a message built before it is thrown or returned (nn's
+// spec_problem, the config's combined checks). concat("n_heads=", 4) == "n_heads=4".
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
 }  // namespace headlab
 
 #define HEADLAB_CHECK(condition, message_stream)           \
