@@ -19,7 +19,7 @@
 #include "headlab/analysis/heads.h"
 #include "headlab/analysis/attention_stats.h"
 #include "headlab/common/error.h"
-#include "headlab/data/tasks.h"
+#include "headlab/data/model_input.h"
 #include "headlab/nn/saved_forward.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
@@ -30,27 +30,12 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Model input for `rows` batch rows starting at `row` (the encoder's targets are the labels).
-template <typename T>
-ModelInput input_rows(const Model<T>& model, const Batch& batch, int64_t row, int64_t rows) {
-  const int64_t T_ = batch.seq_len;
-  const bool encoder = model.spec().kind == ModelKind::encoder;
-  ModelInput in;
-  in.batch_size = rows;
-  in.seq_len = T_;
-  in.tokens = batch.tokens.data() + row * T_;
-  in.targets = encoder ? batch.labels.data() + row : batch.targets.data() + row * T_;
-  in.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data() + row * T_;
-  return in;
-}
-
 // Loss sum, scored targets and correct predictions of each example, from a forward's logits
 // (decoder [B*T, V], encoder [B, n_classes]).
 template <typename T>
 void example_stats(const Model<T>& model, const Tensor<T>& logits, const ModelInput& in,
                    std::vector<CrossEntropyStats>& out) {
-  const bool decoder = model.spec().kind == ModelKind::decoder;
-  const int64_t per_example = decoder ? in.seq_len : 1;
+  const int64_t per_example = model_kind_info(model.spec().kind).lm_head ? in.seq_len : 1;
   out.resize(static_cast<size_t>(in.batch_size));
   for (int64_t b = 0; b < in.batch_size; ++b)
     out[static_cast<size_t>(b)] =
@@ -151,14 +136,6 @@ void finish_masked(const MaskedSums& sums, const HeadScores& s, bool has_accurac
 
 }  // namespace
 
-int32_t unkeyed_pad_token(const std::string& task, const Dataset& dataset) {
-  if (task != "grammar") return -1;
-  const std::vector<GrammarWord> lexicon = grammar_lexicon(dataset.vocab_size());
-  for (size_t i = 0; i < lexicon.size(); ++i)
-    if (lexicon[i].word_class == WordClass::pad) return static_cast<int32_t>(i);
-  return -1;
-}
-
 int64_t HeadScores::first_head(int64_t layer) const {
   if (layer_heads.empty()) return layer * n_heads;
   int64_t k = 0;
@@ -179,7 +156,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   const int64_t L = spec.n_layers, N = spec.total_heads(), B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
   n_batches = dataset.batches_to_score(split, n_batches, B, "analyze");
-  const bool causal = spec.kind == ModelKind::decoder;
+  const bool causal = model_kind_info(spec.kind).causal;
   const bool has_accuracy = dataset.has_accuracy();
 
   HeadScores s;
@@ -214,7 +191,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
 
   for (int64_t i = 0; i < n_batches; ++i) {
     dataset.fill_batch(split, i, batch);
-    const ModelInput in = input_rows(model, batch, 0, B);
+    const ModelInput in = model_input(model.spec(), batch, 0, B);
 
     // 1. The unmasked model (with a backward when the gradients come from this pass).
     const bool backward = options.importance && !by_rows;
@@ -292,7 +269,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         model.gates().zero_grad();
         ForwardOptions row_forward;
         row_forward.gate_grads = true;
-        tape.backward(model.forward(tape, input_rows(model, batch, b, 1), row_forward).loss);
+        tape.backward(model.forward(tape, model_input(model.spec(), batch, b, 1), row_forward).loss);
         tape.reset();
         for (int64_t l = 0; l < L; ++l)
           for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
@@ -361,7 +338,7 @@ AttentionExample attention_of_row(Model<T>& model, Batch row) {
   NoGradGuard<T> no_grad(tape);
   ForwardOptions forward;
   forward.keep_probs = true;
-  model.forward(tape, input_rows(model, out.row, 0, 1), forward);
+  model.forward(tape, model_input(model.spec(), out.row, 0, 1), forward);
   const int64_t H = out.n_heads;
   out.probs.assign(static_cast<size_t>(out.n_layers * H * T_ * T_), kNaN);  // NaN: heads a layer lacks
   for (int64_t l = 0; l < out.n_layers; ++l) {
@@ -401,7 +378,7 @@ AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>
                   "analyze: prompt token " << t << " is " << tokens[t] << ", outside the model's vocabulary [0, "
                                            << spec.vocab_size << ")");
   BatchLayout layout;
-  layout.labels = spec.kind == ModelKind::encoder;
+  layout.labels = !model_kind_info(spec.kind).lm_head;
   Batch row(1, T_, layout);
   row.tokens = tokens;
   for (int64_t t = 0; t < T_; ++t) row.targets[t] = t + 1 < T_ ? tokens[t + 1] : -1;  // next tokens, as in training

@@ -140,7 +140,7 @@ int run_analyze(int argc, char** argv) {
   o.similarity = !args.count("no-similarity");
   o.layer_only = args.count("layer-only") > 0;
   o.importance_by_rows = args.count("importance-by-rows") > 0;
-  o.pad_token = unkeyed_pad_token(config.data.task, *dataset);
+  o.pad_token = dataset->unkeyed_pad_token();
   const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, o.batch_size);
   const std::vector<int64_t> dump =
       args.count("dump-example") ? args["dump-example"].as<std::vector<int64_t>>() : std::vector<int64_t>{};

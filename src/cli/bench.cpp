@@ -184,7 +184,8 @@ int run_bench(int argc, char** argv) {
   if (threads_arg) sets.push_back("train.threads=" + std::to_string(*threads_arg));
   const Config config = load_config(args["config"].as<std::string>(), sets);
   const TrainConfig& tc = config.train;
-  HEADLAB_CHECK(config.model.kind == "decoder", "bench: model.kind must be decoder (next-token loss on random tokens)");
+  HEADLAB_CHECK(model_kind_named(config.model.kind).lm_head,
+                "bench: model.kind must be decoder (next-token loss on random tokens)");
 
   const int threads = resolved_threads(config);
   set_num_threads(threads);

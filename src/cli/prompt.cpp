@@ -2,6 +2,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
+#include "headlab/data/task_registry.h"
 
 namespace headlab::cli {
 
@@ -13,9 +14,9 @@ std::optional<std::string> prompt_option(const cxxopts::ParseResult& args) {
 }
 
 std::vector<int32_t> prompt_tokens(const Config& config, const std::string& text) {
-  HEADLAB_CHECK(config.data.task == "text", "--prompt: the checkpoint models data.task = "
-                                                << config.data.task
-                                                << ", not bytes of text; a prompt is text for a byte-level text model");
+  HEADLAB_CHECK(task_named(config.data.task).family == TaskFamily::text,
+                "--prompt: the checkpoint models data.task = "
+                    << config.data.task << ", not bytes of text; a prompt is text for a byte-level text model");
   return {reinterpret_cast<const unsigned char*>(text.data()),
           reinterpret_cast<const unsigned char*>(text.data()) + text.size()};
 }

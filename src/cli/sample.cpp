@@ -9,6 +9,7 @@
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
+#include "headlab/data/task_registry.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "options.h"
@@ -40,9 +41,10 @@ int run_sample(int argc, char** argv) {
   HEADLAB_CHECK(!prompt.empty(), "--prompt must not be empty");
   const Config config = checkpoint_config(path, checkpoint_overrides(args, {"train.threads"}));
   // Generated tasks have their own alphabets (k_relation's vocab may be 5): bytes mean nothing there.
-  HEADLAB_CHECK(config.model.kind == "decoder" && config.data.task == "text",
-                path << " is " << (config.model.kind == "decoder" ? "a decoder" : "an encoder")
-                     << " trained on data.task = " << config.data.task << " (vocab " << config.model.vocab_size
+  const bool lm = model_kind_named(config.model.kind).lm_head;
+  HEADLAB_CHECK(lm && task_named(config.data.task).family == TaskFamily::text,
+                path << " is " << (lm ? "a decoder" : "an encoder") << " trained on data.task = " << config.data.task
+                     << " (vocab " << config.model.vocab_size
                      << "); sample generates text from byte-level text decoders only (eval and analyze read this one)");
   set_num_threads(resolved_threads(config));
   Model<float> model(model_spec(config));

@@ -40,6 +40,7 @@ class AlgorithmicTask : public SyntheticTask {
     return s.str();
   }
   int64_t vocab_size() const override { return vocab_; }
+  int32_t unkeyed_pad_token() const override { return pad_token(); }  // shorter lists leave PAD at the end
 
  protected:
   int32_t pad_token() const override { return static_cast<int32_t>(vocab_ - 1); }

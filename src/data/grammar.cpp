@@ -115,7 +115,8 @@ class GrammarTask : public SyntheticTask {
 
   std::string name() const override { return "grammar(vocab=" + std::to_string(lexicon_.size()) + ")"; }
   int64_t vocab_size() const override { return static_cast<int64_t>(lexicon_.size()); }
-  bool has_accuracy() const override { return false; }  // the next word is a choice, not an answer
+  bool has_accuracy() const override { return false; }         // the next word is a choice, not an answer
+  int32_t unkeyed_pad_token() const override { return kPad; }  // sentences end early: <pad> fills the row
   std::string token_label(int32_t token) const override {
     return token >= 0 && token < static_cast<int32_t>(lexicon_.size()) ? lexicon_[static_cast<size_t>(token)].text
                                                                        : std::to_string(token);

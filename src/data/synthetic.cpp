@@ -4,6 +4,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/data/tasks.h"
+#include "headlab/data/task_registry.h"
 
 namespace headlab {
 
@@ -141,21 +142,9 @@ void SyntheticTask::check_splits() const {
 }
 
 std::unique_ptr<Dataset> make_task(const TaskOptions& options) {
-  const std::string& t = options.task;
-  std::unique_ptr<SyntheticTask> task;
-  if (t == "k_relation")
-    task = make_k_relation_task(options);
-  else if (t == "induction")
-    task = make_induction_task(options);
-  else if (t == "reverse" || t == "sort")
-    task = make_algorithmic_task(options);
-  else if (t == "grammar")
-    task = make_grammar_task(options);
-  else if (t == "classify")
-    task = make_classify_task(options);
-  else
-    HEADLAB_CHECK(false, "unknown synthetic task \""
-                             << t << "\" (one of k_relation, induction, reverse, sort, grammar, classify)");
+  const TaskInfo& info = task_named(options.task);
+  HEADLAB_CHECK(info.family == TaskFamily::generated, "data.task=" << options.task << " is not a generated task");
+  std::unique_ptr<SyntheticTask> task = info.make(options);
   task->check_splits();
   return task;
 }

@@ -16,6 +16,7 @@
 #include "config_schema.h"
 #include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
+#include "headlab/data/task_registry.h"
 
 namespace headlab::config_internal {
 
@@ -326,12 +327,10 @@ void validate_config(const Config& config, const Origins& origins) {
          {"data.train_fraction", "data.val_fraction"}, origins);
   if (d.task == "text" && d.path.empty())
     fail("data.task=text needs data.path (a text file)", {"data.path", "data.task"}, origins);
-  if (d.task != "classify" && m.kind != "decoder")
-    fail(concat("data.task=", d.task, " needs model.kind=decoder: it is scored per position by the LM head"),
+  const TaskInfo& task = task_named(d.task);
+  if (model_kind_named(m.kind).kind != task.scored_by)
+    fail(concat("data.task=", d.task, " needs model.kind=", model_kind_info(task.scored_by).name, ": ", task.why),
          {"model.kind", "data.task"}, origins);
-  if (d.task == "classify" && m.kind != "encoder")
-    fail("data.task=classify needs model.kind=encoder: it predicts one label per sequence", {"data.task", "model.kind"},
-         origins);
   if (t.warmup_steps > t.steps)
     fail(concat("train.warmup_steps=", t.warmup_steps, " exceeds train.steps=", t.steps),
          {"train.warmup_steps", "train.steps"}, origins);
@@ -353,7 +352,7 @@ void validate(const Config& config) {
 ModelSpec model_spec(const Config& config) {
   const ModelConfig& m = config.model;
   ModelSpec s;
-  s.kind = m.kind == "encoder" ? ModelKind::encoder : ModelKind::decoder;
+  s.kind = model_kind_named(m.kind).kind;
   s.vocab_size = m.vocab_size;
   s.d_model = m.d_model;
   s.n_heads = m.n_heads;

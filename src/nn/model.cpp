@@ -54,7 +54,7 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
   if (s.n_heads % s.n_kv_heads != 0)
     return problem(concat(f("n_kv_heads"), "=", s.n_kv_heads, " does not divide ", f("n_heads"), "=", s.n_heads),
                    {"n_kv_heads", "n_heads"});
-  if (s.kind == ModelKind::encoder && s.n_classes < 2)
+  if (!model_kind_info(s.kind).lm_head && s.n_classes < 2)
     return problem(concat("an encoder needs ", f("n_classes"), " >= 2, got ", s.n_classes), {"n_classes", "kind"});
   if (s.positions == Positions::sinusoidal && s.d_model % 2 != 0)
     return problem(concat("sinusoidal positions need an even ", f("d_model"), ", got ", s.d_model),
@@ -138,7 +138,7 @@ ParamLayout parameter_layout(const ModelSpec& s) {
     index.blocks.push_back(b);
   }
   index.ln_f = norm_layer("ln_f");
-  if (s.kind == ModelKind::decoder) {
+  if (model_kind_info(s.kind).lm_head) {
     index.head.weight = s.tie_embeddings
                             ? index.tok_emb
                             : add({"lm_head/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::weight});
@@ -280,7 +280,7 @@ Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelIn
   Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   AttentionOptions attn_opt;
-  attn_opt.causal = spec_.kind == ModelKind::decoder;
+  attn_opt.causal = model_kind_info(spec_.kind).causal;
   attn_opt.key_padding = in.key_padding;
   attn_opt.keep_probs = opt.keep_probs;
   return attention(q, k, v, attn_opt, gates);
@@ -312,7 +312,7 @@ ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelIn
   const ModelSpec& s = spec_;
   const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
   ModelOutput<T> out;
-  if (s.kind == ModelKind::decoder) {
+  if (model_kind_info(s.kind).lm_head) {
     out.logits = norm_project(tape, reshape(x_in, {B * T_, C}), index_.ln_f, index_.head);
   } else {
     Var<T> x = norm(tape, x_in, index_.ln_f);
@@ -341,7 +341,7 @@ double Model<T>::forward_flops_per_token(int64_t seq_len) const {
   const double C = s.d_model, Dh = s.d_head, F = s.d_mlp;
   // 2 flops per multiply-add: projections, MLP, attention scores and A*V (full T x T, as the
   // PyTorch reference counts), LM head. Layers may differ in heads (a pruned model).
-  double flops = s.kind == ModelKind::decoder ? 2 * C * s.vocab_size : 0;
+  double flops = model_kind_info(s.kind).lm_head ? 2 * C * s.vocab_size : 0;
   for (int64_t l = 0; l < s.n_layers; ++l) {
     const double H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
     flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * seq_len;

@@ -141,7 +141,7 @@ std::vector<double> head_scores(Model<float>& model, const Config& config, const
   a.ablation = options.strategy == PruneStrategy::ablation;
   a.attention = options.strategy == PruneStrategy::entropy || options.strategy == PruneStrategy::confidence;
   a.similarity = false;
-  a.pad_token = unkeyed_pad_token(config.data.task, dataset);
+  a.pad_token = dataset.unkeyed_pad_token();
   const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
   scores = strategy_scores(analyze_heads(model, dataset, Split::train, batches, a), options.strategy);
   const std::vector<uint8_t> active = active_heads(model);

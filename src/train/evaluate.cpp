@@ -37,7 +37,7 @@ EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int
   NoGradGuard<float> no_grad(tape);
   for (int64_t i = 0; i < n_batches; ++i) {
     dataset.fill_batch(split, i, batch);
-    const ModelInput input = model_input(model, batch);
+    const ModelInput input = model_input(model.spec(), batch);
     sums.add(cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1));
     tape.reset();
   }
@@ -91,7 +91,7 @@ EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
   std::vector<uint8_t> off;
   for (int64_t i = 0; i < n_batches_; ++i) {
     dataset_.fill_batch(split_, i, batch_);
-    const ModelInput input = model_input(model, batch_);
+    const ModelInput input = model_input(model.spec(), batch_);
     if (i >= static_cast<int64_t>(saved_.size())) {  // past the memory budget
       sums.add(cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1));
       tape.reset();

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "headlab/common/parallel.h"
+#include "headlab/data/task_registry.h"
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
 
@@ -12,7 +13,7 @@ namespace headlab {
 std::unique_ptr<Dataset> make_dataset(const Config& config) {
   const DataConfig& d = config.data;
   std::unique_ptr<Dataset> dataset;
-  if (d.task == "text") {
+  if (task_named(d.task).family == TaskFamily::text) {
     TextOptions o;
     o.path = d.path;
     o.seq_len = d.seq_len;
@@ -22,7 +23,7 @@ std::unique_ptr<Dataset> make_dataset(const Config& config) {
     o.require_utf8 = d.require_utf8;
     dataset = std::make_unique<TextDataset>(o);
   } else {
-    // Generated tasks (include/headlab/data/tasks.h); validate() has matched them to model.kind.
+    // Generated tasks (data/task_registry.h); validate() has matched them to model.kind.
     TaskOptions o;
     o.task = d.task;
     o.seq_len = d.seq_len;

@@ -10,16 +10,6 @@
 
 namespace headlab {
 
-ModelInput model_input(const Model<float>& model, const Batch& batch) {
-  ModelInput in;
-  in.batch_size = batch.batch_size;
-  in.seq_len = batch.seq_len;
-  in.tokens = batch.tokens.data();
-  in.targets = model.spec().kind == ModelKind::encoder ? batch.labels.data() : batch.targets.data();
-  in.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data();
-  return in;
-}
-
 MicroBatchRange micro_batches_of_rank(int64_t grad_accum, int rank, int ranks) {
   HEADLAB_CHECK(grad_accum % ranks == 0, "train.grad_accum = " << grad_accum << " does not split over " << ranks
                                                                << " ranks; set it to a multiple of " << ranks
@@ -81,7 +71,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       options.training = true;
       options.dropout_seed = micro_batch_seed(ctx.seed, step, micro);
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
-      ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model, batch), options, gates);
+      ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model.spec(), batch), options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);
       clock.lap(&StepPhases::forward);
       // Each micro-batch's gradient of loss / grad_accum, on its own (zeroed) slab; the slabs are
@@ -94,8 +84,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       clock.lap(&StepPhases::tape_reset);
       if (n_mine > 1) ctx.gradient_sum.add(params.grads());
       clock.lap(&StepPhases::gradient_sum);
-      for (int32_t target : ctx.model.spec().kind == ModelKind::encoder ? batch.labels : batch.targets)
-        tokens += target >= 0;
+      for (int32_t target : scored_targets(ctx.model.spec(), batch)) tokens += target >= 0;
     }
   });
   if (n_mine > 1) ctx.gradient_sum.finish(params.grads());

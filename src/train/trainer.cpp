@@ -14,6 +14,7 @@
 
 #include "headlab/common/parallel.h"
 #include "headlab/common/signals.h"
+#include "headlab/data/task_registry.h"
 #include "headlab/data/text.h"
 #include "headlab/dist/dist.h"
 #include "headlab/io/csv.h"
@@ -112,7 +113,7 @@ Config with_init_model(const Config& given, const RunOptions& options) {
 // and a text corpus's path that holds from any working directory (the run folder may move).
 Config run_config(const Config& given, const RunOptions& options) {
   Config config = options.init_from.empty() ? given : with_init_model(given, options);
-  if (config.data.task == "text") config.data.path = portable_text_path(config.data.path);
+  if (task_named(config.data.task).family == TaskFamily::text) config.data.path = portable_text_path(config.data.path);
   validate(config);
   return config;
 }

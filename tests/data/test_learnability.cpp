@@ -232,7 +232,7 @@ TEST_CASE("grammar is learned past the best n-gram model fitted in the test, wit
     Batch b = data->make_batch(64);
     for (int64_t i = 0; i < 8; ++i) {
       data->fill_batch(Split::val, i, b);
-      const ModelOutput<float> out = model.forward(tape, model_input(model, b), {});
+      const ModelOutput<float> out = model.forward(tape, model_input(model.spec(), b), {});
       const Tensor<float>& logits = out.logits.value();  // [B*T, V]
       for (int64_t r = 0; r < 64; ++r) {
         const int32_t* x = b.tokens.data() + r * T;

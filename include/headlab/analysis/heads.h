@@ -43,7 +43,8 @@ struct AnalysisOptions {
   // example); a head whose gate is 0 has out = 0, so any zero gate switches to one backward per
   // example. Set to force that slower path.
   bool importance_by_rows = false;
-  // A token that marks padding in data without key_padding (the grammar task's <pad>): query rows
+  // A token that marks padding in data without key_padding (Dataset::unkeyed_pad_token: grammar's
+  // <pad>, sort's and reverse's PAD): query rows
   // holding it are left out of the attention statistics. -1 = none.
   int32_t pad_token = -1;
 };
@@ -111,10 +112,6 @@ struct BaselineField {
   PositionalBaseline HeadScores::*baseline;
 };
 const std::vector<BaselineField>& positional_baselines();
-
-// The token that marks padding in a task's rows when they carry no key_padding (the grammar
-// task's <pad>), for AnalysisOptions::pad_token; -1 for every other task.
-int32_t unkeyed_pad_token(const std::string& task, const Dataset& dataset);
 
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,

@@ -77,6 +77,9 @@ class Dataset {
   // Text bytes per token, for bits-per-byte: 1 for byte-level text; 0 when the tokens are not
   // text (synthetic tasks), meaning "do not report bits-per-byte".
   virtual double bytes_per_token() const { return 0.0; }
+  // The token that fills a row past its example when the task gives no key_padding (grammar's
+  // <pad>, sort's and reverse's PAD): the analysis counts no query there. -1 = none.
+  virtual int32_t unkeyed_pad_token() const { return -1; }
   // Batches of batch_size that cover a val/test split exactly once (later indices give rows
   // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
   virtual int64_t eval_batches(Split split, int64_t batch_size) const;

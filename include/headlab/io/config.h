@@ -22,7 +22,7 @@ using IntList = std::vector<int64_t>;
 // [lo, hi), open_interval(lo, hi) = (lo, hi), one_of("a|b"); arrays are checked element by
 // element. Docs must not contain '|': they become Markdown table cells in docs/config.md.
 #define HEADLAB_MODEL_KEYS(X)                                                                                         \
-  X(kind, std::string, "decoder", one_of("decoder|encoder"),                                                          \
+  X(kind, std::string, "decoder", one_of(model_kind_choices()),                                                       \
     "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head")                       \
   X(vocab_size, int64_t, 256, at_least(2), "token ids are 0..vocab_size-1 (256: raw bytes)")                          \
   X(d_model, int64_t, 128, positive(), "width of the residual stream (C)")                                            \
@@ -49,7 +49,7 @@ using IntList = std::vector<int64_t>;
   X(pooling, std::string, "first", one_of("first|mean"), "encoder: classify the first position or the mean")
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
-  X(task, std::string, "text", one_of("text|k_relation|induction|reverse|sort|grammar|classify"),                     \
+  X(task, std::string, "text", one_of(task_choices()),                                                                \
     "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")               \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \

@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "headlab/autograd/tape.h"
+#include "headlab/nn/model_kinds.h"
 #include "headlab/nn/parameters.h"
 
 namespace headlab {
 
-enum class ModelKind { decoder, encoder };
 enum class Positions { learned, sinusoidal };
 enum class Activation { gelu, relu };
 enum class Pooling { first, mean };

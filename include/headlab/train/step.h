@@ -13,6 +13,7 @@
 
 #include "headlab/autograd/tape.h"
 #include "headlab/data/batch.h"
+#include "headlab/data/model_input.h"
 #include "headlab/data/prefetch.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
@@ -76,9 +77,6 @@ struct MicroBatchRange {
   int64_t begin = 0, end = 0;
 };
 MicroBatchRange micro_batches_of_rank(int64_t grad_accum, int rank, int ranks);
-
-// Model inputs for a batch (the encoder reads labels as its targets).
-ModelInput model_input(const Model<float>& model, const Batch& batch);
 
 // For each of this rank's micro-batches: forward, backward of loss / grad_accum into a zeroed
 // slab, added into the micro-batch tree -> sum over ranks -> clip -> update. Throws
