@@ -39,15 +39,14 @@ std::string component(const std::string& name) {
 void print_model(const Config& config, const Model<float>& model) {
   const ModelSpec& s = model.spec();
   std::printf(
-      "model        %s, d_model %lld, %lld layers, %lld heads x d_head %lld, %lld kv heads, mlp %lld, "
-      "vocab %lld, max_seq_len %lld, %s positions\n",
-      config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads, (long long)s.d_head,
-      (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len,
-      config.model.positions.c_str());
+      "model        %s, d_model %lld, %s, %s x d_head %lld, %s, mlp %lld, vocab %lld, max_seq_len %lld, %s positions\n",
+      config.model.kind.c_str(), (long long)s.d_model, counted(s.n_layers, "layer").c_str(),
+      counted(s.n_heads, "head").c_str(), (long long)s.d_head, counted(s.n_kv_heads, "kv head").c_str(),
+      (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len, config.model.positions.c_str());
   if (!s.layer_heads.empty()) {  // a physically pruned model
     std::printf("layer heads ");
     for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
-    std::printf(" (of %lld; %lld heads in all)\n", (long long)s.n_heads, (long long)s.total_heads());
+    std::printf(" (of %lld; %s in all)\n", (long long)s.n_heads, counted(s.total_heads(), "head").c_str());
   }
   std::printf("data         task %s, seq_len %lld\n", config.data.task.c_str(), (long long)config.data.seq_len);
   std::map<std::string, int64_t> counts;
