@@ -2,10 +2,9 @@
 whole split, greedy continuations, attention probabilities, per-head importance and ablation,
 and checkpoints written from Python read back by the binary.
 
-Whole-split losses: `headlab eval` prints the loss to 4 decimals, too coarse for 1e-5, so the
-1e-5 comparisons use the `loss` attribute (a double) of `headlab analyze`'s heads.h5, which is
-the same forward over the same batches of the same split; eval's printed value is checked too,
-to its 4 decimals.
+Whole-split losses: the `loss` attribute (a double) of `headlab analyze`'s heads.h5, and
+`headlab eval --json`'s loss (full precision; its lines print 4 decimals), the same forward over
+the same batches of the same split.
 
 Tolerances: headlab computes in float32, the Python model here in float64, so agreement is
 limited by float32 rounding (about 1e-7 relative per operation; measured on these models: losses
@@ -14,6 +13,7 @@ Losses must agree to 1e-5 relative, importance to 1e-5 relative (+1e-8 absolute)
 deltas (differences of two losses) to 5e-6 nats + 1e-5 relative.
 """
 import glob
+import json
 import os
 import re
 
@@ -40,9 +40,8 @@ def checkpoint_of(run):
     return best if os.path.exists(best) else sorted(glob.glob(os.path.join(run, "checkpoints", "step_*.h5")))[-1]
 
 
-def eval_printed_loss(path):
-    out = run_headlab("eval", path).decode()
-    return float(re.search(r"^loss (\S+)$", out, re.M).group(1))
+def eval_loss(path):
+    return json.loads(run_headlab("eval", path, "--json"))["loss"]
 
 
 def analyze(path, out_dir, *extra):
@@ -85,8 +84,8 @@ def test_loss_importance_and_ablation_match_the_binary(variant, train_variant, t
     binary = analyze(path, tmp_path / "analysis")
     py = head_scores(model, batches_for(ckpt))
     check_scores(py, binary, ckpt.spec["heads"])
-    # `headlab eval` scores the same split (it prints 4 decimals)
-    assert abs(eval_printed_loss(path) - py["loss"]) <= 5e-5 + 1e-6
+    # `headlab eval` scores the same split
+    assert abs(eval_loss(path) - py["loss"]) <= LOSS_RTOL * py["loss"]
     if variant == "physically_pruned":
         assert ckpt.config["model"]["layer_heads"] == [1, 1] and "optimizer" not in ckpt.attrs
         assert ckpt.params["blocks/0/attn/qkv/weight"].shape == (3 * 8, 32)
@@ -166,7 +165,7 @@ def test_a_checkpoint_written_from_python_evaluates_in_headlab_to_the_same_loss(
     py = split_loss(headlab.Model.from_checkpoint(ckpt).double(), batches_for(ckpt))
     binary = analyze(edited, tmp_path / "analysis", "--no-ablation")
     assert abs(py - binary["loss"]) <= LOSS_RTOL * binary["loss"]
-    assert abs(eval_printed_loss(edited) - py) <= 5e-5 + 1e-6
+    assert abs(eval_loss(edited) - py) <= LOSS_RTOL * py
     assert "model" in run_headlab("info", edited).decode()
 
 

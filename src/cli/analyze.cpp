@@ -128,9 +128,9 @@ int run_analyze(int argc, char** argv) {
     const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
     fs::create_directories(out);
     write_attention_dump(out.string(), "prompt", a, *dataset, -1, path, "prompt");
-    std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %lld tokens, %lld layers\n", out.string().c_str(),
-                attention_dump_stem("prompt").c_str(), static_cast<long long>(a.seq_len),
-                static_cast<long long>(a.n_layers));
+    std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %s, %s\n", out.string().c_str(),
+                attention_dump_stem("prompt").c_str(), counted(a.seq_len, "token").c_str(),
+                counted(a.n_layers, "layer").c_str());
     return 0;
   }
 
@@ -153,12 +153,11 @@ int run_analyze(int argc, char** argv) {
   fs::create_directories(out);
 
   const HeadScores s = analyze_heads(model, *dataset, split, n, o);
-  std::printf(
-      "checkpoint %s (step %lld), %s split: %lld batches of %lld, %lld examples, %lld targets, "
-      "%lld query rows\n",
-      path.c_str(), static_cast<long long>(progress.step), split_arg.c_str(), static_cast<long long>(s.n_batches),
-      static_cast<long long>(o.batch_size), static_cast<long long>(s.n_examples), static_cast<long long>(s.n_targets),
-      static_cast<long long>(s.n_query_rows));
+  std::printf("checkpoint %s (step %lld), %s split: %s of %lld, %s, %s, %s\n", path.c_str(),
+              static_cast<long long>(progress.step), split_arg.c_str(),
+              counted(s.n_batches, "batch", "batches").c_str(), static_cast<long long>(o.batch_size),
+              counted(s.n_examples, "example").c_str(), counted(s.n_targets, "target").c_str(),
+              counted(s.n_query_rows, "query row").c_str());
   if (s.accuracy >= 0)
     std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
   else

@@ -33,6 +33,7 @@
 #include "headlab/common/timing.h"
 #include "headlab/data/batch.h"
 #include "headlab/io/config.h"
+#include "headlab/io/json.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/tensor/arena.h"
@@ -99,22 +100,6 @@ std::string loadavg() {
   return first.empty() ? "null" : first;
 }
 
-std::string fixed(double x, int digits) {
-  if (!std::isfinite(x)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
-
 int run_gemm(int64_t n, int reps, int threads) {
   set_num_threads(threads);
   Arena arena;
@@ -134,9 +119,9 @@ int run_gemm(int64_t n, int reps, int threads) {
   std::printf(
       "{\"gemm\": [%lld, %lld, %lld], \"threads\": %d, \"blis_kernels\": %s, \"reps\": %d, "
       "\"ms_median\": %s, \"gflops\": %s, \"gflops_best\": %s}\n",
-      (long long)n, (long long)n, (long long)n, threads, quoted(blis_kernel_name()).c_str(), reps,
-      fixed(median(times) * 1e3, 3).c_str(), fixed(flops / median(times) * 1e-9, 2).c_str(),
-      fixed(flops / *std::min_element(times.begin(), times.end()) * 1e-9, 2).c_str());
+      (long long)n, (long long)n, (long long)n, threads, json_string(blis_kernel_name()).c_str(), reps,
+      json_fixed(median(times) * 1e3, 3).c_str(), json_fixed(flops / median(times) * 1e-9, 2).c_str(),
+      json_fixed(flops / *std::min_element(times.begin(), times.end()) * 1e-9, 2).c_str());
   return 0;
 }
 
@@ -267,38 +252,39 @@ int run_bench(int argc, char** argv) {
     ctx.phases = nullptr;
     phases_json = ", \"phase_ms_median\": {";
     for (size_t k = 0; k < std::size(parts); ++k)
-      phases_json += std::string(k ? ", " : "") + "\"" + parts[k].first + "\": " + fixed(median(ph[k]) * 1e3, 3);
+      phases_json += std::string(k ? ", " : "") + "\"" + parts[k].first + "\": " + json_fixed(median(ph[k]) * 1e3, 3);
     phases_json += "}";
   }
 
   const double med = median(times);
   std::string all = "[";
-  for (size_t i = 0; i < times.size(); ++i) all += (i ? ", " : "") + fixed(times[i] * 1e3, 3);
+  for (size_t i = 0; i < times.size(); ++i) all += (i ? ", " : "") + json_fixed(times[i] * 1e3, 3);
   all += "]";
   std::ostringstream json;
   json << "{\"config\": {\"d_model\": " << spec.d_model << ", \"n_layers\": " << spec.n_layers
        << ", \"n_heads\": " << spec.n_heads << ", \"n_kv_heads\": " << spec.n_kv_heads << ", \"seq\": " << T
        << ", \"batch\": " << tc.batch_size << ", \"grad_accum\": " << tc.grad_accum << ", \"threads\": " << threads
        << ", \"steps\": " << steps << ", \"warmup\": " << warmup << "}"
-       << ", \"tag\": " << quoted(args["tag"].as<std::string>())
-       << ", \"headlab\": " << quoted(provenance_value("headlab_version"))
-       << ", \"headlab_commit\": " << quoted(provenance_value("headlab_commit")) << ", \"threads\": " << threads
-       << ", \"blis_kernels\": " << quoted(blis_kernel_name()) << ", \"params\": " << n_params
-       << ", \"params_nonembedding\": " << n_nonemb << ", \"flops_per_token\": " << fixed(flops_per_token, 0)
+       << ", \"tag\": " << json_string(args["tag"].as<std::string>())
+       << ", \"headlab\": " << json_string(provenance_value("headlab_version"))
+       << ", \"headlab_commit\": " << json_string(provenance_value("headlab_commit")) << ", \"threads\": " << threads
+       << ", \"blis_kernels\": " << json_string(blis_kernel_name()) << ", \"params\": " << n_params
+       << ", \"params_nonembedding\": " << n_nonemb << ", \"flops_per_token\": " << json_fixed(flops_per_token, 0)
        << ", \"flops_formula\": \"6*N_nonemb + 12*n_layers*d_model*T (N_nonemb = all params except tok_emb, pos_emb)\""
-       << ", \"step_ms_median\": " << fixed(med * 1e3, 3)
-       << ", \"step_ms_min\": " << fixed(*std::min_element(times.begin(), times.end()) * 1e3, 3)
-       << ", \"step_ms_max\": " << fixed(*std::max_element(times.begin(), times.end()) * 1e3, 3)
-       << ", \"step_ms_all\": " << all << ", \"tokens_per_s\": " << fixed(tokens_per_step / med, 1)
-       << ", \"gflops\": " << fixed(flops_per_token * tokens_per_step / med * 1e-9, 2)
-       << ", \"peak_rss_mb\": " << fixed(u.ru_maxrss / 1024.0, 1) << ", \"loss_first\": " << fixed(losses.front(), 4)
-       << ", \"loss_last\": " << fixed(losses.back(), 4)
-       << ", \"allocations_per_step\": " << fixed(static_cast<double>(allocs) / steps, 2)
+       << ", \"step_ms_median\": " << json_fixed(med * 1e3, 3)
+       << ", \"step_ms_min\": " << json_fixed(*std::min_element(times.begin(), times.end()) * 1e3, 3)
+       << ", \"step_ms_max\": " << json_fixed(*std::max_element(times.begin(), times.end()) * 1e3, 3)
+       << ", \"step_ms_all\": " << all << ", \"tokens_per_s\": " << json_fixed(tokens_per_step / med, 1)
+       << ", \"gflops\": " << json_fixed(flops_per_token * tokens_per_step / med * 1e-9, 2)
+       << ", \"peak_rss_mb\": " << json_fixed(u.ru_maxrss / 1024.0, 1)
+       << ", \"loss_first\": " << json_fixed(losses.front(), 4) << ", \"loss_last\": " << json_fixed(losses.back(), 4)
+       << ", \"allocations_per_step\": " << json_fixed(static_cast<double>(allocs) / steps, 2)
        << ", \"minflt_per_step\": " << std::lround(static_cast<double>(minflt) / steps)
-       << ", \"arena_mb\": " << fixed(arena.capacity() / 1048576.0, 1) << ", \"loadavg_start\": " << load_start
-       << ", \"foreign_cores\": " << fixed(std::max(0.0, (busy1 - busy0) - own) / wall, 2)
-       << ", \"steal_cores\": " << fixed((steal1 - steal0) / wall, 2) << ", \"own_cores\": " << fixed(own / wall, 2)
-       << ", \"grad_clip\": " << tc.grad_clip << phases_json << "}";
+       << ", \"arena_mb\": " << json_fixed(arena.capacity() / 1048576.0, 1) << ", \"loadavg_start\": " << load_start
+       << ", \"foreign_cores\": " << json_fixed(std::max(0.0, (busy1 - busy0) - own) / wall, 2)
+       << ", \"steal_cores\": " << json_fixed((steal1 - steal0) / wall, 2)
+       << ", \"own_cores\": " << json_fixed(own / wall, 2) << ", \"grad_clip\": " << json_number(tc.grad_clip)
+       << phases_json << "}";
   std::printf("%s\n", json.str().c_str());
   std::fflush(stdout);
   return 0;

@@ -1,11 +1,17 @@
-// headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask L:H,...]
+// headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask L:H,...] [--json]
+// The mean loss over the scored targets, accuracy where the task has one, bits per byte for text;
+// printed to 4 decimals, or with --json as one JSON object at full precision (README.md lists its
+// fields).
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
 #include "headlab/io/head_list.h"
+#include "headlab/io/json.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/evaluate.h"
@@ -27,7 +33,9 @@ int run_eval(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "set",
       "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
-      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
+      cxxopts::value<std::vector<std::string>>())(
+      "json", "print one JSON object (every number at full precision) instead of the lines")("h,help",
+                                                                                             "show this help");
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -43,14 +51,39 @@ int run_eval(int argc, char** argv) {
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
   const std::string mask = args.count("mask") ? args["mask"].as<std::string>() : "";
-  if (!mask.empty()) switch_off_heads(model, parse_head_list(mask, model.spec(), "--mask"));
+  std::vector<std::string> masked;  // [layer, head] pairs, for --json
+  if (!mask.empty()) {
+    const HeadKeepMask heads = parse_head_list(mask, model.spec(), "--mask");
+    switch_off_heads(model, heads);
+    for (size_t l = 0; l < heads.size(); ++l)
+      for (size_t h = 0; h < heads[l].size(); ++h)
+        if (heads[l][h]) masked.push_back(json_list({std::to_string(l), std::to_string(h)}));
+  }
   Arena arena;
   Tape<float> tape(arena);
   Batch batch = dataset->make_batch(config.train.batch_size);
-  const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, batch.batch_size);
+  const int64_t requested = batches ? *batches : default_eval_batches(config, *dataset, split, batch.batch_size);
+  const int64_t n = dataset->batches_to_score(split, requested, batch.batch_size, "evaluate");  // what evaluate scores
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
-  std::printf("checkpoint %s (step %lld), %s split, %lld targets\n", path.c_str(),
-              static_cast<long long>(progress.step), split_arg.c_str(), static_cast<long long>(e.n_targets));
+  if (args.count("json")) {
+    JsonObject out;
+    out.text("checkpoint", path)
+        .integer("step", progress.step)
+        .text("dataset", dataset->name())
+        .text("split", split_arg)
+        .integer("batches", n)
+        .integer("batch_size", batch.batch_size)
+        .integer("n_targets", e.n_targets)
+        .raw("masked_heads", json_list(masked))
+        .number("loss", e.loss)
+        .raw("accuracy", e.accuracy >= 0 ? json_number(e.accuracy) : "null")
+        .raw("bits_per_byte", e.bits_per_byte >= 0 ? json_number(e.bits_per_byte) : "null");
+    std::printf("%s\n", out.str().c_str());
+    return 0;
+  }
+  std::printf("checkpoint %s (step %lld), %s split, %s of %lld, %s\n", path.c_str(),
+              static_cast<long long>(progress.step), split_arg.c_str(), counted(n, "batch", "batches").c_str(),
+              static_cast<long long>(batch.batch_size), counted(e.n_targets, "target").c_str());
   if (!mask.empty()) std::printf("heads switched off: %s\n", mask.c_str());
   std::printf("loss %.4f\n", e.loss);
   if (e.accuracy >= 0) std::printf("accuracy %.4f\n", e.accuracy);

@@ -1,12 +1,15 @@
-// headlab info [CHECKPOINT.h5 | RUN | CONFIG.toml] [--keys]: the build (version, commit, threads,
-// BLIS kernel set, where the shared files and the user cache are) and, for a checkpoint or config,
-// the model: shape, parameter count per component, head gates, and the build that wrote the
-// checkpoint. --keys: every config key. headlab version (also --version, -V): the build's lines alone.
+// headlab info [CHECKPOINT.h5 | RUN | CONFIG.toml] [--keys] [--json]: the build (version, commit,
+// threads, BLIS kernel set, where the shared files and the user cache are) and, for a checkpoint or
+// config, the model: shape, parameter count per component, head gates, and the build that wrote the
+// checkpoint. --keys: every config key. --json: the same facts as one JSON object (README.md lists
+// its fields). headlab version (also --version, -V): the build's lines alone.
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <cxxopts.hpp>
 
@@ -15,6 +18,7 @@
 #include "headlab/common/paths.h"
 #include "headlab/ops/attention.h"
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/json.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/train/checkpointing.h"
@@ -26,42 +30,96 @@ namespace headlab::cli {
 
 namespace {
 
-// "blocks/3/attn/qkv/weight" -> "attention"; "tok_emb/weight" -> "token embedding"; ...
-std::string component(const std::string& name) {
-  if (name.rfind("tok_emb", 0) == 0) return "token embedding";
-  if (name.rfind("pos_emb", 0) == 0) return "position embedding";
-  if (name.find("/attn/") != std::string::npos) return "attention (qkv + proj)";
-  if (name.find("/mlp/") != std::string::npos) return "mlp";
-  if (name.find("/ln") != std::string::npos || name.rfind("ln_f", 0) == 0) return "layer norms";
-  return "output head";
+// A parameter's component, as the text shows it and as --json names it.
+struct Component {
+  const char* label;  // "attention (qkv + proj)"
+  const char* key;    // "attention"
+};
+
+// "blocks/3/attn/qkv/weight" -> attention; "tok_emb/weight" -> token embedding; ...
+Component component(const std::string& name) {
+  if (name.rfind("tok_emb", 0) == 0) return {"token embedding", "token_embedding"};
+  if (name.rfind("pos_emb", 0) == 0) return {"position embedding", "position_embedding"};
+  if (name.find("/attn/") != std::string::npos) return {"attention (qkv + proj)", "attention"};
+  if (name.find("/mlp/") != std::string::npos) return {"mlp", "mlp"};
+  if (name.find("/ln") != std::string::npos || name.rfind("ln_f", 0) == 0) return {"layer norms", "layer_norms"};
+  return {"output head", "output_head"};
+}
+
+// Parameters per component, in the text's (alphabetical) order of labels.
+std::map<std::string, std::pair<Component, int64_t>> parameter_counts(const Model<float>& model) {
+  std::map<std::string, std::pair<Component, int64_t>> counts;
+  for (const ParamSpec& p : model.params().specs()) {
+    const Component c = component(p.name);
+    auto& entry = counts.try_emplace(c.label, c, 0).first->second;
+    entry.second += p.shape.numel();
+  }
+  return counts;
+}
+
+// The heads of layer l whose gate is not 0.
+int64_t active_heads(const Model<float>& model, int layer) {
+  const Tensor<float> g = model.gates().value(layer);
+  int64_t on = 0;
+  for (int64_t h = 0; h < g.numel(); ++h) on += g.data()[h] != 0.0f;
+  return on;
 }
 
 void print_model(const Config& config, const Model<float>& model) {
   const ModelSpec& s = model.spec();
   std::printf(
-      "model        %s, d_model %lld, %lld layers, %lld heads x d_head %lld, %lld kv heads, mlp %lld, "
-      "vocab %lld, max_seq_len %lld, %s positions\n",
-      config.model.kind.c_str(), (long long)s.d_model, (long long)s.n_layers, (long long)s.n_heads, (long long)s.d_head,
-      (long long)s.n_kv_heads, (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len,
-      config.model.positions.c_str());
+      "model        %s, d_model %lld, %s, %s x d_head %lld, %s, mlp %lld, vocab %lld, max_seq_len %lld, %s positions\n",
+      config.model.kind.c_str(), (long long)s.d_model, counted(s.n_layers, "layer").c_str(),
+      counted(s.n_heads, "head").c_str(), (long long)s.d_head, counted(s.n_kv_heads, "kv head").c_str(),
+      (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len, config.model.positions.c_str());
   if (!s.layer_heads.empty()) {  // a physically pruned model
     std::printf("layer heads ");
     for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
-    std::printf(" (of %lld; %lld heads in all)\n", (long long)s.n_heads, (long long)s.total_heads());
+    std::printf(" (of %lld; %s in all)\n", (long long)s.n_heads, counted(s.total_heads(), "head").c_str());
   }
   std::printf("data         task %s, seq_len %lld\n", config.data.task.c_str(), (long long)config.data.seq_len);
-  std::map<std::string, int64_t> counts;
-  for (const ParamSpec& p : model.params().specs()) counts[component(p.name)] += p.shape.numel();
   std::printf("parameters   %lld\n", (long long)model.params().count());
-  for (const auto& [name, n] : counts) std::printf("  %-24s %10lld\n", name.c_str(), (long long)n);
+  for (const auto& [label, count] : parameter_counts(model))
+    std::printf("  %-24s %10lld\n", label.c_str(), (long long)count.second);
   std::printf("head gates  ");
-  for (int l = 0; l < model.gates().size(); ++l) {
-    const Tensor<float> g = model.gates().value(l);
-    int64_t on = 0;
-    for (int64_t h = 0; h < g.numel(); ++h) on += g.data()[h] != 0.0f;
-    std::printf(" L%d %lld/%lld", l, (long long)on, (long long)g.numel());
-  }
+  for (int l = 0; l < model.gates().size(); ++l)
+    std::printf(" L%d %lld/%lld", l, (long long)active_heads(model, l), (long long)model.gates().value(l).numel());
   std::printf(" (heads active per layer)\n");
+}
+
+// What print_model shows, as the members "model", "data", "parameters" and "head_gates".
+void add_model_json(JsonObject& out, const Config& config, const Model<float>& model) {
+  const ModelSpec& s = model.spec();
+  std::vector<std::string> layer_heads, active, gates;
+  for (int l = 0; l < model.gates().size(); ++l) {
+    layer_heads.push_back(std::to_string(s.heads_in_layer(l)));
+    active.push_back(std::to_string(active_heads(model, l)));
+    const Tensor<float> g = model.gates().value(l);
+    std::vector<std::string> values;
+    for (int64_t h = 0; h < g.numel(); ++h) values.push_back(json_number(g.data()[h]));
+    gates.push_back(json_list(values));
+  }
+  JsonObject m;
+  m.text("kind", config.model.kind)
+      .integer("d_model", s.d_model)
+      .integer("n_layers", s.n_layers)
+      .integer("n_heads", s.n_heads)
+      .integer("d_head", s.d_head)
+      .integer("n_kv_heads", s.n_kv_heads)
+      .integer("d_mlp", s.d_mlp)
+      .integer("vocab_size", s.vocab_size)
+      .integer("max_seq_len", s.max_seq_len)
+      .text("positions", config.model.positions)
+      .boolean("heads_removed", !s.layer_heads.empty())
+      .raw("layer_heads", json_list(layer_heads))
+      .integer("total_heads", s.total_heads());
+  JsonObject params;
+  params.integer("total", model.params().count());
+  for (const auto& [label, count] : parameter_counts(model)) params.integer(count.first.key, count.second);
+  out.raw("model", m.str())
+      .raw("data", JsonObject().text("task", config.data.task).integer("seq_len", config.data.seq_len).str())
+      .raw("parameters", params.str())
+      .raw("head_gates", JsonObject().raw("active", json_list(active)).raw("values", json_list(gates)).str());
 }
 
 // Every config key with its type, default, allowed values and doc (docs/config.md has the same rows).
@@ -72,9 +130,61 @@ void print_keys() {
                 k.allowed.empty() ? "" : (" (allowed: " + k.allowed + ")").c_str());
 }
 
+std::string keys_json() {
+  std::vector<std::string> keys;
+  for (const ConfigKeyInfo& k : config_schema())
+    keys.push_back(JsonObject()
+                       .text("key", k.key)
+                       .text("type", k.type)
+                       .text("default", k.default_value)
+                       .text("allowed", k.allowed)
+                       .text("doc", k.doc)
+                       .str());
+  return JsonObject().raw("keys", json_list(keys)).str();
+}
+
 // The build's provenance, one aligned line per field, as info's first lines and `headlab version`.
 void print_build() {
   for (const ProvenanceField& f : provenance()) std::printf("%-12s %s\n", f.label, f.value.c_str());
+}
+
+// Provenance fields as an object keyed as the HDF5 attributes are ("headlab_commit").
+std::string provenance_json(const std::vector<ProvenanceField>& fields) {
+  JsonObject o;
+  for (const ProvenanceField& f : fields) o.text(f.key, f.value);
+  return o.str();
+}
+
+// info --json: the lines info prints, as one object. A checkpoint adds "checkpoint", a config
+// file "config"; either adds the model's members (add_model_json).
+void print_info_json(const Config* config, const Model<float>* model, const std::string& path, bool is_config,
+                     const RunProgress& progress, const std::vector<ProvenanceField>& written_by) {
+  JsonObject out;
+  out.raw("build", provenance_json(provenance()))
+      .integer("threads", num_threads())
+      .text("attention_kernels", attention_kernels_in_use());
+  const std::filesystem::path share = share_dir();
+  out.raw("shared_files", share.empty() ? "null" : json_string(share.string()));
+  try {
+    out.text("user_cache", user_cache_dir().string());
+  } catch (const Error& e) {
+    out.raw("user_cache", "null").text("user_cache_problem", e.what());
+  }
+  if (config && is_config) {
+    out.raw("config", JsonObject().text("path", path).str());
+  } else if (config) {
+    const RunProgress& p = progress;
+    out.raw("checkpoint", JsonObject()
+                              .text("path", path)
+                              .integer("step", p.step)
+                              .integer("steps", config->train.steps)
+                              .integer("tokens_seen", p.tokens_seen)
+                              .raw("best_val_loss", p.has_best ? json_number(p.best_val_loss) : "null")
+                              .raw("written_by", written_by.empty() ? "null" : provenance_json(written_by))
+                              .str());
+  }
+  if (config) add_model_json(out, *config, *model);
+  std::printf("%s\n", out.str().c_str());
 }
 
 }  // namespace
@@ -95,13 +205,18 @@ int run_info(int argc, char** argv) {
   options.add_options()("file", "checkpoint, run folder (its best.h5, else its newest checkpoint) or config",
                         cxxopts::value<std::string>())("set", "override a config key (with a config file)",
                                                        cxxopts::value<std::vector<std::string>>())(
-      "keys", "list every config key: type, default, meaning and allowed values")("h,help", "show this help");
+      "keys", "list every config key: type, default, meaning and allowed values")(
+      "json", "print the same facts as one JSON object (full precision)")("h,help", "show this help");
   const auto parsed = parse_options(options, {"file"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
+  const bool json = args.count("json") > 0;
   if (args.count("keys")) {
     HEADLAB_CHECK(!args.count("file") && !args.count("set"), "--keys takes no file or --set");
-    print_keys();
+    if (json)
+      std::printf("%s\n", keys_json().c_str());
+    else
+      print_keys();
     return 0;
   }
   // Read and check the file first: a bad file is one error line, not a half-printed report.
@@ -122,6 +237,10 @@ int run_info(int argc, char** argv) {
       progress = load_training_checkpoint(path, *model, nullptr);
       written_by = recorded_provenance(CheckpointReader(path));
     }
+  }
+  if (json) {
+    print_info_json(config ? &*config : nullptr, model ? &*model : nullptr, path, is_config, progress, written_by);
+    return 0;
   }
   print_build();
   std::printf("threads      %d (OpenMP; BLIS uses them for large GEMMs, 1 per call inside parallel loops)\n",

@@ -130,4 +130,8 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
+std::string counted(int64_t n, const std::string& noun, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
+}
+
 }  // namespace headlab::cli

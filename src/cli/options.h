@@ -6,6 +6,7 @@
 //   const auto batches = count_option<int64_t>(*args, "batches", 1);  // nullopt when not given
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,5 +47,9 @@ std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
 
 // "a\nb" -> "a\\nb": a value shown in help or messages on one line.
 std::string escaped(const std::string& text);
+
+// "1 head", "0 heads", "3 heads": a count and its noun, plural (noun + "s" unless given) unless
+// the count is 1: counted(n, "batch", "batches").
+std::string counted(int64_t n, const std::string& noun, const std::string& plural = "");
 
 }  // namespace headlab::cli

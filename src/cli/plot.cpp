@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 
 #include <cxxopts.hpp>
 
+#include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 #include "headlab/common/paths.h"
 #include "headlab/common/subprocess.h"
@@ -115,10 +117,11 @@ int run_plot(int argc, char** argv) {
   const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("path"), "no folder given (usage: headlab plot PATH, a run or sweep folder)");
   const std::string path = args["path"].as<std::string>(), x = args["x-axis"].as<std::string>();
-  HEADLAB_CHECK(x == "tokens" || x == "step", "--x-axis must be tokens or step, got '" << x << "'");
+  const std::vector<std::string> axes = {"tokens", "step"}, formats = {"png", "pdf", "svg"};
+  HEADLAB_CHECK(std::find(axes.begin(), axes.end(), x) != axes.end(), unknown_choice("x axis", x, axes));
   const std::string format = args["format"].as<std::string>();
-  HEADLAB_CHECK(format == "png" || format == "pdf" || format == "svg",
-                "--format must be png, pdf or svg, got '" << format << "'");
+  HEADLAB_CHECK(std::find(formats.begin(), formats.end(), format) != formats.end(),
+                unknown_choice("format", format, formats));
   const int dpi = args["dpi"].as<int>();
   // Above 2400 dpi a page-wide figure is hundreds of megapixels: surely a typo.
   HEADLAB_CHECK(dpi >= 10 && dpi <= 2400, "--dpi must be between 10 and 2400, got " << dpi);

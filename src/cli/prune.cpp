@@ -112,8 +112,9 @@ int run_prune(int argc, char** argv) {
         const PruneRound& r = done.back();
         std::string layers;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
         for (int64_t c : r.heads_per_layer) layers.append(" ").append(std::to_string(c));
-        std::printf("round %lld: %zu heads pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
-                    r.pruned.size(), layers.c_str(), split_arg.c_str(), r.metric.loss);
+        std::printf("round %lld: %s pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
+                    counted(static_cast<int64_t>(r.pruned.size()), "head").c_str(), layers.c_str(), split_arg.c_str(),
+                    r.metric.loss);
         std::fflush(stdout);
       });
   RunProgress progress = opened.progress;

@@ -77,7 +77,7 @@ int run_sweep(int argc, char** argv) {
       std::printf("%-10s %12lld  %s\n", state_name(s.state), static_cast<long long>(p.n_params),
                   (out_path / p.name).c_str());
     }
-    std::printf("%zu runs; nothing written\n", points.size());
+    std::printf("%s; nothing written\n", counted(static_cast<int64_t>(points.size()), "run").c_str());
     return 0;
   }
 

@@ -27,4 +27,14 @@ std::string closest_name(const std::string& name, const std::vector<std::string>
   return best_distance <= std::max<size_t>(2, name.size() / 2) ? best : "";
 }
 
+std::string unknown_choice(const std::string& what, const std::string& name, const std::vector<std::string>& choices) {
+  const std::string message = "unknown " + what + " '" + name + "'";
+  if (const std::string near = closest_name(name, choices); !near.empty())
+    return message + "; did you mean '" + near + "'?";
+  std::string expected;
+  for (size_t i = 0; i < choices.size(); ++i)
+    expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  return message + " (expected " + expected + ")";
+}
+
 }  // namespace headlab

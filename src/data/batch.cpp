@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
+#include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 
 namespace headlab {
@@ -23,9 +26,10 @@ const char* split_name(Split split) {
 Split parse_split(const std::string& name, bool allow_train) {
   if (name == "val") return Split::val;
   if (name == "test") return Split::test;
-  HEADLAB_CHECK(allow_train && name == "train",
-                "--split must be val" << (allow_train ? ", test or train" : " or test") << ", got '" << name << "'");
-  return Split::train;
+  if (allow_train && name == "train") return Split::train;
+  throw Error(unknown_choice(
+      "split", name,
+      allow_train ? std::vector<std::string>{"val", "test", "train"} : std::vector<std::string>{"val", "test"}));
 }
 
 Batch::Batch(int64_t B, int64_t T, const BatchLayout& layout) : batch_size(B), seq_len(T) {

@@ -268,13 +268,17 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
                         [&](const double* v) { check_number(spec.key, *v, format_float(*v)); }, [](const bool*) {},
                         [&](const std::string* v) {
                           if (rule.kind != Rule::Kind::one_of) return;
+                          std::vector<std::string> choices;
                           for (std::string_view rest = rule.choices;;) {
                             const size_t bar = rest.find('|');
                             if (rest.substr(0, bar) == *v) return;
+                            choices.emplace_back(rest.substr(0, bar));
                             if (bar == std::string_view::npos) break;
                             rest.remove_prefix(bar + 1);
                           }
-                          fail(concat(spec.key, " must be one of ", describe_rule(rule), "; got ", quote(*v)),
+                          const std::string near = closest_name(*v, choices);
+                          fail(concat(spec.key, " must be one of ", describe_rule(rule), "; got ", quote(*v),
+                                   near.empty() ? "" : "; did you mean '" + near + "'?"),
                                {spec.key.c_str()}, origins);
                         },
                         [&](const IntList* v) {

@@ -1,6 +1,8 @@
 // Names and files of a pruning run: strategy names, prune.csv, the default folder name.
 #include <string>
+#include <vector>
 
+#include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 #include "headlab/io/csv.h"
 #include "headlab/prune/prune_loop.h"
@@ -49,13 +51,12 @@ const char* prune_strategy_name(PruneStrategy strategy) {
 }
 
 PruneStrategy parse_prune_strategy(const std::string& name) {
-  std::string choices;
+  std::vector<std::string> choices;
   for (PruneStrategy s : kStrategies) {
     if (name == prune_strategy_name(s)) return s;
-    choices += std::string(choices.empty() ? "" : ", ") + prune_strategy_name(s);
+    choices.push_back(prune_strategy_name(s));
   }
-  HEADLAB_CHECK(false, "--strategy must be one of " << choices << "; got '" << name << "'");
-  return PruneStrategy::importance;
+  throw Error(unknown_choice("strategy", name, choices));
 }
 
 const char* const kPruneCsvHeader =

@@ -16,6 +16,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
 #include "headlab/io/csv.h"
+#include "headlab/io/json.h"
 #include "headlab/io/provenance.h"
 #include "headlab/report/report.h"
 #include "headlab/sweep/sweep.h"
@@ -30,13 +31,6 @@ namespace {
 void append_item(std::string& out, bool comma, const std::string& item) {
   if (comma) out += ',';
   out += item;
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.8g", v);
-  return buf;
 }
 
 // A CSV cell: a number when all of it parses as one, null when empty, else a string.

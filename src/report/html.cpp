@@ -1,4 +1,4 @@
-// The page of headlab report: JSON and base64 helpers, the one-byte quantisation and the zlib
+// The page of headlab report: the base64 helper, the one-byte quantisation and the zlib
 // compression of attention maps, and the template (src/report/report.html, compiled in as kReportTemplate) filled in.
 #include <cmath>
 #include <cstdio>
@@ -31,38 +31,6 @@ std::string base64_encode(const std::vector<unsigned char>& bytes) {
     out += {alphabet[v >> 18], alphabet[v >> 12 & 63], alphabet[v >> 6 & 63], '='};
   }
   return out;
-}
-
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || c == '<' || c == '>' || c == '&') {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
 }
 
 std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal) {

@@ -325,7 +325,7 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   const test::CommandResult bad =
       test::run_headlab({"analyze", run.checkpoint(), "--split", "dev"}, out.dir / "bad.txt");
   CHECK(bad.code == 2);
-  CHECK(bad.output.find("--split must be val, test or train") != std::string::npos);
+  CHECK(bad.output.find("unknown split 'dev' (expected val, test or train)") != std::string::npos);
 }
 
 TEST_CASE("a prompt's attention is the attention the same tokens get as a dataset example", "[analysis]") {

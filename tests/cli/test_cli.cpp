@@ -418,3 +418,30 @@ TEST_CASE(
     CHECK_THAT(r.output, Catch::Contains(c.expected));
   }
 }
+
+TEST_CASE("prune's round lines, info's model line and analyze's summary count one thing in the singular", "[cli]") {
+  Scratch s;
+  const fs::path run = s.dir / "run";
+  const auto train = run_headlab({"train", s.config.string(), "--out", run.string()}, s.dir / "train.log");
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+  // One layer of 2 heads, half of them a round: the first round prunes the one head it may.
+  const auto prune = run_headlab({"prune", run.string(), "--strategy", "random", "--step-frac", "0.5", "--batches", "1",
+                                  "--out", (s.dir / "prune").string()},
+                                 s.dir / "prune.log");
+  INFO(prune.output);
+  REQUIRE(prune.code == 0);
+  CHECK_THAT(prune.output, Catch::Contains("\nround 0: 0 heads pruned, heads per layer 2,") &&
+                               Catch::Contains("\nround 1: 1 head pruned, heads per layer 1,"));
+  const auto info = run_headlab({"info", s.config.string(), "--set", "model.n_heads=1"}, s.dir / "info.log");
+  CHECK(info.code == 0);
+  CHECK_THAT(info.output, Catch::Contains(", d_model 16, 1 layer, 1 head x d_head 16, 1 kv head, mlp "));
+  const auto analyze =
+      run_headlab({"analyze", run.string(), "--batches", "1", "--no-ablation", "--out", (s.dir / "analysis").string()},
+                  s.dir / "analyze.log");
+  INFO(analyze.output);
+  CHECK(analyze.code == 0);
+  CHECK_THAT(analyze.output, Catch::Contains(" split: 1 batch of 4, 4 examples, "));
+  for (const std::string* out : {&prune.output, &info.output, &analyze.output})
+    CHECK_THAT(*out, !Catch::Contains(" 1 heads") && !Catch::Contains(" 1 layers") && !Catch::Contains(" 1 batches"));
+}

@@ -65,6 +65,24 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
       {{"info", "x.h5", "--set", "model.n_heads=2"},
        "headlab info: error: --set applies to a config file, not a checkpoint"},
       {{"eval", empty.string()}, "headlab eval: error: " + empty.string() + " is a folder without checkpoints"},
+      // An enumerated option's value: the nearest choice for a typo, else the choices.
+      {{"prune", "x.h5", "--strategy", "importnce"},
+       "headlab prune: error: unknown strategy 'importnce'; did you mean 'importance'?"},
+      {{"prune", "x.h5", "--strategy", "entropi"},
+       "headlab prune: error: unknown strategy 'entropi'; did you mean 'entropy'?"},
+      {{"prune", "x.h5", "--strategy", "magnitude"},
+       "headlab prune: error: unknown strategy 'magnitude' (expected importance, importance_raw, random, entropy, "
+       "confidence, ablation, l0 or none)"},
+      {{"prune", "x.h5", "--strategy", "random", "--split", "tets"},
+       "headlab prune: error: unknown split 'tets'; did you mean 'test'?"},
+      {{"eval", "x.h5", "--split", "vall"}, "headlab eval: error: unknown split 'vall'; did you mean 'val'?"},
+      {{"eval", "x.h5", "--split", "train"}, "headlab eval: error: unknown split 'train' (expected val or test)"},
+      {{"analyze", "x.h5", "--split", "trian"}, "headlab analyze: error: unknown split 'trian'; did you mean 'train'?"},
+      {{"plot", empty.string(), "--format", "pfd"}, "headlab plot: error: unknown format 'pfd'; did you mean 'pdf'?"},
+      {{"plot", empty.string(), "--format", "gif"},
+       "headlab plot: error: unknown format 'gif' (expected png, pdf or svg)"},
+      {{"plot", empty.string(), "--x-axis", "steps"},
+       "headlab plot: error: unknown x axis 'steps'; did you mean 'step'?"},
   };
   for (const Case& c : cases) {
     std::string command;

@@ -24,3 +24,15 @@ TEST_CASE("closest_name suggests a near name for a typo and nothing for an unrel
   CHECK(closest_name("train", {}) == "");
   CHECK(closest_name("--batch", {"--batches", "--split"}) == "--batches");
 }
+
+TEST_CASE("unknown_choice suggests the nearest choice of a typo, and lists the choices otherwise", "[common]") {
+  const std::vector<std::string> strategies = {"importance", "importance_raw", "random", "none"};
+  CHECK(unknown_choice("strategy", "importnce", strategies) ==
+        "unknown strategy 'importnce'; did you mean 'importance'?");
+  CHECK(unknown_choice("strategy", "randm", strategies) == "unknown strategy 'randm'; did you mean 'random'?");
+  CHECK(unknown_choice("strategy", "magnitude", strategies) ==
+        "unknown strategy 'magnitude' (expected importance, importance_raw, random or none)");
+  CHECK(unknown_choice("split", "dev", {"val", "test"}) == "unknown split 'dev' (expected val or test)");
+  CHECK(unknown_choice("split", "tset", {"val", "test"}) == "unknown split 'tset'; did you mean 'test'?");
+  CHECK(unknown_choice("format", "x", {"png"}) == "unknown format 'x' (expected png)");
+}

@@ -279,7 +279,10 @@ TEST_CASE("out-of-range values and unknown choices are rejected", "[io][config]"
                       Catch::Equals("model.positions must be one of learned, sinusoidal; got \"rope\" "
                                     "(--set model.positions=rope)"));
   REQUIRE_THROWS_WITH(parse("", {"data.task=copying"}), Catch::Contains("data.task must be one of text, k_relation"));
-  REQUIRE_THROWS_WITH(parse("", {"train.schedule=Cosine"}), Catch::Contains("train.schedule must be one of"));
+  REQUIRE_THROWS_WITH(parse("", {"train.schedule=Cosine"}),
+                      Catch::StartsWith("train.schedule must be one of") &&
+                          Catch::EndsWith("; got \"Cosine\"; did you mean 'cosine'? (--set train.schedule=Cosine)"));
+  REQUIRE_THROWS_WITH(parse("", {"data.task=inducton"}), Catch::Contains("; did you mean 'induction'?"));
 }
 
 TEST_CASE("impossible combinations of keys are rejected with both values", "[io][config]") {

@@ -216,7 +216,9 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
   };
   const std::vector<Case> bad = {
       {{"prune", run.checkpoint(), "--strategy", "magnitude"},
-       "--strategy must be one of importance, importance_raw, random"},
+       "unknown strategy 'magnitude' (expected importance, importance_raw, random"},
+      {{"prune", run.checkpoint(), "--strategy", "importnce"},
+       "unknown strategy 'importnce'; did you mean 'importance'?"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "0"}, "--step-frac must be in (0, 1)"},
       {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},

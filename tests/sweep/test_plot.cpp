@@ -161,7 +161,7 @@ TEST_CASE("--format, --dpi and --no-title make figures for papers; a bad value i
   CHECK_THAT(plot({"--format", "svg", "--no-title"}), Contains("curves/plots/loss.svg"));
   CHECK_THAT(read_file(run / "plots" / "loss.svg"), Contains("<svg"));
 
-  check_one_line_error({run.string(), "--format", "jpg"}, log, "--format must be png, pdf or svg, got 'jpg'");
+  check_one_line_error({run.string(), "--format", "jpg"}, log, "unknown format 'jpg'; did you mean 'png'?");
   check_one_line_error({run.string(), "--dpi", "0"}, log, "--dpi must be between 10 and 2400, got 0");
   check_one_line_error({run.string(), "--dpi", "many"}, log, "many");
 }

@@ -23,8 +23,9 @@ namespace headlab {
 
 enum class Split { train, val, test };
 const char* split_name(Split split);  // "train", "val", "test"
-// The split named `name` ("val", "test", and "train" when allow_train); a one-line error naming
-// the choices otherwise. For command-line options.
+// The split named `name` ("val", "test", and "train" when allow_train); otherwise a one-line
+// error with the nearest split ("unknown split 'tset'; did you mean 'test'?") or the choices.
+// For command-line options.
 Split parse_split(const std::string& name, bool allow_train);
 
 // Which optional Batch fields a dataset writes; make_batch sizes exactly these.

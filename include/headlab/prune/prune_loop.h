@@ -30,7 +30,9 @@
 namespace headlab {
 
 enum class PruneStrategy { importance, importance_raw, random, entropy, confidence, ablation, l0, none };
-PruneStrategy parse_prune_strategy(const std::string& name);  // throws naming the choices
+// Throws one line with the nearest name ("unknown strategy 'importnce'; did you mean
+// 'importance'?") or the choices.
+PruneStrategy parse_prune_strategy(const std::string& name);
 const char* prune_strategy_name(PruneStrategy strategy);
 
 struct PruneOptions {

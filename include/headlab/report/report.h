@@ -35,7 +35,6 @@ std::string report_html(const std::string& json, const std::string& title);
 
 // Helpers, public for the tests.
 std::string base64_encode(const std::vector<unsigned char>& bytes);
-std::string json_string(const std::string& text);  // quoted and escaped; '<' as \u003c, safe in <script>
 // One head's map [T, T] (row-major probabilities) as bytes round(255 p): rows 0..T-1, the first
 // t + 1 entries of row t when `causal`, else all T.
 std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal);
