@@ -428,7 +428,7 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
   }
   fs::rename(tmp, result.dir, ec);
   if (ec) {
-    fs::remove_all(tmp);
+    fs::remove_all(tmp, ec);
     // Another export renamed its folder first: it is the same content.
     HEADLAB_CHECK(fs::exists(counts_path), "bible pairs: cannot rename " << tmp.string() << " to " << result.dir << ": "
                                                                          << ec.message());

@@ -51,7 +51,7 @@ struct BiblePair {
 };
 
 // The export folder for `options`, made on the first call (one `diatheke -f OSIS -o n` run per
-// module over the whole Bible, about 10-30 s) and afterwards only read. Pairs are aligned by
+// module over the whole Bible, 8-11 s) and afterwards only read. Pairs are aligned by
 // reference; val and test are whole books; a val or test pair whose source text equals a training
 // pair's source is dropped. Written in a temp folder renamed into place, so a failed or
 // concurrent export leaves no half-written folder. Throws headlab::Error (one line) when diatheke
