@@ -67,23 +67,95 @@ constexpr PairInfo kPairs[] = {
 constexpr const char* kRange = "Genesis 1:1-Revelation 22:21";
 
 // Book names as diatheke prints them (English locale), the deuterocanon of the WEB included.
-constexpr const char* kBooks[] = {
-    "Genesis", "Exodus", "Leviticus", "Numbers", "Deuteronomy", "Joshua", "Judges", "Ruth", "I Samuel",
-    "II Samuel", "I Kings", "II Kings", "I Chronicles", "II Chronicles", "Ezra", "Nehemiah", "Esther", "Job",
-    "Psalms", "Proverbs", "Ecclesiastes", "Song of Solomon", "Isaiah", "Jeremiah", "Lamentations", "Ezekiel",
-    "Daniel", "Hosea", "Joel", "Amos", "Obadiah", "Jonah", "Micah", "Nahum", "Habakkuk", "Zephaniah", "Haggai",
-    "Zechariah", "Malachi", "Tobit", "Judith", "Esther (Greek)", "Wisdom", "Sirach", "Baruch",
-    "Prayer of Azariah", "Susanna", "Bel and the Dragon", "I Maccabees", "II Maccabees", "I Esdras",
-    "Prayer of Manasses", "Additional Psalm", "III Maccabees", "II Esdras", "IV Maccabees", "Matthew", "Mark",
-    "Luke", "John", "Acts", "Romans", "I Corinthians", "II Corinthians", "Galatians", "Ephesians", "Philippians",
-    "Colossians", "I Thessalonians", "II Thessalonians", "I Timothy", "II Timothy", "Titus", "Philemon",
-    "Hebrews", "James", "I Peter", "II Peter", "I John", "II John", "III John", "Jude", "Revelation of John"};
+constexpr const char* kBooks[] = {"Genesis",
+                                  "Exodus",
+                                  "Leviticus",
+                                  "Numbers",
+                                  "Deuteronomy",
+                                  "Joshua",
+                                  "Judges",
+                                  "Ruth",
+                                  "I Samuel",
+                                  "II Samuel",
+                                  "I Kings",
+                                  "II Kings",
+                                  "I Chronicles",
+                                  "II Chronicles",
+                                  "Ezra",
+                                  "Nehemiah",
+                                  "Esther",
+                                  "Job",
+                                  "Psalms",
+                                  "Proverbs",
+                                  "Ecclesiastes",
+                                  "Song of Solomon",
+                                  "Isaiah",
+                                  "Jeremiah",
+                                  "Lamentations",
+                                  "Ezekiel",
+                                  "Daniel",
+                                  "Hosea",
+                                  "Joel",
+                                  "Amos",
+                                  "Obadiah",
+                                  "Jonah",
+                                  "Micah",
+                                  "Nahum",
+                                  "Habakkuk",
+                                  "Zephaniah",
+                                  "Haggai",
+                                  "Zechariah",
+                                  "Malachi",
+                                  "Tobit",
+                                  "Judith",
+                                  "Esther (Greek)",
+                                  "Wisdom",
+                                  "Sirach",
+                                  "Baruch",
+                                  "Prayer of Azariah",
+                                  "Susanna",
+                                  "Bel and the Dragon",
+                                  "I Maccabees",
+                                  "II Maccabees",
+                                  "I Esdras",
+                                  "Prayer of Manasses",
+                                  "Additional Psalm",
+                                  "III Maccabees",
+                                  "II Esdras",
+                                  "IV Maccabees",
+                                  "Matthew",
+                                  "Mark",
+                                  "Luke",
+                                  "John",
+                                  "Acts",
+                                  "Romans",
+                                  "I Corinthians",
+                                  "II Corinthians",
+                                  "Galatians",
+                                  "Ephesians",
+                                  "Philippians",
+                                  "Colossians",
+                                  "I Thessalonians",
+                                  "II Thessalonians",
+                                  "I Timothy",
+                                  "II Timothy",
+                                  "Titus",
+                                  "Philemon",
+                                  "Hebrews",
+                                  "James",
+                                  "I Peter",
+                                  "II Peter",
+                                  "I John",
+                                  "II John",
+                                  "III John",
+                                  "Jude",
+                                  "Revelation of John"};
 
 const ModuleInfo& module_info(const std::string& name) {
   for (const ModuleInfo& m : kModules)
     if (name == m.name) return m;
-  HEADLAB_CHECK(false, "bible pairs: unknown SWORD module '" << name
-                                                            << "' (known: engKJV2006eb, engWEB2015eb, spaRV1909eb)");
+  HEADLAB_CHECK(false,
+                "bible pairs: unknown SWORD module '" << name << "' (known: engKJV2006eb, engWEB2015eb, spaRV1909eb)");
   return kModules[0];
 }
 
@@ -284,14 +356,30 @@ std::string folder_part(std::string s) {
   return s;
 }
 
-constexpr const char* kCountNames[] = {"source_verses", "target_verses", "source_empty", "target_empty",
-                                       "source_unmatched", "target_unmatched", "empty_pairs", "duplicates_dropped",
-                                       "train", "val", "test"};
+constexpr const char* kCountNames[] = {"source_verses",
+                                       "target_verses",
+                                       "source_empty",
+                                       "target_empty",
+                                       "source_unmatched",
+                                       "target_unmatched",
+                                       "empty_pairs",
+                                       "duplicates_dropped",
+                                       "train",
+                                       "val",
+                                       "test"};
 
 std::vector<int64_t*> count_fields(BiblePairsCounts& c) {
-  return {&c.source_verses,    &c.target_verses,    &c.source_empty,       &c.target_empty,
-          &c.source_unmatched, &c.target_unmatched, &c.empty_pairs,        &c.duplicates_dropped,
-          &c.train,            &c.val,              &c.test};
+  return {&c.source_verses,
+          &c.target_verses,
+          &c.source_empty,
+          &c.target_empty,
+          &c.source_unmatched,
+          &c.target_unmatched,
+          &c.empty_pairs,
+          &c.duplicates_dropped,
+          &c.train,
+          &c.val,
+          &c.test};
 }
 
 // counts.txt: "name value" lines, in kCountNames order.
@@ -350,8 +438,8 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
                                                  << result.dir << " cannot be exported: apt-get install diatheke");
   const std::set<std::string> installed = installed_modules();
   for (const ModuleInfo* m : {&source_module, &target_module})
-    HEADLAB_CHECK(installed.count(m->name), "bible pairs: the SWORD module " << m->name << " is not installed: apt-get install "
-                                                                            << m->package);
+    HEADLAB_CHECK(installed.count(m->name),
+                  "bible pairs: the SWORD module " << m->name << " is not installed: apt-get install " << m->package);
 
   const std::vector<Verse> source = export_module(source_module);
   std::vector<Verse> target = export_module(target_module);
@@ -362,7 +450,8 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
   for (const Verse& v : target) counts.target_empty += v.text.empty();
 
   std::unordered_map<std::string, size_t> target_at;
-  for (size_t i = 0; i < target.size(); ++i) target_at.emplace(reference(target[i].book, target[i].chapter, target[i].verse), i);
+  for (size_t i = 0; i < target.size(); ++i)
+    target_at.emplace(reference(target[i].book, target[i].chapter, target[i].verse), i);
   struct Pair {
     const Verse* source;
     const Verse* target;
@@ -381,7 +470,9 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
       ++counts.empty_pairs;
       continue;
     }
-    const Split split = s.book == options.val_book ? Split::val : s.book == options.test_book ? Split::test : Split::train;
+    const Split split = s.book == options.val_book    ? Split::val
+                        : s.book == options.test_book ? Split::test
+                                                      : Split::train;
     splits[static_cast<int>(split)].push_back({&s, &t});
   }
   counts.target_unmatched = counts.target_verses - matched;
@@ -396,7 +487,8 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
   for (int split : {1, 2}) {
     std::vector<Pair>& pairs = splits[split];
     const size_t before = pairs.size();
-    pairs.erase(std::remove_if(pairs.begin(), pairs.end(), [&](const Pair& p) { return train_sources.count(p.source->text) > 0; }),
+    pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
+                               [&](const Pair& p) { return train_sources.count(p.source->text) > 0; }),
                 pairs.end());
     counts.duplicates_dropped += static_cast<int64_t>(before - pairs.size());
   }
@@ -430,8 +522,8 @@ BiblePairsExport ensure_bible_pairs(const BiblePairsOptions& options) {
   if (ec) {
     fs::remove_all(tmp, ec);
     // Another export renamed its folder first: it is the same content.
-    HEADLAB_CHECK(fs::exists(counts_path), "bible pairs: cannot rename " << tmp.string() << " to " << result.dir << ": "
-                                                                         << ec.message());
+    HEADLAB_CHECK(fs::exists(counts_path),
+                  "bible pairs: cannot rename " << tmp.string() << " to " << result.dir << ": " << ec.message());
   }
   return result;
 }
@@ -459,8 +551,8 @@ std::vector<BiblePair> read_bible_pairs(const std::string& path) {
       if (tab == std::string::npos) break;
       from = tab + 1;
     }
-    HEADLAB_CHECK(fields.size() == 5,
-                  "bible pairs: " << path << " line " << line_number << " has " << fields.size() << " fields, expected 5");
+    HEADLAB_CHECK(fields.size() == 5, "bible pairs: " << path << " line " << line_number << " has " << fields.size()
+                                                      << " fields, expected 5");
     BiblePair pair;
     const size_t space = fields[0].rfind(' '), colon = fields[0].rfind(':');
     HEADLAB_CHECK(space != std::string::npos && colon != std::string::npos && colon > space,

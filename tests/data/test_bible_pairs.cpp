@@ -22,9 +22,10 @@ namespace {
 
 bool have_sword_modules() {
   return std::system("command -v diatheke > /dev/null 2>&1") == 0 &&
-         std::system("diatheke -b system -k modulelist 2>/dev/null | grep -q '^engKJV2006eb :' && "
-                     "diatheke -b system -k modulelist 2>/dev/null | grep -q '^spaRV1909eb :' && "
-                     "diatheke -b system -k modulelist 2>/dev/null | grep -q '^engWEB2015eb :'") == 0;
+         std::system(
+             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^engKJV2006eb :' && "
+             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^spaRV1909eb :' && "
+             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^engWEB2015eb :'") == 0;
 }
 
 // The real exports, made once per test run in the user cache (CTest points XDG_CACHE_HOME at
@@ -79,11 +80,12 @@ std::vector<std::string> words_tagged(const std::string& text, const std::vector
   return out;
 }
 
-#define REQUIRE_SWORD()                                                                                   \
-  if (!have_sword_modules()) {                                                                            \
-    SKIP_FOR_MISSING_PACKAGE("diatheke or a SWORD module is missing (apt-get install diatheke "           \
-                             "sword-text-kjv sword-text-web sword-text-sparv): Bible pairs not tested"); \
-    return;                                                                                               \
+#define REQUIRE_SWORD()                                                             \
+  if (!have_sword_modules()) {                                                      \
+    SKIP_FOR_MISSING_PACKAGE(                                                       \
+        "diatheke or a SWORD module is missing (apt-get install diatheke "          \
+        "sword-text-kjv sword-text-web sword-text-sparv): Bible pairs not tested"); \
+    return;                                                                         \
   }
 
 }  // namespace
@@ -99,7 +101,8 @@ TEST_CASE("KJV and RV1909 pair every verse of the Bible, the empty ones skipped 
   CHECK(c.target_empty == 18);
   CHECK(c.empty_pairs == c.source_empty + c.target_empty);
   CHECK(c.train + c.val + c.test + c.duplicates_dropped + c.empty_pairs == 31102);
-  for (int s = 0; s < 3; ++s) CHECK(static_cast<int64_t>(e.split[s].size()) == (s == 0 ? c.train : s == 1 ? c.val : c.test));
+  for (int s = 0; s < 3; ++s)
+    CHECK(static_cast<int64_t>(e.split[s].size()) == (s == 0 ? c.train : s == 1 ? c.val : c.test));
   CHECK(fs::path(e.corpus.dir).parent_path() == user_cache_dir());
 }
 
@@ -162,10 +165,11 @@ TEST_CASE("Bible pairs: no markup, paragraph mark or stray white space in any ex
         for (const std::string* text : {&p.source, &p.target}) {
           const bool markup = text->find('<') != std::string::npos || text->find('>') != std::string::npos;
           const bool mark = text->find("\xC2\xB6") != std::string::npos;
-          const bool space = text->empty() || text->front() == ' ' || text->back() == ' ' ||
-                             text->find("  ") != std::string::npos;
+          const bool space =
+              text->empty() || text->front() == ' ' || text->back() == ' ' || text->find("  ") != std::string::npos;
           if (markup || mark || space) {
-            if (bad++ == 0) first_bad = p.book + " " + std::to_string(p.chapter) + ":" + std::to_string(p.verse) + ": " + *text;
+            if (bad++ == 0)
+              first_bad = p.book + " " + std::to_string(p.chapter) + ":" + std::to_string(p.verse) + ": " + *text;
           }
         }
     INFO(e->corpus.dir << ": first bad text " << first_bad);
@@ -180,9 +184,9 @@ TEST_CASE("Bible pairs: WEB against RV1909 aligns by reference and counts what d
   CHECK(c.source_verses == 31102);  // RV1909
   CHECK(c.target_verses == 37791);  // WEB with the deuterocanon, empty references included
   CHECK(c.target_empty == 334);
-  CHECK(c.source_unmatched == 0);                // every RV1909 reference is in the WEB
-  CHECK(c.target_unmatched == 37791 - 31102);    // the deuterocanon and a few extra verses
-  CHECK(c.empty_pairs == 25);                    // RV1909's 18 and 7 the WEB leaves empty
+  CHECK(c.source_unmatched == 0);              // every RV1909 reference is in the WEB
+  CHECK(c.target_unmatched == 37791 - 31102);  // the deuterocanon and a few extra verses
+  CHECK(c.empty_pairs == 25);                  // RV1909's 18 and 7 the WEB leaves empty
   CHECK(c.train + c.val + c.test + c.duplicates_dropped + c.empty_pairs == 31102);
   const BiblePair* p = e.find("John", 3, 16);
   REQUIRE(p != nullptr);
@@ -256,8 +260,7 @@ void require_one_line(const std::string& error, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("Bible pairs: without diatheke or a module the export is one line naming the apt package",
-          "[data][bible]") {
+TEST_CASE("Bible pairs: without diatheke or a module the export is one line naming the apt package", "[data][bible]") {
   test::ScratchDir dir("nodiatheke");
   const std::string cache = (dir.dir / "cache").string();
   require_one_line(pairs_export_error(cache, dir.dir.string()), "apt-get install diatheke");
