@@ -46,19 +46,6 @@ size_t verse_label_length(std::string_view line) {
   return i + 1;
 }
 
-bool program_on_path(const char* program) {
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path ? path : "/usr/bin:/bin";
-  while (!dirs.empty()) {
-    const size_t colon = dirs.find(':');
-    std::string dir(dirs.substr(0, colon));
-    dirs = colon == std::string_view::npos ? std::string_view() : dirs.substr(colon + 1);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
-    if (::access(candidate.c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 // Offset of the first byte that breaks UTF-8 (Unicode 15, table 3-7: no overlongs, no
 // surrogates, nothing above U+10FFFF), or -1.
 int64_t first_invalid_utf8(const std::vector<uint8_t>& s) {

@@ -26,6 +26,9 @@ struct ChildProcess {
   bool ends_with_parent = false;                      // SIGTERM when the parent dies, even by kill -9 (Linux)
 };
 
+// Whether `program` (no '/') is an executable file in one of $PATH's folders (unset PATH: /usr/bin:/bin).
+bool program_on_path(const std::string& program);
+
 // This process's environment, as "NAME=value" entries.
 std::vector<std::string> current_environment();
 
