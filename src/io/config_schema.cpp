@@ -278,7 +278,7 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
                           }
                           const std::string near = closest_name(*v, choices);
                           fail(concat(spec.key, " must be one of ", describe_rule(rule), "; got ", quote(*v),
-                                   near.empty() ? "" : "; did you mean '" + near + "'?"),
+                                      near.empty() ? "" : "; did you mean '" + near + "'?"),
                                {spec.key.c_str()}, origins);
                         },
                         [&](const IntList* v) {
