@@ -55,10 +55,11 @@ class Reader {
         space();
         if (i_ >= s_.size() || s_[i_] != '"') fail("expected a key");
         std::string key = string();
-        for (const auto& m : v.members)
-          if (m.first == key) fail("repeated key '" + key + "'");
+        for (const std::string& k : v.keys_)
+          if (k == key) fail("repeated key '" + key + "'");
         expect(':');
-        v.members.emplace_back(std::move(key), value());
+        v.keys_.push_back(std::move(key));
+        v.items.push_back(value());
       } while (eat(','));
       expect('}');
     } else if (c == '[') {
@@ -208,8 +209,8 @@ JsonValue parse_json(const std::string& text) {
 
 bool JsonValue::has(const std::string& key) const {
   if (kind != Kind::object) wrong_kind("an object");
-  for (const auto& m : members)
-    if (m.first == key) return true;
+  for (const std::string& k : keys_)
+    if (k == key) return true;
   return false;
 }
 
@@ -230,8 +231,8 @@ bool JsonValue::boolean() const {
 
 const JsonValue& JsonValue::operator[](const std::string& key) const {
   if (kind != Kind::object) wrong_kind("an object");
-  for (const auto& m : members)
-    if (m.first == key) return m.second;
+  for (size_t i = 0; i < keys_.size(); ++i)
+    if (keys_[i] == key) return items[i];
   throw std::runtime_error("JSON: no key '" + key + "'");
 }
 
@@ -243,15 +244,13 @@ const JsonValue& JsonValue::operator[](size_t index) const {
 
 size_t JsonValue::size() const {
   if (kind == Kind::array) return items.size();
-  if (kind == Kind::object) return members.size();
+  if (kind == Kind::object) return keys_.size();
   wrong_kind("an array or object");
 }
 
 std::vector<std::string> JsonValue::keys() const {
   if (kind != Kind::object) wrong_kind("an object");
-  std::vector<std::string> out;
-  for (const auto& m : members) out.push_back(m.first);
-  return out;
+  return keys_;
 }
 
 }  // namespace headlab::test

@@ -6,7 +6,6 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace headlab::test {
@@ -15,10 +14,12 @@ struct JsonValue {
   enum class Kind { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool flag = false;
-  double value = 0;                                        // a number, as strtod reads its text
-  std::string text;                                        // a string's value, or a number's text as written
-  std::vector<JsonValue> items;                            // an array
-  std::vector<std::pair<std::string, JsonValue>> members;  // an object, in the order written
+  double value = 0;  // a number, as strtod reads its text
+  std::string text;  // a string's value, or a number's text as written
+  // An array's items, or an object's values with their keys beside them, in the order written
+  // (not a vector of pairs: a pair of this still incomplete type does not compile with clang).
+  std::vector<JsonValue> items;
+  std::vector<std::string> keys_;
 
   bool is_null() const { return kind == Kind::null; }
   bool has(const std::string& key) const;
