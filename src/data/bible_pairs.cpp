@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -187,10 +188,10 @@ size_t find_reference(std::string_view line, Verse& verse) {
       return end - i;
     };
     const size_t verse_end = i, verse_digits = digits_back();
-    if (verse_digits == 0 || i == 0 || line[i - 1] != ':') continue;
+    if (verse_digits == 0 || verse_digits > 4 || i == 0 || line[i - 1] != ':') continue;  // stoi cannot overflow
     const size_t verse_begin = i--;
     const size_t chapter_end = i, chapter_digits = digits_back();
-    if (chapter_digits == 0 || i == 0 || line[i - 1] != ' ') continue;
+    if (chapter_digits == 0 || chapter_digits > 4 || i == 0 || line[i - 1] != ' ') continue;
     const size_t chapter_begin = i;
     const std::string_view before = line.substr(0, chapter_begin - 1);
     size_t best = 0;
@@ -533,13 +534,23 @@ std::vector<BiblePair> read_bible_pairs(const std::string& path) {
   HEADLAB_CHECK(in, "bible pairs: cannot read " << path << ": " << std::strerror(errno));
   std::vector<BiblePair> pairs;
   int64_t line_number = 0;
+  // A whole field as a non-negative int (std::stoi would take "3x" and throw its own exception
+  // on "x").
+  auto count = [&](const std::string& text, const char* what) {
+    int value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    HEADLAB_CHECK(
+        ec == std::errc() && end == text.data() + text.size() && value >= 0,
+        "bible pairs: " << path << " line " << line_number << ": " << what << " '" << text << "' is not a count");
+    return value;
+  };
   auto parse_tags = [&](const std::string& field, std::vector<std::pair<int, std::string>>& tags) {
     std::istringstream entries(field);
     for (std::string entry; entries >> entry;) {
       const size_t colon = entry.find(':');
       HEADLAB_CHECK(colon != std::string::npos && colon > 0,
                     "bible pairs: " << path << " line " << line_number << ": bad tag '" << entry << "'");
-      tags.emplace_back(std::stoi(entry.substr(0, colon)), entry.substr(colon + 1));
+      tags.emplace_back(count(entry.substr(0, colon), "word index"), entry.substr(colon + 1));
     }
   };
   for (std::string line; std::getline(in, line);) {
@@ -558,8 +569,8 @@ std::vector<BiblePair> read_bible_pairs(const std::string& path) {
     HEADLAB_CHECK(space != std::string::npos && colon != std::string::npos && colon > space,
                   "bible pairs: " << path << " line " << line_number << ": bad reference '" << fields[0] << "'");
     pair.book = fields[0].substr(0, space);
-    pair.chapter = std::stoi(fields[0].substr(space + 1, colon - space - 1));
-    pair.verse = std::stoi(fields[0].substr(colon + 1));
+    pair.chapter = count(fields[0].substr(space + 1, colon - space - 1), "chapter");
+    pair.verse = count(fields[0].substr(colon + 1), "verse");
     pair.source = fields[1];
     pair.target = fields[2];
     parse_tags(fields[3], pair.source_tags);

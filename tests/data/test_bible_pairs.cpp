@@ -294,3 +294,24 @@ TEST_CASE("Bible pairs: a wrong verse count or a failing diatheke leaves nothing
   require_one_line(pairs_export_error(cache, garbled_bin.string()), "line 1 of");
   CHECK((!fs::exists(cache) || fs::is_empty(cache)));  // no temp folder, no half export
 }
+
+TEST_CASE("Bible pairs: a damaged split file is one line naming the file and line", "[data][bible]") {
+  test::ScratchDir dir("badpairs");
+  const std::string good = "John 3:16\tFor God\tPorque\t0:G1063\t1:G3779\n";
+  const auto error_of = [&](const std::string& text) {
+    const std::string path = dir.write("train.tsv", text).string();
+    try {
+      read_bible_pairs(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of(good).empty());
+  // std::stoi read "x" as an exception of its own and "3x" as 3.
+  CHECK_THAT(error_of(good + "John x:16\ta\tb\t\t\n"), Catch::Contains("line 2: chapter 'x' is not a count"));
+  CHECK_THAT(error_of(good + "John 3:16x\ta\tb\t\t\n"), Catch::Contains("line 2: verse '16x' is not a count"));
+  CHECK_THAT(error_of(good + "John 3:16\ta\tb\tq:G1\t\n"), Catch::Contains("line 2: word index 'q' is not a count"));
+  CHECK_THAT(error_of(good + "John 3:16\ta\tb\t99999999999:G1\t\n"), Catch::Contains("is not a count"));
+  CHECK_THAT(error_of("John 3:16\ta\tb\n"), Catch::Contains("line 1 has 3 fields, expected 5"));
+}
