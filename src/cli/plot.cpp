@@ -6,7 +6,6 @@
 // agree. The script is $HEADLAB_PLOT_SCRIPT, else plot/headlab_plot.py among the shared files
 // (common/paths.h); the interpreter is $HEADLAB_PYTHON, else /usr/bin/python3 (where Debian's
 // python3-matplotlib lives), else python3 on PATH.
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,28 +60,10 @@ void run_script(const std::string& python, const std::vector<std::string>& args)
   for (const std::string& var : current_environment())
     if (var.rfind("MPLBACKEND=", 0) != 0) child.env.push_back(var);
   child.env.push_back("MPLBACKEND=Agg");  // files, never a window
-  int pipe_fd[2];
-  HEADLAB_CHECK(::pipe2(pipe_fd, O_CLOEXEC) == 0, "plot: cannot create a pipe");
-  child.stderr_fd = pipe_fd[1];
   std::fflush(stdout);
-  pid_t pid = -1;
-  try {
-    pid = start_child(child);
-  } catch (...) {
-    ::close(pipe_fd[0]);
-    ::close(pipe_fd[1]);
-    throw;
-  }
-  ::close(pipe_fd[1]);
   std::string err;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) != 0;) {
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) break;
-    err.append(buf, static_cast<size_t>(n));
-  }
-  ::close(pipe_fd[0]);
-  const int status = wait_child(pid);
+  const int status = run_child_reading_lines(
+      child, [&](std::string_view line) { err.append(line).push_back('\n'); }, ChildStream::err);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
     std::fputs(err.c_str(), stderr);  // warnings, if any
     return;

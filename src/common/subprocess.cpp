@@ -78,13 +78,14 @@ int wait_child(pid_t pid) {
   return status;
 }
 
-int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line) {
+int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line,
+                            ChildStream stream) {
   int fds[2];
   // Close-on-exec: no other child started meanwhile keeps the pipe open (dup2 onto the child's
-  // stdout clears the flag there).
+  // stdout or stderr clears the flag there).
   HEADLAB_CHECK(::pipe2(fds, O_CLOEXEC) == 0,
                 "cannot start " << child.args.at(0) << ": pipe: " << std::strerror(errno));
-  child.stdout_fd = fds[1];
+  (stream == ChildStream::out ? child.stdout_fd : child.stderr_fd) = fds[1];
   pid_t pid = -1;
   try {
     pid = start_child(child);

@@ -51,3 +51,12 @@ TEST_CASE("an exception from the line callback reaps the child and goes on", "[c
                     "stop");
   CHECK(calls == 3);
 }
+
+TEST_CASE("run_child_reading_lines can read the child's stderr instead", "[common]") {
+  std::vector<std::string> lines;
+  const int status = run_child_reading_lines(
+      shell("echo out; echo err1 >&2; echo err2 >&2"), [&](std::string_view line) { lines.emplace_back(line); },
+      ChildStream::err);
+  CHECK(lines == std::vector<std::string>{"err1", "err2"});
+  CHECK(WIFEXITED(status));
+}

@@ -39,9 +39,11 @@ pid_t start_child(const ChildProcess& child);
 // waitpid(pid) until it returns (EINTR retried): the raw status for WIFEXITED and friends.
 int wait_child(pid_t pid);
 
-// Runs `child` to its end with its stdout on a pipe (child.stdout_fd is ignored), calling on_line
-// for every line, without its '\n' (and a '\r' before it); returns wait_child's status. If
-// on_line throws, the pipe is closed and the child reaped before the exception goes on.
-int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line);
+// Runs `child` to its end with its stdout (or stderr) on a pipe, that fd of `child` ignored,
+// calling on_line for every line, without its '\n' (and a '\r' before it); returns wait_child's
+// status. If on_line throws, the pipe is closed and the child reaped before the exception goes on.
+enum class ChildStream { out, err };
+int run_child_reading_lines(ChildProcess child, const std::function<void(std::string_view)>& on_line,
+                            ChildStream stream = ChildStream::out);
 
 }  // namespace headlab
