@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     fill_pattern(dout, 2);
     const Tensor<float> probs = arena.empty<float>({B, H, T, T}), stats = arena.empty<float>({B, H, T, 2});
     const Tensor<float> scratch = arena.empty<float>({num_threads(), T, T});
-    const Tensor<float> workspace = arena.empty<float>({num_threads(), attention_workspace_size(T, Dh)});
+    const Tensor<float> workspace = arena.empty<float>({num_threads(), attention_workspace_size(T, T, Dh)});
     const Tensor<float> dq = arena.zeros<float>({B, T, H, Dh}), dk = arena.zeros<float>({B, T, H, Dh}),
                         dv = arena.zeros<float>({B, T, H, Dh});
     AttentionOptions options;  // causal

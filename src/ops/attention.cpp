@@ -2,7 +2,7 @@
 // binding. The per-head numeric kernels (8-row blocks, packed K/V, fused scale + mask + softmax)
 // are in src/ops/attention/: tiles.h (products and packing), softmax.h, forward.cpp, and
 // backward.cpp with the backward's derivation; kernels.h is their interface.
-// Shapes: q [B,T,H,Dh], k,v [B,T,Hkv,Dh], gates [H] -> out [B,T,H,Dh]; stats [B,H,T,2].
+// Shapes: q [B,Tq,H,Dh], k,v [B,Tk,Hkv,Dh], gates [H] -> out [B,Tq,H,Dh]; stats [B,H,Tq,2].
 // Why not per-head BLIS calls (the first version): at d_head <= 64 they cost more in per-call
 // overhead and packing than in flops, so 16 heads took 3.7x the time of 1 head at d_model 256
 // (bench/bench_attention.cpp has the numbers before and after).
@@ -31,25 +31,33 @@ namespace {
 namespace ak = attention_kernels;
 
 struct Dims {
-  int64_t B, T, H, Hkv, Dh, group;  // group = H / Hkv query heads per kv head
+  int64_t B, Tq, Tk, H, Hkv, Dh, group;  // group = H / Hkv query heads per kv head
 };
 
 template <typename T>
 Dims check_inputs(const AttentionInputs<T>& in) {
   const Tensor<T>&q = in.q, &k = in.k, &v = in.v, &gates = in.gates;
-  HEADLAB_CHECK(q.rank() == 4, "attention: q " << q.shape().str() << " must be [B, T, n_heads, d_head]");
-  HEADLAB_CHECK(k.rank() == 4, "attention: k " << k.shape().str() << " must be [B, T, n_kv_heads, d_head]");
+  HEADLAB_CHECK(q.rank() == 4, "attention: q " << q.shape().str() << " must be [B, Tq, n_heads, d_head]");
+  HEADLAB_CHECK(k.rank() == 4, "attention: k " << k.shape().str() << " must be [B, Tk, n_kv_heads, d_head]");
   HEADLAB_CHECK(k.shape() == v.shape(), "attention: v " << v.shape().str() << " differs from k " << k.shape().str());
-  HEADLAB_CHECK(
-      k.size(0) == q.size(0) && k.size(1) == q.size(1) && k.size(3) == q.size(3),
-      "attention: k " << k.shape().str() << " does not match q " << q.shape().str() << " in batch, tokens or d_head");
-  const Dims d{q.size(0), q.size(1), q.size(2), k.size(2), q.size(3), 0};
+  HEADLAB_CHECK(k.size(0) == q.size(0) && k.size(3) == q.size(3),
+                "attention: k " << k.shape().str() << " does not match q " << q.shape().str() << " in batch or d_head");
+  const Dims d{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), 0};
+  HEADLAB_CHECK(d.Tq >= 1 && d.Tk >= 1, "attention: q " << q.shape().str() << " and k " << k.shape().str()
+                                                        << " need at least one query and one key");
   HEADLAB_CHECK(d.Hkv >= 1 && d.H % d.Hkv == 0,
                 "attention: n_kv_heads=" << d.Hkv << " does not divide n_heads=" << d.H);
   HEADLAB_CHECK(d.Dh >= 1, "attention: d_head=" << d.Dh << " must be at least 1");
   HEADLAB_CHECK(gates.empty() || (gates.rank() == 1 && gates.size(0) == d.H),
                 "attention: gates " << gates.shape().str() << " must be [n_heads]=[" << d.H << "]");
-  return {d.B, d.T, d.H, d.Hkv, d.Dh, d.H / d.Hkv};
+  return {d.B, d.Tq, d.Tk, d.H, d.Hkv, d.Dh, d.H / d.Hkv};
+}
+
+// The causal mask puts the queries last among the keys (query t is key t + Tk - Tq), so there
+// must be at least as many keys as queries.
+void check_causal(const Dims& d, const AttentionOptions& options) {
+  HEADLAB_CHECK(!options.causal || d.Tk >= d.Tq,
+                "attention: causal attention needs at least as many keys (" << d.Tk << ") as queries (" << d.Tq << ")");
 }
 
 template <typename T>
@@ -66,7 +74,7 @@ void check_contiguous(const char* name, const Tensor<T>& t, const Shape& expecte
 
 template <typename T>
 void check_workspace(const Tensor<T>& w, const Dims& d, bool backward) {
-  const int64_t need = attention_workspace_size(d.T, d.Dh, backward);
+  const int64_t need = attention_workspace_size(d.Tq, d.Tk, d.Dh, backward);
   HEADLAB_CHECK(w.rank() == 2 && w.is_contiguous() && w.size(0) >= num_threads() && w.size(1) >= need,
                 "attention: workspace " << w.shape().str() << " must be contiguous [P, W] with P >= num_threads()="
                                         << num_threads() << " and W >= " << need);
@@ -84,7 +92,7 @@ ak::HeadView<const T> const_head(const Tensor<T>& x, int64_t b, int64_t h) {
   return {v.data, v.row_stride, v.col_stride};
 }
 
-// A [T,T] / stats [T,2] slice of head (b, h), or null when not kept.
+// A [Tq,Tk] / stats [Tq,2] slice of head (b, h), or null when not kept.
 template <typename T>
 T* per_head(const Tensor<T>& x, const Dims& d, int64_t b, int64_t h, int64_t per) {
   return x.empty() ? nullptr : x.data() + (b * d.H + h) * per;
@@ -92,8 +100,8 @@ T* per_head(const Tensor<T>& x, const Dims& d, int64_t b, int64_t h, int64_t per
 
 }  // namespace
 
-int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward) {
-  return ak::workspace_size(tokens, d_head, backward);
+int64_t attention_workspace_size(int64_t queries, int64_t keys, int64_t d_head, bool backward) {
+  return ak::workspace_size(queries, keys, d_head, backward);
 }
 
 // Forward, per (b, h) with g = h / (H/Hkv) and x = gates[h] (1 without gates):
@@ -103,12 +111,13 @@ template <typename T>
 void attention_forward(const Tensor<T>& out, const AttentionSaved<T>& saved, const AttentionInputs<T>& in,
                        const AttentionOptions& options, const AttentionScratch<T>& scratch) {
   const Dims d = check_inputs(in);
-  check_shape("out", out, {d.B, d.T, d.H, d.Dh});
-  if (!saved.probs.empty()) check_contiguous("probs", saved.probs, {d.B, d.H, d.T, d.T});
-  if (!saved.stats.empty()) check_contiguous("stats", saved.stats, {d.B, d.H, d.T, 2});
+  check_causal(d, options);
+  check_shape("out", out, {d.B, d.Tq, d.H, d.Dh});
+  if (!saved.probs.empty()) check_contiguous("probs", saved.probs, {d.B, d.H, d.Tq, d.Tk});
+  if (!saved.stats.empty()) check_contiguous("stats", saved.stats, {d.B, d.H, d.Tq, 2});
   check_workspace(scratch.workspace, d, false);
   const ak::KernelPath path = ak::resolve_kernels(options.kernels);
-  const ak::Problem p(d.T, d.Dh, options.causal);
+  const ak::Problem p(d.Tq, d.Tk, d.Dh, options.causal);
 #pragma omp parallel
   {
     const ak::Workspace<T> w(scratch.workspace.data() + omp_get_thread_num() * scratch.workspace.size(1), p, false);
@@ -116,10 +125,10 @@ void attention_forward(const Tensor<T>& out, const AttentionSaved<T>& saved, con
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
       const int64_t b = bh / d.H, h = bh % d.H, g = h / d.group;
-      const uint8_t* pad = options.key_padding ? options.key_padding + b * d.T : nullptr;
+      const uint8_t* pad = options.key_padding ? options.key_padding + b * d.Tk : nullptr;
       ak::forward_head(path, p, w, packed != b * d.Hkv + g, const_head(in.q, b, h), const_head(in.k, b, g),
                        const_head(in.v, b, g), head(out, b, h), in.gates.empty() ? T(1) : in.gates(h), pad,
-                       per_head(saved.probs, d, b, h, d.T * d.T), per_head(saved.stats, d, b, h, 2 * d.T));
+                       per_head(saved.probs, d, b, h, d.Tq * d.Tk), per_head(saved.stats, d, b, h, 2 * d.Tq));
       packed = b * d.Hkv + g;
     }
   }
@@ -132,12 +141,13 @@ void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, c
                         const AttentionSaved<T>& saved, const AttentionOptions& options,
                         const AttentionScratch<T>& scratch) {
   const Dims d = check_inputs(in);
-  check_shape("dout", dout, {d.B, d.T, d.H, d.Dh});
+  check_causal(d, options);
+  check_shape("dout", dout, {d.B, d.Tq, d.H, d.Dh});
   if (saved.probs.empty()) {
     HEADLAB_CHECK(!saved.stats.empty(), "attention: the backward needs probs or stats from the forward");
-    check_contiguous("stats", saved.stats, {d.B, d.H, d.T, 2});
+    check_contiguous("stats", saved.stats, {d.B, d.H, d.Tq, 2});
   } else {
-    check_contiguous("probs", saved.probs, {d.B, d.H, d.T, d.T});
+    check_contiguous("probs", saved.probs, {d.B, d.H, d.Tq, d.Tk});
   }
   const Tensor<T>&dq = grads.dq, &dk = grads.dk, &dv = grads.dv, &dgates = grads.dgates;
   if (!dq.empty()) check_shape("dq", dq, in.q.shape());
@@ -152,20 +162,20 @@ void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, c
   }
   if (dq.empty() && dk.empty() && dv.empty() && dgates.empty()) return;
   const ak::KernelPath path = ak::resolve_kernels(options.kernels);
-  const ak::Problem p(d.T, d.Dh, options.causal);
+  const ak::Problem p(d.Tq, d.Tk, d.Dh, options.causal);
 #pragma omp parallel
   {
     const ak::Workspace<T> w(scratch.workspace.data() + omp_get_thread_num() * scratch.workspace.size(1), p, true);
 #pragma omp for schedule(static)
     for (int64_t bg = 0; bg < d.B * d.Hkv; ++bg) {
       const int64_t b = bg / d.Hkv, g = bg % d.Hkv;
-      const uint8_t* pad = options.key_padding ? options.key_padding + b * d.T : nullptr;
+      const uint8_t* pad = options.key_padding ? options.key_padding + b * d.Tk : nullptr;
       ak::backward_begin(path, p, w, const_head(in.k, b, g), const_head(in.v, b, g));
       for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
         const T partial =
             ak::backward_head(path, p, w, const_head(in.q, b, h), const_head(dout, b, h), head(dq, b, h),
-                              in.gates.empty() ? T(1) : in.gates(h), pad, per_head(saved.probs, d, b, h, d.T * d.T),
-                              per_head(saved.stats, d, b, h, 2 * d.T), !dk.empty(), !dv.empty());
+                              in.gates.empty() ? T(1) : in.gates(h), pad, per_head(saved.probs, d, b, h, d.Tq * d.Tk),
+                              per_head(saved.stats, d, b, h, 2 * d.Tq), !dk.empty(), !dv.empty());
         if (!dgates.empty()) partials.data()[b * d.H + h] = partial;
       }
       ak::backward_end(path, p, w, head(dk, b, g), head(dv, b, g));
@@ -205,8 +215,8 @@ AttentionInputs<T> node_inputs(Tape<T>& tape, const Node<T>& node) {
 
 // The kernels' per-thread workspace, in the tape's scratch (reused by every call of the step).
 template <typename T>
-Tensor<T> workspace_for(Tape<T>& tape, const Tensor<T>& q, bool backward) {
-  const int64_t per_thread = attention_workspace_size(q.size(1), q.size(3), backward);
+Tensor<T> workspace_for(Tape<T>& tape, const AttentionInputs<T>& in, bool backward) {
+  const int64_t per_thread = attention_workspace_size(in.q.size(1), in.k.size(1), in.q.size(3), backward);
   return Tensor<T>(tape.scratch(num_threads() * per_thread), {num_threads(), per_thread});
 }
 
@@ -230,7 +240,7 @@ void attention_node_backward(Tape<T>& tape, const Node<T>& node) {
                                 .dgates = has_gates ? tape.input_grad(node, 3) : Tensor<T>()};
   // Scratch before the parallel region.
   const AttentionScratch<T> scratch{
-      .workspace = workspace_for(tape, in.q, true),
+      .workspace = workspace_for(tape, in, true),
       .gate_partials =
           grads.dgates.empty() ? Tensor<T>() : tape.arena().template empty<T>({in.q.size(0), in.q.size(2)})};
   // The forward decided: stats saved = recompute A from them (even if attention_probs kept A since).
@@ -254,12 +264,12 @@ Var<T> attention(Var<T> q, Var<T> k, Var<T> v, const AttentionOptions& options, 
   const bool backward = tape.grad_enabled() && (q.requires_grad() || k.requires_grad() || v.requires_grad() ||
                                                 (has_gates && gates.requires_grad()));
   Arena& arena = tape.arena();
-  const Tensor<T> out = arena.template empty<T>({d.B, d.T, d.H, d.Dh});
+  const Tensor<T> out = arena.template empty<T>({d.B, d.Tq, d.H, d.Dh});
   const bool reads_probs = backward && backward_reads_probs(d.Dh);
   const AttentionSaved<T> saved{
-      .probs = options.keep_probs || reads_probs ? arena.template empty<T>({d.B, d.H, d.T, d.T}) : Tensor<T>(),
-      .stats = backward && !reads_probs ? arena.template empty<T>({d.B, d.H, d.T, 2}) : Tensor<T>()};
-  attention_forward(out, saved, in, options, {.workspace = workspace_for(tape, in.q, false)});
+      .probs = options.keep_probs || reads_probs ? arena.template empty<T>({d.B, d.H, d.Tq, d.Tk}) : Tensor<T>(),
+      .stats = backward && !reads_probs ? arena.template empty<T>({d.B, d.H, d.Tq, 2}) : Tensor<T>()};
+  attention_forward(out, saved, in, options, {.workspace = workspace_for(tape, in, false)});
   Node<T>& node = has_gates ? tape.record(out, attention_node_backward<T>, {q, k, v, gates})
                             : tape.record(out, attention_node_backward<T>, {q, k, v});
   node.saved[0] = saved.probs;
@@ -284,9 +294,9 @@ Tensor<T> attention_probs(Var<T> out) {
   // node so later calls return it.
   const AttentionInputs<T> in = node_inputs(tape, node);
   Arena& arena = tape.arena();
-  const Tensor<T> probs = arena.template empty<T>({in.q.size(0), in.q.size(2), in.q.size(1), in.q.size(1)});
+  const Tensor<T> probs = arena.template empty<T>({in.q.size(0), in.q.size(2), in.q.size(1), in.k.size(1)});
   attention_forward(arena.template empty<T>(in.q.shape()), {.probs = probs}, in, node_options(node),
-                    {.workspace = workspace_for(tape, in.q, false)});
+                    {.workspace = workspace_for(tape, in, false)});
   node.saved[0] = probs;
   return probs;
 }

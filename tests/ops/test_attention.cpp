@@ -39,23 +39,27 @@ struct Case {
   bool causal;
   Gates gates;
   Padding padding;
-  bool strided;  // q/k/v are narrow() views of one fused [B, T, H + 2 Hkv, Dh] tensor
+  bool strided;      // q/k/v are narrow() views of one fused [B, T, H + 2 Hkv, Dh] tensor
+  int64_t keys = 0;  // Tk: 0 = T (self-attention); else cross-attention or a cached decoding step
+  int64_t tk() const { return keys > 0 ? keys : T; }
 };
 
 std::string describe(const Case& c) {
   std::ostringstream s;
-  s << "B=" << c.B << " T=" << c.T << " H=" << c.H << " Hkv=" << c.Hkv << " Dh=" << c.Dh
+  s << "B=" << c.B << " T=" << c.T << " Tk=" << c.tk() << " H=" << c.H << " Hkv=" << c.Hkv << " Dh=" << c.Dh
     << (c.causal ? " causal" : " bidirectional") << " gates=" << static_cast<int>(c.gates)
     << " padding=" << static_cast<int>(c.padding) << (c.strided ? " strided" : "");
   return s.str();
 }
 
+// [B, Tk]: the keys' padding.
 std::vector<uint8_t> make_padding(const Case& c) {
-  std::vector<uint8_t> pad(c.B * c.T, 1);
+  const int64_t Tk = c.tk();
+  std::vector<uint8_t> pad(c.B * Tk, 1);
   for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t t = 0; t < c.T; ++t) {
-      uint8_t& p = pad[b * c.T + t];
-      if (c.padding == Padding::mixed) p = b % 2 == 0 ? t < c.T - c.T / 3 : t >= (c.T + 1) / 2;
+    for (int64_t t = 0; t < Tk; ++t) {
+      uint8_t& p = pad[b * Tk + t];
+      if (c.padding == Padding::mixed) p = b % 2 == 0 ? t < Tk - Tk / 3 : t >= (Tk + 1) / 2;
       if (c.padding == Padding::all_of_last && b == c.B - 1) p = 0;
     }
   return pad;
@@ -83,8 +87,8 @@ Inputs<T> make_inputs(Arena& arena, const Case& c, uint64_t seed) {
     in.v = in.fused.narrow(2, c.H + c.Hkv, c.Hkv);
   } else {
     in.q = random_tensor<T>(arena, {c.B, c.T, c.H, c.Dh}, seed);
-    in.k = random_tensor<T>(arena, {c.B, c.T, c.Hkv, c.Dh}, seed + 1);
-    in.v = random_tensor<T>(arena, {c.B, c.T, c.Hkv, c.Dh}, seed + 2);
+    in.k = random_tensor<T>(arena, {c.B, c.tk(), c.Hkv, c.Dh}, seed + 1);
+    in.v = random_tensor<T>(arena, {c.B, c.tk(), c.Hkv, c.Dh}, seed + 2);
   }
   if (c.gates != Gates::none) {
     in.gates = random_tensor<T>(arena, {c.H}, seed + 3, 0.25, 1.5);
@@ -216,6 +220,83 @@ TEMPLATE_TEST_CASE("attention matches the naive loop reference across several ca
   Case c{2,   kLongT, 2, GENERATE(as<int64_t>{}, 2, 1), 4, true, Gates::pruned, GENERATE(Padding::none, Padding::mixed),
          true};
   require_matches_naive<TestType>(c, 13, 19);
+}
+
+TEMPLATE_TEST_CASE("attention with more keys than queries matches the naive loop reference", "[ops][attention]", float,
+                   double) {
+  // Cross-attention (bidirectional, source length != target length, padded sources) and cached
+  // decoding steps (causal: the queries are the last of the keys), across blocks and key tiles.
+  // {B, T, H, Hkv, Dh, causal, gates, padding, strided, keys}
+  const Case c = GENERATE(values<Case>({
+      {2, 5, 4, 2, 8, false, Gates::pruned, Padding::mixed, false, 9},         // short target, longer source
+      {2, 70, 4, 4, 8, false, Gates::gated, Padding::mixed, false, 37},        // longer target than source
+      {2, 23, 2, 1, 16, false, Gates::none, Padding::all_of_last, false, 77},  // MQA, a fully padded source
+      {2, 1, 4, 2, 8, true, Gates::gated, Padding::none, false, kLongT},       // one decoding step, many keys
+      {2, 3, 4, 4, 8, true, Gates::pruned, Padding::mixed, false, 40},         // a few cached steps, padded
+      {2, 20, 2, 1, 4, true, Gates::gated, Padding::mixed, false, 20 + 33},    // two blocks of queries at the end
+  }));
+  require_matches_naive<TestType>(c, 61, 67);
+}
+
+TEST_CASE("attention with different query and key lengths matches central differences", "[ops][attention][grad]") {
+  // {B, T, H, Hkv, Dh, causal, gates, padding, strided, keys}
+  const Case c = GENERATE(values<Case>({
+      {2, 3, 2, 1, 3, false, Gates::gated, Padding::mixed, false, 5},  // cross, MQA, padded source
+      {2, 5, 4, 2, 2, false, Gates::pruned, Padding::none, false, 2},  // fewer keys than queries
+      {2, 2, 2, 2, 3, true, Gates::gated, Padding::mixed, false, 6},   // cached causal steps
+      {1, 1, 2, 1, 2, true, Gates::pruned, Padding::none, false, 4},   // one step
+  }));
+  INFO(describe(c));
+  Arena arena;
+  const Inputs<double> in = make_inputs<double>(arena, c, 9);
+  const std::vector<uint8_t> pad = make_padding(c);
+  const AttentionOptions options = make_options(c, pad);
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& x) { return attention(x[0], x[1], x[2], options, x[3]); },
+      {in.q, in.k, in.v, in.gates});
+  INFO(r.str());
+  REQUIRE(r.max_rel_error <= 1e-6);
+}
+
+TEST_CASE("a causal step over the last queries equals those rows of full causal attention, bit for bit",
+          "[ops][attention]") {
+  // What a KV cache relies on: queries [T - n, T) against all T keys give the same output and
+  // probabilities as rows T - n .. T-1 of the full causal attention, whatever n is.
+  const Case full{2, kLongT, 4, 2, 16, true, Gates::pruned, Padding::mixed, false};
+  Arena arena;
+  const Inputs<float> in = make_inputs<float>(arena, full, 71);
+  const std::vector<uint8_t> pad = make_padding(full);
+  AttentionOptions options = make_options(full, pad);
+  options.keep_probs = true;
+  Tape<float> tape(arena);
+  tape.set_grad_enabled(false);
+  Var<float> all =
+      attention(tape.constant(in.q), tape.constant(in.k), tape.constant(in.v), options, tape.constant(in.gates));
+  const Tensor<float> all_probs = attention_probs(all);
+  auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{9}, int64_t{40}}) {
+    INFO("last " << n << " queries");
+    const int64_t t0 = kLongT - n;
+    Var<float> step = attention(tape.constant(in.q.narrow(1, t0, n)), tape.constant(in.k), tape.constant(in.v), options,
+                                tape.constant(in.gates));
+    const Tensor<float> step_probs = attention_probs(step);
+    for (int64_t b = 0; b < full.B; ++b)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t h = 0; h < full.H; ++h) {
+          for (int64_t d = 0; d < full.Dh; ++d) REQUIRE(same(step.value()(b, i, h, d), all.value()(b, t0 + i, h, d)));
+          for (int64_t s = 0; s < kLongT; ++s) REQUIRE(same(step_probs(b, h, i, s), all_probs(b, h, t0 + i, s)));
+        }
+  }
+}
+
+TEST_CASE("causal attention with fewer keys than queries is one error line", "[ops][attention]") {
+  Arena arena;
+  Tape<float> tape(arena);
+  Var<float> q = tape.constant(random_tensor<float>(arena, {1, 4, 2, 8}, 1));
+  Var<float> kv = tape.constant(random_tensor<float>(arena, {1, 3, 2, 8}, 2));
+  REQUIRE_THROWS_WITH(attention(q, kv, kv, {.causal = true}),
+                      "attention: causal attention needs at least as many keys (3) as queries (4)");
+  REQUIRE_NOTHROW(attention(q, kv, kv, {.causal = false}));
 }
 
 TEST_CASE("attention backward matches central differences", "[ops][attention][grad]") {
@@ -359,10 +440,12 @@ TEST_CASE("attention rejects bad shapes with one-line messages", "[ops][attentio
                       "attention: n_kv_heads=3 does not divide n_heads=8");
   REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 3})),
                       "attention: v [1, 2, 2, 3] differs from k [1, 2, 2, 4]");
-  REQUIRE_THROWS_WITH(attention(var({1, 3, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 4})),
-                      "attention: k [1, 2, 2, 4] does not match q [1, 3, 8, 4] in batch, tokens or d_head");
+  REQUIRE_THROWS_WITH(attention(var({2, 3, 8, 4}), var({1, 3, 2, 4}), var({1, 3, 2, 4})),
+                      "attention: k [1, 3, 2, 4] does not match q [2, 3, 8, 4] in batch or d_head");
+  REQUIRE_THROWS_WITH(attention(var({1, 3, 8, 4}), var({1, 3, 2, 5}), var({1, 3, 2, 5})),
+                      "attention: k [1, 3, 2, 5] does not match q [1, 3, 8, 4] in batch or d_head");
   REQUIRE_THROWS_WITH(attention(var({2, 32}), var({1, 2, 2, 4}), var({1, 2, 2, 4})),
-                      "attention: q [2, 32] must be [B, T, n_heads, d_head]");
+                      "attention: q [2, 32] must be [B, Tq, n_heads, d_head]");
   REQUIRE_THROWS_WITH(attention(var({1, 2, 8, 4}), var({1, 2, 2, 4}), var({1, 2, 2, 4}), {}, var({5})),
                       "attention: gates [5] must be [n_heads]=[8]");
 }
@@ -420,7 +503,7 @@ TEMPLATE_TEST_CASE("a backward that recomputes A from the row stats equals one t
   const Tensor<TestType> dout = random_tensor<TestType>(arena, {c.B, c.T, c.H, c.Dh}, 72);
   const std::vector<uint8_t> pad = make_padding(c);
   const AttentionOptions options = make_options(c, pad);
-  const Tensor<TestType> workspace = arena.empty<TestType>({num_threads(), attention_workspace_size(c.T, c.Dh)});
+  const Tensor<TestType> workspace = arena.empty<TestType>({num_threads(), attention_workspace_size(c.T, c.T, c.Dh)});
   const Tensor<TestType> probs = arena.empty<TestType>({c.B, c.H, c.T, c.T});
   const Tensor<TestType> stats = arena.empty<TestType>({c.B, c.H, c.T, 2});
   const Tensor<TestType> partials = arena.empty<TestType>({c.B, c.H});
@@ -473,7 +556,7 @@ TEST_CASE("the kernel API with A kept matches the tape", "[ops][attention]") {
   const Tensor<double> dq = arena.zeros<double>({c.B, c.T, c.H, c.Dh}),
                        dk = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}),
                        dv = arena.zeros<double>({c.B, c.T, c.Hkv, c.Dh}), dgates = arena.zeros<double>({c.H});
-  const Tensor<double> workspace = arena.empty<double>({num_threads(), attention_workspace_size(c.T, c.Dh)});
+  const Tensor<double> workspace = arena.empty<double>({num_threads(), attention_workspace_size(c.T, c.T, c.Dh)});
   const AttentionInputs<double> inputs{.q = in.q, .k = in.k, .v = in.v, .gates = in.gates};
   attention_forward(out, {.probs = probs}, inputs, options, {.workspace = workspace});
   attention_backward({.dq = dq, .dk = dk, .dv = dv, .dgates = dgates}, dout, inputs, {.probs = probs}, options,

@@ -72,7 +72,7 @@ Result<T> run_kernels(const Problem<T>& p, AttentionKernels kernels) {
                                 .dv = arena.zeros<T>(p.v.shape()),
                                 .dgates = arena.zeros<T>({H})};
   const AttentionScratch<T> scratch{
-      .workspace = arena.empty<T>({num_threads(), attention_workspace_size(T_, p.q.size(3))}),
+      .workspace = arena.empty<T>({num_threads(), attention_workspace_size(T_, p.k.size(1), p.q.size(3))}),
       .gate_partials = arena.empty<T>({B, H})};
   const Tensor<T> out = arena.empty<T>(p.q.shape()), probs = arena.empty<T>({B, H, T_, T_});
   attention_forward(out, saved, inputs, options, scratch);

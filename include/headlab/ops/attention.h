@@ -1,14 +1,16 @@
 // Fused multi-head attention with grouped K/V heads and per-head gates: the project's core op.
-//   q [B,T,H,Dh], k and v [B,T,Hkv,Dh], gates [H] (optional)  ->  out [B,T,H,Dh] (contiguous)
+//   q [B,Tq,H,Dh], k and v [B,Tk,Hkv,Dh], gates [H] (optional)  ->  out [B,Tq,H,Dh] (contiguous)
 //   S = q_bh k_bg^T / sqrt(Dh),  A = softmax(mask(S)) per query row,  out_bh = gates[h] * A v_bg
-// B batch, T tokens, H query heads (n_heads), Hkv key/value heads (n_kv_heads, divides H),
-// Dh = d_head. Query head h reads kv head g = h / (H/Hkv): Hkv=H multi-head, Hkv=1 MQA, else GQA.
-// q/k/v may be strided views (slices of a fused qkv projection); kernels follow the strides.
-// Masks: `causal` (key s <= query t) and `key_padding` ([B,T], 1 = real token; a padded key is
-// masked for every query). A query row with every key masked gets probabilities 0 and output 0
-// (and no gradient), never NaN.
-// Saved for the backward: per-row softmax stats [B,H,T,2] (row max, 1/sum), not A: the backward
-// recomputes A from them bit-identically, which costs one product but saves the [B,H,T,T]
+// B batch, Tq queries and Tk keys (equal in self-attention; the source length in cross-attention;
+// the cache length in a cached decoding step), H query heads (n_heads), Hkv key/value heads
+// (n_kv_heads, divides H), Dh = d_head. Query head h reads kv head g = h / (H/Hkv): Hkv=H
+// multi-head, Hkv=1 MQA, else GQA. q/k/v may be strided views (slices of a fused qkv projection,
+// the filled rows of a KV cache); kernels follow the strides.
+// Masks: `causal` (query t sees keys s <= t + Tk - Tq: the queries are the last Tq positions, so
+// Tk >= Tq) and `key_padding` ([B,Tk], 1 = real token; a padded key is masked for every query).
+// A query row with every key masked gets probabilities 0 and output 0 (and no gradient), never NaN.
+// Saved for the backward: per-row softmax stats [B,H,Tq,2] (row max, 1/sum), not A: the backward
+// recomputes A from them bit-identically, which costs one product but saves the [B,H,Tq,Tk]
 // round trip through memory (see attention.cpp); from d_head 128, where that product costs
 // more, A itself. Otherwise A is kept only with keep_probs; with grad on, attention_probs()
 // recomputes it on demand. Gates: gates[h] = 0 prunes head h;
@@ -42,10 +44,10 @@ const char* attention_kernels_in_use(AttentionKernels kernels = AttentionKernels
 
 struct AttentionOptions {
   bool causal = true;
-  // [B,T] contiguous, 1 = real token, 0 = padding (masked as a key). Must outlive the step:
+  // [B,Tk] contiguous, 1 = real token, 0 = padding (masked as a key). Must outlive the step:
   // the backward reads it.
   const uint8_t* key_padding = nullptr;
-  // Keep A [B,H,T,T] even without a backward, for attention_probs().
+  // Keep A [B,H,Tq,Tk] even without a backward, for attention_probs().
   bool keep_probs = false;
   AttentionKernels kernels = AttentionKernels::automatic;
 };
@@ -54,7 +56,7 @@ struct AttentionOptions {
 template <typename T>
 Var<T> attention(Var<T> q, Var<T> k, Var<T> v, const AttentionOptions& options = {}, Var<T> gates = {});
 
-// The probabilities A [B,H,T,T] an attention output was computed with: the kept A, or (grad on)
+// The probabilities A [B,H,Tq,Tk] an attention output was computed with: the kept A, or (grad on)
 // recomputed bit-identically into the tape's arena on first call. Throws headlab::Error if `out`
 // is not an attention output or A can be neither (grad off and keep_probs unset).
 template <typename T>
@@ -65,14 +67,14 @@ Tensor<T> attention_probs(Var<T> out);
 // a swapped pair is visible at the call. An empty tensor means "none" / "not needed".
 template <typename T>
 struct AttentionInputs {
-  Tensor<T> q{}, k{}, v{};  // [B,T,H,Dh], [B,T,Hkv,Dh], [B,T,Hkv,Dh]; any strides
+  Tensor<T> q{}, k{}, v{};  // [B,Tq,H,Dh], [B,Tk,Hkv,Dh], [B,Tk,Hkv,Dh]; any strides
   Tensor<T> gates{};        // [H], or empty: no gates
 };
 // What the forward keeps for the backward: A, or the row stats A is recomputed from.
 template <typename T>
 struct AttentionSaved {
-  Tensor<T> probs{};  // [B,H,T,T] contiguous, or empty
-  Tensor<T> stats{};  // [B,H,T,2] contiguous (row max, 1/sum), or empty
+  Tensor<T> probs{};  // [B,H,Tq,Tk] contiguous, or empty
+  Tensor<T> stats{};  // [B,H,Tq,2] contiguous (row max, 1/sum), or empty
 };
 // Gradients the backward accumulates into, each shaped as its input; any may be empty.
 template <typename T>
@@ -80,14 +82,14 @@ struct AttentionGrads {
   Tensor<T> dq{}, dk{}, dv{}, dgates{};
 };
 // Caller-provided memory. workspace: [P, W] contiguous, P >= num_threads(), W >=
-// attention_workspace_size(T, Dh[, false for the forward]). gate_partials: [B,H] contiguous, only
+// attention_workspace_size(Tq, Tk, Dh[, false for the forward]). gate_partials: [B,H] contiguous, only
 // for the backward with dgates.
 template <typename T>
 struct AttentionScratch {
   Tensor<T> workspace{}, gate_partials{};
 };
 
-// Parallel over (b, h). Writes out [B,T,H,Dh] and whichever of saved's tensors are non-empty.
+// Parallel over (b, h). Writes out [B,Tq,H,Dh] and whichever of saved's tensors are non-empty.
 template <typename T>
 void attention_forward(const Tensor<T>& out, const AttentionSaved<T>& saved, const AttentionInputs<T>& inputs,
                        const AttentionOptions& options, const AttentionScratch<T>& scratch);
@@ -101,7 +103,7 @@ void attention_backward(const AttentionGrads<T>& grads, const Tensor<T>& dout, c
 
 // Elements of T per thread the kernels above need as workspace; the forward alone needs less
 // (less than half at any d_head), which is what backward = false gives.
-int64_t attention_workspace_size(int64_t tokens, int64_t d_head, bool backward = true);
+int64_t attention_workspace_size(int64_t queries, int64_t keys, int64_t d_head, bool backward = true);
 
 #define HEADLAB_ATTENTION_EXTERN(T)                                                                                 \
   extern template Var<T> attention<T>(Var<T>, Var<T>, Var<T>, const AttentionOptions&, Var<T>);                     \

@@ -38,9 +38,9 @@ template <typename T>
 void backward_begin(const Problem& p, const Workspace<T>& w, HeadView<const T> k, HeadView<const T> v) {
   pack_transposed(w.kt, p, k);
   pack_transposed(w.vt, p, v);
-  pack_rows(w.kr, p, p.tokens, k, 0, p.tokens, T(1));
-  std::fill(w.dk, w.dk + p.tokens * p.dp, T(0));
-  std::fill(w.dv, w.dv + p.tokens * p.dp, T(0));
+  pack_rows(w.kr, p, p.keys, k, 0, p.keys, T(1));
+  std::fill(w.dk, w.dk + p.keys * p.dp, T(0));
+  std::fill(w.dv, w.dv + p.keys * p.dp, T(0));
 }
 
 // One query head, per block of rows, with x = gate and G = dO V^T, the steps above:
@@ -54,14 +54,14 @@ T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, He
                 T gate, const uint8_t* pad, const T* probs, const T* stats, bool need_dk, bool need_dv) {
   constexpr int L = kLanes<T>;
   const T scale = static_cast<T>(p.scale);
-  pack_rows(w.qr, p, padded_rows(p), q, 0, p.tokens, scale);  // bit-identical to the forward's
-  pack_rows(w.orows, p, padded_rows(p), dout, 0, p.tokens, T(1));
+  pack_rows(w.qr, p, padded_rows(p), q, 0, p.queries, scale);  // bit-identical to the forward's
+  pack_rows(w.orows, p, padded_rows(p), dout, 0, p.queries, T(1));
   fill_keymask(w.keymask, p, pad);
   T gate_sum = T(0), r[kRows];
   int64_t nv[kRows], n[2];
-  for (int64_t r0 = 0; r0 < p.tokens; r0 += kPair) {
+  for (int64_t r0 = 0; r0 < p.queries; r0 += kPair) {
     for (int64_t half = 0; half < 2; ++half) {
-      const int64_t b0 = r0 + half * kRows, rows = std::clamp<int64_t>(p.tokens - b0, 0, kRows);
+      const int64_t b0 = r0 + half * kRows, rows = std::clamp<int64_t>(p.queries - b0, 0, kRows);
       T* s = w.s + half * kRows * p.tp;  // this block's rows of A, then x A
       T* g = w.g + half * kRows * p.tp;  // and of G, then dS
       if (rows == 0) {                   // no second block: its rows stay out of the pair's dK/dV
@@ -79,7 +79,7 @@ T backward_head(const Problem& p, const Workspace<T>& w, HeadView<const T> q, He
       if (probs) {                                       // masked keys already hold 0
         for (int64_t i = 0; i < kRows; ++i) {
           T* a = s + i * p.tp;
-          if (i < rows) std::copy(probs + (b0 + i) * p.tokens, probs + (b0 + i) * p.tokens + nb, a);
+          if (i < rows) std::copy(probs + (b0 + i) * p.keys, probs + (b0 + i) * p.keys + nb, a);
           std::fill(a + (i < rows ? nb : 0), a + round_up(nb, L), T(0));
         }
         block_rowsum(s, g, p.tp, nb, r);

@@ -5,7 +5,8 @@
 //   softmax  in place, the 8 rows side by side (causal and padding masks fused, exp only on
 //            visible keys), leaving e = exp(S - max) and the row stats (max, 1/sum);
 //   output   O = gate / sum * (e V).
-// Causal blocks skip the masked triangle: block [r0, r0+8) computes keys [0, r0+8) only.
+// Causal blocks skip the masked triangle: block [r0, r0+8) computes keys [0, r0+8+offset) only
+// (offset = keys - queries, 0 in training).
 // Compiled once per instruction set: as itself into namespace `base`, and through avx512.cpp into
 // `avx512` (kernels.h).
 #include <algorithm>
@@ -29,16 +30,16 @@ void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadVie
                   HeadView<const T> v, HeadView<T> out, T gate, const uint8_t* pad, T* probs, T* stats) {
   if (pack_kv) {
     pack_transposed(w.kt, p, k);
-    pack_rows(w.vr, p, p.tokens, v, 0, p.tokens, T(1));
+    pack_rows(w.vr, p, p.keys, v, 0, p.keys, T(1));
   }
   // All of Q at once: its rows are far apart in memory, and loading them together lets the
   // misses overlap instead of stalling each block.
-  pack_rows(w.qr, p, padded_rows(p), q, 0, p.tokens, static_cast<T>(p.scale));
+  pack_rows(w.qr, p, padded_rows(p), q, 0, p.queries, static_cast<T>(p.scale));
   fill_keymask(w.keymask, p, pad);
   int64_t nv[kRows];
   T row_stats[kRows][2], alpha[kRows];
-  for (int64_t r0 = 0; r0 < p.tokens; r0 += kRows) {
-    const int64_t rows = std::min(kRows, p.tokens - r0), n = block_keys(p, r0, rows);
+  for (int64_t r0 = 0; r0 < p.queries; r0 += kRows) {
+    const int64_t rows = std::min(kRows, p.queries - r0), n = block_keys(p, r0, rows);
     block_visible(p, r0, rows, nv);
     product(w.qr + r0 * p.dp, p.dp, w.kt, p.tp, p.dp, n, w.s, p.tp);
     block_softmax<T, LanesFor<T, S>>(w.s, p.tp, n, nv, w.keymask, row_stats);
@@ -48,9 +49,9 @@ void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadVie
       if (stats) std::copy(row_stats[i], row_stats[i] + 2, stats + 2 * t);
       if (probs) {
         const T* e = w.s + i * p.tp;
-        T* a = probs + t * p.tokens;
+        T* a = probs + t * p.keys;
         for (int64_t j = 0; j < n; ++j) a[j] = e[j] * row_stats[i][1];
-        std::fill(a + n, a + p.tokens, T(0));
+        std::fill(a + n, a + p.keys, T(0));
       }
     }
     if (gate == T(0)) {

@@ -27,25 +27,28 @@ struct HeadView {
   T* row(int64_t t) const { return data + t * row_stride; }
 };
 
-// Shapes shared by every head of a call. Keys are padded to `tp` and d_head to `dp` in the
-// packed copies, so tiles never need a ragged edge.
+// Shapes shared by every head of a call: `queries` rows attend over `keys` keys. Keys are padded
+// to `tp`, query rows to `qp` and d_head to `dp` in the packed copies, so tiles never need a
+// ragged edge. Causal: query t is the key position t + offset, offset = keys - queries (the
+// queries are the last ones: training has offset 0, a cached decoding step one query at the end).
 struct Problem {
-  int64_t tokens = 0, d_head = 0, tp = 0, dp = 0;
+  int64_t queries = 0, keys = 0, d_head = 0, tp = 0, qp = 0, dp = 0;
+  int64_t offset = 0;
   bool causal = true;
   double scale = 1.0;  // 1 / sqrt(d_head)
-  Problem(int64_t tokens, int64_t d_head, bool causal);
+  Problem(int64_t queries, int64_t keys, int64_t d_head, bool causal);
 };
 
 // Elements of T one thread's workspace holds for these shapes (a multiple of 16); the forward
 // alone needs less than the backward.
-int64_t workspace_size(int64_t tokens, int64_t d_head, bool backward);
+int64_t workspace_size(int64_t queries, int64_t keys, int64_t d_head, bool backward);
 
 // One thread's scratch, carved from a block of workspace_size() elements (a forward-only block
 // leaves kr, dk, dv and orows null):
 //   kt, vt [dp, tp]      K and V transposed (keys contiguous: scores and dO V^T run along keys)
 //   kr, vr [tp, dp]      K and V rows (A V and dS K run along d_head); vr shares vt's memory
 //   dk, dv [tp, dp]      dK, dV accumulated over the kv head's query heads
-//   qr, orows [tp, dp]   the query head's scale * Q and dO rows
+//   qr, orows [qp, dp]   the query head's scale * Q and dO rows
 //   acc [kRows, dp]      a product tile
 //   s, g [kPair, tp]     two blocks of scores / probabilities and of dO V^T / dS
 //   keymask [tp]         1 for a real key, 0 for padding and past the last token
@@ -69,12 +72,12 @@ KernelPath resolve_kernels(AttentionKernels kernels);
 // The per-head kernels, declared once per copy.
 //   forward_head: out = gate * softmax(mask(q k^T * scale)) v for one query head. Packs k and v
 //     into the workspace when pack_kv is set (a thread keeps them while consecutive heads share a
-//     kv head). probs ([T,T] row-major) and stats ([T,2]: row max and 1/sum) are written when
+//     kv head). probs ([Tq,Tk] row-major) and stats ([Tq,2]: row max and 1/sum) are written when
 //     non-null.
 //   backward_begin / backward_head / backward_end: the backward of one kv head: pack it, run each
 //     of its query heads, then add dK/dV out. backward_head accumulates dq (data may be null) and
-//     the workspace's dK/dV sums; A comes from probs ([T,T]) if non-null, else is recomputed from
-//     stats ([T,2]). It returns sum over t of rowsum(dO V^T * A), the head's ungated gate gradient.
+//     the workspace's dK/dV sums; A comes from probs ([Tq,Tk]) if non-null, else is recomputed from
+//     stats ([Tq,2]). It returns sum over t of rowsum(dO V^T * A), the head's ungated gate gradient.
 #define HEADLAB_ATTENTION_KERNELS                                                                                    \
   template <typename T, Softmax S>                                                                                   \
   void forward_head(const Problem& p, const Workspace<T>& w, bool pack_kv, HeadView<const T> q, HeadView<const T> k, \

@@ -63,12 +63,12 @@ inline T fold_sum(const T* part) {
   return sum;
 }
 
-// Keys row t may see before padding, and the keys a block [r0, r0 + rows) computes.
+// Keys query row t may see before padding, and the keys a block [r0, r0 + rows) computes.
 inline int64_t visible_keys(const Problem& p, int64_t t) {
-  return p.causal ? t + 1 : p.tokens;
+  return p.causal ? t + p.offset + 1 : p.keys;
 }
 inline int64_t block_keys(const Problem& p, int64_t r0, int64_t rows) {
-  return p.causal ? r0 + rows : p.tokens;
+  return p.causal ? r0 + rows + p.offset : p.keys;
 }
 
 // How many of the L lanes from j0 lie before `end`, as an int (a 32-bit lane compare).

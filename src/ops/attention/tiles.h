@@ -41,7 +41,7 @@ namespace {
 
 template <typename T>
 inline constexpr int kLanes = 64 / sizeof(T);  // one 512-bit vector
-inline constexpr int64_t kPad = 32;            // tokens and d_head pad to multiples of this / of 16
+inline constexpr int64_t kPad = 32;            // keys and queries pad to multiples of this, d_head of 16
 
 inline int64_t round_up(int64_t x, int64_t m) {
   return (x + m - 1) / m * m;
@@ -158,7 +158,7 @@ inline void transpose_16x16(const float* __restrict src, int64_t src_stride, flo
 }
 #endif
 
-// dst[d][t] = x[t][d] for t < tokens, d < d_head; 0 in the padding up to [dp][tp]. Reads x row by
+// dst[d][t] = x[t][d] for t < keys, d < d_head; 0 in the padding up to [dp][tp]. Reads x row by
 // row: a head's rows sit a whole token apart in a fused qkv tensor (3 KB at d_model 256), and
 // walking down a column at that stride maps every row to the same few L1 sets.
 template <typename T>
@@ -167,18 +167,18 @@ void pack_transposed(T* __restrict dst, const Problem& p, HeadView<const T> x) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
     if (x.col_stride == 1 && p.d_head % 16 == 0)
-      for (; t + 16 <= p.tokens; t += 16)
+      for (; t + 16 <= p.keys; t += 16)
         for (int64_t d = 0; d < p.d_head; d += 16)
           transpose_16x16(x.row(t) + d, x.row_stride, dst + d * p.tp + t, p.tp);
   }
 #endif
-  for (; t < p.tokens; ++t) {
+  for (; t < p.keys; ++t) {
     const T* __restrict src = x.row(t);
     for (int64_t d = 0; d < p.d_head; ++d) dst[d * p.tp + t] = src[d * x.col_stride];
   }
   for (int64_t d = 0; d < p.dp; ++d) {
     T* row = dst + d * p.tp;
-    std::fill(row + (d < p.d_head ? p.tokens : 0), row + p.tp, T(0));
+    std::fill(row + (d < p.d_head ? p.keys : 0), row + p.tp, T(0));
   }
 }
 
@@ -202,11 +202,11 @@ void pack_rows(T* __restrict dst, const Problem& p, int64_t dst_rows, HeadView<c
   }
 }
 
-// x[t][d] += src[t][d] for t < tokens, d < d_head (x may be null: not wanted).
+// x[t][d] += src[t][d] for t < keys, d < d_head (x may be null: not wanted): dK and dV out.
 template <typename T>
 void add_rows(HeadView<T> x, const Problem& p, const T* __restrict src) {
   if (!x.data) return;
-  for (int64_t t = 0; t < p.tokens; ++t) {
+  for (int64_t t = 0; t < p.keys; ++t) {
     T* __restrict row = x.row(t);
     const T* __restrict from = src + t * p.dp;
     if (x.col_stride == 1) {
@@ -218,10 +218,10 @@ void add_rows(HeadView<T> x, const Problem& p, const T* __restrict src) {
   }
 }
 
-// keymask[j] = 1 for a real key j < tokens, else 0 (padding, and the tail up to tp).
+// keymask[j] = 1 for a real key j < keys, else 0 (padding, and the tail up to tp).
 template <typename T>
 void fill_keymask(T* keymask, const Problem& p, const uint8_t* pad) {
-  for (int64_t j = 0; j < p.tp; ++j) keymask[j] = j < p.tokens && (!pad || pad[j]) ? T(1) : T(0);
+  for (int64_t j = 0; j < p.tp; ++j) keymask[j] = j < p.keys && (!pad || pad[j]) ? T(1) : T(0);
 }
 
 // out[r0 + i][d] = alpha[i] * acc[i][d] (accumulate: +=) for the block's valid rows.
@@ -245,10 +245,10 @@ void store_block(HeadView<T> out, const Problem& p, int64_t r0, int64_t rows, co
   }
 }
 
-// Rows of a head in the workspace run to a whole number of blocks; the ones past the last token
-// are zero, so a partial block's tiles read zeros.
+// Query rows of a head in the workspace run to a whole number of blocks; the ones past the last
+// query are zero, so a partial block's tiles read zeros.
 inline int64_t padded_rows(const Problem& p) {
-  return round_up(p.tokens, kPair);
+  return round_up(p.queries, kPair);
 }
 
 }  // namespace

@@ -65,17 +65,21 @@ const char* attention_kernels_in_use(AttentionKernels kernels) {
 
 namespace attention_kernels {
 
-Problem::Problem(int64_t tokens_, int64_t d_head_, bool causal_)
-    : tokens(tokens_),
+Problem::Problem(int64_t queries_, int64_t keys_, int64_t d_head_, bool causal_)
+    : queries(queries_),
+      keys(keys_),
       d_head(d_head_),
-      tp(round_up(std::max<int64_t>(tokens_, 1), kPad)),
+      tp(round_up(std::max<int64_t>(keys_, 1), kPad)),
+      qp(round_up(std::max<int64_t>(queries_, 1), kPad)),
       dp(round_up(d_head_, 16)),
+      offset(keys_ - queries_),
       causal(causal_),
       scale(1.0 / std::sqrt(static_cast<double>(d_head_))) {}
 
-int64_t workspace_size(int64_t tokens, int64_t d_head, bool backward) {
-  const Problem p(tokens, d_head, true);
-  return (backward ? 7 : 3) * p.tp * p.dp + kRows * p.dp + (2 * kPair + 1) * p.tp;
+int64_t workspace_size(int64_t queries, int64_t keys, int64_t d_head, bool backward) {
+  const Problem p(queries, keys, d_head, false);
+  // kt, vt (+ kr, dk, dv) over keys; qr (+ orows) over queries; acc; s, g and keymask.
+  return (backward ? 5 : 2) * p.tp * p.dp + (backward ? 2 : 1) * p.qp * p.dp + kRows * p.dp + (2 * kPair + 1) * p.tp;
 }
 
 template <typename T>
@@ -86,11 +90,11 @@ Workspace<T>::Workspace(T* block, const Problem& p, bool backward) {
     next += n;
     return at;
   };
-  kt = take(p.dp * p.tp), vt = take(p.dp * p.tp), qr = take(p.tp * p.dp);
+  kt = take(p.dp * p.tp), vt = take(p.dp * p.tp), qr = take(p.qp * p.dp);
   vr = vt;  // V rows (forward) and V^T (backward) are never needed in the same call
   acc = take(kRows * p.dp), s = take(kPair * p.tp), g = take(kPair * p.tp), keymask = take(p.tp);
   if (!backward) return;
-  kr = take(p.tp * p.dp), dk = take(p.tp * p.dp), dv = take(p.tp * p.dp), orows = take(p.tp * p.dp);
+  kr = take(p.tp * p.dp), dk = take(p.tp * p.dp), dv = take(p.tp * p.dp), orows = take(p.qp * p.dp);
 }
 template struct Workspace<float>;
 template struct Workspace<double>;
