@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 
 #include "config_schema.h"
 #include "headlab/common/edit_distance.h"
@@ -299,6 +300,16 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(concat("model.d_model=", m.d_model, " is not divisible by model.n_heads=", m.n_heads,
                 "; set model.d_head to choose the head width"),
          {"model.d_model", "model.n_heads"}, origins);
+  if (model_kind_named(m.kind).source) {
+    const ModelSpec s = model_spec(config);
+    for (const auto& [d_head, heads, d_head_key, heads_key] :
+         {std::tuple{m.enc_d_head, s.enc_n_heads, "model.enc_d_head", "model.enc_n_heads"},
+          std::tuple{m.cross_d_head, s.cross_n_heads, "model.cross_d_head", "model.cross_n_heads"}})
+      if (d_head == 0 && heads > 0 && m.d_model % heads != 0)
+        fail(concat("model.d_model=", m.d_model, " is not divisible by ", heads_key, "=", heads, "; set ", d_head_key,
+                    " to choose the head width"),
+             {"model.d_model", heads_key}, origins);
+  }
   // The model's own rules live in nn (spec_problem), on the spec these keys build.
   if (const std::optional<SpecProblem> p = spec_problem(model_spec(config), "model.")) {
     std::vector<const char*> keys;
@@ -363,6 +374,16 @@ ModelSpec model_spec(const Config& config) {
   s.n_kv_heads = m.n_kv_heads == 0 ? m.n_heads : m.n_kv_heads;
   s.d_head = m.d_head == 0 ? m.d_model / m.n_heads : m.d_head;
   s.n_layers = m.n_layers;
+  if (model_kind_info(s.kind).source) {
+    // The encoder and the cross-attention default to the decoder's shape.
+    s.n_encoder_layers = m.n_encoder_layers == 0 ? m.n_layers : m.n_encoder_layers;
+    s.enc_n_heads = m.enc_n_heads == 0 ? m.n_heads : m.enc_n_heads;
+    s.enc_n_kv_heads = m.enc_n_kv_heads == 0 ? s.enc_n_heads : m.enc_n_kv_heads;
+    s.enc_d_head = m.enc_d_head == 0 ? m.d_model / s.enc_n_heads : m.enc_d_head;
+    s.cross_n_heads = m.cross_n_heads == 0 ? m.n_heads : m.cross_n_heads;
+    s.cross_n_kv_heads = m.cross_n_kv_heads == 0 ? s.cross_n_heads : m.cross_n_kv_heads;
+    s.cross_d_head = m.cross_d_head == 0 ? m.d_model / s.cross_n_heads : m.cross_d_head;
+  }
   s.layer_heads = m.layer_heads;
   s.active_heads = m.active_heads;
   s.d_mlp = m.mlp_ratio * m.d_model;

@@ -29,12 +29,58 @@ std::string block_name(int64_t layer, const char* rest) {
 
 namespace {
 
-// Distinct dropout streams per call site (layer -1 is the embedding).
-uint64_t dropout_site(uint64_t seed, int64_t layer, int site) {
-  return hash_combine(seed, static_cast<uint64_t>((layer + 1) * 4 + site));
+// Distinct dropout streams per call site: `stream` is a block (-1 the embedding), `site` the
+// place in it (1 attention, 2 MLP, 3 cross-attention).
+uint64_t dropout_site(uint64_t seed, int64_t stream, int site) {
+  return hash_combine(seed, static_cast<uint64_t>((stream + 1) * 4 + site));
+}
+
+// An encoder_decoder's encoder blocks number their streams after the decoder's, and its source
+// embedding after those.
+int64_t encoder_stream(const ModelSpec& s, int64_t layer) {
+  return s.n_layers + layer;
+}
+int64_t source_embedding_stream(const ModelSpec& s) {
+  return s.n_layers + s.n_encoder_layers;
+}
+constexpr int64_t kTargetEmbeddingStream = -1;
+
+std::string site_name(AttentionSite site, const char* rest) {
+  if (site.kind == AttentionKind::enc) return concat("enc/", site.layer, "/", rest);
+  return block_name(site.layer, rest);
 }
 
 }  // namespace
+
+const char* attention_kind_name(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::enc:
+      return "enc";
+    case AttentionKind::dec:
+      return "dec";
+    case AttentionKind::cross:
+      return "cross";
+  }
+  return "unknown";
+}
+
+std::vector<AttentionSite> ModelSpec::attention_sites() const {
+  std::vector<AttentionSite> sites;
+  const bool source = model_kind_info(kind).source;
+  if (source)
+    for (int64_t l = 0; l < n_encoder_layers; ++l) sites.push_back({AttentionKind::enc, l});
+  for (int64_t l = 0; l < n_layers; ++l) {
+    sites.push_back({AttentionKind::dec, l});
+    if (source) sites.push_back({AttentionKind::cross, l});
+  }
+  return sites;
+}
+
+AttentionShape ModelSpec::attention_shape(AttentionSite site) const {
+  if (site.kind == AttentionKind::enc) return {enc_n_heads, enc_n_kv_heads, enc_d_head};
+  if (site.kind == AttentionKind::cross) return {cross_n_heads, cross_n_kv_heads, cross_d_head};
+  return {heads_in_layer(site.layer), kv_heads_in_layer(site.layer), d_head};
+}
 
 // Each rule once; the order is the one a reader checks a spec in (sizes, heads, per-layer lists).
 std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& prefix) {
@@ -59,6 +105,28 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
   if (s.positions == Positions::sinusoidal && s.d_model % 2 != 0)
     return problem(concat("sinusoidal positions need an even ", f("d_model"), ", got ", s.d_model),
                    {"d_model", "positions"});
+  if (model_kind_info(s.kind).source) {
+    if (s.n_encoder_layers < 1)
+      return problem(concat("an encoder_decoder needs ", f("n_encoder_layers"), " >= 1, got ", s.n_encoder_layers),
+                     {"n_encoder_layers"});
+    for (const char* kind : {"enc", "cross"}) {
+      const AttentionShape a = s.attention_shape({kind[0] == 'e' ? AttentionKind::enc : AttentionKind::cross, 0});
+      const std::string heads = concat(kind, "_n_heads"), kv = concat(kind, "_n_kv_heads"),
+                        d_head = concat(kind, "_d_head");
+      if (!(a.heads > 0 && a.kv_heads > 0 && a.d_head > 0))
+        return problem(concat("sizes must be positive (", f(heads.c_str()), "=", a.heads, ", ", f(kv.c_str()), "=",
+                              a.kv_heads, ", ", f(d_head.c_str()), "=", a.d_head, ")"),
+                       {heads.c_str(), kv.c_str(), d_head.c_str()});
+      if (a.heads % a.kv_heads != 0)
+        return problem(concat(f(kv.c_str()), "=", a.kv_heads, " does not divide ", f(heads.c_str()), "=", a.heads),
+                       {kv.c_str(), heads.c_str()});
+    }
+    // Per-layer head lists name the decoder-only layout; the three attentions of a translation
+    // model are pruned with gates until the head tools cover them.
+    if (!s.layer_heads.empty() || !s.active_heads.empty())
+      return problem(concat(f("layer_heads"), " and ", f("active_heads"), " are not supported by an encoder_decoder"),
+                     {"layer_heads", "active_heads", "kind"});
+  }
   if (!s.layer_heads.empty()) {
     if (static_cast<int64_t>(s.layer_heads.size()) != s.n_layers)
       return problem(concat(f("layer_heads"), " has ", s.layer_heads.size(), " entries but ", f("n_layers"), "=",
@@ -103,9 +171,12 @@ void validate(const ModelSpec& spec) {
 // The one declaration of every parameter: its name, shape, init and kind, and where it sits.
 ParamLayout parameter_layout(const ModelSpec& s) {
   validate(s);
-  const int64_t C = s.d_model, Dh = s.d_head;
-  // GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(2 * n_layers).
-  const double std = s.init_std, residual_std = s.init_std / std::sqrt(2.0 * static_cast<double>(s.n_layers));
+  const int64_t C = s.d_model;
+  const bool source = model_kind_info(s.kind).source;
+  // GPT-2 init: N(0, 0.02), residual projections scaled by 1/sqrt(residual branches of the
+  // stack): 2 per block, 3 in an encoder_decoder's decoder (self, cross, MLP).
+  const double std = s.init_std;
+  auto residual_std = [&](int64_t branches) { return s.init_std / std::sqrt(static_cast<double>(branches)); };
   ParamLayout layout;
   std::vector<ParamSpec>& p = layout.specs;
   ParamIndex& index = layout.index;
@@ -123,20 +194,38 @@ ParamLayout parameter_layout(const ModelSpec& s) {
     return NormParams{add({name + "/weight", {C}, Init::ones, 0.0, ParamKind::norm}),
                       add({name + "/bias", {C}, Init::zeros, 0.0, ParamKind::norm})};
   };
+  // A block: self-attention, then (a translation decoder's) cross-attention, then the MLP.
+  auto block = [&](AttentionSite site, double out_std) {
+    auto name = [&](const char* rest) { return site_name(site, rest); };
+    const AttentionShape a = s.attention_shape(site);
+    BlockParams b;
+    b.ln1 = norm_layer(name("ln1"));
+    b.qkv = linear_layer(name("attn/qkv"), (a.heads + 2 * a.kv_heads) * a.d_head, C, std);
+    b.proj = linear_layer(name("attn/proj"), C, a.heads * a.d_head, out_std);
+    if (source && site.kind == AttentionKind::dec) {
+      const AttentionShape x = s.attention_shape({AttentionKind::cross, site.layer});
+      b.cross.ln = norm_layer(name("cross/ln"));
+      b.cross.q = linear_layer(name("cross/q"), x.heads * x.d_head, C, std);
+      b.cross.kv = linear_layer(name("cross/kv"), 2 * x.kv_heads * x.d_head, C, std);
+      b.cross.proj = linear_layer(name("cross/proj"), C, x.heads * x.d_head, out_std);
+    }
+    b.ln2 = norm_layer(name("ln2"));
+    b.fc = linear_layer(name("mlp/fc"), s.d_mlp, C, std);
+    b.mlp_proj = linear_layer(name("mlp/proj"), C, s.d_mlp, out_std);
+    return b;
+  };
   index.tok_emb = add({"tok_emb/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::embedding});
   if (s.positions == Positions::learned)
     index.pos_emb = add({"pos_emb/weight", {s.max_seq_len, C}, Init::normal, std, ParamKind::embedding});
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    const int64_t H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
-    BlockParams b;
-    b.ln1 = norm_layer(block_name(l, "ln1"));
-    b.qkv = linear_layer(block_name(l, "attn/qkv"), (H + 2 * Hkv) * Dh, C, std);
-    b.proj = linear_layer(block_name(l, "attn/proj"), C, H * Dh, residual_std);
-    b.ln2 = norm_layer(block_name(l, "ln2"));
-    b.fc = linear_layer(block_name(l, "mlp/fc"), s.d_mlp, C, std);
-    b.mlp_proj = linear_layer(block_name(l, "mlp/proj"), C, s.d_mlp, residual_std);
-    index.blocks.push_back(b);
+  if (source) {
+    if (s.positions == Positions::learned)
+      index.encoder_pos_emb = add({"enc/pos_emb/weight", {s.max_seq_len, C}, Init::normal, std, ParamKind::embedding});
+    for (int64_t l = 0; l < s.n_encoder_layers; ++l)
+      index.encoder_blocks.push_back(block({AttentionKind::enc, l}, residual_std(2 * s.n_encoder_layers)));
+    index.encoder_ln_f = norm_layer("enc/ln_f");
   }
+  for (int64_t l = 0; l < s.n_layers; ++l)
+    index.blocks.push_back(block({AttentionKind::dec, l}, residual_std((source ? 3 : 2) * s.n_layers)));
   index.ln_f = norm_layer("ln_f");
   if (model_kind_info(s.kind).lm_head) {
     index.head.weight = s.tie_embeddings
@@ -154,8 +243,12 @@ std::vector<ParamSpec> parameter_specs(const ModelSpec& spec) {
 
 std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
   std::vector<ParamSpec> g;
-  for (int64_t l = 0; l < s.n_layers; ++l)
-    g.push_back({block_name(l, "attn/gates"), {s.heads_in_layer(l)}, Init::ones, 0.0, ParamKind::weight});
+  for (const AttentionSite& site : s.attention_sites())
+    g.push_back({site_name(site, site.kind == AttentionKind::cross ? "cross/gates" : "attn/gates"),
+                 {s.attention_shape(site).heads},
+                 Init::ones,
+                 0.0,
+                 ParamKind::weight});
   return g;
 }
 
@@ -170,7 +263,7 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
     Tensor<T> g = gates_.value(static_cast<int>(l));
     for (int64_t h = spec.active_heads[l]; h < g.numel(); ++h) g(h) = T(0);
   }
-  attention_outputs_.reserve(spec.n_layers);
+  attention_outputs_.reserve(spec.attention_sites().size());
   block_inputs_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
     // Vaswani et al.: pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(same).
@@ -188,12 +281,16 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
 template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                  const Var<T>* gate_vars) {
-  return forward_blocks(tape, in, opt, gate_vars, 0, embed(tape, in, opt), Var<T>{});
+  if (model_kind_info(spec_.kind).source) return forward_encoder_decoder(tape, in, opt, gate_vars);
+  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt);
+  return forward_blocks(tape, in, opt, gate_vars, 0, x, Var<T>{});
 }
 
 template <typename T>
 ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64_t layer, const Var<T>& x,
                                       const Var<T>& a) {
+  HEADLAB_CHECK(!model_kind_info(spec_.kind).source,
+                "model: forward_from (head ablation) does not cover an encoder_decoder's three attentions yet");
   HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
                 "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
   const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
@@ -205,27 +302,76 @@ ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64
   return forward_blocks(tape, in, {}, nullptr, layer, x, a);
 }
 
-// Reads top to bottom as the whole model: forward() is embed, then this.
+// Reads top to bottom as the whole model: forward() is embed, then this. Decoder and encoder
+// kinds, whose site l is block l's self-attention.
 template <typename T>
 ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                         const Var<T>* gate_vars, int64_t first, Var<T> x,
                                         const Var<T>& first_attention) {
   attention_outputs_.assign(static_cast<size_t>(first), Var<T>{});
   block_inputs_.assign(static_cast<size_t>(first), Var<T>{});
+  const bool causal = model_kind_info(spec_.kind).causal;
   for (int64_t l = first; l < spec_.n_layers; ++l) {
+    const BlockParams& blk = index_.blocks[l];
     block_inputs_.push_back(x);
     Var<T> a = first_attention;
-    if (l != first || !a.defined()) {
-      const int gi = static_cast<int>(l);
-      Var<T> gates = gate_vars != nullptr ? gate_vars[l]
-                     : opt.gate_grads     ? tape.leaf(gates_.value(gi), gates_.grad(gi))
-                                          : tape.constant(gates_.value(gi));
-      a = attend(tape, x, l, in, opt, gates);
-    }
+    if (l != first || !a.defined())
+      a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), causal, in.key_padding, opt,
+                 site_gates(tape, l, opt, gate_vars));
     attention_outputs_.push_back(a);
-    x = finish_block(tape, x, a, l, opt);
+    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, l, 1, opt), blk, l, opt);
   }
   return output(tape, x, in);
+}
+
+// The source through the encoder: bidirectional self-attention over real source tokens.
+template <typename T>
+Var<T> Model<T>::encode(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt, const Var<T>* gate_vars) {
+  HEADLAB_CHECK(in.source_tokens != nullptr && in.source_len >= 1,
+                "model: an encoder_decoder needs a source (source_tokens, source_len >= 1)");
+  Var<T> x = embed(tape, in.source_tokens, in.batch_size, in.source_len, index_.encoder_pos_emb,
+                   source_embedding_stream(spec_), opt);
+  for (int64_t l = 0; l < spec_.n_encoder_layers; ++l) {
+    const BlockParams& blk = index_.encoder_blocks[l];
+    const int64_t stream = encoder_stream(spec_, l);
+    Var<T> a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
+                      site_gates(tape, l, opt, gate_vars));
+    attention_outputs_.push_back(a);
+    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, stream, opt);
+  }
+  return norm(tape, x, index_.encoder_ln_f);
+}
+
+// Sites in spec_.attention_sites() order: the encoder's, then per decoder layer self and cross.
+template <typename T>
+ModelOutput<T> Model<T>::forward_encoder_decoder(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
+                                                 const Var<T>* gate_vars) {
+  attention_outputs_.clear();
+  block_inputs_.clear();
+  const Var<T> memory = encode(tape, in, opt, gate_vars);
+  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt);
+  int64_t site = spec_.n_encoder_layers;
+  for (int64_t l = 0; l < spec_.n_layers; ++l) {
+    const BlockParams& blk = index_.blocks[l];
+    block_inputs_.push_back(x);
+    Var<T> a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), true, in.key_padding, opt,
+                      site_gates(tape, site++, opt, gate_vars));
+    attention_outputs_.push_back(a);
+    x = add_attention(tape, x, a, blk.proj, l, 1, opt);
+    Var<T> c = cross_attend(tape, x, memory, blk, spec_.attention_shape({AttentionKind::cross, l}), in, opt,
+                            site_gates(tape, site++, opt, gate_vars));
+    attention_outputs_.push_back(c);
+    x = add_mlp(tape, add_attention(tape, x, c, blk.cross.proj, l, 3, opt), blk, l, opt);
+  }
+  return output(tape, x, in);
+}
+
+// The gates of site `site` for this forward: L0's sampled ones, leaves (importance), or constants.
+template <typename T>
+Var<T> Model<T>::site_gates(Tape<T>& tape, int64_t site, const ForwardOptions& opt, const Var<T>* gate_vars) {
+  const int gi = static_cast<int>(site);
+  if (gate_vars != nullptr) return gate_vars[site];
+  return opt.gate_grads ? tape.leaf(gates_.value(gi), gates_.grad(gi)) : tape.constant(gates_.value(gi));
 }
 
 template <typename T>
@@ -255,55 +401,79 @@ Var<T> Model<T>::norm_project(Tape<T>& tape, const Var<T>& x, NormParams n, Line
                            bias(tape, p));
 }
 
-// Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch).
+// Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch); pos_emb is the
+// learned table's index, or -1 with sinusoidal positions.
 template <typename T>
-Var<T> Model<T>::embed(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt) {
+Var<T> Model<T>::embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t T_, int pos_emb, int64_t stream,
+                       const ForwardOptions& opt) {
   const ModelSpec& s = spec_;
-  const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
+  const int64_t C = s.d_model;
   HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
                 "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
-  Var<T> x = embedding(tape, in.tokens, Shape{B, T_}, param(tape, index_.tok_emb));
+  Var<T> x = embedding(tape, tokens, Shape{B, T_}, param(tape, index_.tok_emb));
   if (s.positions == Positions::learned) {
-    x = add(x, slice(param(tape, index_.pos_emb), 0, 0, T_));
+    x = add(x, slice(param(tape, pos_emb), 0, 0, T_));
   } else {
     x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()), {T_, C})));
   }
-  return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, -1, 0)) : x;
+  return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, stream, 0)) : x;
 }
 
 // attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies.
 template <typename T>
-Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, int64_t l, const ModelInput& in, const ForwardOptions& opt,
-                        const Var<T>& gates) {
-  const int64_t B = in.batch_size, T_ = in.seq_len, H = spec_.heads_in_layer(l), Hkv = spec_.kv_heads_in_layer(l);
-  const BlockParams& blk = index_.blocks[l];
-  Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, spec_.d_head});
+Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, AttentionShape shape, bool causal,
+                        const uint8_t* key_padding, const ForwardOptions& opt, const Var<T>& gates) {
+  const int64_t B = x.shape()[0], T_ = x.shape()[1], H = shape.heads, Hkv = shape.kv_heads;
+  Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, shape.d_head});
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   AttentionOptions attn_opt;
-  attn_opt.causal = model_kind_info(spec_.kind).causal;
-  attn_opt.key_padding = in.key_padding;
+  attn_opt.causal = causal;
+  attn_opt.key_padding = key_padding;
   attn_opt.keep_probs = opt.keep_probs;
   return attention(q, k, v, attn_opt, gates);
 }
 
-// x += proj(a);  x += mlp(x): fc -> activation -> proj. Without dropout, the projections add
-// into the residual stream as one op each, which keeps neither the projection nor gelu(fc).
+// Cross-attention: queries from LN_c(x) [B,T,C], keys and values from the encoder's output
+// memory [B,S,C] (one fused projection), every real source token visible.
 template <typename T>
-Var<T> Model<T>::finish_block(Tape<T>& tape, const Var<T>& x_in, const Var<T>& a, int64_t l,
-                              const ForwardOptions& opt) {
-  const ModelSpec& s = spec_;
-  const BlockParams& blk = index_.blocks[l];
-  const bool dropout_on = opt.training && s.dropout > 0;
-  auto residual = [&](const Var<T>& x, const Var<T>& in, LinearParams p, int site) {
-    if (!dropout_on) return residual_linear(x, in, param(tape, p.weight), bias(tape, p), LinearInput::plain);
-    return add(x, dropout(project(tape, in, p), s.dropout, dropout_site(opt.dropout_seed, l, site)));
-  };
+Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memory, const BlockParams& blk,
+                              AttentionShape shape, const ModelInput& in, const ForwardOptions& opt,
+                              const Var<T>& gates) {
+  const int64_t B = in.batch_size, T_ = in.seq_len, S = in.source_len, H = shape.heads, Hkv = shape.kv_heads;
+  Var<T> q = reshape(norm_project(tape, x, blk.cross.ln, blk.cross.q), {B, T_, H, shape.d_head});
+  Var<T> kv = reshape(project(tape, memory, blk.cross.kv), {B, S, 2 * Hkv, shape.d_head});
+  AttentionOptions attn_opt;
+  attn_opt.causal = false;
+  attn_opt.key_padding = in.source_padding;
+  attn_opt.keep_probs = opt.keep_probs;
+  return attention(q, slice(kv, 2, 0, Hkv), slice(kv, 2, Hkv, Hkv), attn_opt, gates);
+}
+
+// x += proj(a). Without dropout the projection adds into the residual stream as one op, which
+// does not keep the projection.
+template <typename T>
+Var<T> Model<T>::add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream,
+                               int site, const ForwardOptions& opt) {
   const Shape& as = a.shape();  // [B,T,H,Dh]
-  Var<T> x = residual(x_in, reshape(a, {as[0], as[1], as[2] * as[3]}), blk.proj, 1);
+  Var<T> flat = reshape(a, {as[0], as[1], as[2] * as[3]});
+  if (!(opt.training && spec_.dropout > 0))
+    return residual_linear(x, flat, param(tape, proj.weight), bias(tape, proj), LinearInput::plain);
+  return add(x, dropout(project(tape, flat, proj), spec_.dropout, dropout_site(opt.dropout_seed, stream, site)));
+}
+
+// x += mlp(x): fc -> activation -> proj; without dropout, gelu(fc) is not kept either.
+template <typename T>
+Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, int64_t stream,
+                         const ForwardOptions& opt) {
+  const ModelSpec& s = spec_;
+  const bool dropout_on = opt.training && s.dropout > 0;
   Var<T> h = norm_project(tape, x, blk.ln2, blk.fc);
   if (s.activation == Activation::gelu && !dropout_on)
     return residual_linear(x, h, param(tape, blk.mlp_proj.weight), bias(tape, blk.mlp_proj), LinearInput::gelu);
-  return residual(x, s.activation == Activation::gelu ? gelu(h) : relu(h), blk.mlp_proj, 2);
+  Var<T> act = s.activation == Activation::gelu ? gelu(h) : relu(h);
+  if (!dropout_on)
+    return residual_linear(x, act, param(tape, blk.mlp_proj.weight), bias(tape, blk.mlp_proj), LinearInput::plain);
+  return add(x, dropout(project(tape, act, blk.mlp_proj), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
 }
 
 // Decoder: logits of every token; encoder: of the pooled sequence. The loss when there are targets.
@@ -338,13 +508,24 @@ ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelIn
 template <typename T>
 double Model<T>::forward_flops_per_token(int64_t seq_len) const {
   const ModelSpec& s = spec_;
-  const double C = s.d_model, Dh = s.d_head, F = s.d_mlp;
+  const double C = s.d_model, F = s.d_mlp, T_ = static_cast<double>(seq_len);
   // 2 flops per multiply-add: projections, MLP, attention scores and A*V (full T x T, as the
-  // PyTorch reference counts), LM head. Layers may differ in heads (a pruned model).
+  // PyTorch reference counts), LM head. Layers may differ in heads (a pruned model). An
+  // encoder_decoder counts per target token with a source as long as the target: its encoder
+  // blocks, and per decoder block the cross-attention's projections and scores.
+  auto block = [&](AttentionShape a) {
+    const double H = a.heads, Hkv = a.kv_heads, Dh = a.d_head;
+    return 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * T_;
+  };
   double flops = model_kind_info(s.kind).lm_head ? 2 * C * s.vocab_size : 0;
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    const double H = s.heads_in_layer(l), Hkv = s.kv_heads_in_layer(l);
-    flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * seq_len;
+  for (const AttentionSite& site : s.attention_sites()) {
+    const AttentionShape a = s.attention_shape(site);
+    if (site.kind != AttentionKind::cross) {
+      flops += block(a);
+    } else {
+      const double H = a.heads, Hkv = a.kv_heads, Dh = a.d_head;
+      flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * H * Dh * T_;
+    }
   }
   return flops;
 }

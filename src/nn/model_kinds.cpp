@@ -6,8 +6,10 @@ namespace headlab {
 
 const std::vector<ModelKindInfo>& model_kinds() {
   static const std::vector<ModelKindInfo> kinds = {
-      {ModelKind::decoder, "decoder", true, true, "causal LM: next-token loss at every position"},
-      {ModelKind::encoder, "encoder", false, false, "bidirectional encoder with a classification head"},
+      {ModelKind::decoder, "decoder", true, true, false, "causal LM: next-token loss at every position"},
+      {ModelKind::encoder, "encoder", false, false, false, "bidirectional encoder with a classification head"},
+      {ModelKind::encoder_decoder, "encoder_decoder", true, true, true,
+       "translation: a bidirectional encoder over the source, a causal decoder with cross-attention to it"},
   };
   return kinds;
 }

@@ -42,13 +42,14 @@ TEST_CASE("every task has one row: its family, the model kind that scores it, it
 }
 
 TEST_CASE("the model kinds' table answers what depends on the kind", "[nn]") {
-  CHECK(std::string(model_kind_choices()) == "decoder|encoder");
+  CHECK(std::string(model_kind_choices()) == "decoder|encoder|encoder_decoder");
   CHECK(model_kind_named("decoder").causal);
   CHECK(model_kind_named("decoder").lm_head);
   CHECK_FALSE(model_kind_named("encoder").causal);
   CHECK_FALSE(model_kind_named("encoder").lm_head);
   CHECK(model_kind_info(ModelKind::encoder).name == std::string("encoder"));
-  REQUIRE_THROWS_WITH(model_kind_named("seq2seq"), "unknown model kind 'seq2seq' (one of decoder|encoder)");
+  REQUIRE_THROWS_WITH(model_kind_named("seq2seq"),
+                      "unknown model kind 'seq2seq' (one of decoder|encoder|encoder_decoder)");
 }
 
 TEST_CASE("a task names the token that pads its rows when they carry no key_padding", "[data][tasks]") {

@@ -141,7 +141,7 @@ TEST_CASE("config_schema describes each key's type, default and allowed values",
   CHECK(rows.at("model.n_heads").default_value == "4");
   CHECK(rows.at("model.n_heads").allowed == "> 0");
   CHECK(rows.at("model.kind").default_value == "\"decoder\"");
-  CHECK(rows.at("model.kind").allowed == "decoder, encoder");
+  CHECK(rows.at("model.kind").allowed == "decoder, encoder, encoder_decoder");
   CHECK(rows.at("model.dropout").type == "float");
   CHECK(rows.at("model.dropout").allowed == "[0, 1)");
   CHECK(rows.at("train.lr").default_value == "0.002");

@@ -10,7 +10,7 @@
 #include "headlab/common/parallel.h"
 #include "headlab/nn/model.h"
 #include "support/alloc_counter.h"
-#include "support/gradcheck.h"
+#include "support/model_gradcheck.h"
 #include "support/tiny_model.h"
 
 using namespace headlab;
@@ -34,36 +34,7 @@ TEST_CASE("model gradients match central differences for every parameter and hea
   Model<double> model(spec);
   randomize(model, 5);
   TinyBatch batch(spec, 9);
-  Arena arena;
-  Tape<double> tape(arena);
-  model.params().zero_grad();
-  model.gates().zero_grad();
-  tape.backward(model.forward(tape, batch.input(), {.gate_grads = true}).loss);
-  tape.reset();
-  auto loss = [&] {
-    Tape<double> t(arena);
-    NoGradGuard<double> no_grad(t);
-    const double value = model.forward(t, batch.input(), {}).loss.value()(0);
-    t.reset();
-    return value;
-  };
-  test::GradCheckResult result;
-  test::GradCheckOptions options;
-  std::mt19937_64 rng(3);
-  for (int i = 0; i < model.params().size(); ++i) {
-    // A few elements of every parameter tensor, chosen at random.
-    std::vector<int64_t> indices;
-    const int64_t n = model.params().spec(i).shape.numel();
-    for (int j = 0; j < 6; ++j) indices.push_back(model.params().offset(i) + static_cast<int64_t>(rng() % n));
-    test::compare_with_central_differences(loss, model.params().values(), model.params().grads(), indices, i, options,
-                                           result);
-  }
-  for (int i = 0; i < model.gates().size(); ++i) {
-    std::vector<int64_t> indices(model.gates().value(i).numel());
-    std::iota(indices.begin(), indices.end(), model.gates().offset(i));
-    test::compare_with_central_differences(loss, model.gates().values(), model.gates().grads(), indices, 1000 + i,
-                                           options, result);
-  }
+  const test::GradCheckResult result = test::check_model_gradients(model, batch.input());
   INFO(result.str() << " (input >= 1000: gates of layer input-1000)");
   REQUIRE(result.max_rel_error <= 1e-6);
 }

@@ -40,15 +40,34 @@ inline ModelSpec tiny_spec(ModelKind kind, int64_t vocab, int64_t n_heads, int64
   return s;
 }
 
-// Random tokens and targets (one ignored decoder target; encoder rows with two trailing pads).
+// An encoder_decoder of the same size: 2 encoder and 2 decoder layers, and the encoder's and
+// the cross-attention's own head counts.
+inline ModelSpec tiny_seq2seq_spec(int64_t n_heads, int64_t enc_heads, int64_t cross_heads, int64_t cross_kv_heads) {
+  ModelSpec s = tiny_spec(ModelKind::encoder_decoder, n_heads, n_heads);
+  s.n_encoder_layers = 2;
+  s.enc_n_heads = s.enc_n_kv_heads = enc_heads;
+  s.enc_d_head = 8 / enc_heads;
+  s.cross_n_heads = cross_heads;
+  s.cross_n_kv_heads = cross_kv_heads;
+  s.cross_d_head = 8 / cross_heads;
+  return s;
+}
+
+// Random tokens and targets (one ignored target of an LM head; encoder rows with two trailing
+// pads). An encoder_decoder also gets a source of S = 6 tokens whose second row ends in two pads.
 struct TinyBatch {
-  int64_t B = 2, T = 5;
-  std::vector<int32_t> tokens, targets;
-  std::vector<uint8_t> padding;
+  int64_t B = 2, T = 5, S = 6;
+  std::vector<int32_t> tokens, targets, source;
+  std::vector<uint8_t> padding, source_padding;
   explicit TinyBatch(const ModelSpec& s, uint64_t seed) {
     std::mt19937_64 rng(seed);
     for (int64_t i = 0; i < B * T; ++i) tokens.push_back(static_cast<int32_t>(rng() % s.vocab_size));
-    if (s.kind == ModelKind::decoder) {
+    if (model_kind_info(s.kind).source) {
+      for (int64_t i = 0; i < B * S; ++i) source.push_back(static_cast<int32_t>(rng() % s.vocab_size));
+      source_padding.assign(B * S, 1);
+      source_padding[B * S - 1] = source_padding[B * S - 2] = 0;
+    }
+    if (model_kind_info(s.kind).lm_head) {
       for (int64_t i = 0; i < B * T; ++i) targets.push_back(i == 3 ? -1 : static_cast<int32_t>(rng() % s.vocab_size));
     } else {
       for (int64_t b = 0; b < B; ++b) targets.push_back(static_cast<int32_t>(rng() % s.n_classes));
@@ -56,7 +75,15 @@ struct TinyBatch {
       padding[B * T - 1] = padding[B * T - 2] = 0;  // the last row ends in two pad tokens
     }
   }
-  ModelInput input() const { return {B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()}; }
+  ModelInput input() const {
+    ModelInput in{B, T, tokens.data(), targets.data(), padding.empty() ? nullptr : padding.data()};
+    if (!source.empty()) {
+      in.source_len = S;
+      in.source_tokens = source.data();
+      in.source_padding = source_padding.data();
+    }
+    return in;
+  }
 };
 
 // Gives every parameter (and gate) a non-trivial value, so LayerNorm gains and biases are not

@@ -23,13 +23,25 @@ using IntList = std::vector<int64_t>;
 // element. Docs must not contain '|': they become Markdown table cells in docs/config.md.
 #define HEADLAB_MODEL_KEYS(X)                                                                                         \
   X(kind, std::string, "decoder", one_of(model_kind_choices()),                                                       \
-    "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head")                       \
+    "decoder: causal LM (next-token loss); encoder: bidirectional, with a classification head; encoder_decoder: "     \
+    "translation (an encoder over the source, a decoder with cross-attention to it)")                                 \
   X(vocab_size, int64_t, 256, at_least(2), "token ids are 0..vocab_size-1 (256: raw bytes)")                          \
   X(d_model, int64_t, 128, positive(), "width of the residual stream (C)")                                            \
   X(n_heads, int64_t, 4, positive(), "query heads per attention layer (H)")                                           \
   X(n_kv_heads, int64_t, 0, non_negative(), "key/value heads (Hkv): 0 = n_heads (MHA), 1 = MQA, else GQA")            \
   X(d_head, int64_t, 0, non_negative(), "width of one head (Dh): 0 = d_model / n_heads")                              \
-  X(n_layers, int64_t, 2, positive(), "transformer blocks (L)")                                                       \
+  X(n_layers, int64_t, 2, positive(), "transformer blocks (L); an encoder_decoder's decoder blocks")                  \
+  X(n_encoder_layers, int64_t, 0, non_negative(), "encoder_decoder: encoder blocks; 0 = n_layers")                    \
+  X(enc_n_heads, int64_t, 0, non_negative(),                                                                          \
+    "encoder_decoder: query heads of the encoder's self-attention; 0 = n_heads")                                      \
+  X(enc_n_kv_heads, int64_t, 0, non_negative(),                                                                       \
+    "encoder_decoder: key/value heads of the encoder's self-attention; 0 = enc_n_heads")                              \
+  X(enc_d_head, int64_t, 0, non_negative(), "encoder_decoder: head width of the encoder; 0 = d_model / enc_n_heads")  \
+  X(cross_n_heads, int64_t, 0, non_negative(), "encoder_decoder: query heads of the cross-attention; 0 = n_heads")    \
+  X(cross_n_kv_heads, int64_t, 0, non_negative(),                                                                     \
+    "encoder_decoder: key/value heads of the cross-attention; 0 = cross_n_heads")                                     \
+  X(cross_d_head, int64_t, 0, non_negative(),                                                                         \
+    "encoder_decoder: head width of the cross-attention; 0 = d_model / cross_n_heads")                                \
   X(layer_heads, IntList, (IntList{}), positive(),                                                                    \
     "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every "    \
     "layer")                                                                                                          \

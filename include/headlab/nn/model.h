@@ -1,8 +1,13 @@
-// The transformer: a decoder-only causal LM or a bidirectional encoder with a classification
-// head, built from tape ops (no gradient code here: every op brings its own backward).
+// The transformer: a decoder-only causal LM, a bidirectional encoder with a classification head,
+// or an encoder-decoder (translation), built from tape ops (no gradient code here: every op
+// brings its own backward).
 //   x = tok_emb[tokens] + pos;  per block: x += Attn(LN1(x));  x += MLP(LN2(x));  x = LN_f(x)
 //   decoder: logits [B,T,V] = x W_lm^T (or tok_emb^T when tied), loss = mean next-token CE
 //   encoder: pooled [B,C] (first token or mean over real tokens), logits [B,n_classes]
+//   encoder_decoder: m = LN_enc(encoder blocks over the source, bidirectional, source padding
+//     masked); decoder blocks add between the two: x += Cross(LN_c(x), m), queries from the
+//     target, keys/values from m; logits and loss as the decoder's. One embedding table serves
+//     source and target (a joint vocabulary).
 // Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
 // one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
 // gradient is Michel et al.'s head importance. A physically pruned model (nn/prune.h) has fewer
@@ -27,6 +32,24 @@
 namespace headlab {
 
 enum class Positions { learned, sinusoidal };
+
+// The shape of one kind of attention: query heads, key/value heads (GQA/MQA) and head width.
+struct AttentionShape {
+  int64_t heads = 0, kv_heads = 0, d_head = 0;
+  bool operator==(const AttentionShape&) const = default;
+};
+
+// Which attention a head belongs to: an encoder's self-attention (the encoder_decoder's encoder),
+// a decoder's self-attention (a decoder-only model's, an encoder classifier's blocks, and the
+// encoder_decoder's decoder), or the encoder_decoder's cross-attention.
+enum class AttentionKind { enc, dec, cross };
+const char* attention_kind_name(AttentionKind kind);  // "enc", "dec", "cross"
+
+// One attention layer of a model: its kind and its layer within its stack.
+struct AttentionSite {
+  AttentionKind kind;
+  int64_t layer;
+};
 enum class Activation { gelu, relu };
 enum class Pooling { first, mean };
 
@@ -56,6 +79,12 @@ struct ModelSpec {
   // gated, get no gradient: a layout trained from scratch, emptied layers included, which
   // layer_heads cannot express. Empty = all on. Only the initial gates depend on it.
   std::vector<int64_t> active_heads;
+  // encoder_decoder only: the encoder's blocks (n_layers counts the decoder's), and the shapes of
+  // the encoder's self-attention (enc_) and of the cross-attention (cross_); the decoder's
+  // self-attention is n_heads, n_kv_heads, d_head. Other kinds ignore them.
+  int64_t n_encoder_layers = 0;
+  int64_t enc_n_heads = 0, enc_n_kv_heads = 0, enc_d_head = 0;
+  int64_t cross_n_heads = 0, cross_n_kv_heads = 0, cross_d_head = 0;
 
   int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
   int64_t kv_heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_kv_heads : layer_heads[layer]; }
@@ -64,6 +93,12 @@ struct ModelSpec {
     for (int64_t l = 0; l < n_layers; ++l) n += heads_in_layer(l);
     return n;
   }
+  // The attention layers in gate order (Model::gates() holds one [heads] table per site): the
+  // blocks' self-attention, layer by layer; an encoder_decoder has the encoder's first, then
+  // each decoder layer's self- and cross-attention.
+  std::vector<AttentionSite> attention_sites() const;
+  // The shape of a site's attention (layer_heads applies to decoder self-attention).
+  AttentionShape attention_shape(AttentionSite site) const;
 };
 
 // What is wrong with a spec, or nullopt: the model's rules, in one place. Fields are spelled
@@ -85,15 +120,26 @@ struct LinearParams {
 struct NormParams {
   int weight = -1, bias = -1;
 };
+// A decoder block's cross-attention: LN_c, the query projection of the target stream, the fused
+// key/value projection of the encoder's output, and the output projection.
+struct CrossParams {
+  NormParams ln;
+  LinearParams q, kv, proj;
+};
 struct BlockParams {
   NormParams ln1, ln2;
   LinearParams qkv, proj, fc, mlp_proj;
+  CrossParams cross;  // encoder_decoder decoder blocks; -1 elsewhere
 };
 struct ParamIndex {
   int tok_emb = -1, pos_emb = -1;
-  std::vector<BlockParams> blocks;
+  std::vector<BlockParams> blocks;  // the decoder's (or the only stack's)
   NormParams ln_f;
   LinearParams head;  // lm_head (weight only, or tok_emb when tied) or cls_head
+  // encoder_decoder: the encoder's positions (learned), blocks and final LayerNorm.
+  int encoder_pos_emb = -1;
+  std::vector<BlockParams> encoder_blocks;
+  NormParams encoder_ln_f;
 };
 struct ParamLayout {
   std::vector<ParamSpec> specs;  // what Model allocates, in order
@@ -108,6 +154,10 @@ struct ModelInput {
   const int32_t* tokens = nullptr;       // [B,T]
   const int32_t* targets = nullptr;      // decoder: [B,T], -1 = ignore; encoder: labels [B]
   const uint8_t* key_padding = nullptr;  // [B,T], 1 = real token; may be null
+  // encoder_decoder: the source side (tokens/targets are the target side).
+  int64_t source_len = 0;
+  const int32_t* source_tokens = nullptr;   // [B,S]
+  const uint8_t* source_padding = nullptr;  // [B,S], 1 = real token; may be null
 };
 
 struct ForwardOptions {
@@ -131,16 +181,17 @@ class Model {
   const ModelSpec& spec() const { return spec_; }
   Parameters<T>& params() { return params_; }
   const Parameters<T>& params() const { return params_; }
-  // Per-layer head gates, "blocks/<l>/attn/gates" [heads_in_layer(l)]; not trained by the optimizer.
+  // Head gates, one [heads] table per attention site (spec().attention_sites(); for decoder and
+  // encoder kinds site l is layer l, "blocks/<l>/attn/gates"); not trained by the optimizer.
   Parameters<T>& gates() { return gates_; }
   const Parameters<T>& gates() const { return gates_; }
   // Where each parameter sits in params() (parameter_layout's index).
   const ParamIndex& param_index() const { return index_; }
 
   // gate_vars: null = the gates in gates() (leaves with options.gate_grads, else constants);
-  // otherwise n_layers Vars of shape [n_heads] on `tape` used as the gates of this forward (L0
-  // pruning's sampled gates). An argument rather than a ForwardOptions field: Vars are typed by
-  // T and the options are not.
+  // otherwise one Var per attention site (spec().attention_sites(), shape [heads]) on `tape` used
+  // as the gates of this forward (L0 pruning's sampled gates). An argument rather than a ForwardOptions field: Vars are
+  // typed by T and the options are not.
   ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
                          const Var<T>* gate_vars = nullptr);
   // The rest of a forward from block `layer` on, given the residual stream x entering that block
@@ -148,11 +199,13 @@ class Model {
   // [B,T,H,Dh] instead of computing it: head ablation passes the unmasked forward's with the
   // masked heads' rows zeroed. Blocks use the model's gates; no dropout. Bit-identical to
   // forward() when x (and a) are what forward() computed with these parameters and gates.
+  // Decoder and encoder kinds only (a headlab::Error for encoder_decoder).
   ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
                               const Var<T>& a = {});
 
-  // Of the last forward, one per layer (undefined Vars below `layer` after forward_from):
-  // each layer's attention output (for attention_probs()) and the residual stream entering it.
+  // Of the last forward: each attention site's output (for attention_probs()), and the residual
+  // stream entering each block of the (decoder) stack; undefined Vars below `layer` after
+  // forward_from.
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
   const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
 
@@ -167,17 +220,32 @@ class Model {
   Var<T> norm(Tape<T>& tape, const Var<T>& x, NormParams p);
   Var<T> bias(Tape<T>& tape, LinearParams p);  // undefined when the layer has none
   Var<T> norm_project(Tape<T>& tape, const Var<T>& x, NormParams n, LinearParams p);
+  Var<T> site_gates(Tape<T>& tape, int64_t site, const ForwardOptions& options, const Var<T>* gate_vars);
   // The stages of forward(), in order: embeddings; per layer LN1 -> q/k/v -> attention, then
-  // x + proj(a) and the MLP; the final LN and the head.
-  Var<T> embed(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options);
-  Var<T> attend(Tape<T>& tape, const Var<T>& x, int64_t layer, const ModelInput& input, const ForwardOptions& options,
-                const Var<T>& gates);
-  Var<T> finish_block(Tape<T>& tape, const Var<T>& x, const Var<T>& a, int64_t layer, const ForwardOptions& options);
+  // x + proj(a) and the MLP; the final LN and the head. `stream` numbers the dropout streams of
+  // a block (its layer; the encoder's blocks come after the decoder's).
+  Var<T> embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t T_, int pos_emb, int64_t stream,
+               const ForwardOptions& options);
+  Var<T> attend(Tape<T>& tape, const Var<T>& x, const BlockParams& block, AttentionShape shape, bool causal,
+                const uint8_t* key_padding, const ForwardOptions& options, const Var<T>& gates);
+  Var<T> cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memory, const BlockParams& block,
+                      AttentionShape shape, const ModelInput& input, const ForwardOptions& options,
+                      const Var<T>& gates);
+  // x + dropout(proj(a)) for an attention output a [B,T,H,Dh].
+  Var<T> add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream, int site,
+                       const ForwardOptions& options);
+  Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t stream,
+                 const ForwardOptions& options);
   ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input);
   // Blocks `first` .. n_layers-1 on x, then the output; `first_attention`, when defined, is block
   // first's attention output.
   ModelOutput<T> forward_blocks(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
                                 const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention);
+  // encoder_decoder: the encoder over the source, m = LN_enc(blocks(embed(source))) [B,S,C];
+  // then the decoder blocks with cross-attention to m, and the output.
+  Var<T> encode(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options, const Var<T>* gate_vars);
+  ModelOutput<T> forward_encoder_decoder(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
+                                         const Var<T>* gate_vars);
 
   ModelSpec spec_;
   Parameters<T> params_;
@@ -192,7 +260,8 @@ std::string block_name(int64_t layer, const char* rest);
 
 // The parameter table of a spec (parameter_layout's specs), for `headlab info` and tests.
 std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
-// The head gates' table ("blocks/<l>/attn/gates", [heads in layer l]), what Model::gates() holds.
+// The head gates' table, one per attention site ("blocks/<l>/attn/gates", "enc/<l>/attn/gates",
+// "blocks/<l>/cross/gates"; [heads]), what Model::gates() holds.
 std::vector<ParamSpec> gate_specs(const ModelSpec& spec);
 
 extern template class Model<float>;

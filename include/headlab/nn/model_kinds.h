@@ -10,7 +10,7 @@
 
 namespace headlab {
 
-enum class ModelKind { decoder, encoder };
+enum class ModelKind { decoder, encoder, encoder_decoder };
 
 struct ModelKindInfo {
   ModelKind kind;
@@ -20,12 +20,15 @@ struct ModelKindInfo {
   // An LM head scores every position (targets [B, T]), else a classifier scores each sequence
   // once (labels [B]).
   bool lm_head;
+  // The model reads a source sequence: an encoder over it, and cross-attention from every
+  // decoder block to the encoder's output (translation).
+  bool source;
   const char* doc;
 };
 
 const std::vector<ModelKindInfo>& model_kinds();
 const ModelKindInfo& model_kind_info(ModelKind kind);
 const ModelKindInfo& model_kind_named(const std::string& name);  // throws headlab::Error
-const char* model_kind_choices();                                // "decoder|encoder"
+const char* model_kind_choices();                                // "decoder|encoder|..."
 
 }  // namespace headlab
