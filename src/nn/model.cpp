@@ -11,6 +11,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/common/hash.h"
+#include "headlab/nn/kv_cache.h"
 #include "headlab/ops/attention.h"
 #include "headlab/ops/cross_entropy.h"
 #include "headlab/ops/dropout.h"
@@ -281,9 +282,11 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
 template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                  const Var<T>* gate_vars) {
-  if (model_kind_info(spec_.kind).source) return forward_encoder_decoder(tape, in, opt, gate_vars);
-  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt);
-  return forward_blocks(tape, in, opt, gate_vars, 0, x, Var<T>{});
+  attention_outputs_.clear();
+  block_inputs_.clear();
+  const Var<T> memory = model_kind_info(spec_.kind).source ? encode(tape, in, opt, gate_vars) : Var<T>{};
+  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt, 0);
+  return forward_blocks(tape, in, opt, gate_vars, 0, x, Var<T>{}, memory, nullptr);
 }
 
 template <typename T>
@@ -299,29 +302,95 @@ ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64
                 "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got " << x.shape().str());
   HEADLAB_CHECK(!a.defined() || a.shape() == a_shape,
                 "model: forward_from layer " << layer << " needs a " << a_shape.str() << ", got " << a.shape().str());
-  return forward_blocks(tape, in, {}, nullptr, layer, x, a);
+  attention_outputs_.assign(static_cast<size_t>(layer), Var<T>{});
+  block_inputs_.assign(static_cast<size_t>(layer), Var<T>{});
+  return forward_blocks(tape, in, {}, nullptr, layer, x, a, Var<T>{}, nullptr);
 }
 
-// Reads top to bottom as the whole model: forward() is embed, then this. Decoder and encoder
-// kinds, whose site l is block l's self-attention.
+template <typename T>
+void Model<T>::start_decoding(Tape<T>& tape, const ModelInput& source, KvCache<T>& cache) {
+  HEADLAB_CHECK(model_kind_info(spec_.kind).source, "model: start_decoding is for an encoder_decoder");
+  HEADLAB_CHECK(!tape.grad_enabled(), "model: decoding runs without grad (NoGradGuard)");
+  const int64_t n_src = source.batch_size, S = source.source_len;
+  HEADLAB_CHECK(n_src >= 1 && cache.rows() % n_src == 0,
+                "model: " << n_src << " source rows do not divide the cache's " << cache.rows() << " rows");
+  const int64_t per_source = cache.rows() / n_src;
+  cache.clear();
+  attention_outputs_.clear();
+  const Var<T> memory = encode(tape, source, {}, nullptr);
+  uint8_t* padding = cache.source_padding_for(S);
+  for (int64_t r = 0; r < cache.rows(); ++r)
+    for (int64_t s = 0; s < S; ++s)
+      padding[r * S + s] = source.source_padding == nullptr ? 1 : source.source_padding[(r / per_source) * S + s];
+  // Each layer's cross K/V of the source, copied to every row decoding that source.
+  for (int64_t l = 0; l < spec_.n_layers; ++l) {
+    const AttentionShape c = spec_.attention_shape({AttentionKind::cross, l});
+    const Tensor<T> kv =
+        reshape(project(tape, memory, index_.blocks[l].cross.kv), {n_src, S, 2 * c.kv_heads, c.d_head}).value();
+    for (int64_t r = 0; r < cache.rows(); ++r) {
+      const Tensor<T> from = kv.select(0, r / per_source);
+      cache.cross_keys(l).select(0, r).copy_from(from.narrow(1, 0, c.kv_heads));
+      cache.cross_values(l).select(0, r).copy_from(from.narrow(1, c.kv_heads, c.kv_heads));
+    }
+  }
+}
+
+template <typename T>
+ModelOutput<T> Model<T>::decode_step(Tape<T>& tape, const ModelInput& in, KvCache<T>& cache) {
+  HEADLAB_CHECK(model_kind_info(spec_.kind).lm_head, "model: decode_step needs a model with an LM head");
+  HEADLAB_CHECK(!tape.grad_enabled(), "model: decoding runs without grad (NoGradGuard)");
+  HEADLAB_CHECK(!model_kind_info(spec_.kind).source || cache.has_source(),
+                "model: an encoder_decoder's decode_step needs start_decoding first");
+  HEADLAB_CHECK(in.batch_size == cache.rows(),
+                "model: decode_step got " << in.batch_size << " rows for a cache of " << cache.rows());
+  HEADLAB_CHECK(cache.length() + in.seq_len <= cache.capacity(),
+                "model: " << cache.length() << " cached + " << in.seq_len << " new tokens exceed the cache's capacity "
+                          << cache.capacity());
+  attention_outputs_.clear();
+  block_inputs_.clear();
+  Var<T> x =
+      embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, {}, cache.length());
+  ModelOutput<T> out = forward_blocks(tape, in, {}, nullptr, 0, x, Var<T>{}, Var<T>{}, &cache);
+  cache.advance(in.seq_len);
+  return out;
+}
+
+// Reads top to bottom as the whole model: forward() is embed (after the encoder), then this.
 template <typename T>
 ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
-                                        const Var<T>* gate_vars, int64_t first, Var<T> x,
-                                        const Var<T>& first_attention) {
-  attention_outputs_.assign(static_cast<size_t>(first), Var<T>{});
-  block_inputs_.assign(static_cast<size_t>(first), Var<T>{});
-  const bool causal = model_kind_info(spec_.kind).causal;
+                                        const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention,
+                                        const Var<T>& memory, KvCache<T>* cache) {
   for (int64_t l = first; l < spec_.n_layers; ++l) {
-    const BlockParams& blk = index_.blocks[l];
     block_inputs_.push_back(x);
-    Var<T> a = first_attention;
-    if (l != first || !a.defined())
-      a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), causal, in.key_padding, opt,
-                 site_gates(tape, l, opt, gate_vars));
-    attention_outputs_.push_back(a);
-    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, l, 1, opt), blk, l, opt);
+    x = decoder_block(tape, x, l, in, opt, gate_vars, l == first ? first_attention : Var<T>{}, memory, cache);
   }
   return output(tape, x, in);
+}
+
+// Block l of the (decoder) stack: self-attention (causal unless the model is an encoder
+// classifier), an encoder_decoder's cross-attention to the memory (or to the cache's cross K/V),
+// the MLP. `given_self`, when defined, replaces the self-attention's output (head ablation).
+template <typename T>
+Var<T> Model<T>::decoder_block(Tape<T>& tape, Var<T> x, int64_t l, const ModelInput& in, const ForwardOptions& opt,
+                               const Var<T>* gate_vars, const Var<T>& given_self, const Var<T>& memory,
+                               KvCache<T>* cache) {
+  const ModelKindInfo& kind = model_kind_info(spec_.kind);
+  const BlockParams& blk = index_.blocks[l];
+  // Sites: l, or in an encoder_decoder the encoder's first, then self and cross per layer.
+  const int64_t self_site = kind.source ? spec_.n_encoder_layers + 2 * l : l;
+  Var<T> a = given_self;
+  if (!a.defined())
+    a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), kind.causal, in.key_padding, opt,
+               site_gates(tape, self_site, opt, gate_vars), cache, l);
+  attention_outputs_.push_back(a);
+  x = add_attention(tape, x, a, blk.proj, l, 1, opt);
+  if (kind.source) {
+    Var<T> c = cross_attend(tape, x, memory, blk, spec_.attention_shape({AttentionKind::cross, l}), in, opt,
+                            site_gates(tape, self_site + 1, opt, gate_vars), cache, l);
+    attention_outputs_.push_back(c);
+    x = add_attention(tape, x, c, blk.cross.proj, l, 3, opt);
+  }
+  return add_mlp(tape, x, blk, l, opt);
 }
 
 // The source through the encoder: bidirectional self-attention over real source tokens.
@@ -330,40 +399,16 @@ Var<T> Model<T>::encode(Tape<T>& tape, const ModelInput& in, const ForwardOption
   HEADLAB_CHECK(in.source_tokens != nullptr && in.source_len >= 1,
                 "model: an encoder_decoder needs a source (source_tokens, source_len >= 1)");
   Var<T> x = embed(tape, in.source_tokens, in.batch_size, in.source_len, index_.encoder_pos_emb,
-                   source_embedding_stream(spec_), opt);
+                   source_embedding_stream(spec_), opt, 0);
   for (int64_t l = 0; l < spec_.n_encoder_layers; ++l) {
     const BlockParams& blk = index_.encoder_blocks[l];
     const int64_t stream = encoder_stream(spec_, l);
     Var<T> a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
-                      site_gates(tape, l, opt, gate_vars));
+                      site_gates(tape, l, opt, gate_vars), nullptr, l);
     attention_outputs_.push_back(a);
     x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, stream, opt);
   }
   return norm(tape, x, index_.encoder_ln_f);
-}
-
-// Sites in spec_.attention_sites() order: the encoder's, then per decoder layer self and cross.
-template <typename T>
-ModelOutput<T> Model<T>::forward_encoder_decoder(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
-                                                 const Var<T>* gate_vars) {
-  attention_outputs_.clear();
-  block_inputs_.clear();
-  const Var<T> memory = encode(tape, in, opt, gate_vars);
-  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt);
-  int64_t site = spec_.n_encoder_layers;
-  for (int64_t l = 0; l < spec_.n_layers; ++l) {
-    const BlockParams& blk = index_.blocks[l];
-    block_inputs_.push_back(x);
-    Var<T> a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), true, in.key_padding, opt,
-                      site_gates(tape, site++, opt, gate_vars));
-    attention_outputs_.push_back(a);
-    x = add_attention(tape, x, a, blk.proj, l, 1, opt);
-    Var<T> c = cross_attend(tape, x, memory, blk, spec_.attention_shape({AttentionKind::cross, l}), in, opt,
-                            site_gates(tape, site++, opt, gate_vars));
-    attention_outputs_.push_back(c);
-    x = add_mlp(tape, add_attention(tape, x, c, blk.cross.proj, l, 3, opt), blk, l, opt);
-  }
-  return output(tape, x, in);
 }
 
 // The gates of site `site` for this forward: L0's sampled ones, leaves (importance), or constants.
@@ -401,31 +446,43 @@ Var<T> Model<T>::norm_project(Tape<T>& tape, const Var<T>& x, NormParams n, Line
                            bias(tape, p));
 }
 
-// Embeddings: x [B,T,C] = tok_emb[tokens] + pos[0:T] (broadcast over the batch); pos_emb is the
-// learned table's index, or -1 with sinusoidal positions.
+// Embeddings: x [B,T,C] = tok_emb[tokens] + pos[t0:t0+T] (broadcast over the batch); pos_emb is
+// the learned table's index, or -1 with sinusoidal positions; t0 > 0 in a cached decoding step.
 template <typename T>
 Var<T> Model<T>::embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t T_, int pos_emb, int64_t stream,
-                       const ForwardOptions& opt) {
+                       const ForwardOptions& opt, int64_t t0) {
   const ModelSpec& s = spec_;
   const int64_t C = s.d_model;
-  HEADLAB_CHECK(T_ >= 1 && T_ <= s.max_seq_len,
-                "model: sequence length " << T_ << " is outside [1, max_seq_len=" << s.max_seq_len << "]");
+  HEADLAB_CHECK(
+      T_ >= 1 && t0 >= 0 && t0 + T_ <= s.max_seq_len,
+      "model: positions [" << t0 << ", " << t0 + T_ << ") are outside [0, max_seq_len=" << s.max_seq_len << "]");
   Var<T> x = embedding(tape, tokens, Shape{B, T_}, param(tape, index_.tok_emb));
   if (s.positions == Positions::learned) {
-    x = add(x, slice(param(tape, pos_emb), 0, 0, T_));
+    x = add(x, slice(param(tape, pos_emb), 0, t0, T_));
   } else {
-    x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()), {T_, C})));
+    x = add(x, tape.constant(Tensor<T>(static_cast<T*>(sinusoid_.data()) + t0 * C, {T_, C})));
   }
   return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, stream, 0)) : x;
 }
 
-// attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies.
+// attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies. With a
+// cache, the new keys and values are appended to layer l's and the queries attend over all of
+// them (causal: the new positions come last).
 template <typename T>
 Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, AttentionShape shape, bool causal,
-                        const uint8_t* key_padding, const ForwardOptions& opt, const Var<T>& gates) {
+                        const uint8_t* key_padding, const ForwardOptions& opt, const Var<T>& gates, KvCache<T>* cache,
+                        int64_t l) {
   const int64_t B = x.shape()[0], T_ = x.shape()[1], H = shape.heads, Hkv = shape.kv_heads;
   Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, shape.d_head});
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
+  if (cache != nullptr) {
+    const int64_t t0 = cache->length();
+    cache->self_keys(l).narrow(1, t0, T_).copy_from(k.value());
+    cache->self_values(l).narrow(1, t0, T_).copy_from(v.value());
+    k = tape.constant(cache->self_keys(l).narrow(1, 0, t0 + T_));
+    v = tape.constant(cache->self_values(l).narrow(1, 0, t0 + T_));
+    key_padding = nullptr;  // decoded rows are all real tokens
+  }
   AttentionOptions attn_opt;
   attn_opt.causal = causal;
   attn_opt.key_padding = key_padding;
@@ -434,18 +491,23 @@ Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, 
 }
 
 // Cross-attention: queries from LN_c(x) [B,T,C], keys and values from the encoder's output
-// memory [B,S,C] (one fused projection), every real source token visible.
+// memory [B,S,C] (one fused projection) or from the cache's (start_decoding made them), every
+// real source token visible.
 template <typename T>
 Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memory, const BlockParams& blk,
                               AttentionShape shape, const ModelInput& in, const ForwardOptions& opt,
-                              const Var<T>& gates) {
-  const int64_t B = in.batch_size, T_ = in.seq_len, S = in.source_len, H = shape.heads, Hkv = shape.kv_heads;
+                              const Var<T>& gates, KvCache<T>* cache, int64_t l) {
+  const int64_t B = in.batch_size, T_ = in.seq_len, H = shape.heads, Hkv = shape.kv_heads;
   Var<T> q = reshape(norm_project(tape, x, blk.cross.ln, blk.cross.q), {B, T_, H, shape.d_head});
-  Var<T> kv = reshape(project(tape, memory, blk.cross.kv), {B, S, 2 * Hkv, shape.d_head});
   AttentionOptions attn_opt;
   attn_opt.causal = false;
-  attn_opt.key_padding = in.source_padding;
   attn_opt.keep_probs = opt.keep_probs;
+  if (cache != nullptr) {
+    attn_opt.key_padding = cache->source_padding();
+    return attention(q, tape.constant(cache->cross_keys(l)), tape.constant(cache->cross_values(l)), attn_opt, gates);
+  }
+  Var<T> kv = reshape(project(tape, memory, blk.cross.kv), {B, in.source_len, 2 * Hkv, shape.d_head});
+  attn_opt.key_padding = in.source_padding;
   return attention(q, slice(kv, 2, 0, Hkv), slice(kv, 2, Hkv, Hkv), attn_opt, gates);
 }
 

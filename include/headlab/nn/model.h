@@ -174,6 +174,9 @@ struct ModelOutput {
 };
 
 template <typename T>
+class KvCache;  // nn/kv_cache.h
+
+template <typename T>
 class Model {
  public:
   explicit Model(const ModelSpec& spec);
@@ -203,6 +206,16 @@ class Model {
   ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
                               const Var<T>& a = {});
 
+  // Incremental decoding with a KV cache (nn/kv_cache.h), grad off. start_decoding runs an
+  // encoder_decoder's encoder on `source` (source_tokens, source_padding, source_len; batch_size
+  // source rows, each decoded by cache.rows() / batch_size cache rows) and caches every decoder
+  // layer's cross-attention K/V; it forgets what the cache held. decode_step feeds input.seq_len
+  // new tokens per cache row at positions cache.length() onwards (input.tokens [rows, n]) and
+  // returns their logits [rows*n, V], as forward() computes them for those positions of the whole
+  // sequence (to float precision; the tests hold both to it).
+  void start_decoding(Tape<T>& tape, const ModelInput& source, KvCache<T>& cache);
+  ModelOutput<T> decode_step(Tape<T>& tape, const ModelInput& input, KvCache<T>& cache);
+
   // Of the last forward: each attention site's output (for attention_probs()), and the residual
   // stream entering each block of the (decoder) stack; undefined Vars below `layer` after
   // forward_from.
@@ -224,13 +237,16 @@ class Model {
   // The stages of forward(), in order: embeddings; per layer LN1 -> q/k/v -> attention, then
   // x + proj(a) and the MLP; the final LN and the head. `stream` numbers the dropout streams of
   // a block (its layer; the encoder's blocks come after the decoder's).
+  // Positions start at t0 (a cached decoding step's first new position).
   Var<T> embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t T_, int pos_emb, int64_t stream,
-               const ForwardOptions& options);
+               const ForwardOptions& options, int64_t t0);
+  // With a cache (decoding), layer l's cached keys and values take part.
   Var<T> attend(Tape<T>& tape, const Var<T>& x, const BlockParams& block, AttentionShape shape, bool causal,
-                const uint8_t* key_padding, const ForwardOptions& options, const Var<T>& gates);
+                const uint8_t* key_padding, const ForwardOptions& options, const Var<T>& gates, KvCache<T>* cache,
+                int64_t l);
   Var<T> cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memory, const BlockParams& block,
-                      AttentionShape shape, const ModelInput& input, const ForwardOptions& options,
-                      const Var<T>& gates);
+                      AttentionShape shape, const ModelInput& input, const ForwardOptions& options, const Var<T>& gates,
+                      KvCache<T>* cache, int64_t l);
   // x + dropout(proj(a)) for an attention output a [B,T,H,Dh].
   Var<T> add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream, int site,
                        const ForwardOptions& options);
@@ -238,14 +254,15 @@ class Model {
                  const ForwardOptions& options);
   ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input);
   // Blocks `first` .. n_layers-1 on x, then the output; `first_attention`, when defined, is block
-  // first's attention output.
+  // first's attention output; `memory` is an encoder_decoder's encoder output (or the cache holds
+  // its cross K/V).
   ModelOutput<T> forward_blocks(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
-                                const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention);
-  // encoder_decoder: the encoder over the source, m = LN_enc(blocks(embed(source))) [B,S,C];
-  // then the decoder blocks with cross-attention to m, and the output.
+                                const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention,
+                                const Var<T>& memory, KvCache<T>* cache);
+  Var<T> decoder_block(Tape<T>& tape, Var<T> x, int64_t layer, const ModelInput& input, const ForwardOptions& options,
+                       const Var<T>* gate_vars, const Var<T>& given_self, const Var<T>& memory, KvCache<T>* cache);
+  // encoder_decoder: the encoder over the source, m = LN_enc(blocks(embed(source))) [B,S,C].
   Var<T> encode(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options, const Var<T>* gate_vars);
-  ModelOutput<T> forward_encoder_decoder(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
-                                         const Var<T>* gate_vars);
 
   ModelSpec spec_;
   Parameters<T> params_;
