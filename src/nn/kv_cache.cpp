@@ -73,16 +73,18 @@ void KvCache<T>::reorder(const std::vector<int32_t>& parents) {
   for (int32_t p : parents)
     HEADLAB_CHECK(p >= 0 && p < rows_, "kv cache: parent row " << p << " is outside [0, " << rows_ << ")");
   if (length_ == 0) return;
-  // Each layer's filled rows through the scratch: row i of the result is row parents[i] of the old.
+  // Only rows whose parent is another row move: their new contents go to the scratch first (a
+  // parent may itself be overwritten), then into place. Greedy decoding never moves a row.
   for (std::vector<Tensor<T>>* tensors : {&self_k_, &self_v_})
     for (const Tensor<T>& t : *tensors) {
       const Tensor<T> filled = t.narrow(1, 0, length_);
       const int64_t per_row = length_ * t.size(2) * t.size(3);
+      const Shape row_shape{length_, t.size(2), t.size(3)};
       T* copy = static_cast<T*>(scratch_.data());
       for (int64_t r = 0; r < rows_; ++r)
-        Tensor<T>(copy + r * per_row, {length_, t.size(2), t.size(3)}).copy_from(filled.select(0, parents[r]));
+        if (parents[r] != r) Tensor<T>(copy + r * per_row, row_shape).copy_from(filled.select(0, parents[r]));
       for (int64_t r = 0; r < rows_; ++r)
-        filled.select(0, r).copy_from(Tensor<T>(copy + r * per_row, {length_, t.size(2), t.size(3)}));
+        if (parents[r] != r) filled.select(0, r).copy_from(Tensor<T>(copy + r * per_row, row_shape));
     }
 }
 

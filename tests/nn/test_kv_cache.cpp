@@ -67,7 +67,7 @@ double max_abs_difference(const std::vector<double>& a, const std::vector<double
 
 }  // namespace
 
-TEST_CASE("cached decoding gives the whole-sequence forward's logits, token by token or in chunks", "[nn][decode]") {
+TEST_CASE("cached decoding gives the whole-sequence forward's logits, token by token or in chunks", "[nn][kv_cache]") {
   const bool seq2seq = GENERATE(true, false);
   ModelSpec spec = seq2seq ? tiny_seq2seq_spec(2, 4, 4, 2) : tiny_spec(ModelKind::decoder, 4, 2);
   spec.positions = GENERATE(Positions::learned, Positions::sinusoidal);
@@ -82,7 +82,7 @@ TEST_CASE("cached decoding gives the whole-sequence forward's logits, token by t
   CHECK(max_abs_difference(cached_logits(model, batch, chunks), want) <= 1e-12);
 }
 
-TEST_CASE("a reordered cache continues the sequences of its new parents", "[nn][decode]") {
+TEST_CASE("a reordered cache continues the sequences of its new parents", "[nn][kv_cache]") {
   // Rows 0 and 1 decode the same source (beam search's two beams of one sentence); after two
   // tokens row 0 takes row 1's history. Its next logits must be those of row 1's prefix followed
   // by row 0's next token.
@@ -117,7 +117,7 @@ TEST_CASE("a reordered cache continues the sequences of its new parents", "[nn][
   for (int64_t v = 0; v < V; ++v) CHECK(std::abs(got(0, v) - want[static_cast<size_t>(2 * V + v)]) <= 1e-12);
 }
 
-TEST_CASE("decoding refuses grad, a full cache and a missing source with one line", "[nn][decode]") {
+TEST_CASE("decoding refuses grad, a full cache and a missing source with one line", "[nn][kv_cache]") {
   const ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 2);
   Model<double> model(spec);
   TinyBatch batch(spec, 2);

@@ -1,0 +1,41 @@
+// Translation by greedy or beam search over an encoder_decoder, with the KV cache (nn/kv_cache.h):
+// the encoder runs once per sentence, and each target token costs one cached decoder step.
+// Beam search follows fairseq's: each step extends every live hypothesis by every token, keeps
+// the 2 x beam best candidates per sentence, moves those of the top beam ending in </s> to the
+// finished list (scored sum log p / length^length_penalty, the length counting </s>) and continues the beam
+// best others; a sentence stops once it has beam finished hypotheses, or at its length limit,
+// where its live hypotheses finish as they are. beam = 1 is greedy decoding. Ties go to the
+// lower (beam, token) index, so results are deterministic.
+//   std::vector<std::vector<int32_t>> out = translate(model, sources, {.bos = 2, .eos = 3, .pad = 0}, {.beam = 5});
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headlab/nn/model.h"
+
+namespace headlab {
+
+struct SpecialIds {
+  int32_t bos = -1, eos = -1, pad = -1;
+};
+
+struct SearchOptions {
+  int64_t beam = 1;             // 1 = greedy
+  double length_penalty = 1.0;  // fairseq's lenpen: 0 = raw sum of log p, 1 = mean per token
+  // At most max_len_a * source tokens + max_len_b target tokens, and what max_seq_len allows.
+  double max_len_a = 1.5;
+  int64_t max_len_b = 10;
+  int64_t batch_sentences = 32;  // sentences decoded side by side (beam rows each)
+};
+
+// The target tokens (without <s> and </s>) of each source row. A source row is the token ids the
+// model was trained to read (the dataset's source rows: the sentence's ids and </s>), unpadded.
+// Throws headlab::Error on a beam size below 1, an empty source, or a model without a source.
+std::vector<std::vector<int32_t>> translate(Model<float>& model, const std::vector<std::vector<int32_t>>& sources,
+                                            const SpecialIds& ids, const SearchOptions& options);
+
+// The length limit a source of `source_tokens` tokens gets (counting </s>), for tests and docs.
+int64_t max_target_tokens(const ModelSpec& spec, int64_t source_tokens, const SearchOptions& options);
+
+}  // namespace headlab

@@ -1,0 +1,128 @@
+// Greedy and beam search (decode/search.h) against references that recompute the whole sequence
+// at every step: a greedy loop, and an exhaustive search over every short target.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "headlab/decode/search.h"
+#include "headlab/nn/model.h"
+#include "support/tiny_model.h"
+
+using namespace headlab;
+
+using test::randomize;
+using test::tiny_seq2seq_spec;
+
+namespace {
+
+constexpr SpecialIds kIds{.bos = 2, .eos = 3, .pad = 0};
+
+// log p(token | target prefix) for every token, by the whole-sequence forward on <s> + prefix.
+std::vector<double> next_log_probs(Model<float>& model, const std::vector<int32_t>& source,
+                                   const std::vector<int32_t>& prefix) {
+  std::vector<int32_t> tokens = {kIds.bos};
+  tokens.insert(tokens.end(), prefix.begin(), prefix.end());
+  ModelInput in{1, static_cast<int64_t>(tokens.size()), tokens.data(), nullptr, nullptr};
+  in.source_len = static_cast<int64_t>(source.size());
+  in.source_tokens = source.data();
+  Arena arena;
+  Tape<float> tape(arena);
+  NoGradGuard<float> no_grad(tape);
+  const Tensor<float> logits = model.forward(tape, in, {}).logits.value();
+  const int64_t V = logits.size(1), last = static_cast<int64_t>(prefix.size());
+  double max = logits(last, 0), sum = 0;
+  for (int64_t v = 0; v < V; ++v) max = std::max(max, static_cast<double>(logits(last, v)));
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(logits(last, v) - max);
+  std::vector<double> out(static_cast<size_t>(V));
+  for (int64_t v = 0; v < V; ++v) out[static_cast<size_t>(v)] = logits(last, v) - max - std::log(sum);
+  return out;
+}
+
+std::vector<std::vector<int32_t>> test_sources() {
+  return {{5, 6, 7, 3}, {8, 3}, {4, 9, 10, 5, 6, 3}, {7, 7, 3}};
+}
+
+}  // namespace
+
+TEST_CASE("greedy search picks the argmax of the whole-sequence forward at every step", "[decode]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 1);
+  Model<float> model(spec);
+  randomize(model, 31);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  const SearchOptions options{.beam = 1, .max_len_a = 1.0, .max_len_b = 2};
+  const std::vector<std::vector<int32_t>> got = translate(model, sources, kIds, options);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    INFO("source " << i);
+    std::vector<int32_t> want;
+    const int64_t limit = max_target_tokens(spec, static_cast<int64_t>(sources[i].size()), options);
+    for (int64_t step = 0; step < limit; ++step) {
+      const std::vector<double> logp = next_log_probs(model, sources[i], want);
+      int32_t best = step + 1 == limit ? kIds.eos : 0;  // the last step can only end the sentence
+      if (step + 1 < limit)
+        for (size_t v = 1; v < logp.size(); ++v)
+          if (logp[v] > logp[static_cast<size_t>(best)]) best = static_cast<int32_t>(v);
+      if (best == kIds.eos) break;
+      want.push_back(best);
+    }
+    CHECK(got[i] == want);
+  }
+}
+
+TEST_CASE("beam search as wide as every hypothesis finds the exhaustive search's best target", "[decode]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 2);
+  Model<float> model(spec);
+  randomize(model, 37);
+  const double lenpen = GENERATE(0.0, 1.0);
+  // Targets of at most 3 tokens (counting </s>): 1 + 11 + 121 hypotheses, all kept by beam 121.
+  const SearchOptions wide{.beam = 121, .length_penalty = lenpen, .max_len_a = 0.0, .max_len_b = 3};
+  for (const std::vector<int32_t>& source : test_sources()) {
+    double best_score = -INFINITY;
+    std::vector<int32_t> best;
+    std::function<void(std::vector<int32_t>&, double)> search = [&](std::vector<int32_t>& prefix, double sum) {
+      const std::vector<double> logp = next_log_probs(model, source, prefix);
+      const double ended = (sum + logp[kIds.eos]) / std::pow(static_cast<double>(prefix.size() + 1), lenpen);
+      if (ended > best_score) best_score = ended, best = prefix;
+      if (prefix.size() + 1 == 3) return;
+      for (int32_t v = 0; v < static_cast<int32_t>(logp.size()); ++v) {
+        if (v == kIds.eos) continue;
+        prefix.push_back(v);
+        search(prefix, sum + logp[static_cast<size_t>(v)]);
+        prefix.pop_back();
+      }
+    };
+    std::vector<int32_t> prefix;
+    search(prefix, 0.0);
+    INFO("length penalty " << lenpen);
+    CHECK(translate(model, {source}, kIds, wide)[0] == best);
+  }
+}
+
+TEST_CASE("beam search is deterministic and does not depend on how sentences are batched", "[decode]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 1);
+  Model<float> model(spec);
+  randomize(model, 41);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  SearchOptions options{.beam = 3, .max_len_a = 1.0, .max_len_b = 3};
+  const std::vector<std::vector<int32_t>> together = translate(model, sources, kIds, options);
+  CHECK(translate(model, sources, kIds, options) == together);
+  options.batch_sentences = 1;
+  CHECK(translate(model, sources, kIds, options) == together);
+  options.batch_sentences = 32;
+  options.beam = 1;
+  const std::vector<std::vector<int32_t>> greedy = translate(model, sources, kIds, options);
+  options.batch_sentences = 2;
+  CHECK(translate(model, sources, kIds, options) == greedy);
+}
+
+TEST_CASE("translate refuses a beam of 0, an empty source and a decoder-only model with one line", "[decode]") {
+  Model<float> model(tiny_seq2seq_spec(2, 2, 2, 2));
+  REQUIRE_THROWS_WITH(translate(model, {{4, 3}}, kIds, {.beam = 0}),
+                      "translate: the beam size must be at least 1, got 0");
+  REQUIRE_THROWS_WITH(translate(model, {{}}, kIds, {}),
+                      "translate: source 0 has 0 tokens; it needs 1 to max_seq_len=8");
+  Model<float> decoder(test::tiny_spec(ModelKind::decoder, 2, 2));
+  REQUIRE_THROWS_WITH(translate(decoder, {{4, 3}}, kIds, {}),
+                      "translate: the model is a decoder, not an encoder_decoder");
+}
