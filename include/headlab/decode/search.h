@@ -2,8 +2,8 @@
 // the encoder runs once per sentence, and each target token costs one cached decoder step.
 // Beam search follows fairseq's: each step extends every live hypothesis by every token, keeps
 // the 2 x beam best candidates per sentence, moves those of the top beam ending in </s> to the
-// finished list (scored sum log p / length^length_penalty, the length counting </s>) and continues the beam
-// best others; a sentence stops once it has beam finished hypotheses, or at its length limit,
+// finished list (scored sum log p / length^length_penalty, the length counting </s>) and
+// continues the beam best others; a sentence stops once it has beam finished hypotheses, or at its length limit,
 // where its live hypotheses finish as they are. beam = 1 is greedy decoding. Ties go to the
 // lower (beam, token) index, so results are deterministic.
 //   std::vector<std::vector<int32_t>> out = translate(model, sources, {.bos = 2, .eos = 3, .pad = 0}, {.beam = 5});
