@@ -110,8 +110,8 @@ TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train 
   for (auto [layer, head] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}})
     model.gates().value(layer)(head) = 0.0f;
   const std::string masked = (s.dir / "masked.h5").string(), pruned = (s.dir / "pruned.h5").string();
-  save_training_checkpoint(masked, config, model, nullptr, progress);
-  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step);
+  save_training_checkpoint(masked, config, model, nullptr, progress, nullptr);
+  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step, nullptr);
 
   const auto eval_masked = run_headlab({"eval", masked, "--split", "test"}, s.dir / "eval_masked.log");
   const auto eval_pruned = run_headlab({"eval", pruned, "--split", "test"}, s.dir / "eval_pruned.log");
