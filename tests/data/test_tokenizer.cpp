@@ -97,6 +97,10 @@ TEST_CASE("sentencepiece training is deterministic and round-trips its text", "[
     CHECK(ids.size() < text.size() / 2);  // subwords, not characters
     CHECK(a->decode(ids) == text);
     for (int32_t id : ids) CHECK((id >= 4 && id < a->vocab_size()));
+    // Token by token, the pieces decode to the same text (headlab sample prints them so).
+    std::string piece_by_piece;
+    for (int32_t id : ids) piece_by_piece += a->decode(&id, 1);
+    CHECK(piece_by_piece == text);
     // The newline is its own piece.
     std::vector<int32_t> newline;
     a->encode("\n", newline);
