@@ -279,7 +279,7 @@ TEST_CASE("sample on a model of a generated task says so in one line", "[cli]") 
   CHECK(r.code == 2);
   CHECK(count_lines(r.output) == 1);
   CHECK_THAT(r.output, Catch::Contains("trained on data.task = k_relation (vocab 8)") &&
-                           Catch::Contains("sample generates text from byte-level text decoders only"));
+                           Catch::Contains("sample generates text from text decoders only"));
 }
 
 TEST_CASE("info --keys lists every config key with its type, default and meaning", "[cli]") {

@@ -181,3 +181,26 @@ TEST_CASE("a corrupt sentencepiece model is one error naming where it came from"
   }
   CHECK(refused > 0);
 }
+
+// tests/fuzz/corpus/fuzz_tokenizer_model: a unigram and a BPE model, as runs store them.
+const std::filesystem::path kFuzzSeeds = std::filesystem::path(HEADLAB_SOURCE_DIR) / "tests/fuzz/corpus/fuzz_tokenizer_model";
+
+TEST_CASE("writes the fuzz_tokenizer_model seed corpus", "[.make_fuzz_seeds]") {
+  std::filesystem::create_directories(kFuzzSeeds);
+  for (const std::string model_type : {"unigram", "bpe"}) {
+    const std::string bytes = make_tokenizer(sentencepiece_options(60, model_type), kjv_like_lines(100, 6))->serialized();
+    std::ofstream(kFuzzSeeds / (model_type + "_60.model"), std::ios::binary).write(bytes.data(), bytes.size());
+  }
+}
+
+TEST_CASE("the committed fuzz seeds are models this build loads", "[data][tokenizer]") {
+  int seeds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kFuzzSeeds)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    INFO(entry.path().string());
+    CHECK(load_tokenizer("sentencepiece", bytes, entry.path().string())->vocab_size() == 60);
+    ++seeds;
+  }
+  CHECK(seeds == 2);
+}

@@ -50,7 +50,8 @@ using IntList = std::vector<int64_t>;
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
   X(task, std::string, "text", one_of(task_choices()),                                                                \
-    "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")               \
+    "what to train on: text = next token of data.path (data.tokenizer); the others are generated tasks "              \
+    "(docs/config.md)")                                                                                               \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
     "exported once per user to the cache")                                                                            \
