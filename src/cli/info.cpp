@@ -133,15 +133,15 @@ void add_model_json(JsonObject& out, const Config& config, const Model<float>& m
   params.integer("total", model.params().count());
   for (const auto& [label, count] : parameter_counts(model)) params.integer(count.first.key, count.second);
   out.raw("model", m.str())
-      .raw("data", JsonObject()
-                       .text("task", config.data.task)
-                       .integer("seq_len", config.data.seq_len)
-                       .raw("tokenizer", tokenizer ? JsonObject()
-                                                         .text("kind", tokenizer->kind)
-                                                         .integer("vocab_size", tokenizer->vocab_size)
-                                                         .str()
-                                                   : "null")
-                       .str())
+      .raw("data",
+           JsonObject()
+               .text("task", config.data.task)
+               .integer("seq_len", config.data.seq_len)
+               .raw("tokenizer",
+                    tokenizer
+                        ? JsonObject().text("kind", tokenizer->kind).integer("vocab_size", tokenizer->vocab_size).str()
+                        : "null")
+               .str())
       .raw("parameters", params.str())
       .raw("head_gates", JsonObject().raw("active", json_list(active)).raw("values", json_list(gates)).str());
 }

@@ -17,7 +17,7 @@ namespace headlab {
 
 namespace {
 
-constexpr int64_t kMinVocab = 8;    // the 4 specials, the newline and a few pieces
+constexpr int64_t kMinVocab = 8;        // the 4 specials, the newline and a few pieces
 constexpr const char* kNewline = "\n";  // a user-defined piece: lines are encoded apart, joined by it
 
 // The trainer's message without its source location ("Internal: ./src/x.cc(660) [(a) == (b)] Why").
@@ -36,7 +36,8 @@ std::optional<long long> number_after(const std::string& text, const std::string
   if (at == std::string::npos) return std::nullopt;
   size_t i = at + marker.size(), digits = 0;
   long long value = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 18) value = value * 10 + (text[i++] - '0'), ++digits;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9' && digits < 18)
+    value = value * 10 + (text[i++] - '0'), ++digits;
   if (digits == 0) return std::nullopt;
   return value;
 }
@@ -104,8 +105,10 @@ struct WireReader {
     if (in.empty() || !varint(key)) return false;
     number = static_cast<uint32_t>(key >> 3), wire = key & 7;
     switch (wire) {
-      case 0: return varint(value);
-      case 1: case 5: {
+      case 0:
+        return varint(value);
+      case 1:
+      case 5: {
         const size_t n = wire == 1 ? 8 : 4;
         if (in.size() < n) return ok = false;
         in.remove_prefix(n);
@@ -116,7 +119,8 @@ struct WireReader {
         bytes = in.substr(0, value);
         in.remove_prefix(value);
         return true;
-      default: return ok = false;  // groups (3, 4) are not in sentencepiece's schema
+      default:
+        return ok = false;  // groups (3, 4) are not in sentencepiece's schema
     }
   }
 };
@@ -139,7 +143,8 @@ std::string model_proto_problem(std::string_view model) {
     while (inner.field(n, w, v, b)) {
       if (number == 2 && n == 3 && w == 0 && v != 1 && v != 2)
         return concat("its model type is ", v, ", not unigram (1) or bpe (2)");
-      if (number != 2 && n == 2 && w == 2 && !b.empty()) return "its normalizer has a character map (headlab's have none)";
+      if (number != 2 && n == 2 && w == 2 && !b.empty())
+        return "its normalizer has a character map (headlab's have none)";
     }
     if (!inner.ok) return "it is not a sentencepiece model (malformed protobuf)";
   }

@@ -133,7 +133,8 @@ bool names_bible_cache(const std::string& path, const std::string& cache_path) {
 
 // The text tokenizer `options` names, sentencepiece trained on the lines of `train_block`.
 std::unique_ptr<Tokenizer> make_text_tokenizer(const TextOptions& options, std::string_view train_block) {
-  TokenizerOptions t{.kind = options.tokenizer, .vocab_size = options.vocab_size, .model_type = options.tokenizer_model};
+  TokenizerOptions t{
+      .kind = options.tokenizer, .vocab_size = options.vocab_size, .model_type = options.tokenizer_model};
   std::vector<std::string> lines;
   if (t.kind == "sentencepiece") {
     for (size_t at = 0; at < train_block.size();) {
@@ -250,11 +251,11 @@ TextDataset::TextDataset(const TextOptions& options)
     const ByteRange r = split_bytes(split);
     return std::string_view(reinterpret_cast<const char*>(bytes.data()) + r.begin, static_cast<size_t>(r.size()));
   };
-  tokenizer_ = options.stored_tokenizer ? options.stored_tokenizer
-                                        : make_text_tokenizer(options, block_text(Split::train));
-  HEADLAB_CHECK(tokenizer_->kind() == options.tokenizer,
-                "text dataset: the stored tokenizer is " << tokenizer_->kind() << ", data.tokenizer is "
-                                                         << options.tokenizer);
+  tokenizer_ =
+      options.stored_tokenizer ? options.stored_tokenizer : make_text_tokenizer(options, block_text(Split::train));
+  HEADLAB_CHECK(tokenizer_->kind() == options.tokenizer, "text dataset: the stored tokenizer is "
+                                                             << tokenizer_->kind() << ", data.tokenizer is "
+                                                             << options.tokenizer);
   std::vector<int32_t> block_tokens;
   for (Split split : {Split::train, Split::val, Split::test}) {
     tokenizer_->encode(block_text(split), block_tokens);
@@ -264,11 +265,10 @@ TextDataset::TextDataset(const TextOptions& options)
   }
   for (Split split : {Split::train, Split::val, Split::test}) {
     const ByteRange r = split_range(split), b = split_bytes(split);
-    HEADLAB_CHECK(r.size() >= seq_len_ + 1, "text dataset: " << path_ << " is too short for seq_len=" << seq_len_
-                                                             << ": its " << split_name(split) << " block (bytes "
-                                                             << b.begin << ".." << b.end << " of " << n << ") has "
-                                                             << r.size() << " " << unit(*tokenizer_)
-                                                             << ", needs at least " << seq_len_ + 1);
+    HEADLAB_CHECK(r.size() >= seq_len_ + 1,
+                  "text dataset: " << path_ << " is too short for seq_len=" << seq_len_ << ": its " << split_name(split)
+                                   << " block (bytes " << b.begin << ".." << b.end << " of " << n << ") has "
+                                   << r.size() << " " << unit(*tokenizer_) << ", needs at least " << seq_len_ + 1);
   }
   // Eval tile k goes to position (k * stride) mod W; a stride near W / golden ratio that is
   // coprime with W makes this a permutation whose every prefix is spread over the block.

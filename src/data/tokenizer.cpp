@@ -15,7 +15,7 @@ std::unique_ptr<Tokenizer> load_sentencepiece(const std::string& serialized, con
 namespace {
 
 constexpr int32_t kBytePad = 256, kByteBos = 257, kByteEos = 258;
-constexpr const char* kBytesPlain = "bytes", *kBytesWithSpecials = "bytes+specials";
+constexpr const char *kBytesPlain = "bytes", *kBytesWithSpecials = "bytes+specials";
 
 class ByteTokenizer final : public Tokenizer {
  public:

@@ -317,7 +317,8 @@ void validate_config(const Config& config, const Origins& origins) {
          {"data.tokenizer", "data.task"}, origins);
   if (d.tokenizer == "sentencepiece" && d.vocab_size < 8)
     fail(concat("data.tokenizer=sentencepiece needs data.vocab_size (its vocabulary, at least 8, at most "
-                "model.vocab_size=", m.vocab_size, "); got ", d.vocab_size),
+                "model.vocab_size=",
+                m.vocab_size, "); got ", d.vocab_size),
          {"data.vocab_size", "data.tokenizer"}, origins);
   for (int64_t offset : d.offsets)
     if (d.task == "k_relation" && offset >= d.seq_len)

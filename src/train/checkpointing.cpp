@@ -12,7 +12,7 @@ namespace headlab {
 
 namespace {
 constexpr const char* kModelPrefix = "model/";
-constexpr const char* kTokenizerKind = "tokenizer", *kTokenizerModel = "tokenizer/model";
+constexpr const char *kTokenizerKind = "tokenizer", *kTokenizerModel = "tokenizer/model";
 
 // Refuses, before anything is allocated, a file whose model datasets are not exactly those of
 // the model `config` describes (names and shapes from the spec alone): a config attribute
@@ -102,20 +102,20 @@ std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const std::string& path, c
   CheckpointReader r(path);
   r.require_kind(FileKind::checkpoint);
   if (!r.has_attr(kTokenizerKind)) {  // written before checkpoints stored their tokenizer: bytes
-    HEADLAB_CHECK(config.data.tokenizer == "bytes", path << ": stores no tokenizer, but its config has data.tokenizer = "
-                                                         << config.data.tokenizer);
+    HEADLAB_CHECK(config.data.tokenizer == "bytes",
+                  path << ": stores no tokenizer, but its config has data.tokenizer = " << config.data.tokenizer);
     return byte_tokenizer(false);
   }
   const std::string kind = r.string_attr(kTokenizerKind);
-  HEADLAB_CHECK(r.has(kTokenizerModel) && r.dtype(kTokenizerModel) == ArrayDType::uint8 &&
-                    r.shape(kTokenizerModel).rank == 1,
-                path << ": has a tokenizer attribute but no " << kTokenizerModel << " bytes");
+  HEADLAB_CHECK(
+      r.has(kTokenizerModel) && r.dtype(kTokenizerModel) == ArrayDType::uint8 && r.shape(kTokenizerModel).rank == 1,
+      path << ": has a tokenizer attribute but no " << kTokenizerModel << " bytes");
   const std::vector<uint8_t> bytes = r.read_array<uint8_t>(kTokenizerModel);
   std::shared_ptr<const Tokenizer> tokenizer =
       load_tokenizer(kind, std::string(bytes.begin(), bytes.end()), concat(path, " (", kTokenizerModel, ")"));
-  HEADLAB_CHECK(config.data.tokenizer == tokenizer->kind(), path << ": stores a " << tokenizer->kind()
-                                                                 << " tokenizer, but data.tokenizer = "
-                                                                 << config.data.tokenizer);
+  HEADLAB_CHECK(
+      config.data.tokenizer == tokenizer->kind(),
+      path << ": stores a " << tokenizer->kind() << " tokenizer, but data.tokenizer = " << config.data.tokenizer);
   HEADLAB_CHECK(tokenizer->vocab_size() <= config.model.vocab_size,
                 path << ": its " << tokenizer->kind() << " tokenizer has " << tokenizer->vocab_size()
                      << " tokens, more than model.vocab_size = " << config.model.vocab_size);

@@ -16,11 +16,11 @@ namespace {
 
 // Seeded verses in the King James style: words, commas, colons, a full stop per verse.
 std::vector<std::string> kjv_like_lines(int n, uint64_t seed) {
-  static const char* words[] = {"And",   "God",     "said",  "Let",    "there", "be",     "light", "and",   "was",
-                                "the",   "earth",   "waters", "heaven", "upon", "face",   "of",    "deep",  "unto",
-                                "him",   "them",    "his",   "Lord",   "shall", "thou",   "thy",   "that",  "which",
-                                "came",  "to",      "pass",  "in",     "those", "days",   "Israel", "king", "people",
-                                "house", "children", "hath", "spake",  "Moses", "saying", "behold", "I",   "am"};
+  static const char* words[] = {"And",   "God",      "said",   "Let",    "there", "be",     "light",  "and",  "was",
+                                "the",   "earth",    "waters", "heaven", "upon",  "face",   "of",     "deep", "unto",
+                                "him",   "them",     "his",    "Lord",   "shall", "thou",   "thy",    "that", "which",
+                                "came",  "to",       "pass",   "in",     "those", "days",   "Israel", "king", "people",
+                                "house", "children", "hath",   "spake",  "Moses", "saying", "behold", "I",    "am"};
   std::mt19937_64 rng(seed);
   std::vector<std::string> lines;
   for (int i = 0; i < n; ++i) {
@@ -139,7 +139,8 @@ TEST_CASE("sentencepiece refuses a vocabulary it cannot make, saying what to set
     } catch (const Error& e) {
       const std::string what = e.what();
       INFO(what);
-      CHECK_THAT(what, Catch::StartsWith("data.vocab_size=5000 is more than") && Catch::Contains("lower it to at most"));
+      CHECK_THAT(what,
+                 Catch::StartsWith("data.vocab_size=5000 is more than") && Catch::Contains("lower it to at most"));
       CHECK(what.find('\n') == std::string::npos);
       // The size it names trains.
       const int64_t at_most = std::atoll(what.substr(what.rfind(' ') + 1).c_str());
@@ -183,12 +184,14 @@ TEST_CASE("a corrupt sentencepiece model is one error naming where it came from"
 }
 
 // tests/fuzz/corpus/fuzz_tokenizer_model: a unigram and a BPE model, as runs store them.
-const std::filesystem::path kFuzzSeeds = std::filesystem::path(HEADLAB_SOURCE_DIR) / "tests/fuzz/corpus/fuzz_tokenizer_model";
+const std::filesystem::path kFuzzSeeds =
+    std::filesystem::path(HEADLAB_SOURCE_DIR) / "tests/fuzz/corpus/fuzz_tokenizer_model";
 
 TEST_CASE("writes the fuzz_tokenizer_model seed corpus", "[.make_fuzz_seeds]") {
   std::filesystem::create_directories(kFuzzSeeds);
   for (const std::string model_type : {"unigram", "bpe"}) {
-    const std::string bytes = make_tokenizer(sentencepiece_options(60, model_type), kjv_like_lines(100, 6))->serialized();
+    const std::string bytes =
+        make_tokenizer(sentencepiece_options(60, model_type), kjv_like_lines(100, 6))->serialized();
     std::ofstream(kFuzzSeeds / (model_type + "_60.model"), std::ios::binary).write(bytes.data(), bytes.size());
   }
 }

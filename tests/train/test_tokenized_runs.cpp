@@ -22,9 +22,10 @@ namespace {
 
 // Seeded verses of a few dozen words: a corpus a small sentencepiece vocabulary covers.
 std::string verses(int n, uint64_t seed) {
-  static const char* words[] = {"And", "God", "said", "let", "there", "be", "light", "and", "was", "the", "earth",
-                                "waters", "heaven", "upon", "face", "of", "deep", "unto", "him", "them", "his",
-                                "Lord", "shall", "thou", "that", "which", "came", "to", "pass", "in", "days"};
+  static const char* words[] = {"And",  "God",   "said",  "let",    "there",  "be",   "light", "and",
+                                "was",  "the",   "earth", "waters", "heaven", "upon", "face",  "of",
+                                "deep", "unto",  "him",   "them",   "his",    "Lord", "shall", "thou",
+                                "that", "which", "came",  "to",     "pass",   "in",   "days"};
   std::mt19937_64 rng(seed);
   std::string text;
   for (int i = 0; i < n; ++i) {
@@ -61,8 +62,7 @@ EvalStats evaluate_checkpoint(const std::string& path, const std::vector<std::st
 
 }  // namespace
 
-TEST_CASE("a sentencepiece text run stores its tokenizer, and its checkpoints evaluate with it",
-          "[train][tokenizer]") {
+TEST_CASE("a sentencepiece text run stores its tokenizer, and its checkpoints evaluate with it", "[train][tokenizer]") {
   test::ScratchDir s("tokenized_run");
   const Config c = sentencepiece_config(s);
   const RunResult r = run_training(c, quiet_run(s.dir / "run"));
@@ -135,7 +135,7 @@ TEST_CASE("bits per byte with sentencepiece is the split's nats over its bytes",
   const EvalStats e = evaluate(model, *dataset, Split::val, 0, batch, tape);
   const double V = static_cast<double>(c.model.vocab_size);
   CHECK(e.loss == Approx(std::log(V)).epsilon(1e-6));
-  CHECK(e.bits_per_byte == Approx(static_cast<double>(ids.size()) * std::log(V) / std::log(2.0) /
-                                  static_cast<double>(bytes.size()))
-                               .epsilon(1e-6));
+  CHECK(e.bits_per_byte ==
+        Approx(static_cast<double>(ids.size()) * std::log(V) / std::log(2.0) / static_cast<double>(bytes.size()))
+            .epsilon(1e-6));
 }

@@ -274,7 +274,8 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
   // A config that differs in more than the heads does not describe the model.
   Config other = c;
   other.model.d_model = 64;
-  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42, nullptr), Catch::Contains("does not describe this model"));
+  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42, nullptr),
+                    Catch::Contains("does not describe this model"));
 }
 
 TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero optimizer moments",

@@ -56,8 +56,8 @@ struct TextOptions {
   uint64_t seed = 0;               // data.seed
   double train_fraction = 0.90;    // the test block gets 1 - train - val
   double val_fraction = 0.05;
-  std::string bible_cache;    // where "bible" is exported to; "" = bible_cache_path()
-  bool require_utf8 = false;  // data.require_utf8: the whole file valid UTF-8, no NUL byte
+  std::string bible_cache;                  // where "bible" is exported to; "" = bible_cache_path()
+  bool require_utf8 = false;                // data.require_utf8: the whole file valid UTF-8, no NUL byte
   std::string tokenizer = "bytes";          // data.tokenizer: bytes | sentencepiece
   std::string tokenizer_model = "unigram";  // data.tokenizer_model: unigram | bpe (sentencepiece)
   int64_t vocab_size = 0;                   // data.vocab_size: sentencepiece's pieces, specials included

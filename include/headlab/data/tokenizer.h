@@ -1,7 +1,13 @@
 // Tokenizers: text <-> token ids. Two kinds behind one interface, named by data.tokenizer:
 //   bytes          id = byte (0..255); with specials, 256 = <pad>, 257 = <s>, 258 = </s>
 //   sentencepiece  a unigram or BPE model (libsentencepiece) trained on the training split only,
-//                  ids 0 = <pad>, 1 = <unk>, 2 = <s>, 3 = </s>, then the pieces
+//                  ids 0 = <pad>, 1 = <unk>, 2 = <s>, 3 = </s>, then the pieces ("\n" one of
+//                  them: lines are encoded one by one). No normalization and no whitespace
+//                  clean-up, so decode(encode(x)) == x for UTF-8 text whose characters all occur
+//                  in the training text, spaces and runs of them included. What does not
+//                  round-trip: a character the training text lacks becomes <unk> (a run of them
+//                  one <unk>), which decodes as " \u2047 "; bytes that are not UTF-8. The trainer
+//                  skips training lines over 4192 bytes.
 // A tokenizer is rebuilt from two strings, kind() and serialized(), which every checkpoint and run
 // folder stores, so a checkpoint alone can encode and decode (load_tokenizer).
 //   std::unique_ptr<Tokenizer> tok = make_tokenizer({.kind = "sentencepiece", .vocab_size = 4000}, lines);
@@ -42,10 +48,10 @@ class Tokenizer {
 };
 
 struct TokenizerOptions {
-  std::string kind = "bytes";           // data.tokenizer: bytes | sentencepiece
-  int64_t vocab_size = 0;               // sentencepiece: pieces including the 4 specials
-  std::string model_type = "unigram";   // sentencepiece: unigram | bpe
-  bool specials = false;                // bytes: add <pad> <s> </s> (256..258), as translation needs
+  std::string kind = "bytes";          // data.tokenizer: bytes | sentencepiece
+  int64_t vocab_size = 0;              // sentencepiece: pieces including the 4 specials
+  std::string model_type = "unigram";  // sentencepiece: unigram | bpe
+  bool specials = false;               // bytes: add <pad> <s> </s> (256..258), as translation needs
 };
 
 // The tokenizer `options` names; sentencepiece is trained on `training_text` (one sentence per
