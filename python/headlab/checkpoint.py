@@ -27,6 +27,7 @@ FILE_KINDS = {
     "attention": "an attention dump (written by headlab analyze --dump-example or --prompt)",
 }
 MODEL_PREFIX = "model/"
+TOKENIZER_MODEL = "tokenizer/model"  # the text tokenizer's model bytes; attribute "tokenizer" is its kind
 
 # The run attributes headlab's reader requires (load_training_checkpoint), with the values a
 # checkpoint without training progress carries (a pruned one: save_pruned_checkpoint).
@@ -120,12 +121,15 @@ class Checkpoint:
     spec:   the architecture with derived values (model_spec(config));
     params: model tensors by name without the "model/" prefix, float32 numpy arrays, gates included;
     attrs:  the root attributes (strings, ints, floats), `config` among them;
-    optim:  the optimizer datasets (optim/...), kept only when load_checkpoint(optimizer=True).
+    optim:  the optimizer datasets (optim/...), kept only when load_checkpoint(optimizer=True);
+    tokenizer: the text tokenizer's model (dataset tokenizer/model, of kind attrs["tokenizer"]:
+            a sentencepiece model proto, or b"bytes"), None when the file stores none.
     """
     config: dict
     params: dict
     attrs: dict = field(default_factory=dict)
     optim: dict = field(default_factory=dict)
+    tokenizer: bytes | None = None
 
     @property
     def spec(self) -> dict:
@@ -166,7 +170,8 @@ def load_checkpoint(path: str, optimizer: bool = False) -> Checkpoint:
     config = tomllib.loads(attrs["config"])
     params = {k[len(MODEL_PREFIX):]: v for k, v in tensors.items() if k.startswith(MODEL_PREFIX)}
     optim = {k: v for k, v in tensors.items() if k.startswith("optim/")} if optimizer else {}
-    ckpt = Checkpoint(config=config, params=params, attrs=attrs, optim=optim)
+    tokenizer = tensors[TOKENIZER_MODEL].tobytes() if TOKENIZER_MODEL in tensors else None
+    ckpt = Checkpoint(config=config, params=params, attrs=attrs, optim=optim, tokenizer=tokenizer)
     check_params(ckpt.spec, params, path)
     return ckpt
 
@@ -255,6 +260,10 @@ def save_checkpoint(path: str, ckpt: Checkpoint, optimizer: bool = False) -> Non
         attrs.pop("optimizer_steps", None)
     datasets = {MODEL_PREFIX + k: np.ascontiguousarray(v, dtype=np.float32) for k, v in ckpt.params.items()}
     datasets.update(optim)
+    if ckpt.tokenizer is not None and "tokenizer" in attrs:
+        datasets[TOKENIZER_MODEL] = np.frombuffer(ckpt.tokenizer, dtype=np.uint8)
+    else:  # the kind without its model would be refused
+        attrs.pop("tokenizer", None)
     tmp = f"{path}.tmp.{os.getpid()}"  # headlab's temp name: prune_checkpoints clears it if we die
     try:
         with h5py.File(tmp, "w", libver=("v110", "v110")) as f:

@@ -58,6 +58,8 @@ class TextData:
 
     def __init__(self, config: dict):
         d = config.get("data", {})
+        if d.get("tokenizer", "bytes") != "bytes":  # headlab's sentencepiece tokens are not rebuilt here yet
+            raise ValueError(f"data.tokenizer = {d['tokenizer']!r}: python/headlab reads byte-level text only")
         self.seq_len, self.seed = int(d.get("seq_len", 128)), int(d.get("seed", 0))
         self.vocab_size = 256
         with open(corpus_path(d.get("path", "bible")), "rb") as f:

@@ -125,7 +125,7 @@ int run_analyze(int argc, char** argv) {
       args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
 
   if (const std::optional<std::string> text = prompt_option(args)) {
-    const AttentionExample a = attention_on_tokens(model, prompt_tokens(config, *text));
+    const AttentionExample a = attention_on_tokens(model, prompt_tokens(*dataset, config, *text));
     fs::create_directories(out);
     write_attention_dump(out.string(), "prompt", a, *dataset, -1, path, "prompt");
     std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %s, %s\n", out.string().c_str(),

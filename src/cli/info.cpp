@@ -16,6 +16,7 @@
 #include "headlab/common/error.h"
 #include "headlab/common/parallel.h"
 #include "headlab/common/paths.h"
+#include "headlab/data/task_registry.h"
 #include "headlab/ops/attention.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/json.h"
@@ -65,7 +66,19 @@ int64_t active_heads(const Model<float>& model, int layer) {
   return on;
 }
 
-void print_model(const Config& config, const Model<float>& model) {
+// The text tokenizer: kind and vocabulary (a checkpoint's stored one, else what the config makes).
+struct TokenizerInfo {
+  std::string kind;
+  int64_t vocab_size = 0;
+};
+std::optional<TokenizerInfo> tokenizer_info(const Config& config, const Tokenizer* stored) {
+  if (stored != nullptr) return TokenizerInfo{stored->kind(), stored->vocab_size()};
+  if (task_named(config.data.task).family != TaskFamily::text) return std::nullopt;
+  const bool bytes = config.data.tokenizer == "bytes";
+  return TokenizerInfo{config.data.tokenizer, bytes ? 256 : config.data.vocab_size};
+}
+
+void print_model(const Config& config, const Model<float>& model, const std::optional<TokenizerInfo>& tokenizer) {
   const ModelSpec& s = model.spec();
   std::printf(
       "model        %s, d_model %lld, %s, %s x d_head %lld, %s, mlp %lld, vocab %lld, max_seq_len %lld, %s positions\n",
@@ -77,7 +90,9 @@ void print_model(const Config& config, const Model<float>& model) {
     for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
     std::printf(" (of %lld; %s in all)\n", (long long)s.n_heads, counted(s.total_heads(), "head").c_str());
   }
-  std::printf("data         task %s, seq_len %lld\n", config.data.task.c_str(), (long long)config.data.seq_len);
+  std::printf("data         task %s, seq_len %lld", config.data.task.c_str(), (long long)config.data.seq_len);
+  if (tokenizer) std::printf(", tokenizer %s (vocab %lld)", tokenizer->kind.c_str(), (long long)tokenizer->vocab_size);
+  std::printf("\n");
   std::printf("parameters   %lld\n", (long long)model.params().count());
   for (const auto& [label, count] : parameter_counts(model))
     std::printf("  %-24s %10lld\n", label.c_str(), (long long)count.second);
@@ -88,7 +103,8 @@ void print_model(const Config& config, const Model<float>& model) {
 }
 
 // What print_model shows, as the members "model", "data", "parameters" and "head_gates".
-void add_model_json(JsonObject& out, const Config& config, const Model<float>& model) {
+void add_model_json(JsonObject& out, const Config& config, const Model<float>& model,
+                    const std::optional<TokenizerInfo>& tokenizer) {
   const ModelSpec& s = model.spec();
   std::vector<std::string> layer_heads, active, gates;
   for (int l = 0; l < model.gates().size(); ++l) {
@@ -117,7 +133,15 @@ void add_model_json(JsonObject& out, const Config& config, const Model<float>& m
   params.integer("total", model.params().count());
   for (const auto& [label, count] : parameter_counts(model)) params.integer(count.first.key, count.second);
   out.raw("model", m.str())
-      .raw("data", JsonObject().text("task", config.data.task).integer("seq_len", config.data.seq_len).str())
+      .raw("data",
+           JsonObject()
+               .text("task", config.data.task)
+               .integer("seq_len", config.data.seq_len)
+               .raw("tokenizer",
+                    tokenizer
+                        ? JsonObject().text("kind", tokenizer->kind).integer("vocab_size", tokenizer->vocab_size).str()
+                        : "null")
+               .str())
       .raw("parameters", params.str())
       .raw("head_gates", JsonObject().raw("active", json_list(active)).raw("values", json_list(gates)).str());
 }
@@ -158,7 +182,8 @@ std::string provenance_json(const std::vector<ProvenanceField>& fields) {
 // info --json: the lines info prints, as one object. A checkpoint adds "checkpoint", a config
 // file "config"; either adds the model's members (add_model_json).
 void print_info_json(const Config* config, const Model<float>* model, const std::string& path, bool is_config,
-                     const RunProgress& progress, const std::vector<ProvenanceField>& written_by) {
+                     const RunProgress& progress, const std::vector<ProvenanceField>& written_by,
+                     const std::optional<TokenizerInfo>& tokenizer) {
   JsonObject out;
   out.raw("build", provenance_json(provenance()))
       .integer("threads", num_threads())
@@ -183,7 +208,7 @@ void print_info_json(const Config* config, const Model<float>* model, const std:
                               .raw("written_by", written_by.empty() ? "null" : provenance_json(written_by))
                               .str());
   }
-  if (config) add_model_json(out, *config, *model);
+  if (config) add_model_json(out, *config, *model, tokenizer);
   std::printf("%s\n", out.str().c_str());
 }
 
@@ -226,6 +251,7 @@ int run_info(int argc, char** argv) {
   std::string path;
   bool is_config = false;
   std::vector<ProvenanceField> written_by;
+  std::optional<TokenizerInfo> tokenizer;
   if (args.count("file")) {
     path = args["file"].as<std::string>();
     is_config = path.size() > 5 && path.substr(path.size() - 5) == ".toml";
@@ -237,9 +263,11 @@ int run_info(int argc, char** argv) {
       progress = load_training_checkpoint(path, *model, nullptr);
       written_by = recorded_provenance(CheckpointReader(path));
     }
+    tokenizer = tokenizer_info(*config, is_config ? nullptr : checkpoint_tokenizer(path, *config).get());
   }
   if (json) {
-    print_info_json(config ? &*config : nullptr, model ? &*model : nullptr, path, is_config, progress, written_by);
+    print_info_json(config ? &*config : nullptr, model ? &*model : nullptr, path, is_config, progress, written_by,
+                    tokenizer);
     return 0;
   }
   print_build();
@@ -266,7 +294,7 @@ int run_info(int argc, char** argv) {
       build += (build.empty() ? "" : ", ") + std::string(f.label) + " " + f.value;
     std::printf("written by   %s\n", build.empty() ? "(not recorded: an older checkpoint)" : build.c_str());
   }
-  print_model(*config, *model);
+  print_model(*config, *model, tokenizer);
   return 0;
 }
 

@@ -13,12 +13,14 @@ std::optional<std::string> prompt_option(const cxxopts::ParseResult& args) {
                               : read_text_file(args["prompt-file"].as<std::string>(), "prompt file");
 }
 
-std::vector<int32_t> prompt_tokens(const Config& config, const std::string& text) {
-  HEADLAB_CHECK(task_named(config.data.task).family == TaskFamily::text,
-                "--prompt: the checkpoint models data.task = "
-                    << config.data.task << ", not bytes of text; a prompt is text for a byte-level text model");
-  return {reinterpret_cast<const unsigned char*>(text.data()),
-          reinterpret_cast<const unsigned char*>(text.data()) + text.size()};
+std::vector<int32_t> prompt_tokens(const Dataset& dataset, const Config& config, const std::string& text) {
+  HEADLAB_CHECK(task_named(config.data.task).family == TaskFamily::text && dataset.tokenizer() != nullptr,
+                "--prompt: the checkpoint models data.task = " << config.data.task
+                                                               << ", not text; a prompt is text for a text model");
+  std::vector<int32_t> tokens;
+  dataset.tokenizer()->encode(text, tokens);
+  HEADLAB_CHECK(!tokens.empty(), "--prompt: the text has no tokens");
+  return tokens;
 }
 
 }  // namespace headlab::cli

@@ -119,14 +119,15 @@ int run_prune(int argc, char** argv) {
       });
   RunProgress progress = opened.progress;
   progress.step = rounds.back().step;
-  save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress);
+  save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress,
+                           opened.dataset->tokenizer());
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
   // The same model with the masked heads physically removed, when nn/prune.h's one check allows
   // it (it does not for GQA/MQA, or when a layer kept no head: L0 may close a whole layer).
   const HeadKeepMask keep = heads_with_nonzero_gates(*opened.model);
   if (const std::string why = prune_problem(opened.model->spec(), keep); why.empty()) {
     save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, prune_heads(*opened.model, keep),
-                           progress.step);
+                           progress.step, opened.dataset->tokenizer());
     std::printf("wrote %s/pruned_small.h5 (heads removed from the tensors)\n", out.string().c_str());
   } else {
     std::printf("no pruned_small.h5: %s\n", why.c_str());

@@ -38,11 +38,11 @@ ExtraExample prompt_example(const std::string& run, const std::string& text,
                             const std::vector<std::string>& overrides) {
   const std::string checkpoint = resolve_checkpoint(run);
   OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
-  const std::vector<int32_t> tokens = prompt_tokens(opened.config, text);
+  const std::vector<int32_t> tokens = prompt_tokens(*opened.dataset, opened.config, text);
   ExtraExample e;
   e.name = prompt_example_name(run);
   e.attention = attention_on_tokens(*opened.model, tokens);
-  for (const int32_t t : tokens) e.token_labels.push_back(text_token_label(t));
+  for (const int32_t t : tokens) e.token_labels.push_back(opened.dataset->token_label(t));
   return e;
 }
 

@@ -1,5 +1,6 @@
 // headlab sample CHECKPOINT|RUN [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
-// Byte-level text decoders only: the prompt's bytes are the tokens, and sampled bytes are printed.
+// Text decoders only: the prompt is encoded, and each sampled token decoded and printed, by the
+// checkpoint's tokenizer (bytes or sentencepiece).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,13 +19,13 @@
 namespace headlab::cli {
 
 int run_sample(int argc, char** argv) {
-  cxxopts::Options options("headlab sample", "Generate text from a byte-level decoder checkpoint.");
+  cxxopts::Options options("headlab sample", "Generate text from a text decoder checkpoint.");
   options.positional_help("CHECKPOINT.h5 | RUN");
   // The prompt's default is a newline, which cxxopts would print raw in --help: given in the text.
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())("prompt", "text to continue (default: \"\\n\", a newline)",
                                                        cxxopts::value<std::string>())(
-      "tokens", "bytes to generate", cxxopts::value<int64_t>()->default_value("200"))(
+      "tokens", "tokens to generate (bytes for a byte-level model)", cxxopts::value<int64_t>()->default_value("200"))(
       "temperature", "softmax temperature; 0 = greedy", cxxopts::value<double>()->default_value("0.8"))(
       "seed", "sampling seed", cxxopts::value<uint64_t>()->default_value("0"))(
       "set", "change train.threads of the checkpoint's config (repeatable)",
@@ -45,14 +46,18 @@ int run_sample(int argc, char** argv) {
   HEADLAB_CHECK(lm && task_named(config.data.task).family == TaskFamily::text,
                 path << " is " << (lm ? "a decoder" : "an encoder") << " trained on data.task = " << config.data.task
                      << " (vocab " << config.model.vocab_size
-                     << "); sample generates text from byte-level text decoders only (eval and analyze read this one)");
+                     << "); sample generates text from text decoders only (eval and analyze read this one)");
   set_num_threads(resolved_threads(config));
   Model<float> model(model_spec(config));
   load_training_checkpoint(path, model, nullptr);
+  const std::shared_ptr<const Tokenizer> tokenizer = checkpoint_tokenizer(path, config);
+  // Ids past the tokenizer's (a model.vocab_size above data.vocab_size) are never drawn: no text has them.
   const int64_t V = model.spec().vocab_size, max_T = model.spec().max_seq_len;
+  const int64_t V_text = std::min(V, tokenizer->vocab_size());
 
   std::vector<int32_t> tokens;
-  for (unsigned char c : prompt) tokens.push_back(c);
+  tokenizer->encode(prompt, tokens);
+  HEADLAB_CHECK(!tokens.empty(), "--prompt: the text has no tokens");
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
   std::mt19937_64 rng(args["seed"].as<uint64_t>());
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -68,18 +73,19 @@ int run_sample(int argc, char** argv) {
     const float* row = logits.data() + (T - 1) * V;
     int32_t next = 0;
     if (temperature == 0) {
-      next = static_cast<int32_t>(std::max_element(row, row + V) - row);
+      next = static_cast<int32_t>(std::max_element(row, row + V_text) - row);
     } else {
-      const double max_logit = *std::max_element(row, row + V);
+      const double max_logit = *std::max_element(row, row + V_text);
       double total = 0;
-      for (int64_t v = 0; v < V; ++v) total += probs[v] = std::exp((row[v] - max_logit) / temperature);
+      for (int64_t v = 0; v < V_text; ++v) total += probs[v] = std::exp((row[v] - max_logit) / temperature);
       double u = uniform(rng) * total;
-      for (next = 0; next < V - 1 && (u -= probs[next]) > 0; ++next) {
+      for (next = 0; next < V_text - 1 && (u -= probs[next]) > 0; ++next) {
       }
     }
     tape.reset();
     tokens.push_back(next);
-    std::fputc(static_cast<unsigned char>(next), stdout);
+    const std::string text = tokenizer->decode(&next, 1);
+    std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   }
   std::fputc('\n', stdout);

@@ -1,5 +1,5 @@
-// Byte-level text: the KJV Bible export, file loading with one-line errors, contiguous splits,
-// and the window sampler. See include/headlab/data/text.h and datasets/README.md.
+// Text: the KJV Bible export, file loading with one-line errors, contiguous splits, their
+// tokens, and the window sampler. See include/headlab/data/text.h and datasets/README.md.
 #include "headlab/data/text.h"
 
 #include <unistd.h>
@@ -131,6 +131,25 @@ bool names_bible_cache(const std::string& path, const std::string& cache_path) {
   return p == fs::path(cache_path).lexically_normal();
 }
 
+// The text tokenizer `options` names, sentencepiece trained on the lines of `train_block`.
+std::unique_ptr<Tokenizer> make_text_tokenizer(const TextOptions& options, std::string_view train_block) {
+  TokenizerOptions t{
+      .kind = options.tokenizer, .vocab_size = options.vocab_size, .model_type = options.tokenizer_model};
+  std::vector<std::string> lines;
+  if (t.kind == "sentencepiece") {
+    for (size_t at = 0; at < train_block.size();) {
+      const size_t end = std::min(train_block.find('\n', at), train_block.size());
+      if (end > at) lines.emplace_back(train_block.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return make_tokenizer(t, lines);
+}
+
+const char* unit(const Tokenizer& tokenizer) {
+  return std::string_view(tokenizer.kind()) == "bytes" ? "bytes" : "tokens";
+}
+
 }  // namespace
 
 std::string text_token_label(int32_t token) {
@@ -217,21 +236,39 @@ TextDataset::TextDataset(const TextOptions& options)
                                                        << " must be positive and leave a test block (train + val < 1)");
   if (names_bible_cache(path_, options.bible_cache))
     path_ = ensure_bible_corpus(options.bible_cache.empty() ? bible_cache_path() : options.bible_cache);
-  bytes_ = read_text_file(path_);
-  if (options.require_utf8) check_utf8_text(bytes_, path_);
+  const std::vector<uint8_t> bytes = read_text_file(path_);
+  // Subwords are pieces of Unicode text: sentencepiece needs UTF-8 to round-trip it.
+  if (options.require_utf8 || options.tokenizer == "sentencepiece") check_utf8_text(bytes, path_);
 
-  const int64_t n = size_bytes();
+  size_bytes_ = static_cast<int64_t>(bytes.size());
+  const int64_t n = size_bytes_;
   const int64_t train_end = static_cast<int64_t>(std::floor(static_cast<double>(n) * train));
   const int64_t val_end = static_cast<int64_t>(std::floor(static_cast<double>(n) * (train + val)));
-  ranges_[static_cast<int>(Split::train)] = {0, train_end};
-  ranges_[static_cast<int>(Split::val)] = {train_end, val_end};
-  ranges_[static_cast<int>(Split::test)] = {val_end, n};
+  bytes_[static_cast<int>(Split::train)] = {0, train_end};
+  bytes_[static_cast<int>(Split::val)] = {train_end, val_end};
+  bytes_[static_cast<int>(Split::test)] = {val_end, n};
+  auto block_text = [&](Split split) {
+    const ByteRange r = split_bytes(split);
+    return std::string_view(reinterpret_cast<const char*>(bytes.data()) + r.begin, static_cast<size_t>(r.size()));
+  };
+  tokenizer_ =
+      options.stored_tokenizer ? options.stored_tokenizer : make_text_tokenizer(options, block_text(Split::train));
+  HEADLAB_CHECK(tokenizer_->kind() == options.tokenizer, "text dataset: the stored tokenizer is "
+                                                             << tokenizer_->kind() << ", data.tokenizer is "
+                                                             << options.tokenizer);
+  std::vector<int32_t> block_tokens;
   for (Split split : {Split::train, Split::val, Split::test}) {
-    const ByteRange r = split_range(split);
-    HEADLAB_CHECK(r.size() >= seq_len_ + 1, "text dataset: " << path_ << " is too short for seq_len=" << seq_len_
-                                                             << ": its " << split_name(split) << " block (bytes "
-                                                             << r.begin << ".." << r.end << " of " << n << ") has "
-                                                             << r.size() << " bytes, needs at least " << seq_len_ + 1);
+    tokenizer_->encode(block_text(split), block_tokens);
+    const auto begin = static_cast<int64_t>(tokens_.size());
+    tokens_.insert(tokens_.end(), block_tokens.begin(), block_tokens.end());
+    ranges_[static_cast<int>(split)] = {begin, static_cast<int64_t>(tokens_.size())};
+  }
+  for (Split split : {Split::train, Split::val, Split::test}) {
+    const ByteRange r = split_range(split), b = split_bytes(split);
+    HEADLAB_CHECK(r.size() >= seq_len_ + 1,
+                  "text dataset: " << path_ << " is too short for seq_len=" << seq_len_ << ": its " << split_name(split)
+                                   << " block (bytes " << b.begin << ".." << b.end << " of " << n << ") has "
+                                   << r.size() << " " << unit(*tokenizer_) << ", needs at least " << seq_len_ + 1);
   }
   // Eval tile k goes to position (k * stride) mod W; a stride near W / golden ratio that is
   // coprime with W makes this a permutation whose every prefix is spread over the block.
@@ -247,6 +284,14 @@ ByteRange TextDataset::split_range(Split split) const {
   return ranges_[static_cast<int>(split)];
 }
 
+ByteRange TextDataset::split_bytes(Split split) const {
+  return bytes_[static_cast<int>(split)];
+}
+
+double TextDataset::bytes_per_token(Split split) const {
+  return static_cast<double>(split_bytes(split).size()) / static_cast<double>(split_range(split).size());
+}
+
 int64_t TextDataset::eval_windows(Split split) const {
   return (split_range(split).size() - 1) / seq_len_;
 }
@@ -258,9 +303,9 @@ int64_t TextDataset::eval_batches(Split split, int64_t batch_size) const {
 }
 
 std::vector<int64_t> TextDataset::train_token_counts() const {
-  std::vector<int64_t> counts(256);
+  std::vector<int64_t> counts(static_cast<size_t>(vocab_size()));
   const ByteRange r = split_range(Split::train);
-  for (int64_t i = r.begin; i < r.end; ++i) counts[bytes_[static_cast<size_t>(i)]]++;
+  for (int64_t i = r.begin; i < r.end; ++i) counts[static_cast<size_t>(tokens_[static_cast<size_t>(i)])]++;
   return counts;
 }
 
@@ -291,7 +336,7 @@ void TextDataset::fill_batch(Split split, int64_t batch_index, Batch& out) const
       std::fill(tokens, tokens + T, 0);
       std::fill(targets, targets + T, -1);
     } else {
-      const uint8_t* window = bytes_.data() + start;
+      const int32_t* window = tokens_.data() + start;
       for (int64_t t = 0; t < T; ++t) {
         tokens[t] = window[t];
         targets[t] = window[t + 1];

@@ -323,6 +323,14 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(concat("data.vocab_size=", d.vocab_size,
                 " must be 0 (= model.vocab_size) or in [2, model.vocab_size=", m.vocab_size, "]"),
          {"data.vocab_size", "model.vocab_size"}, origins);
+  if (d.tokenizer == "sentencepiece" && task_named(d.task).family != TaskFamily::text)
+    fail(concat("data.tokenizer=sentencepiece is for text; data.task=", d.task, " has its own tokens"),
+         {"data.tokenizer", "data.task"}, origins);
+  if (d.tokenizer == "sentencepiece" && d.vocab_size < 8)
+    fail(concat("data.tokenizer=sentencepiece needs data.vocab_size (its vocabulary, at least 8, at most "
+                "model.vocab_size=",
+                m.vocab_size, "); got ", d.vocab_size),
+         {"data.vocab_size", "data.tokenizer"}, origins);
   for (int64_t offset : d.offsets)
     if (d.task == "k_relation" && offset >= d.seq_len)
       fail(concat("data.offsets holds ", offset, ", which is not below data.seq_len=", d.seq_len),

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <set>
 
+#include "headlab/data/task_registry.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/train/run_folder.h"
 #include "headlab/train/setup.h"
@@ -11,6 +12,7 @@ namespace headlab {
 
 namespace {
 constexpr const char* kModelPrefix = "model/";
+constexpr const char *kTokenizerKind = "tokenizer", *kTokenizerModel = "tokenizer/model";
 
 // Refuses, before anything is allocated, a file whose model datasets are not exactly those of
 // the model `config` describes (names and shapes from the spec alone): a config attribute
@@ -34,8 +36,15 @@ void check_model_tensors(const CheckpointReader& r, const Config& config) {
 }  // namespace
 
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
-                              const Optimizer<float>* optimizer, const RunProgress& progress) {
+                              const Optimizer<float>* optimizer, const RunProgress& progress,
+                              const Tokenizer* tokenizer) {
   CheckpointWriter w(FileKind::checkpoint);
+  if (tokenizer != nullptr) {
+    const std::string bytes = tokenizer->serialized();
+    w.set_string_attr(kTokenizerKind, tokenizer->kind());
+    w.add_array(kTokenizerModel, reinterpret_cast<const uint8_t*>(bytes.data()),
+                Shape{static_cast<int64_t>(bytes.size())});
+  }
   for (int i = 0; i < model.params().size(); ++i)
     w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
   for (int i = 0; i < model.gates().size(); ++i)
@@ -81,10 +90,36 @@ Config pruned_config(const Config& config, const ModelSpec& spec) {
   return c;
 }
 
-void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step) {
+void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step,
+                            const Tokenizer* tokenizer) {
   RunProgress progress;
   progress.step = step;
-  save_training_checkpoint(path, pruned_config(config, model.spec()), model, nullptr, progress);
+  save_training_checkpoint(path, pruned_config(config, model.spec()), model, nullptr, progress, tokenizer);
+}
+
+std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const std::string& path, const Config& config) {
+  if (task_named(config.data.task).family != TaskFamily::text) return nullptr;
+  CheckpointReader r(path);
+  r.require_kind(FileKind::checkpoint);
+  if (!r.has_attr(kTokenizerKind)) {  // written before checkpoints stored their tokenizer: bytes
+    HEADLAB_CHECK(config.data.tokenizer == "bytes",
+                  path << ": stores no tokenizer, but its config has data.tokenizer = " << config.data.tokenizer);
+    return byte_tokenizer(false);
+  }
+  const std::string kind = r.string_attr(kTokenizerKind);
+  HEADLAB_CHECK(
+      r.has(kTokenizerModel) && r.dtype(kTokenizerModel) == ArrayDType::uint8 && r.shape(kTokenizerModel).rank == 1,
+      path << ": has a tokenizer attribute but no " << kTokenizerModel << " bytes");
+  const std::vector<uint8_t> bytes = r.read_array<uint8_t>(kTokenizerModel);
+  std::shared_ptr<const Tokenizer> tokenizer =
+      load_tokenizer(kind, std::string(bytes.begin(), bytes.end()), concat(path, " (", kTokenizerModel, ")"));
+  HEADLAB_CHECK(
+      config.data.tokenizer == tokenizer->kind(),
+      path << ": stores a " << tokenizer->kind() << " tokenizer, but data.tokenizer = " << config.data.tokenizer);
+  HEADLAB_CHECK(tokenizer->vocab_size() <= config.model.vocab_size,
+                path << ": its " << tokenizer->kind() << " tokenizer has " << tokenizer->vocab_size()
+                     << " tokens, more than model.vocab_size = " << config.model.vocab_size);
+  return tokenizer;
 }
 
 RunProgress load_training_checkpoint(const std::string& path, Model<float>& model, Optimizer<float>* optimizer) {
@@ -139,7 +174,7 @@ OpenedCheckpoint open_checkpoint(const std::string& path, const std::vector<std:
   c.config = checkpoint_config(path, overrides);
   c.model = std::make_unique<Model<float>>(model_spec(c.config));
   c.progress = load_training_checkpoint(path, *c.model, nullptr);
-  c.dataset = make_dataset(c.config);
+  c.dataset = make_dataset(c.config, checkpoint_tokenizer(path, c.config));
   return c;
 }
 

@@ -18,12 +18,12 @@ struct EvalSums {
     n_valid += s.n_valid;
     n_correct += s.n_correct;
   }
-  EvalStats stats(const Dataset& dataset) const {
+  EvalStats stats(const Dataset& dataset, Split split) const {
     EvalStats e;
     e.n_targets = n_valid;
     e.loss = n_valid ? loss_sum / static_cast<double>(n_valid) : 0.0;
     if (dataset.has_accuracy()) e.accuracy = n_valid ? static_cast<double>(n_correct) / n_valid : 0.0;
-    if (dataset.bytes_per_token() > 0) e.bits_per_byte = bits_per_byte(e.loss, dataset.bytes_per_token());
+    if (dataset.bytes_per_token(split) > 0) e.bits_per_byte = bits_per_byte(e.loss, dataset.bytes_per_token(split));
     return e;
   }
 };
@@ -41,7 +41,7 @@ EvalStats evaluate(Model<float>& model, const Dataset& dataset, Split split, int
     sums.add(cross_entropy_stats(model.forward(tape, input, {}).logits.value(), input.targets, -1));
     tape.reset();
   }
-  return sums.stats(dataset);
+  return sums.stats(dataset, split);
 }
 
 PruningEvaluation::PruningEvaluation(const Dataset& dataset, Split split, int64_t n_batches, int64_t batch_size,
@@ -118,7 +118,7 @@ EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
     }
     saved.valid = true;
   }
-  return sums.stats(dataset_);
+  return sums.stats(dataset_, split_);
 }
 
 }  // namespace headlab

@@ -10,7 +10,7 @@
 
 namespace headlab {
 
-std::unique_ptr<Dataset> make_dataset(const Config& config) {
+std::unique_ptr<Dataset> make_dataset(const Config& config, std::shared_ptr<const Tokenizer> stored_tokenizer) {
   const DataConfig& d = config.data;
   std::unique_ptr<Dataset> dataset;
   if (task_named(d.task).family == TaskFamily::text) {
@@ -21,8 +21,13 @@ std::unique_ptr<Dataset> make_dataset(const Config& config) {
     o.train_fraction = d.train_fraction;
     o.val_fraction = d.val_fraction;
     o.require_utf8 = d.require_utf8;
+    o.tokenizer = d.tokenizer;
+    o.tokenizer_model = d.tokenizer_model;
+    o.vocab_size = d.vocab_size;
+    o.stored_tokenizer = std::move(stored_tokenizer);
     dataset = std::make_unique<TextDataset>(o);
   } else {
+    HEADLAB_CHECK(!stored_tokenizer, "data.task " << d.task << " is not text: it takes no stored tokenizer");
     // Generated tasks (data/task_registry.h); validate() has matched them to model.kind.
     TaskOptions o;
     o.task = d.task;

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "headlab/common/parallel.h"
@@ -125,6 +126,19 @@ struct RunInputs {
   std::unique_ptr<Dataset> dataset;
 };
 
+// The tokenizer a continued run keeps, so that its tokens stay the ids its model learned: the
+// checkpoint it resumes from (--resume auto: the newest in the run folder) or starts from (--init).
+// nullptr for a new run, which makes its own.
+std::shared_ptr<const Tokenizer> continued_tokenizer(const Config& config, const RunOptions& options) {
+  std::string path = options.resume;
+  if (path == "auto") {
+    const auto newest = newest_checkpoint(options.out_dir);
+    path = newest ? newest->path : "";
+  }
+  if (path.empty()) path = options.init_from;
+  return path.empty() ? nullptr : checkpoint_tokenizer(path, config);
+}
+
 RunInputs check_inputs(const Config& given, const RunOptions& options) {
   RunInputs in;
   dist::together([&] {
@@ -133,7 +147,7 @@ RunInputs check_inputs(const Config& given, const RunOptions& options) {
     micro_batches_of_rank(in.config.train.grad_accum, dist::rank(), dist::size());  // the split is valid
     set_num_threads(resolved_threads(in.config));
     in.spec = model_spec(in.config);
-    in.dataset = make_dataset(in.config);
+    in.dataset = make_dataset(in.config, continued_tokenizer(in.config, options));
   });
   return in;
 }
@@ -221,6 +235,9 @@ File write_run_files(const Run& run, bool resuming, int64_t step) {
   fs::create_directories(run.dir / "checkpoints");
   // Headed by the build that wrote it (on resume, the resuming build; each checkpoint has its own).
   write_file_atomically(run.dir / "config.toml", provenance_comment() + to_toml(run.config));
+  // A subword model as sentencepiece saves it (spm_encode --model, Python's sentencepiece read it).
+  if (const Tokenizer* t = run.dataset.tokenizer(); t && std::string_view(t->kind()) == "sentencepiece")
+    write_file_atomically(run.dir / "tokenizer.model", t->serialized());
   if (!resuming)
     write_file_atomically(run.metrics_path(), std::string(kMetricsHeader) + "\n");
   else
@@ -338,7 +355,7 @@ class StepLog {
 
   void checkpoint(const std::string& path) {
     progress_.elapsed_s = elapsed_before_ + wall_seconds() - start_;
-    save_training_checkpoint(path, run_.config, run_.model, &run_.optimizer, progress_);
+    save_training_checkpoint(path, run_.config, run_.model, &run_.optimizer, progress_, run_.dataset.tokenizer());
   }
 
   const Run& run_;

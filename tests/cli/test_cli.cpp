@@ -110,8 +110,8 @@ TEST_CASE("a pruned checkpoint works with eval, sample, info, analyze and train 
   for (auto [layer, head] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 3}})
     model.gates().value(layer)(head) = 0.0f;
   const std::string masked = (s.dir / "masked.h5").string(), pruned = (s.dir / "pruned.h5").string();
-  save_training_checkpoint(masked, config, model, nullptr, progress);
-  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step);
+  save_training_checkpoint(masked, config, model, nullptr, progress, nullptr);
+  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step, nullptr);
 
   const auto eval_masked = run_headlab({"eval", masked, "--split", "test"}, s.dir / "eval_masked.log");
   const auto eval_pruned = run_headlab({"eval", pruned, "--split", "test"}, s.dir / "eval_pruned.log");
@@ -279,7 +279,7 @@ TEST_CASE("sample on a model of a generated task says so in one line", "[cli]") 
   CHECK(r.code == 2);
   CHECK(count_lines(r.output) == 1);
   CHECK_THAT(r.output, Catch::Contains("trained on data.task = k_relation (vocab 8)") &&
-                           Catch::Contains("sample generates text from byte-level text decoders only"));
+                           Catch::Contains("sample generates text from text decoders only"));
 }
 
 TEST_CASE("info --keys lists every config key with its type, default and meaning", "[cli]") {

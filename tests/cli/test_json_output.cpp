@@ -207,7 +207,7 @@ TEST_CASE("info --json gives the build, and a checkpoint's or config's model, as
   // A model with heads removed, and a config file (no checkpoint member).
   model.gates().value(0)(1) = 0.0f;
   const std::string pruned = (s.dir / "pruned.h5").string();
-  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step);
+  save_pruned_checkpoint(pruned, config, prune_heads(model, heads_with_nonzero_gates(model)), progress.step, nullptr);
   const JsonValue small = json_of(run_headlab({"info", pruned, "--json"}, s.dir / "info_pruned.log"));
   CHECK(small["model"]["heads_removed"].boolean());
   CHECK(small["model"]["layer_heads"][0].number() == 3);

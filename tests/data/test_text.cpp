@@ -96,7 +96,7 @@ TEST_CASE("text batches are the file's bytes at the sampled windows with targets
   TempFile file("content", content);
   TextDataset dataset(options_for(file.path));
   REQUIRE(dataset.vocab_size() == 256);
-  REQUIRE(dataset.bytes_per_token() == 1.0);
+  REQUIRE(dataset.bytes_per_token(Split::val) == 1.0);
   REQUIRE(dataset.size_bytes() == 4000);
   const int64_t T = dataset.seq_len(), B = 5;
   Batch batch = dataset.make_batch(B);

@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build-fuzz}; work=${2:-/tmp/headlab-fuzz-work}; seconds=${3:-600}; shift 3 || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_checkpoint fuzz_run_folder fuzz_sweep_file fuzz_config fuzz_text_loader)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_checkpoint fuzz_run_folder fuzz_sweep_file fuzz_config fuzz_text_loader fuzz_bible_pairs fuzz_tokenizer_model)
 mkdir -p "$work/findings" "$work/artifacts"
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t"

@@ -64,7 +64,7 @@ TEST_CASE("a checkpoint whose config describes a huge model is refused before an
   huge.model.n_heads = 2;
   REQUIRE(parameter_count(model_spec(huge)) > 1'000'000'000);
   const std::string path = (s.dir / "huge.h5").string();
-  save_training_checkpoint(path, huge, model, nullptr, RunProgress{});
+  save_training_checkpoint(path, huge, model, nullptr, RunProgress{}, nullptr);
 
   const int64_t allocations = tensor_system_allocations();
   const std::string line =
@@ -76,11 +76,11 @@ TEST_CASE("a checkpoint whose config describes a huge model is refused before an
   // The same goes for a tensor the config's model has and the file does not, and the reverse.
   Config deeper = c;
   deeper.model.n_layers = 2;
-  save_training_checkpoint(path, deeper, model, nullptr, RunProgress{});
+  save_training_checkpoint(path, deeper, model, nullptr, RunProgress{}, nullptr);
   CHECK_THROWS_WITH(checkpoint_config(path),
                     path + ": missing model/blocks/1/ln1/weight, which the model its config describes has");
   const Model<float> deep_model(model_spec(deeper));
-  save_training_checkpoint(path, c, deep_model, nullptr, RunProgress{});
+  save_training_checkpoint(path, c, deep_model, nullptr, RunProgress{}, nullptr);
   CHECK_THROWS_WITH(checkpoint_config(path),
                     path + ": model/blocks/1/attn/gates is not a tensor of the model its config describes");
 }

@@ -207,7 +207,7 @@ TEST_CASE("a checkpoint round trip restores parameters, gates and optimizer stat
   p.tokens_seen = 1234;
   fs::create_directories(s.dir);
   const std::string path = (s.dir / "x.h5").string();
-  save_training_checkpoint(path, c, a, opt_a.get(), p);
+  save_training_checkpoint(path, c, a, opt_a.get(), p, nullptr);
 
   Model<float> b(model_spec(c));
   auto opt_b = make_optimizer(c, b.params());
@@ -245,7 +245,7 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
   const Config c = tiny_config(s);
   MaskedAndPruned m(c);
   const std::string path = (s.dir / "pruned.h5").string();
-  save_pruned_checkpoint(path, c, m.pruned, 42);
+  save_pruned_checkpoint(path, c, m.pruned, 42, nullptr);
 
   const Config saved = checkpoint_config(path);
   CHECK(saved.model.layer_heads == std::vector<int64_t>{4, 1});
@@ -274,7 +274,8 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
   // A config that differs in more than the heads does not describe the model.
   Config other = c;
   other.model.d_model = 64;
-  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42), Catch::Contains("does not describe this model"));
+  CHECK_THROWS_WITH(save_pruned_checkpoint(path, other, m.pruned, 42, nullptr),
+                    Catch::Contains("does not describe this model"));
 }
 
 TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero optimizer moments",
@@ -283,7 +284,7 @@ TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero opt
   const Config c = tiny_config(s);
   MaskedAndPruned m(c);
   const std::string path = (s.dir / "pruned.h5").string();
-  save_pruned_checkpoint(path, c, m.pruned, 12);
+  save_pruned_checkpoint(path, c, m.pruned, 12, nullptr);
 
   RunOptions o = quiet_run(s.dir / "finetune");
   o.init_from = path;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "headlab/common/hash.h"
+#include "headlab/data/tokenizer.h"
 
 namespace headlab {
 
@@ -75,9 +76,13 @@ class Dataset {
   // A readable label for a token, for attention dumps and reports: the byte for text, the word
   // for grammar, CLS/SEP/PAD for classify; the id by default.
   virtual std::string token_label(int32_t token) const { return std::to_string(token); }
-  // Text bytes per token, for bits-per-byte: 1 for byte-level text; 0 when the tokens are not
-  // text (synthetic tasks), meaning "do not report bits-per-byte".
-  virtual double bytes_per_token() const { return 0.0; }
+  // Text bytes per token of `split`, for bits-per-byte: 1 for byte-level text, the split's
+  // bytes over its tokens for subwords; 0 when the tokens are not text (synthetic tasks), meaning
+  // "do not report bits-per-byte".
+  virtual double bytes_per_token(Split /*split*/) const { return 0.0; }
+  // The tokenizer that makes the tokens from text, which checkpoints store; nullptr for
+  // generated tasks, whose tokens are not text.
+  virtual const Tokenizer* tokenizer() const { return nullptr; }
   // The token that fills a row past its example when the task gives no key_padding (grammar's
   // <pad>, sort's and reverse's PAD): the analysis counts no query there. -1 = none.
   virtual int32_t unkeyed_pad_token() const { return -1; }

@@ -1,13 +1,17 @@
-// TextDataset: byte-level language modelling on a file (vocab 256, token = byte). Any bytes are
-// read as they are; require_utf8 refuses a file that is not UTF-8 text (checked whole).
-// The file is read once into memory and cut into three contiguous blocks, in file order:
+// TextDataset: language modelling on a file, tokenized by data.tokenizer (data/tokenizer.h):
+// bytes (vocab 256, token = byte: the default, and what text LMs have always used) or
+// sentencepiece (trained on the train block's lines only, vocab data.vocab_size, or the stored
+// tokenizer of the checkpoint or run being continued). Any bytes are read as they are for bytes;
+// require_utf8, and the sentencepiece tokenizer, refuse a file that is not UTF-8 text (checked whole).
+// The file is read once into memory and cut into three contiguous blocks of bytes, in file order,
+// whatever the tokenizer (so every tokenizer sees the same text in each split):
 //   train [0, n*train_fraction)  val [.., +n*val_fraction)  test [.., n)      (default 90/5/5)
-// Every window is seq_len+1 bytes lying wholly inside one block; tokens = window[0..T),
-// targets = window[1..T]. Train windows start at RowRng(seed, train, batch_index, row) draws;
-// val/test windows tile their block (tile k starts at begin + k*T), so one pass over
-// eval_batches() predicts every byte of the block except its first and a tail shorter than T,
-// exactly once. Tiles are visited in a fixed stride order that spreads the first few eval
-// batches over the whole block; rows past the last tile get targets -1.
+// and each block is tokenized on its own. Every window is seq_len+1 tokens lying wholly inside one
+// block; tokens = window[0..T), targets = window[1..T]. Train windows start at RowRng(seed, train,
+// batch_index, row) draws; val/test windows tile their block (tile k starts at begin + k*T), so
+// one pass over eval_batches() predicts every token of the block except its first and a tail
+// shorter than T, exactly once. Tiles are visited in a fixed stride order that spreads the first
+// few eval batches over the whole block; rows past the last tile get targets -1.
 // path "bible" (or the cache path itself, or the old default datasets/cache/bible-kjv.txt) means
 // the King James Bible, exported once per user by ensure_bible_corpus into bible_cache_path().
 // Bad input throws headlab::Error with one line naming the path.
@@ -15,10 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "headlab/data/batch.h"
+#include "headlab/data/tokenizer.h"
 
 namespace headlab {
 
@@ -50,12 +56,18 @@ struct TextOptions {
   uint64_t seed = 0;               // data.seed
   double train_fraction = 0.90;    // the test block gets 1 - train - val
   double val_fraction = 0.05;
-  std::string bible_cache;    // where "bible" is exported to; "" = bible_cache_path()
-  bool require_utf8 = false;  // data.require_utf8: the whole file valid UTF-8, no NUL byte
+  std::string bible_cache;                  // where "bible" is exported to; "" = bible_cache_path()
+  bool require_utf8 = false;                // data.require_utf8: the whole file valid UTF-8, no NUL byte
+  std::string tokenizer = "bytes";          // data.tokenizer: bytes | sentencepiece
+  std::string tokenizer_model = "unigram";  // data.tokenizer_model: unigram | bpe (sentencepiece)
+  int64_t vocab_size = 0;                   // data.vocab_size: sentencepiece's pieces, specials included
+  // A checkpoint's or run folder's tokenizer, used as it is instead of training one; its kind
+  // must be `tokenizer`.
+  std::shared_ptr<const Tokenizer> stored_tokenizer;
 };
 
 struct ByteRange {
-  int64_t begin = 0, end = 0;  // [begin, end)
+  int64_t begin = 0, end = 0;  // [begin, end), of bytes or tokens
   int64_t size() const { return end - begin; }
 };
 
@@ -64,29 +76,38 @@ class TextDataset : public Dataset {
   explicit TextDataset(const TextOptions& options);
 
   std::string name() const override { return "text:" + path_; }
-  int64_t vocab_size() const override { return 256; }
+  int64_t vocab_size() const override { return tokenizer_->vocab_size(); }
   int64_t seq_len() const override { return seq_len_; }
   bool has_accuracy() const override { return false; }
-  double bytes_per_token() const override { return 1.0; }
-  std::string token_label(int32_t token) const override { return text_token_label(token); }
+  // The split's bytes over its tokens (exactly 1 for bytes): a pass over the split scores all of
+  // its tokens but the first and a tail shorter than T, so its mean loss per token over this is
+  // its bits per byte, comparable between tokenizers.
+  double bytes_per_token(Split split) const override;
+  std::string token_label(int32_t token) const override { return tokenizer_->token_label(token); }
+  const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
   int64_t eval_batches(Split split, int64_t batch_size) const override;
-  std::vector<int64_t> train_token_counts() const override;  // every byte of the train block
+  std::vector<int64_t> train_token_counts() const override;  // every token of the train block
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override;
 
   const std::string& path() const { return path_; }  // after resolving "bible"
-  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
-  ByteRange split_range(Split split) const;
-  int64_t eval_windows(Split split) const;  // tiles in a val/test block
-  // File offset of the window that fills `row` of batch `batch_index` (B = batch_size), or -1
-  // for an eval row past the last tile. fill_batch copies bytes [start, start + T + 1).
+  int64_t size_bytes() const { return size_bytes_; }
+  ByteRange split_bytes(Split split) const;  // the block's bytes in the file
+  ByteRange split_range(Split split) const;  // the block's tokens in the token sequence
+  int64_t eval_windows(Split split) const;   // tiles in a val/test block
+  // Token offset (for bytes: the file offset) of the window that fills `row` of batch
+  // `batch_index` (B = batch_size), or -1 for an eval row past the last tile. fill_batch copies
+  // tokens [start, start + T + 1).
   int64_t window_start(Split split, int64_t batch_index, int64_t row, int64_t batch_size) const;
 
  private:
   std::string path_;
   int64_t seq_len_;
   uint64_t seed_;
-  std::vector<uint8_t> bytes_;
-  ByteRange ranges_[3];          // indexed by Split
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  int64_t size_bytes_ = 0;
+  std::vector<int32_t> tokens_;  // the three blocks, each tokenized on its own, in order
+  ByteRange bytes_[3];           // indexed by Split
+  ByteRange ranges_[3];          // indexed by Split, in tokens_
   int64_t eval_stride_[3] = {};  // tile step for val/test, coprime with the tile count
 };
 

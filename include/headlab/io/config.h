@@ -62,7 +62,8 @@ using IntList = std::vector<int64_t>;
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
   X(task, std::string, "text", one_of(task_choices()),                                                                \
-    "what to train on: text = next byte of data.path; the others are generated tasks (docs/config.md)")               \
+    "what to train on: text = next token of data.path (data.tokenizer); the others are generated tasks "              \
+    "(docs/config.md)")                                                                                               \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
     "exported once per user to the cache")                                                                            \
@@ -72,7 +73,12 @@ using IntList = std::vector<int64_t>;
   X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")           \
   X(require_utf8, bool, false, any(),                                                                                 \
     "text: refuse a file that is not valid UTF-8 without NUL bytes (the whole file is checked); off = any bytes")     \
-  X(vocab_size, int64_t, 0, non_negative(), "generated tasks: alphabet size; 0 = model.vocab_size")                   \
+  X(tokenizer, std::string, "bytes", one_of("bytes|sentencepiece"),                                                   \
+    "text: bytes = one token per byte (vocab 256); sentencepiece = subwords trained on the train split's lines, "     \
+    "vocab data.vocab_size (a run stores its tokenizer and reuses it)")                                               \
+  X(tokenizer_model, std::string, "unigram", one_of("unigram|bpe"), "text, sentencepiece: the subword model")         \
+  X(vocab_size, int64_t, 0, non_negative(),                                                                           \
+    "generated tasks: alphabet size, 0 = model.vocab_size; sentencepiece: its vocabulary, specials included (>= 8)")  \
   X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")              \
   X(offsets, IntList, (IntList{1, 3}), positive(), "k_relation: the target at t depends on the tokens at t - offset") \
   X(min_len, int64_t, 0, non_negative(), "generated tasks: shortest item sequence; 0 = max_len")                      \

@@ -2,7 +2,9 @@
 //   model/<param name>         float32, every parameter, e.g. model/blocks/0/attn/qkv/weight
 //   model/<gate name>          float32 [n_heads], head gates, e.g. model/blocks/0/attn/gates
 //   optim/<state>/<param name> float32, optimizer state (AdamW m and v, or SGD momentum)
-//   attributes: config (resolved TOML), step, optimizer, optimizer_steps, best_val_loss,
+//   tokenizer/model            uint8, the text tokenizer's serialized model (Tokenizer::serialized)
+//   attributes: tokenizer (its kind: bytes | sentencepiece; with tokenizer/model, only when the
+//               dataset has a tokenizer), config (resolved TOML), step, optimizer, optimizer_steps, best_val_loss,
 //               elapsed_s, log_loss_sum/log_loss_steps/log_tokens (the open metrics window), and
 //               rng = "counter" (all randomness is a pure function of the seeds and the step, so
 //               the step is the whole RNG and data-position state); and, from the container, the
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "headlab/data/batch.h"
+#include "headlab/data/tokenizer.h"
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
@@ -33,8 +36,10 @@ struct RunProgress {
   int64_t tokens_seen = 0;
 };
 
+// `tokenizer`: the dataset's (Dataset::tokenizer), nullptr for a generated task.
 void save_training_checkpoint(const std::string& path, const Config& config, const Model<float>& model,
-                              const Optimizer<float>* optimizer, const RunProgress& progress);
+                              const Optimizer<float>* optimizer, const RunProgress& progress,
+                              const Tokenizer* tokenizer);
 
 // The config a checkpoint was trained with, with `overrides` ("key=value", as --set) applied and
 // validated; the verbs decide which keys they let change (cli/options.h, checkpoint_overrides).
@@ -50,7 +55,14 @@ Config checkpoint_config(const std::string& path, const std::vector<std::string>
 // unpruned shapes mean nothing here; a run started from it with --init begins with zero moments);
 // `step` records the step of the model it was pruned from. Throws if config and model disagree
 // on anything but the head counts.
-void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step);
+void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step,
+                            const Tokenizer* tokenizer);
+
+// The text tokenizer checkpoint `path` stores, for `config` (its checkpoint_config): of kind
+// data.tokenizer, with at most model.vocab_size tokens, else one line naming the file. A
+// checkpoint written before checkpoints stored tokenizers holds none, and reads as bytes (what
+// every text model was then). nullptr for a generated task, whose tokens are not text.
+std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const std::string& path, const Config& config);
 // `config` with the model section describing `spec`'s head counts (what save_pruned_checkpoint stores).
 Config pruned_config(const Config& config, const ModelSpec& spec);
 
@@ -67,7 +79,8 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
 bool continue_optimizer_state(const std::string& path, Optimizer<float>& optimizer);
 
 // A checkpoint opened for evaluation, analysis or pruning: its config (with `overrides` applied,
-// "key=value" as --set takes them), the model with its parameters and gates, and its dataset.
+// "key=value" as --set takes them), the model with its parameters and gates, and its dataset
+// (a text dataset with the checkpoint's tokenizer, checkpoint_tokenizer).
 struct OpenedCheckpoint {
   Config config;
   std::unique_ptr<Model<float>> model;

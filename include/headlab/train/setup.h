@@ -13,7 +13,11 @@
 
 namespace headlab {
 
-std::unique_ptr<Dataset> make_dataset(const Config& config);
+// The dataset `config` describes. A text dataset's tokenizer is `stored_tokenizer` when given (a
+// checkpoint's or run's, checkpoint_tokenizer: never retrained), else made from the config
+// (sentencepiece is trained on the train split).
+std::unique_ptr<Dataset> make_dataset(const Config& config,
+                                      std::shared_ptr<const Tokenizer> stored_tokenizer = nullptr);
 std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params);
 ScheduleOptions schedule_options(const Config& config);
 // train.warmup_steps as the schedule takes it: -1 (the default) is a tenth of train.steps, at

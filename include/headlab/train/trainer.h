@@ -5,7 +5,8 @@
 //
 // Run folder: DIR/config.toml (resolved config, headed by the build's provenance as comments),
 // DIR/metrics.csv (header, then one row per logged step), DIR/checkpoints/step_<N>.h5 (the last
-// train.keep_checkpoints) + best.h5.
+// train.keep_checkpoints) + best.h5, and DIR/tokenizer.model for data.tokenizer = sentencepiece
+// (every checkpoint holds it too; a resumed or --init run reuses its checkpoint's tokenizer).
 // Resume is exact: the rows of metrics.csv after the checkpoint's step are dropped and replayed,
 // and every step is a pure function of (parameters, optimizer state, step), so a resumed run ends
 // bit-identical to an uninterrupted one at the same thread count (timing columns aside).
