@@ -19,7 +19,8 @@ TEST_CASE("every task has one row: its family, the model kind that scores it, it
     CHECK(names.insert(t.name).second);
     CHECK((t.family == TaskFamily::generated) == (t.make != nullptr));
     CHECK(std::string(model_kind_info(t.scored_by).name).size() > 0);
-    choices += (choices.empty() ? "" : "|") + std::string(t.name);
+    if (!choices.empty()) choices += '|';
+    choices += t.name;
     if (t.family == TaskFamily::generated) {
       TaskOptions o;
       o.task = t.name;
