@@ -190,8 +190,8 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   int64_t n_correct = 0;
 
   for (int64_t i = 0; i < n_batches; ++i) {
-    dataset.fill_batch(split, i, batch);
-    const ModelInput in = model_input(model.spec(), batch, 0, B);
+    dataset.fill_batch(split, i, batch);  // B rows, or fewer in a token-budget batch
+    const ModelInput in = model_input(model.spec(), batch);
 
     // 1. The unmasked model (with a backward when the gradients come from this pass).
     const bool backward = options.importance && !by_rows;
@@ -214,7 +214,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     if (options.attention || options.similarity) {
       mark_query_rows(batch, causal, options.pad_token, examples, query_rows);
       AttentionBatchInfo info;
-      info.batch_size = B;
+      info.batch_size = batch.batch_size;
       info.seq_len = batch.seq_len;
       info.causal = causal;
       info.query_rows = query_rows.data();
@@ -237,7 +237,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     if (backward && batch_targets > 0) {
       for (const Var<T>& a : model.attention_outputs()) tape.retain_grad(a);
       tape.backward(out.loss);
-      batch_grad.assign(static_cast<size_t>(B * N), 0.0);  // [b, head]
+      batch_grad.assign(static_cast<size_t>(batch.batch_size * N), 0.0);  // [b, head]
       for (int64_t l = 0; l < L; ++l) {
         const Tensor<T>& a = model.attention_outputs()[l].value();  // [B,T,H,Dh]
         const Tensor<T>& da = model.attention_outputs()[l].grad();
@@ -252,7 +252,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
             batch_grad[(r / batch.seq_len) * N + s.index(l, h)] += dot;
           }
       }
-      for (int64_t b = 0; b < B; ++b) {
+      for (int64_t b = 0; b < batch.batch_size; ++b) {
         const int64_t n_b = examples[static_cast<size_t>(b)].n_valid;
         if (n_b == 0) continue;
         const double scale = static_cast<double>(batch_targets) / static_cast<double>(n_b);
@@ -264,7 +264,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     // 2. One backward per example: the gates' gradient is dL_b/dxi itself.
     if (by_rows) {
       tape.set_grad_enabled(true);
-      for (int64_t b = 0; b < B; ++b) {
+      for (int64_t b = 0; b < batch.batch_size; ++b) {
         if (examples[static_cast<size_t>(b)].n_valid == 0) continue;
         model.gates().zero_grad();
         ForwardOptions row_forward;
@@ -363,6 +363,7 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
   Batch batch = dataset.make_batch(batch_size);
   dataset.fill_batch(split, example / batch_size, batch);
   Batch row = dataset.make_batch(1);
+  if (row.layout.variable_shape) row.reshape("analyze", {1, batch.seq_len, batch.source_len}, row.layout);
   copy_row(batch, b, row, 0);
   return attention_of_row(model, std::move(row));
 }

@@ -14,6 +14,8 @@ const std::vector<TaskInfo>& tasks() {
       {"sort", TaskFamily::generated, ModelKind::decoder, make_algorithmic_task, kPerPosition},
       {"grammar", TaskFamily::generated, ModelKind::decoder, make_grammar_task, kPerPosition},
       {"classify", TaskFamily::generated, ModelKind::encoder, make_classify_task, "it predicts one label per sequence"},
+      {"translate", TaskFamily::parallel, ModelKind::encoder_decoder, nullptr,
+       "it reads a source sentence and scores the target sentence per position"},
   };
   return all;
 }

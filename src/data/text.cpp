@@ -46,49 +46,12 @@ size_t verse_label_length(std::string_view line) {
   return i + 1;
 }
 
-// Offset of the first byte that breaks UTF-8 (Unicode 15, table 3-7: no overlongs, no
-// surrogates, nothing above U+10FFFF), or -1.
-int64_t first_invalid_utf8(const std::vector<uint8_t>& s) {
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const uint8_t c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len = 0;
-    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF)
-      len = 2;
-    else if (c == 0xE0)
-      len = 3, lo = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
-      len = 3;
-    else if (c == 0xED)
-      len = 3, hi = 0x9F;
-    else if (c == 0xF0)
-      len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3)
-      len = 4;
-    else if (c == 0xF4)
-      len = 4, hi = 0x8F;
-    else
-      return static_cast<int64_t>(i);
-    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return static_cast<int64_t>(i);
-    for (size_t k = 2; k < len; ++k)
-      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return static_cast<int64_t>(i);
-    i += len;
-  }
-  return -1;
-}
-
 // data.require_utf8: the whole file is UTF-8 text, without NUL bytes.
 void check_utf8_text(const std::vector<uint8_t>& bytes, const std::string& path) {
   const auto nul = std::find(bytes.begin(), bytes.end(), uint8_t(0));
   HEADLAB_CHECK(nul == bytes.end(), "text dataset: " << path << " is not UTF-8 text: NUL byte at offset "
                                                      << (nul - bytes.begin()) << " (data.require_utf8)");
-  const int64_t bad = first_invalid_utf8(bytes);
+  const int64_t bad = first_invalid_utf8({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
   if (bad >= 0) {
     char hex[8];
     std::snprintf(hex, sizeof(hex), "0x%02X", bytes[static_cast<size_t>(bad)]);
@@ -151,6 +114,42 @@ const char* unit(const Tokenizer& tokenizer) {
 }
 
 }  // namespace
+
+int64_t first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const uint8_t c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c == 0xE0)
+      len = 3, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+      len = 3;
+    else if (c == 0xED)
+      len = 3, hi = 0x9F;
+    else if (c == 0xF0)
+      len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = 4;
+    else if (c == 0xF4)
+      len = 4, hi = 0x8F;
+    else
+      return static_cast<int64_t>(i);
+    if (i + len > n || s[i + 1] < lo || s[i + 1] > hi) return static_cast<int64_t>(i);
+    for (size_t k = 2; k < len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return static_cast<int64_t>(i);
+    i += len;
+  }
+  return -1;
+}
 
 std::string text_token_label(int32_t token) {
   if (token == '\n') return "\\n";

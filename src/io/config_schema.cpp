@@ -18,6 +18,7 @@
 #include "headlab/common/edit_distance.h"
 #include "headlab/common/error.h"
 #include "headlab/data/task_registry.h"
+#include "headlab/data/text.h"
 
 namespace headlab::config_internal {
 
@@ -289,6 +290,34 @@ void check_rule(const KeySpec& spec, const Config& config, const Origins& origin
              field_of(spec, config));
 }
 
+// data.task=translate: its lengths fit the model and the batch budget, and data.path names pairs.
+void validate_translation(const DataConfig& d, const ModelConfig& m, const Origins& origins) {
+  const int64_t source_len = d.source_len > 0 ? d.source_len : d.seq_len;
+  if (d.seq_len < 2 || source_len < 2)
+    fail(concat("data.task=translate needs data.seq_len=", d.seq_len, " and data.source_len=", source_len,
+                " of at least 2 (a token and </s>)"),
+         {"data.seq_len", "data.source_len"}, origins);
+  if (source_len > m.max_seq_len)
+    fail(concat("data.source_len=", source_len, " exceeds model.max_seq_len=", m.max_seq_len),
+         {"data.source_len", "model.max_seq_len"}, origins);
+  if (d.batch_tokens < std::max(d.seq_len, source_len))
+    fail(concat("data.batch_tokens=", d.batch_tokens, " cannot hold one row of the longest pair allowed (data.seq_len=",
+                d.seq_len, ", data.source_len=", source_len, ")"),
+         {"data.batch_tokens", "data.seq_len", "data.source_len"}, origins);
+  if (d.path.empty())
+    fail("data.task=translate needs data.path: bible, or the source file", {"data.path", "data.task"}, origins);
+  if (d.path == kBibleAlias && !d.target_path.empty())
+    fail(concat("data.target_path=", d.target_path,
+                " is for a source file in data.path; data.path=bible reads the "
+                "Bible's modules (data.source_module, data.target_module)"),
+         {"data.target_path", "data.path"}, origins);
+  if (d.path != kBibleAlias && d.target_path.empty())
+    fail(concat("data.path=", d.path,
+                " is a source file: data.task=translate needs data.target_path, its "
+                "line-aligned target file"),
+         {"data.target_path", "data.path"}, origins);
+}
+
 }  // namespace
 
 void validate_config(const Config& config, const Origins& origins) {
@@ -323,8 +352,8 @@ void validate_config(const Config& config, const Origins& origins) {
     fail(concat("data.vocab_size=", d.vocab_size,
                 " must be 0 (= model.vocab_size) or in [2, model.vocab_size=", m.vocab_size, "]"),
          {"data.vocab_size", "model.vocab_size"}, origins);
-  if (d.tokenizer == "sentencepiece" && task_named(d.task).family != TaskFamily::text)
-    fail(concat("data.tokenizer=sentencepiece is for text; data.task=", d.task, " has its own tokens"),
+  if (d.tokenizer == "sentencepiece" && task_named(d.task).family == TaskFamily::generated)
+    fail(concat("data.tokenizer=sentencepiece is for text and translate; data.task=", d.task, " has its own tokens"),
          {"data.tokenizer", "data.task"}, origins);
   if (d.tokenizer == "sentencepiece" && d.vocab_size < 8)
     fail(concat("data.tokenizer=sentencepiece needs data.vocab_size (its vocabulary, at least 8, at most "
@@ -354,6 +383,7 @@ void validate_config(const Config& config, const Origins& origins) {
   if (model_kind_named(m.kind).kind != task.scored_by)
     fail(concat("data.task=", d.task, " needs model.kind=", model_kind_info(task.scored_by).name, ": ", task.why),
          {"model.kind", "data.task"}, origins);
+  if (task.family == TaskFamily::parallel) validate_translation(d, m, origins);
   if (t.warmup_steps > t.steps)
     fail(concat("train.warmup_steps=", t.warmup_steps, " exceeds train.steps=", t.steps),
          {"train.warmup_steps", "train.steps"}, origins);

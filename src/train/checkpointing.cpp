@@ -98,13 +98,14 @@ void save_pruned_checkpoint(const std::string& path, const Config& config, const
 }
 
 std::shared_ptr<const Tokenizer> checkpoint_tokenizer(const std::string& path, const Config& config) {
-  if (task_named(config.data.task).family != TaskFamily::text) return nullptr;
+  const TaskFamily family = task_named(config.data.task).family;
+  if (family == TaskFamily::generated) return nullptr;
   CheckpointReader r(path);
   r.require_kind(FileKind::checkpoint);
   if (!r.has_attr(kTokenizerKind)) {  // written before checkpoints stored their tokenizer: bytes
     HEADLAB_CHECK(config.data.tokenizer == "bytes",
                   path << ": stores no tokenizer, but its config has data.tokenizer = " << config.data.tokenizer);
-    return byte_tokenizer(false);
+    return byte_tokenizer(family == TaskFamily::parallel);  // translation has always had the specials
   }
   const std::string kind = r.string_attr(kTokenizerKind);
   HEADLAB_CHECK(

@@ -7,13 +7,39 @@
 #include "headlab/data/task_registry.h"
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
+#include "headlab/data/translation.h"
 
 namespace headlab {
+
+TranslationOptions translation_options(const Config& config, std::shared_ptr<const Tokenizer> stored_tokenizer) {
+  const DataConfig& d = config.data;
+  TranslationOptions o;
+  o.path = d.path;
+  o.target_path = d.target_path;
+  o.bible.source_module = d.source_module;
+  o.bible.target_module = d.target_module;
+  o.bible.val_book = d.val_book;
+  o.bible.test_book = d.test_book;
+  o.train_fraction = d.train_fraction;
+  o.val_fraction = d.val_fraction;
+  o.seq_len = d.seq_len;
+  o.source_len = d.source_len;
+  o.batch_tokens = d.batch_tokens;
+  o.seed = static_cast<uint64_t>(d.seed);
+  o.tokenizer.kind = d.tokenizer;
+  o.tokenizer.model_type = d.tokenizer_model;
+  o.tokenizer.vocab_size = d.vocab_size;
+  o.stored_tokenizer = std::move(stored_tokenizer);
+  return o;
+}
 
 std::unique_ptr<Dataset> make_dataset(const Config& config, std::shared_ptr<const Tokenizer> stored_tokenizer) {
   const DataConfig& d = config.data;
   std::unique_ptr<Dataset> dataset;
-  if (task_named(d.task).family == TaskFamily::text) {
+  const TaskFamily family = task_named(d.task).family;
+  if (family == TaskFamily::parallel) {
+    dataset = std::make_unique<TranslationDataset>(translation_options(config, std::move(stored_tokenizer)));
+  } else if (family == TaskFamily::text) {
     TextOptions o;
     o.path = d.path;
     o.seq_len = d.seq_len;
@@ -27,7 +53,7 @@ std::unique_ptr<Dataset> make_dataset(const Config& config, std::shared_ptr<cons
     o.stored_tokenizer = std::move(stored_tokenizer);
     dataset = std::make_unique<TextDataset>(o);
   } else {
-    HEADLAB_CHECK(!stored_tokenizer, "data.task " << d.task << " is not text: it takes no stored tokenizer");
+    HEADLAB_CHECK(!stored_tokenizer, "data.task " << d.task << " is generated: it takes no stored tokenizer");
     // Generated tasks (data/task_registry.h); validate() has matched them to model.kind.
     TaskOptions o;
     o.task = d.task;

@@ -111,10 +111,16 @@ Config with_init_model(const Config& given, const RunOptions& options) {
 }
 
 // The run's config: the given one, with the model section of the init_from checkpoint if any,
-// and a text corpus's path that holds from any working directory (the run folder may move).
+// and a text corpus's (or translation files') path that holds from any working directory (the run
+// folder may move).
 Config run_config(const Config& given, const RunOptions& options) {
   Config config = options.init_from.empty() ? given : with_init_model(given, options);
-  if (task_named(config.data.task).family == TaskFamily::text) config.data.path = portable_text_path(config.data.path);
+  const TaskFamily family = task_named(config.data.task).family;
+  if (family == TaskFamily::text) config.data.path = portable_text_path(config.data.path);
+  if (family == TaskFamily::parallel && config.data.path != kBibleAlias) {
+    config.data.path = portable_text_path(config.data.path);
+    if (!config.data.target_path.empty()) config.data.target_path = portable_text_path(config.data.target_path);
+  }
   validate(config);
   return config;
 }

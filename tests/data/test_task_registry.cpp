@@ -49,6 +49,10 @@ TEST_CASE("the model kinds' table answers what depends on the kind", "[nn]") {
   CHECK_FALSE(model_kind_named("encoder").causal);
   CHECK_FALSE(model_kind_named("encoder").lm_head);
   CHECK(model_kind_info(ModelKind::encoder).name == std::string("encoder"));
+  // encoder_decoder's row is its decoder side: causal, an LM head over the target.
+  CHECK(model_kind_named("encoder_decoder").causal);
+  CHECK(model_kind_named("encoder_decoder").lm_head);
+  CHECK(model_kind_named("encoder_decoder").source);
   REQUIRE_THROWS_WITH(model_kind_named("seq2seq"),
                       "unknown model kind 'seq2seq' (one of decoder|encoder|encoder_decoder)");
 }

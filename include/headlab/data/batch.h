@@ -4,8 +4,14 @@
 //   key_padding      [B, T] uint8   1 = real token, 0 = padding                    | the dataset's
 //   gold_head, gold_antecedent [B, T] int32; is_delimiter [B, T] uint8              | BatchLayout
 //                                   per-token gold annotations of synthetic tasks  | omits them
+//   source_tokens    [B, S] int32   encoder input (translation)                    |
+//   source_padding   [B, S] uint8   1 = real source token, 0 = padding             |
 // The Batch owns its buffers: Dataset::make_batch(B) sizes them once, and fill_batch rewrites
 // them in place every step, so after the first batch the data layer never allocates.
+// Variable shapes (BatchLayout::variable_shape, token-budget batches): B, T and S change from
+// batch to batch. make_batch then sizes every buffer for the dataset's batch_capacity() (the
+// largest B, T and S of any of its batches) and fill_batch calls reshape(), which resizes the
+// buffers within that capacity: still no allocation after make_batch.
 // Determinism: a batch is a pure function of (data seed, split, batch_index). Randomness comes
 // from RowRng, a splitmix64 stream keyed by (seed, split, batch_index, row), so resuming at step
 // s is just fill_batch(train, s, ...): there is no RNG state to checkpoint.
@@ -36,28 +42,47 @@ struct BatchLayout {
   bool gold_head = false;
   bool gold_antecedent = false;
   bool is_delimiter = false;
+  bool source = false;          // source_tokens and source_padding [B, S]
+  bool variable_shape = false;  // B, T, S set per batch by fill_batch (Batch::reshape)
+  bool operator==(const BatchLayout&) const = default;
+};
+
+// B, T and S of a batch; source_len = 0 when it has no source side.
+struct BatchShape {
+  int64_t batch_size = 0, seq_len = 0, source_len = 0;
+  bool operator==(const BatchShape&) const = default;
 };
 
 struct Batch {
-  int64_t batch_size = 0, seq_len = 0;
-  std::vector<int32_t> tokens;           // [B, T]
-  std::vector<int32_t> targets;          // [B, T], -1 = ignore
-  std::vector<int32_t> labels;           // [B] or empty
-  std::vector<uint8_t> key_padding;      // [B, T] or empty; 1 = real token
-  std::vector<int32_t> gold_head;        // [B, T] or empty
-  std::vector<int32_t> gold_antecedent;  // [B, T] or empty
-  std::vector<uint8_t> is_delimiter;     // [B, T] or empty
+  int64_t batch_size = 0, seq_len = 0, source_len = 0;  // B, T, S of the batch as filled
+  std::vector<int32_t> tokens;                          // [B, T]
+  std::vector<int32_t> targets;                         // [B, T], -1 = ignore
+  std::vector<int32_t> labels;                          // [B] or empty
+  std::vector<uint8_t> key_padding;                     // [B, T] or empty; 1 = real token
+  std::vector<int32_t> gold_head;                       // [B, T] or empty
+  std::vector<int32_t> gold_antecedent;                 // [B, T] or empty
+  std::vector<uint8_t> is_delimiter;                    // [B, T] or empty
+  std::vector<int32_t> source_tokens;                   // [B, S] or empty
+  std::vector<uint8_t> source_padding;                  // [B, S] or empty; 1 = real token
+  BatchLayout layout;                                   // the fields the constructor sized
+  BatchShape capacity;                                  // the constructor's shape: the most reshape() accepts
 
   Batch() = default;
   Batch(int64_t batch_size, int64_t seq_len, const BatchLayout& layout = {});
+  Batch(const BatchShape& shape, const BatchLayout& layout);
 
-  // Throws unless tokens/targets (and any present optional field) hold B x T values for this
-  // seq_len: fill_batch calls it first, so a mis-sized batch is one error line, never a resize.
+  // Fixed shapes: throws unless tokens/targets (and any present optional field) hold B x T
+  // values (B x S for the source side) for this seq_len: fill_batch calls it first, so a
+  // mis-sized batch is one error line, never a resize. Throws on a variable-shape batch.
   void check_shape(const std::string& who, int64_t expected_seq_len) const;
+  // Variable shapes: sets B, T, S and resizes every field to them. Throws (naming `who`) unless
+  // the batch was made with `expected` as its layout and `shape` fits within `capacity`, so a
+  // reshape never allocates. New places hold stale values: the caller writes every one.
+  void reshape(const std::string& who, const BatchShape& shape, const BatchLayout& expected);
 };
 
 // Copies row `from_row` of `from` into row `to_row` of `to`: every field, for batches of one
-// layout and sequence length.
+// layout, sequence length and source length (reshape a variable-shape `to` first).
 void copy_row(const Batch& from, int64_t from_row, Batch& to, int64_t to_row);
 
 // Bits per byte from a mean cross-entropy in nats per token: nats / ln 2 / bytes per token.
@@ -88,6 +113,7 @@ class Dataset {
   virtual int32_t unkeyed_pad_token() const { return -1; }
   // Batches of batch_size that cover a val/test split exactly once (later indices give rows
   // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
+  // A variable-shape dataset ignores batch_size (its batches are cut by a token budget).
   virtual int64_t eval_batches(Split split, int64_t batch_size) const;
   // How many batches evaluation and analysis score: `requested`, clamped to eval_batches() (and
   // all of them when requested <= 0); for an unbounded split a positive `requested` is needed,
@@ -102,7 +128,10 @@ class Dataset {
   // batch_index) gives the same batch on every call, thread and run.
   virtual void fill_batch(Split split, int64_t batch_index, Batch& out) const = 0;
 
-  Batch make_batch(int64_t batch_size) const { return Batch(batch_size, seq_len(), batch_layout()); }
+  // The largest shape any batch of this dataset has: {batch_size, seq_len(), 0} for fixed
+  // shapes; a variable-shape dataset returns its own (and ignores batch_size).
+  virtual BatchShape batch_capacity(int64_t batch_size) const { return {batch_size, seq_len(), 0}; }
+  Batch make_batch(int64_t batch_size) const { return Batch(batch_capacity(batch_size), batch_layout()); }
 };
 
 // A counter-based random stream for one batch row: the key (seed, split, batch_index, row) is

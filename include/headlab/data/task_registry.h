@@ -17,13 +17,14 @@ namespace headlab {
 enum class TaskFamily {
   text,       // TextDataset over data.path: prompts and samples are text
   generated,  // a SyntheticTask (data/tasks.h), drawn from data.seed
+  parallel,   // a TranslationDataset (data/translation.h): sentence pairs
 };
 
 struct TaskInfo {
   const char* name;  // data.task
   TaskFamily family;
   ModelKind scored_by;  // the model kind whose loss fits the task's targets
-  // generated: the constructor (src/data/<family>.cpp); null for text
+  // generated: the constructor (src/data/<family>.cpp); null for text and parallel
   std::unique_ptr<SyntheticTask> (*make)(const TaskOptions& options);
   const char* why;  // why scored_by, for the error when the kind does not match
 };

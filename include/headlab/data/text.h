@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "headlab/data/batch.h"
@@ -45,6 +46,10 @@ std::string ensure_bible_corpus(const std::string& cache_path = bible_cache_path
 // data.path as a run folder stores it, so that the run works from any working directory: the
 // Bible's names as "bible" (the user cache, wherever the run is), any other path made absolute.
 std::string portable_text_path(const std::string& path);
+
+// Offset of the first byte of `text` that breaks UTF-8 (Unicode 15, table 3-7: no overlongs, no
+// surrogates, nothing above U+10FFFF), or -1. NUL is valid UTF-8; callers that refuse it say so.
+int64_t first_invalid_utf8(std::string_view text);
 
 // A text token (a byte) as people read it in tables and viewers: itself when printable ASCII,
 // else \n or \xNN.

@@ -62,21 +62,37 @@ using IntList = std::vector<int64_t>;
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
   X(task, std::string, "text", one_of(task_choices()),                                                                \
-    "what to train on: text = next token of data.path (data.tokenizer); the others are generated tasks "              \
-    "(docs/config.md)")                                                                                               \
+    "what to train on: text = next token of data.path (data.tokenizer); translate = sentence pairs "                 \
+    "(encoder_decoder); the others are generated tasks (docs/config.md)")                                             \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
-    "exported once per user to the cache")                                                                            \
-  X(seq_len, int64_t, 128, positive(), "tokens per training sequence (T); at most model.max_seq_len")                 \
-  X(seed, int64_t, 0, non_negative(), "seed for generated examples and for sampling training windows")                \
-  X(train_fraction, double, 0.9, open_interval(0, 1), "text: leading fraction of the corpus trained on")              \
-  X(val_fraction, double, 0.05, open_interval(0, 1), "text: next fraction, evaluated on; the rest is test")           \
+    "exported once per user to the cache; translate: the source file, or bible = the Bible's verse pairs")            \
+  X(target_path, std::string, "", any(),                                                                              \
+    "translate: the target file, line-aligned with the source file data.path; empty when data.path = bible")          \
+  X(source_module, std::string, "engKJV2006eb", any(),                                                                \
+    "translate, data.path = bible: the source side's SWORD module (engKJV2006eb, engWEB2015eb or spaRV1909eb)")       \
+  X(target_module, std::string, "spaRV1909eb", any(), "translate, data.path = bible: the target side's SWORD module") \
+  X(val_book, std::string, "Ruth", any(), "translate, data.path = bible: the book held out as the val split")         \
+  X(test_book, std::string, "Mark", any(), "translate, data.path = bible: the book held out as the test split")       \
+  X(seq_len, int64_t, 128, positive(),                                                                                \
+    "tokens per training sequence (T); at most model.max_seq_len; translate: the most target tokens + 1")             \
+  X(source_len, int64_t, 0, non_negative(),                                                                           \
+    "translate: the most source tokens + 1 (S, the encoder's length); 0 = data.seq_len")                              \
+  X(batch_tokens, int64_t, 3000, positive(),                                                                          \
+    "translate: token budget of a batch, rows x its longest row (S or T); replaces train.batch_size")                 \
+  X(seed, int64_t, 0, non_negative(),                                                                                 \
+    "seed for generated examples and for sampling training windows; translate: the train batches and their order")    \
+  X(train_fraction, double, 0.9, open_interval(0, 1),                                                                 \
+    "text: leading fraction of the corpus trained on; translate files: of the line pairs")                            \
+  X(val_fraction, double, 0.05, open_interval(0, 1),                                                                  \
+    "text and translate files: next fraction, evaluated on; the rest is test")                                        \
   X(require_utf8, bool, false, any(),                                                                                 \
     "text: refuse a file that is not valid UTF-8 without NUL bytes (the whole file is checked); off = any bytes")     \
   X(tokenizer, std::string, "bytes", one_of("bytes|sentencepiece"),                                                   \
-    "text: bytes = one token per byte (vocab 256); sentencepiece = subwords trained on the train split's lines, "     \
-    "vocab data.vocab_size (a run stores its tokenizer and reuses it)")                                               \
-  X(tokenizer_model, std::string, "unigram", one_of("unigram|bpe"), "text, sentencepiece: the subword model")         \
+    "text and translate: bytes = one token per byte (vocab 256; translate adds <pad> <s> </s>: 259); "                \
+    "sentencepiece = subwords trained on the train split's lines, vocab data.vocab_size (a run stores its "           \
+    "tokenizer and reuses it)")                                                                                       \
+  X(tokenizer_model, std::string, "unigram", one_of("unigram|bpe"), "sentencepiece: the subword model")               \
   X(vocab_size, int64_t, 0, non_negative(),                                                                           \
     "generated tasks: alphabet size, 0 = model.vocab_size; sentencepiece: its vocabulary, specials included (>= 8)")  \
   X(k, int64_t, 2, positive(), "induction: length of the repeated pattern that predicts the next token")              \

@@ -58,7 +58,7 @@ Config checkpoint_config(const std::string& path, const std::vector<std::string>
 void save_pruned_checkpoint(const std::string& path, const Config& config, const Model<float>& model, int64_t step,
                             const Tokenizer* tokenizer);
 
-// The text tokenizer checkpoint `path` stores, for `config` (its checkpoint_config): of kind
+// The text or translation tokenizer checkpoint `path` stores, for `config` (its checkpoint_config): of kind
 // data.tokenizer, with at most model.vocab_size tokens, else one line naming the file. A
 // checkpoint written before checkpoints stored tokenizers holds none, and reads as bytes (what
 // every text model was then). nullptr for a generated task, whose tokens are not text.

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "headlab/data/batch.h"
+#include "headlab/data/translation.h"
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
@@ -13,11 +14,15 @@
 
 namespace headlab {
 
-// The dataset `config` describes. A text dataset's tokenizer is `stored_tokenizer` when given (a
+// The dataset `config` describes. A text or translation dataset's tokenizer is `stored_tokenizer` when given (a
 // checkpoint's or run's, checkpoint_tokenizer: never retrained), else made from the config
 // (sentencepiece is trained on the train split).
 std::unique_ptr<Dataset> make_dataset(const Config& config,
                                       std::shared_ptr<const Tokenizer> stored_tokenizer = nullptr);
+// data.task=translate: the data keys as TranslationDataset takes them, with `stored_tokenizer`
+// (else data.tokenizer with the specials, trained on the train split; data.vocab_size pieces).
+TranslationOptions translation_options(const Config& config,
+                                       std::shared_ptr<const Tokenizer> stored_tokenizer = nullptr);
 std::unique_ptr<Optimizer<float>> make_optimizer(const Config& config, Parameters<float>& params);
 ScheduleOptions schedule_options(const Config& config);
 // train.warmup_steps as the schedule takes it: -1 (the default) is a tenth of train.steps, at
