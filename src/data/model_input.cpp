@@ -15,6 +15,14 @@ ModelInput model_input(const ModelSpec& spec, const Batch& batch, int64_t row, i
   in.tokens = batch.tokens.data() + row * T;
   in.targets = model_kind_info(spec.kind).lm_head ? batch.targets.data() + row * T : batch.labels.data() + row;
   in.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data() + row * T;
+  if (model_kind_info(spec.kind).source) {
+    HEADLAB_CHECK(batch.layout.source && batch.source_len > 0,
+                  "model_input: a " << model_kind_info(spec.kind).name << " model needs a batch with a source side");
+    const int64_t S = batch.source_len;
+    in.source_len = S;
+    in.source_tokens = batch.source_tokens.data() + row * S;
+    in.source_padding = batch.source_padding.data() + row * S;
+  }
   return in;
 }
 
