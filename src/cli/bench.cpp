@@ -187,6 +187,7 @@ int run_bench(int argc, char** argv) {
   schedule.warmup_steps = std::min(schedule.warmup_steps, schedule.total_steps);
   TrainingContext ctx{model,    *optimizer,    batches,      tape,
                       schedule, tc.grad_accum, tc.grad_clip, static_cast<uint64_t>(tc.seed)};
+  ctx.label_smoothing = tc.label_smoothing;
 
   // Parameter counts as torch_ref counts them (head gates are not trained: not counted).
   const int64_t n_params = model.params().count();

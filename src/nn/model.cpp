@@ -364,7 +364,7 @@ ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, con
     block_inputs_.push_back(x);
     x = decoder_block(tape, x, l, in, opt, gate_vars, l == first ? first_attention : Var<T>{}, memory, cache);
   }
-  return output(tape, x, in);
+  return output(tape, x, in, opt.label_smoothing);
 }
 
 // Block l of the (decoder) stack: self-attention (causal unless the model is an encoder
@@ -540,7 +540,7 @@ Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk,
 
 // Decoder: logits of every token; encoder: of the pooled sequence. The loss when there are targets.
 template <typename T>
-ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelInput& in) {
+ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelInput& in, double label_smoothing) {
   const ModelSpec& s = spec_;
   const int64_t B = in.batch_size, T_ = in.seq_len, C = s.d_model;
   ModelOutput<T> out;
@@ -563,7 +563,7 @@ ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelIn
     Var<T> pooled = matmul(tape.constant(pool), reshape(x, {B * T_, C}));
     out.logits = project(tape, pooled, index_.head);
   }
-  if (in.targets != nullptr) out.loss = cross_entropy(out.logits, in.targets, -1);
+  if (in.targets != nullptr) out.loss = cross_entropy(out.logits, in.targets, -1, label_smoothing);
   return out;
 }
 

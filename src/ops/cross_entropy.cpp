@@ -4,6 +4,12 @@
 // Backward, since d lse_r / d x[r, j] = softmax(x[r])_j = exp(x[r, j] - lse_r):
 //   dx[r, j] += dloss / n_valid * (exp(x[r, j] - lse_r) - [j == t_r])  for valid rows, nothing for
 //   ignored ones.
+// Label smoothing eps (PyTorch's CrossEntropyLoss(label_smoothing=eps), Szegedy et al. 2016):
+// the target is the distribution q = (1 - eps) onehot(t) + eps / V, so the row's loss is
+//   -sum_j q_j log softmax_j = lse_r - (1 - eps) x[r, t_r] - (eps / V) sum_j x[r, j],
+// and since sum_j q_j = 1 its gradient is  softmax - q:
+//   dx[r, j] += dloss / n_valid * (exp(x[r, j] - lse_r) - (1 - eps) [j == t_r] - eps / V).
+// eps = 0 is the plain loss above, computed the same way (no extra pass over the row).
 // Determinism: rows are split into kRowChunks fixed chunks (a function of rows only); each chunk
 // sums its rows in order, and the chunk sums are added in chunk order, so the loss does not
 // depend on the thread count. The backward writes each row from one thread.
@@ -51,8 +57,8 @@ void check_logits(const Tensor<T>& logits, const char* op) {
 // Every row of logits [..., V]: checks the targets, writes lse[r] (0 for ignored rows) when lse
 // is not null, and returns the summed statistics. Shared by the op and cross_entropy_stats.
 template <typename T>
-CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index, T* lse,
-                                     const char* op) {
+CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index,
+                                     double smoothing, T* lse, const char* op) {
   check_logits(logits, op);
   const Shape& shape = logits.shape();
   const int64_t V = shape.last(), rows = shape.rows();
@@ -77,7 +83,14 @@ CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* tar
       }
       const RowLogSoftmax<T> row = row_log_softmax(x + r * V, V);
       if (lse != nullptr) lse[r] = row.lse;
-      loss += static_cast<double>(row.lse - x[r * V + t]);
+      if (smoothing == 0) {
+        loss += static_cast<double>(row.lse - x[r * V + t]);
+      } else {
+        double row_sum = 0;
+        for (int64_t j = 0; j < V; ++j) row_sum += static_cast<double>(x[r * V + j]);
+        loss += static_cast<double>(row.lse) - (1 - smoothing) * static_cast<double>(x[r * V + t]) -
+                smoothing / static_cast<double>(V) * row_sum;
+      }
       ++valid;
       correct += row.argmax == t;
     }
@@ -94,7 +107,8 @@ CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* tar
   return stats;
 }
 
-// context = targets;  ints[0] = ignore_index, ints[1] = n_valid;  saved[0] = lse [rows].
+// context = targets;  ints[0] = ignore_index, ints[1] = n_valid;  scalars[0] = smoothing;
+// saved[0] = lse [rows].
 template <typename T>
 void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
   const int64_t n_valid = node.ints[1];
@@ -112,6 +126,8 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
   const T* x = logits.data();
   const T* lse = node.saved[0].data();
   const T g = node.grad.data()[0] / static_cast<T>(n_valid);
+  const double smoothing = node.scalars[0];
+  const T g_target = g * static_cast<T>(1 - smoothing), g_uniform = g * static_cast<T>(smoothing / V);
   T* d = dlogits.data();
   const bool overwrite_rows =
       overwrite;  // clang 14 (the fuzz build) cannot capture a structured binding in the OpenMP region
@@ -125,22 +141,24 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
     }
     const T *xr = x + r * V, row_lse = lse[r];
     if (overwrite_rows)
-      for (int64_t j = 0; j < V; ++j) dr[j] = g * std::exp(xr[j] - row_lse);
+      for (int64_t j = 0; j < V; ++j) dr[j] = g * std::exp(xr[j] - row_lse) - g_uniform;
     else
-      for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse);
-    dr[t] -= g;
+      for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse) - g_uniform;
+    dr[t] -= g_target;
   }
 }
 
 }  // namespace
 
 template <typename T>
-Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index) {
+Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index, double label_smoothing) {
   check_logits(logits.value(), "cross_entropy");
+  HEADLAB_CHECK(label_smoothing >= 0 && label_smoothing < 1,
+                "cross_entropy: label_smoothing=" << label_smoothing << " is outside [0, 1)");
   Tape<T>& tape = *logits.tape;
   Tensor<T> lse = tape.arena().template empty<T>({logits.shape().rows()});
   const CrossEntropyStats stats =
-      cross_entropy_rows(logits.value(), targets, ignore_index, lse.data(), "cross_entropy");
+      cross_entropy_rows(logits.value(), targets, ignore_index, label_smoothing, lse.data(), "cross_entropy");
   Tensor<T> loss = tape.arena().template empty<T>({1});
   loss.data()[0] = static_cast<T>(stats.mean_loss());
   Node<T>& node = tape.record(loss, cross_entropy_backward<T>, {logits});
@@ -148,16 +166,17 @@ Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index
   node.saved[0] = lse;
   node.ints[0] = ignore_index;
   node.ints[1] = stats.n_valid;
+  node.scalars[0] = label_smoothing;
   return tape.last();
 }
 
 template <typename T>
 CrossEntropyStats cross_entropy_stats(const Tensor<T>& logits, const int32_t* targets, int32_t ignore_index) {
-  return cross_entropy_rows<T>(logits, targets, ignore_index, nullptr, "cross_entropy_stats");
+  return cross_entropy_rows<T>(logits, targets, ignore_index, 0.0, nullptr, "cross_entropy_stats");
 }
 
-#define HEADLAB_INSTANTIATE(T)                                       \
-  template Var<T> cross_entropy<T>(Var<T>, const int32_t*, int32_t); \
+#define HEADLAB_INSTANTIATE(T)                                               \
+  template Var<T> cross_entropy<T>(Var<T>, const int32_t*, int32_t, double); \
   template CrossEntropyStats cross_entropy_stats<T>(const Tensor<T>&, const int32_t*, int32_t);
 HEADLAB_INSTANTIATE(float)
 HEADLAB_INSTANTIATE(double)

@@ -215,6 +215,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                       config.train.grad_accum,
                       config.train.grad_clip,
                       hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
+  ctx.label_smoothing = config.train.label_smoothing;
 
   if (options.strategy == PruneStrategy::l0) {
     L0Options l0_options;

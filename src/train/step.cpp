@@ -70,6 +70,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       ForwardOptions options;
       options.training = true;
       options.dropout_seed = micro_batch_seed(ctx.seed, step, micro);
+      options.label_smoothing = ctx.label_smoothing;
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
       ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model.spec(), batch), options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);

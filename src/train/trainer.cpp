@@ -413,6 +413,7 @@ RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics)
                       tc.grad_accum,
                       tc.grad_clip,
                       static_cast<uint64_t>(tc.seed)};
+  ctx.label_smoothing = tc.label_smoothing;
   StepLog log(run, progress, metrics, eval_batch, tape);  // starts the clock
   RunResult result;
 

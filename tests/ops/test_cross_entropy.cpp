@@ -182,3 +182,44 @@ TEST_CASE("cross_entropy rejects a target outside the vocabulary", "[ops][cross_
   REQUIRE_THROWS_WITH(cross_entropy_stats(logits.value(), targets, kIgnore),
                       Catch::Contains("cross_entropy_stats: target=4 at row 1"));
 }
+
+TEST_CASE("cross_entropy with label smoothing gives the hand-worked loss and gradient", "[ops][cross_entropy]") {
+  // Row [1, 2, 3], target 2, eps = 0.3, V = 3: q = (0.1, 0.1, 0.8), lse = 3.4076059644443804.
+  // loss = lse - 0.7 * 3 - 0.1 * (1 + 2 + 3) = 0.7076059644443804; d/dx = softmax - q with
+  // softmax = (0.09003057317038046, 0.24472847105479767, 0.6652409557748219) (math.exp).
+  Arena arena;
+  Tape<double> tape(arena);
+  double logits[] = {1, 2, 3};
+  const int32_t targets[] = {2};
+  Var<double> x = tape.leaf_with_grad(Tensor<double>(logits, {1, 3}));
+  Var<double> loss = cross_entropy(x, targets, kIgnore, 0.3);
+  CHECK(loss.value().data()[0] == Approx(0.7076059644443804).epsilon(1e-14));
+  tape.backward(loss);
+  CHECK(x.grad().data()[0] == Approx(0.09003057317038046 - 0.1).epsilon(1e-12));
+  CHECK(x.grad().data()[1] == Approx(0.24472847105479767 - 0.1).epsilon(1e-12));
+  CHECK(x.grad().data()[2] == Approx(0.6652409557748219 - 0.8).epsilon(1e-12));
+  // Evaluation statistics stay the NLL of the target.
+  CHECK(cross_entropy_stats(Tensor<double>(logits, {1, 3}), targets, kIgnore).loss_sum ==
+        Approx(0.4076059644443804).epsilon(1e-14));
+}
+
+TEST_CASE("cross_entropy with label smoothing matches central differences", "[ops][cross_entropy][grad]") {
+  Arena arena;
+  const int32_t targets[] = {3, kIgnore, 0, 5};
+  auto logits = random_tensor<double>(arena, {4, 6}, 7, -3.0, 3.0);
+  const double eps = GENERATE(0.1, 0.9);
+  auto r = gradcheck(
+      [&](Tape<double>&, const std::vector<Var<double>>& in) { return cross_entropy(in[0], targets, kIgnore, eps); },
+      {logits});
+  INFO("eps " << eps << ": " << r.str());
+  REQUIRE(r.max_rel_error <= 1e-6);
+}
+
+TEST_CASE("cross_entropy refuses a label smoothing outside [0, 1)", "[ops][cross_entropy]") {
+  Arena arena;
+  Tape<double> tape(arena);
+  double logits[] = {1, 2};
+  const int32_t targets[] = {0};
+  CHECK_THROWS_WITH(cross_entropy(tape.constant(Tensor<double>(logits, {1, 2})), targets, kIgnore, 1.0),
+                    Catch::Contains("label_smoothing=1 is outside [0, 1)"));
+}

@@ -62,7 +62,7 @@ using IntList = std::vector<int64_t>;
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
   X(task, std::string, "text", one_of(task_choices()),                                                                \
-    "what to train on: text = next token of data.path (data.tokenizer); translate = sentence pairs "                 \
+    "what to train on: text = next token of data.path (data.tokenizer); translate = sentence pairs "                  \
     "(encoder_decoder); the others are generated tasks (docs/config.md)")                                             \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
@@ -120,6 +120,7 @@ using IntList = std::vector<int64_t>;
   X(adam_eps, double, 1e-8, positive(), "adamw denominator epsilon")                                             \
   X(momentum, double, 0.9, half_open(0, 1), "sgd momentum (0 = plain sgd)")                                      \
   X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                    \
+  X(label_smoothing, double, 0.0, half_open(0, 1), "eps of the training loss's targets; val_loss is the NLL")    \
   X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                      \
   X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                         \
   X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                  \

@@ -161,10 +161,11 @@ struct ModelInput {
 };
 
 struct ForwardOptions {
-  bool training = false;      // dropout on
-  uint64_t dropout_seed = 0;  // distinct per step and micro-batch for reproducible dropout
-  bool gate_grads = false;    // record the gates as leaves so d loss / d gate is computed
-  bool keep_probs = false;    // keep attention probabilities for attention_probs()
+  bool training = false;       // dropout on
+  uint64_t dropout_seed = 0;   // distinct per step and micro-batch for reproducible dropout
+  bool gate_grads = false;     // record the gates as leaves so d loss / d gate is computed
+  bool keep_probs = false;     // keep attention probabilities for attention_probs()
+  double label_smoothing = 0;  // of the loss (cross_entropy's); the logits do not change
 };
 
 template <typename T>
@@ -252,7 +253,7 @@ class Model {
                        const ForwardOptions& options);
   Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t stream,
                  const ForwardOptions& options);
-  ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input);
+  ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input, double label_smoothing);
   // Blocks `first` .. n_layers-1 on x, then the output; `first_attention`, when defined, is block
   // first's attention output; `memory` is an encoder_decoder's encoder output (or the cache holds
   // its cross K/V).

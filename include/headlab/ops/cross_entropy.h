@@ -2,6 +2,9 @@
 //   cross_entropy(logits [..., V], targets [rows], ignore_index) -> [1]
 //     = mean over the rows whose target != ignore_index of  logsumexp(row) - row[target].
 //   If every target is ignored the loss is 0 and the gradient is zero.
+//   label_smoothing eps in [0, 1): the target of each row is (1 - eps) onehot + eps / V, as in
+//   PyTorch's CrossEntropyLoss(label_smoothing=eps); the loss is then not the NLL of the target
+//   (cross_entropy_stats, for evaluation, always is).
 // Saves the per-row logsumexp [rows], not the probabilities [rows, V]: the backward rebuilds
 // softmax = exp(logit - lse) from the logits, which the tape keeps alive anyway, so the op
 // stores rows values instead of rows * V (the largest activation of a small model) for the
@@ -18,7 +21,7 @@
 namespace headlab {
 
 template <typename T>
-Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index);
+Var<T> cross_entropy(Var<T> logits, const int32_t* targets, int32_t ignore_index, double label_smoothing = 0);
 
 // Evaluation without a tape: the same per-row kernel as the op, summed in a fixed order.
 struct CrossEntropyStats {

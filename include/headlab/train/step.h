@@ -56,6 +56,7 @@ struct TrainingContext {
   int64_t grad_accum = 1;
   double grad_clip = 0;                 // 0 = off
   uint64_t seed = 0;                    // train.seed
+  double label_smoothing = 0;           // train.label_smoothing: of the training loss only
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
   StepPhases* phases = nullptr;         // non-null: train_step times its parts into it
   // Kept across steps so that a warmed-up step allocates nothing.
