@@ -323,9 +323,18 @@ class EncoderDecoder(CheckpointModule):
         return (self.ln_f(x) @ head.t())[:, 0]
 
     def translate(self, texts, max_len_a: float = 1.5, max_len_b: int = 10) -> list:
-        """Greedy translations of source sentences, with the checkpoint's tokenizer: the source is
-        its ids and </s>, cut to max_seq_len tokens."""
+        """Greedy translations of source sentences with the checkpoint's tokenizer, as `headlab
+        translate` gives them: each source is its ids cut to the dataset's source cap
+        (data.source_len, else data.seq_len, and at most max_seq_len; minus one for </s>), then
+        </s>; a source without ids translates to ""; a hypothesis that is not UTF-8 gets U+FFFD
+        and a newline piece becomes a space, so each is one line of text."""
         tok = self.tokenizer()
-        n = self.spec["max_seq_len"]
-        sources = [tok.encode(t)[:n - 1] + [tok.eos] for t in texts]
-        return [tok.decode(ids) for ids in self.greedy(sources, tok.bos, tok.eos, tok.pad, max_len_a, max_len_b)]
+        d = self.config.get("data", {})
+        cap = min(int(d.get("source_len", 0)) or int(d.get("seq_len", 128)), self.spec["max_seq_len"]) - 1
+        ids = [tok.encode(t)[:cap] for t in texts]
+        todo = [i for i, x in enumerate(ids) if x]
+        out = [""] * len(texts)
+        for i, hyp in zip(todo, self.greedy([ids[i] + [tok.eos] for i in todo], tok.bos, tok.eos, tok.pad,
+                                            max_len_a, max_len_b)):
+            out[i] = tok.decode(hyp).replace("\n", " ")
+        return out

@@ -163,7 +163,7 @@ def test_greedy_decoding_is_the_full_forwards_argmax(variant, train_seq2seq):
     sources = _decode_inputs(headlab.make_dataset(ckpt), tok, 12)
     out = model.greedy(sources, tok.bos, tok.eos, tok.pad)
     if variant != "s2s_sentencepiece":  # the byte models end their translations at different lengths
-        assert len({len(o) for o in out}) > 3
+        assert len({len(o) for o in out}) > 2
     N, S, T = len(sources), max(map(len, sources)), max(len(o) for o in out) + 1
     src, src_pad = np.full((N, S), tok.pad), np.zeros((N, S), np.uint8)
     ys, kp = np.full((N, T), tok.pad), np.zeros((N, T), np.uint8)
