@@ -35,8 +35,8 @@ class ByteTokenizer:
         return bytes(i for i in ids if i < 256)
 
     def decode(self, ids) -> str:
-        """The text of ids, specials dropped (bytes that are not UTF-8 become U+FFFD)."""
-        return self.decode_bytes(ids).decode("utf-8", errors="replace")
+        """The text of ids, specials dropped (bytes that are not UTF-8 become U+FFFD: repair_utf8)."""
+        return repair_utf8(self.decode_bytes(ids))
 
     def serialized(self) -> bytes:
         return _BYTES_SPECIALS if self.specials else _BYTES_PLAIN
@@ -83,6 +83,20 @@ class SentencePieceTokenizer:
 
     def serialized(self) -> bytes:
         return self.model
+
+
+def repair_utf8(data: bytes) -> str:
+    """headlab's repair_utf8 (src/data/text.cpp): each invalid UTF-8 sequence's first byte becomes
+    U+FFFD and decoding resumes at the next byte (so a cut 3-byte character gives two U+FFFD,
+    where Python's errors="replace" gives one)."""
+    out = []
+    while True:
+        try:
+            out.append(data.decode("utf-8"))
+            return "".join(out)
+        except UnicodeDecodeError as e:
+            out.append(data[:e.start].decode("utf-8") + "\ufffd")
+            data = data[e.start + 1:]
 
 
 def load_tokenizer(kind: str, serialized: bytes | None):

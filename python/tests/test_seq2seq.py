@@ -147,6 +147,15 @@ def test_sentencepiece_tokens_are_the_checkpoints(train_seq2seq):
     assert tok.encode(tok.decode(x)) == x and tok.decode(tok.encode("and the lord")) == "and the lord"
 
 
+def test_byte_hypotheses_are_repaired_as_headlab_repairs_them():
+    from headlab.tokenizer import ByteTokenizer, repair_utf8
+    assert repair_utf8("añ€".encode()) == "añ€"
+    assert repair_utf8(b"ab\xe2\x82") == "ab\ufffd\ufffd"   # a cut character: one U+FFFD per byte tried
+    assert repair_utf8(b"\xffa\xc3") == "\ufffda\ufffd"
+    assert repair_utf8(b"\xed\xa0\x80") == "\ufffd" * 3      # a surrogate is not UTF-8
+    assert ByteTokenizer(True).decode([97, 0xC3, 258, 256]) == "a\ufffd"
+
+
 def _decode_inputs(data, tok, count):
     return [x + [tok.eos] for x, _ in data.sentences("val")[:count]]
 
