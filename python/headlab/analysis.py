@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 def _example_losses(model, out, targets, labels):
     """Per-example loss sums [B] and scored-target counts [B]."""
-    if model.spec["kind"] == "decoder":
+    if model.spec["kind"] in ("decoder", "encoder_decoder"):
         t = torch.as_tensor(targets, dtype=torch.long)
         logits = out.logits
         losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1), ignore_index=-1,
@@ -30,11 +30,13 @@ def _example_losses(model, out, targets, labels):
 
 
 def split_loss(model, batches) -> float:
-    """The whole-split mean loss, as `headlab eval` computes it."""
+    """The whole-split mean loss, as `headlab eval` computes it (translate's batches carry the
+    source after the four fields: eval_tuple)."""
     total, count = 0.0, 0
     with torch.no_grad():
-        for tokens, targets, labels, key_padding in batches:
-            out = model(tokens, key_padding=key_padding)
+        for tokens, targets, labels, key_padding, *source in batches:
+            source = dict(source=source[0], source_padding=source[1]) if source else {}
+            out = model(tokens, key_padding=key_padding, **source)
             s, n = _example_losses(model, out, targets, labels)
             total += float(s.sum())
             count += int(n.sum())
@@ -43,6 +45,9 @@ def split_loss(model, batches) -> float:
 
 def head_scores(model, batches, ablation: bool = True) -> dict:
     """loss, importance, importance_normalized and ablation_loss_delta ([L][H_l] lists of floats)."""
+    if model.spec["kind"] == "encoder_decoder":
+        raise ValueError("head_scores covers decoders and encoders; an encoder_decoder's three attentions are "
+                         "not scored yet (nor by headlab analyze)")
     heads = model.spec["heads"]
     L = len(heads)
     dtype = model.tok_emb.weight.dtype

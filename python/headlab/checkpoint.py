@@ -27,6 +27,7 @@ FILE_KINDS = {
     "attention": "an attention dump (written by headlab analyze --dump-example or --prompt)",
 }
 MODEL_PREFIX = "model/"
+MODEL_KINDS = ("decoder", "encoder", "encoder_decoder")  # model.kind (include/headlab/nn/model_kinds.h)
 TOKENIZER_MODEL = "tokenizer/model"  # the text tokenizer's model bytes; attribute "tokenizer" is its kind
 
 # The run attributes headlab's reader requires (load_training_checkpoint), with the values a
@@ -69,17 +70,45 @@ def model_spec(config: dict) -> dict:
     # Layer l's query heads and K/V heads (a pruned layer keeps MHA: as many K/V heads as query heads).
     spec["heads"] = layer_heads if layer_heads else [n_heads] * n_layers
     spec["kv_heads"] = layer_heads if layer_heads else [n_kv] * n_layers
-    if spec["kind"] not in ("decoder", "encoder"):
-        raise ValueError(f"model.kind must be decoder or encoder, got {spec['kind']!r}")
+    if spec["kind"] not in MODEL_KINDS:
+        raise ValueError(f"model.kind must be one of {', '.join(MODEL_KINDS)}, got {spec['kind']!r}")
+    if spec["kind"] == "encoder_decoder":
+        # The encoder and the cross-attention default to the decoder's head count, their K/V heads
+        # to their own head count, their width to d_model / their head count (config_schema.cpp).
+        spec["n_encoder_layers"] = int(get("n_encoder_layers", 0)) or n_layers
+        for kind in ("enc", "cross"):
+            h = int(get(f"{kind}_n_heads", 0)) or n_heads
+            spec[kind] = dict(heads=h, kv_heads=int(get(f"{kind}_n_kv_heads", 0)) or h,
+                              d_head=int(get(f"{kind}_d_head", 0)) or d_model // h)
+            if spec[kind]["heads"] % spec[kind]["kv_heads"]:
+                raise ValueError(f"model.{kind}_n_kv_heads={spec[kind]['kv_heads']} does not divide "
+                                 f"model.{kind}_n_heads={spec[kind]['heads']}")
+        if layer_heads or spec["active_heads"]:
+            raise ValueError("model.layer_heads and model.active_heads are not supported by an encoder_decoder")
     for l, (h, hkv) in enumerate(zip(spec["heads"], spec["kv_heads"])):
         if h % hkv:
             raise ValueError(f"layer {l}: n_kv_heads={hkv} does not divide n_heads={h}")
     return spec
 
 
+def attention_sites(spec: dict) -> list:
+    """The attention layers in gate order (ModelSpec::attention_sites): (kind, layer, gate name,
+    heads). A decoder's or encoder's is ("dec", l, "blocks/<l>/attn/gates", H_l) per layer; an
+    encoder_decoder has the encoder's first ("enc", l, "enc/<l>/attn/gates"), then per decoder
+    layer its self-attention ("dec") and its cross-attention ("cross", l, "blocks/<l>/cross/gates")."""
+    if spec["kind"] != "encoder_decoder":
+        return [("dec", l, f"blocks/{l}/attn/gates", spec["heads"][l]) for l in range(spec["n_layers"])]
+    sites = [("enc", l, f"enc/{l}/attn/gates", spec["enc"]["heads"]) for l in range(spec["n_encoder_layers"])]
+    for l in range(spec["n_layers"]):
+        sites.append(("dec", l, f"blocks/{l}/attn/gates", spec["heads"][l]))
+        sites.append(("cross", l, f"blocks/{l}/cross/gates", spec["cross"]["heads"]))
+    return sites
+
+
 def parameter_shapes(spec: dict) -> dict:
     """Every model tensor of a spec, name -> shape, in headlab's declaration order
-    (src/nn/model.cpp parameter_specs), gates included ("blocks/<l>/attn/gates")."""
+    (src/nn/model.cpp parameter_layout), gates included ("blocks/<l>/attn/gates"; an
+    encoder_decoder's also "enc/<l>/attn/gates" and "blocks/<l>/cross/gates")."""
     C, Dh, F, V = spec["d_model"], spec["d_head"], spec["d_mlp"], spec["vocab_size"]
     shapes = {"tok_emb/weight": (V, C)}
     if spec["positions"] == "learned":
@@ -94,22 +123,37 @@ def parameter_shapes(spec: dict) -> dict:
         shapes[name + "/weight"] = (C,)
         shapes[name + "/bias"] = (C,)
 
+    def block(prefix, H, Hkv, Dh, cross=None):
+        norm(f"{prefix}/ln1")
+        linear(f"{prefix}/attn/qkv", (H + 2 * Hkv) * Dh, C)
+        linear(f"{prefix}/attn/proj", C, H * Dh)
+        if cross is not None:  # an encoder_decoder's decoder block: LN_c, q, kv, proj
+            norm(f"{prefix}/cross/ln")
+            linear(f"{prefix}/cross/q", cross["heads"] * cross["d_head"], C)
+            linear(f"{prefix}/cross/kv", 2 * cross["kv_heads"] * cross["d_head"], C)
+            linear(f"{prefix}/cross/proj", C, cross["heads"] * cross["d_head"])
+        norm(f"{prefix}/ln2")
+        linear(f"{prefix}/mlp/fc", F, C)
+        linear(f"{prefix}/mlp/proj", C, F)
+
+    seq2seq = spec["kind"] == "encoder_decoder"
+    if seq2seq:
+        enc = spec["enc"]
+        if spec["positions"] == "learned":
+            shapes["enc/pos_emb/weight"] = (spec["max_seq_len"], C)
+        for l in range(spec["n_encoder_layers"]):
+            block(f"enc/{l}", enc["heads"], enc["kv_heads"], enc["d_head"])
+        norm("enc/ln_f")
     for l in range(spec["n_layers"]):
-        H, Hkv = spec["heads"][l], spec["kv_heads"][l]
-        norm(f"blocks/{l}/ln1")
-        linear(f"blocks/{l}/attn/qkv", (H + 2 * Hkv) * Dh, C)
-        linear(f"blocks/{l}/attn/proj", C, H * Dh)
-        norm(f"blocks/{l}/ln2")
-        linear(f"blocks/{l}/mlp/fc", F, C)
-        linear(f"blocks/{l}/mlp/proj", C, F)
+        block(f"blocks/{l}", spec["heads"][l], spec["kv_heads"][l], Dh, spec["cross"] if seq2seq else None)
     norm("ln_f")
-    if spec["kind"] == "decoder":
+    if spec["kind"] in ("decoder", "encoder_decoder"):
         if not spec["tie_embeddings"]:
             shapes["lm_head/weight"] = (V, C)
     else:
         linear("cls_head", spec["n_classes"], C)
-    for l in range(spec["n_layers"]):
-        shapes[f"blocks/{l}/attn/gates"] = (spec["heads"][l],)
+    for _, _, name, heads in attention_sites(spec):
+        shapes[name] = (heads,)
     return shapes
 
 
@@ -136,8 +180,9 @@ class Checkpoint:
         return model_spec(self.config)
 
     def gates(self) -> list:
-        """Per-layer head gates [H_l] (1 = on, 0 = off)."""
-        return [self.params[f"blocks/{l}/attn/gates"] for l in range(self.spec["n_layers"])]
+        """Per-layer head gates [H_l] (1 = on, 0 = off); an encoder_decoder's per attention site,
+        in attention_sites() order (encoder layers, then each decoder layer's self and cross)."""
+        return [self.params[name] for _, _, name, _ in attention_sites(self.spec)]
 
 
 def _attr_value(v):
@@ -149,7 +194,8 @@ def _attr_value(v):
 
 
 def load_checkpoint(path: str, optimizer: bool = False) -> Checkpoint:
-    """Reads a headlab checkpoint (any model: decoder or encoder, pruned `layer_heads` ones too).
+    """Reads a headlab checkpoint (any model: decoder, encoder or encoder_decoder, pruned
+    `layer_heads` ones too).
     Checks what headlab's reader checks: the kind and format attributes, and that the model
     tensors are exactly those the config describes, with their shapes."""
     with h5py.File(path, "r") as f:

@@ -12,7 +12,9 @@ exactly the binary's.
               block; val/test hold W = (block - 1) // T non-overlapping windows, window k of the
               split at tile (k * stride) mod W;
     k_relation, induction, reverse, sort, grammar, classify
-              the generated tasks (tasks.py; src/data/<family>.cpp, synthetic.cpp).
+              the generated tasks (tasks.py; src/data/<family>.cpp, synthetic.cpp);
+    translate sentence pairs in token-budget batches (translation.py; translation.cpp), with the
+              checkpoint's tokenizer: make_dataset(ckpt), eval_batches(ckpt, "val").
 """
 from __future__ import annotations
 
@@ -109,22 +111,42 @@ class TextData:
         return out
 
 
-def make_dataset(config: dict):
+def make_dataset(config, tokenizer=None):
     """The dataset a run config describes (make_dataset in src/train/setup.cpp): a TextData for
-    data.task = "text", else the generated task (tasks.make_task). Each has
-    .batch(split, batch_index, batch_size), .eval_batch_count(split, batch_size), .vocab_size,
-    .seq_len, .layout and .token_label(token)."""
-    if config.get("data", {}).get("task", "text") == "text":
+    data.task = "text", a translation.TranslationData for "translate", else the generated task
+    (tasks.make_task). Each has .batch(split, batch_index, batch_size),
+    .eval_batch_count(split, batch_size), .vocab_size, .seq_len, .layout and .token_label(token).
+    `config` may be a Checkpoint, whose tokenizer translate then uses (else pass `tokenizer`, a
+    headlab.tokenizer one: translate needs the run's, which Python does not train)."""
+    if hasattr(config, "params"):  # a Checkpoint
+        if tokenizer is None and config.config.get("data", {}).get("task") == "translate":
+            from .tokenizer import tokenizer_of
+            tokenizer = tokenizer_of(config)
+        config = config.config
+    task = config.get("data", {}).get("task", "text")
+    if task == "text":
         return TextData(config)
+    if task == "translate":
+        from .translation import TranslationData
+        if tokenizer is None:
+            d = config.get("data", {})
+            if d.get("tokenizer", "bytes") != "bytes":
+                raise ValueError("translate with data.tokenizer = sentencepiece needs the run's tokenizer "
+                                 "(pass the Checkpoint, or tokenizer=headlab.tokenizer.tokenizer_of(ckpt))")
+            from .tokenizer import ByteTokenizer
+            tokenizer = ByteTokenizer(True)
+        return TranslationData(config, tokenizer)
     return make_task(config)
 
 
-def batch(config: dict, split: str, batch_index: int, batch_size: int | None = None) -> Batch:
+def batch(config, split: str, batch_index: int, batch_size: int | None = None, tokenizer=None) -> Batch:
     """Batch `batch_index` of `split` ("train", "val" or "test") exactly as the binary's
-    Dataset::fill_batch gives it for this config, every field included; batch_size defaults
-    to train.batch_size. For many batches of one config, make_dataset(config).batch(...) once."""
-    B = batch_size or int(config.get("train", {}).get("batch_size", 16))
-    return make_dataset(config).batch(split, batch_index, B)
+    Dataset::fill_batch gives it for this config (or Checkpoint), every field included;
+    batch_size defaults to train.batch_size (translate's batches have their own shapes). For many
+    batches of one config, make_dataset(config).batch(...) once."""
+    cfg = config.config if hasattr(config, "params") else config
+    B = batch_size or int(cfg.get("train", {}).get("batch_size", 16))
+    return make_dataset(config, tokenizer).batch(split, batch_index, B)
 
 
 def classify_examples(config: dict, split: str, count: int = EVAL_EXAMPLES):
@@ -135,11 +157,13 @@ def classify_examples(config: dict, split: str, count: int = EVAL_EXAMPLES):
             np.concatenate([r.key_padding for r in rows]))
 
 
-def eval_batches(config: dict, split: str = "val", batch_size: int | None = None):
+def eval_batches(config, split: str = "val", batch_size: int | None = None, tokenizer=None):
     """The batches `headlab eval --split SPLIT` scores (the whole split), as (tokens, targets,
-    labels, key_padding) numpy tuples, labels and key_padding None where the task has none. The
-    loss over a split is the sum of per-target losses over all batches / the number of targets;
-    rows past the end of the split have every target (and label) -1."""
-    B = batch_size or int(config.get("train", {}).get("batch_size", 16))
-    dataset = make_dataset(config)
+    labels, key_padding) numpy tuples, labels and key_padding None where the task has none, and
+    translate's with (source_tokens, source_padding) after them. The loss over a split is the
+    sum of per-target losses over all batches / the number of targets; rows past the end of the
+    split have every target (and label) -1. `config` may be a Checkpoint (translate: its tokenizer)."""
+    cfg = config.config if hasattr(config, "params") else config
+    B = batch_size or int(cfg.get("train", {}).get("batch_size", 16))
+    dataset = make_dataset(config, tokenizer)
     return [dataset.batch(split, i, B).eval_tuple() for i in range(dataset.eval_batch_count(split, B))]

@@ -70,6 +70,29 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, (x.shape[-1],), self.weight, self.bias, self.eps)
 
 
+def attend(q, k, v, hidden, padded, gates):
+    """Scaled dot-product attention of q [B,H,T,Dh] over k, v [B,Hkv,S,Dh], query head h reading
+    K/V head h // (H / Hkv): per-head outputs [B,H,T,Dh] (times gates, [H] or [B,H], unless
+    None) and probabilities [B,H,T,S]. hidden: bool mask of the scores no query may see
+    (broadcast to [B,H,T,S]) or None; padded: whether some row may see no key at all."""
+    H, Hkv, Dh = q.shape[1], k.shape[1], q.shape[-1]
+    if Hkv != H:
+        k = k.repeat_interleave(H // Hkv, dim=1)
+        v = v.repeat_interleave(H // Hkv, dim=1)
+    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(Dh))
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    if padded:  # a query that sees no key at all: probabilities (and output) 0, not NaN
+        probs = torch.nan_to_num(probs, nan=0.0)
+    out = probs @ v
+    if gates is not None:
+        g = gates.to(out.dtype)
+        # one gate per head [H], or per example and head [B,H] (per-example gate gradients)
+        out = out * (g[None, :, None, None] if g.dim() == 1 else g[:, :, None, None])
+    return out, probs
+
+
 class Attention(nn.Module):
     def __init__(self, d_model, n_heads, n_kv_heads, d_head, bias):
         super().__init__()
@@ -89,29 +112,17 @@ class Attention(nn.Module):
         q = qkv[:, :, :H].transpose(1, 2)                  # [B,H,T,Dh]
         k = qkv[:, :, H:H + Hkv].transpose(1, 2)           # [B,Hkv,T,Dh]
         v = qkv[:, :, H + Hkv:].transpose(1, 2)
-        if Hkv != H:  # query head h reads K/V head h // (H / Hkv)
-            k = k.repeat_interleave(H // Hkv, dim=1)
-            v = v.repeat_interleave(H // Hkv, dim=1)
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(Dh))
-        if hidden is not None:
-            scores = scores.masked_fill(hidden, float("-inf"))
-        probs = torch.softmax(scores, dim=-1)
-        if padded:  # a query that sees no key at all: probabilities (and output) 0, not NaN
-            probs = torch.nan_to_num(probs, nan=0.0)
-        out = probs @ v                                                          # [B,H,T,Dh]
-        if gates is not None or self.gated:
-            g = (self.gates if gates is None else gates).to(out.dtype)
-            # one gate per head [H], or per example and head [B,H] (per-example gate gradients)
-            out = out * (g[None, :, None, None] if g.dim() == 1 else g[:, :, None, None])
+        g = gates if gates is not None else self.gates if self.gated else None
+        out, probs = attend(q, k, v, hidden, padded, g)    # [B,H,T,Dh], [B,H,T,T]
         return out.transpose(1, 2), probs
 
 
 class Block(nn.Module):
-    def __init__(self, spec, n_heads, n_kv_heads):
+    def __init__(self, spec, n_heads, n_kv_heads, d_head=None):
         super().__init__()
         C, eps = spec["d_model"], spec["norm_eps"]
         self.ln1 = LayerNorm(C, eps)
-        self.attn = Attention(C, n_heads, n_kv_heads, spec["d_head"], spec["bias"])
+        self.attn = Attention(C, n_heads, n_kv_heads, d_head or spec["d_head"], spec["bias"])
         self.ln2 = LayerNorm(C, eps)
         self.mlp = nn.Module()
         self.mlp.fc = Linear(C, spec["d_mlp"], spec["bias"])
@@ -119,16 +130,78 @@ class Block(nn.Module):
         self.activation = spec["activation"]
 
     def forward(self, x, hidden, padded, gates):
+        x, a, probs = self.self_attention(x, hidden, padded, gates)
+        return self.add_mlp(x), a, probs
+
+    def self_attention(self, x, hidden, padded, gates):
+        """x + proj(Attn(LN1(x))), the head outputs and the probabilities."""
         a, probs = self.attn(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]; forward hooks see both
         B, T = a.shape[:2]
-        x = x + self.attn.proj(a.reshape(B, T, -1))
+        return x + self.attn.proj(a.reshape(B, T, -1)), a, probs
+
+    def add_mlp(self, x):
         h = self.mlp.fc(self.ln2(x))
         h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)
-        return x + self.mlp.proj(h), a, probs
+        return x + self.mlp.proj(h)
 
 
-class Model(nn.Module):
-    """A headlab decoder (causal LM) or encoder (classifier), built from a config or spec."""
+class CheckpointModule(nn.Module):
+    """What every headlab torch model shares: parameters and gates named as in a checkpoint
+    ("blocks/0/attn/qkv/weight" is the tensor blocks.0.attn.qkv.weight), read and written."""
+
+    spec: dict
+    config: dict
+
+    @classmethod
+    def from_checkpoint(cls, ckpt) -> "CheckpointModule":
+        """A model holding a checkpoint's weights and gates (float32, as stored); Model's gives an
+        EncoderDecoder for an encoder_decoder checkpoint."""
+        if not isinstance(ckpt, Checkpoint):
+            ckpt = load_checkpoint(str(ckpt))
+        if cls is Model and ckpt.spec["kind"] == "encoder_decoder":
+            from .seq2seq import EncoderDecoder
+            cls = EncoderDecoder
+        model = cls(ckpt.config)
+        model.load_arrays(ckpt.params)
+        model.checkpoint_attrs = dict(ckpt.attrs)
+        model.checkpoint_tokenizer = ckpt.tokenizer
+        return model
+
+    def load_arrays(self, params: dict) -> None:
+        """Copies checkpoint-named arrays ("blocks/0/attn/qkv/weight") into the model."""
+        state = self.state_dict()
+        for name in parameter_shapes(self.spec):
+            key = name.replace("/", ".")
+            state[key].copy_(torch.from_numpy(np.asarray(params[name])).to(state[key].dtype))
+
+    def arrays(self) -> dict:
+        """The model's tensors by checkpoint name, float32 numpy arrays (gates included)."""
+        state = self.state_dict()
+        return {name: state[name.replace("/", ".")].detach().cpu().float().numpy().copy()
+                for name in parameter_shapes(self.spec)}
+
+    def to_checkpoint(self) -> Checkpoint:
+        attrs = dict(getattr(self, "checkpoint_attrs", {}))
+        return Checkpoint(config=self.config, params=self.arrays(), attrs=attrs,
+                          tokenizer=getattr(self, "checkpoint_tokenizer", None))
+
+    def save_checkpoint(self, path: str) -> None:
+        """Writes the model as a headlab checkpoint (no optimizer state): `headlab eval PATH`.
+        The checkpoint's tokenizer goes with it (a model built from a config has none: give it
+        one with use_tokenizer_of)."""
+        save_checkpoint(path, self.to_checkpoint())
+
+    def use_tokenizer_of(self, ckpt: Checkpoint) -> None:
+        """Stores `ckpt`'s tokenizer (kind and model) with this model's checkpoints."""
+        self.checkpoint_attrs = dict(getattr(self, "checkpoint_attrs", {}))
+        self.checkpoint_tokenizer = ckpt.tokenizer
+        if "tokenizer" in ckpt.attrs:
+            self.checkpoint_attrs["tokenizer"] = ckpt.attrs["tokenizer"]
+
+
+class Model(CheckpointModule):
+    """A headlab decoder (causal LM) or encoder (classifier), built from a config or spec
+    (an encoder_decoder is seq2seq.EncoderDecoder; Model.from_checkpoint and load_model pick it)."""
 
     def __init__(self, config: dict, gated: bool = True):
         """gated=False leaves the multiplication by the model's own gates out of the forward
@@ -137,6 +210,9 @@ class Model(nn.Module):
         super().__init__()
         self.config = config
         spec = self.spec = model_spec(config)
+        if spec["kind"] == "encoder_decoder":
+            raise ValueError("model.kind = encoder_decoder is headlab.EncoderDecoder, not Model "
+                             "(Model.from_checkpoint and load_model choose it themselves)")
         C, V = spec["d_model"], spec["vocab_size"]
         self.tok_emb = nn.Module()
         self.tok_emb.weight = nn.Parameter(torch.zeros(V, C))
@@ -157,39 +233,6 @@ class Model(nn.Module):
                 self.lm_head.weight = nn.Parameter(torch.zeros(V, C))
         else:
             self.cls_head = Linear(C, spec["n_classes"], spec["bias"])
-
-    # ---- checkpoints -------------------------------------------------------------------------
-
-    @classmethod
-    def from_checkpoint(cls, ckpt) -> "Model":
-        """A model holding a checkpoint's weights and gates (float32, as stored)."""
-        if not isinstance(ckpt, Checkpoint):
-            ckpt = load_checkpoint(str(ckpt))
-        model = cls(ckpt.config)
-        model.load_arrays(ckpt.params)
-        model.checkpoint_attrs = dict(ckpt.attrs)
-        return model
-
-    def load_arrays(self, params: dict) -> None:
-        """Copies checkpoint-named arrays ("blocks/0/attn/qkv/weight") into the model."""
-        state = self.state_dict()
-        for name in parameter_shapes(self.spec):
-            key = name.replace("/", ".")
-            state[key].copy_(torch.from_numpy(np.asarray(params[name])).to(state[key].dtype))
-
-    def arrays(self) -> dict:
-        """The model's tensors by checkpoint name, float32 numpy arrays (gates included)."""
-        state = self.state_dict()
-        return {name: state[name.replace("/", ".")].detach().cpu().float().numpy().copy()
-                for name in parameter_shapes(self.spec)}
-
-    def to_checkpoint(self) -> Checkpoint:
-        attrs = dict(getattr(self, "checkpoint_attrs", {}))
-        return Checkpoint(config=self.config, params=self.arrays(), attrs=attrs)
-
-    def save_checkpoint(self, path: str) -> None:
-        """Writes the model as a headlab checkpoint (no optimizer state): `headlab eval PATH`."""
-        save_checkpoint(path, self.to_checkpoint())
 
     # ---- gates -------------------------------------------------------------------------------
 
@@ -273,15 +316,16 @@ class Model(nn.Module):
         return bytes(tokens[len(prompt):])
 
 
-def load_model(path: str, dtype=torch.float32) -> Model:
-    """Model.from_checkpoint(path), in `dtype` (torch.float64 for a reference computation)."""
+def load_model(path: str, dtype=torch.float32) -> CheckpointModule:
+    """Model.from_checkpoint(path), in `dtype` (torch.float64 for a reference computation): a
+    Model, or a seq2seq.EncoderDecoder for an encoder_decoder checkpoint."""
     return Model.from_checkpoint(path).to(dtype)
 
 
 def export_state_dict(checkpoint_path: str, out_path: str) -> dict:
     """Saves a checkpoint's weights as a PyTorch state_dict file (torch.save), keys as
     Model.state_dict(): load it with Model(config).load_state_dict(torch.load(out_path))."""
-    model = Model.from_checkpoint(checkpoint_path)
+    model = Model.from_checkpoint(checkpoint_path)  # an EncoderDecoder for that kind
     state = model.state_dict()
     torch.save(state, out_path)
     return state

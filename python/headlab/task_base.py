@@ -84,13 +84,18 @@ class Batch:
     gold_head: np.ndarray | None = None      # [B, T] int32 (grammar), -1 = none
     gold_antecedent: np.ndarray | None = None  # [B, T] int32 (grammar, classify), -1 = none
     is_delimiter: np.ndarray | None = None   # [B, T] uint8 (grammar)
+    source_tokens: np.ndarray | None = None  # [B, S] int32 (translate: the encoder's input)
+    source_padding: np.ndarray | None = None  # [B, S] uint8, 1 = real source token (translate)
 
     def present(self) -> dict:
         """The fields the task writes, by name."""
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     def eval_tuple(self):
-        """(tokens, targets, labels, key_padding), what split_loss and head_scores read."""
+        """(tokens, targets, labels, key_padding), what split_loss and head_scores read, and
+        (source_tokens, source_padding) after them for a task with a source side (translate)."""
+        if self.source_tokens is not None:
+            return self.tokens, self.targets, self.labels, self.key_padding, self.source_tokens, self.source_padding
         return self.tokens, self.targets, self.labels, self.key_padding
 
 

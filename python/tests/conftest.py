@@ -121,3 +121,67 @@ def trained(name, tmp_path_factory, corpus):
 @pytest.fixture(scope="session")
 def train_variant(tmp_path_factory, corpus):
     return lambda name: trained(name, tmp_path_factory, corpus)
+
+
+# ---- translation (model.kind = "encoder_decoder", data.task = "translate") ----------------------
+
+# The target side: each source word's "translation" (a fixed word map), word for word, so that a
+# hundred steps teach the model enough to end its translations with </s> at varying lengths.
+LEXICON = {w: w[::-1] + ("a" if len(w) % 2 else "o") for w in WORDS}
+
+
+@pytest.fixture(scope="session")
+def parallel_corpus(tmp_path_factory):
+    """Two line-aligned files (source, target) of 600 pairs with what the loader must handle: a
+    blank pair, a CRLF line, and a val/test source equal to a training source (dropped)."""
+    rng = random.Random(27)
+    source, target = [], []
+    for i in range(600):
+        words = [rng.choice(WORDS) for _ in range(rng.randint(2, 5))]
+        source.append(" ".join(words))
+        target.append(" ".join(LEXICON[w] for w in words))
+    source[5], target[5] = "   ", "and"      # a blank side: the pair is skipped
+    source[575] = source[10]                 # a test source seen in training: dropped
+    target[20] += "\r"                       # a CRLF line end: the \r is not part of it
+    root = tmp_path_factory.mktemp("parallel")
+    (root / "src.txt").write_bytes(("\n".join(source) + "\n").encode())
+    (root / "tgt.txt").write_bytes(("\n".join(target) + "\n").encode())
+    return str(root / "src.txt"), str(root / "tgt.txt")
+
+
+SEQ2SEQ_TRAIN = dict(steps=100, lr=1e-2, warmup_steps=5, eval_every=50, eval_batches=2, log_every=50,
+                     checkpoint_every=0, keep_checkpoints=1, threads=1)
+
+# Every layout the C++ model supports: MHA with learned positions and an untied head; GQA in the
+# decoder, MQA in encoder and cross, each kind its own head count and width, sinusoids, tied
+# embeddings, no biases, ReLU; and a sentencepiece vocabulary.
+SEQ2SEQ = {
+    "s2s_mha_learned": dict(model=dict(n_heads=4, n_layers=2, n_encoder_layers=1), data=dict(tokenizer="bytes")),
+    "s2s_gqa_mqa_sin_tied": dict(model=dict(n_heads=4, n_kv_heads=2, d_head=10, n_layers=1, n_encoder_layers=2,
+                                            enc_n_heads=2, enc_n_kv_heads=1, enc_d_head=12, cross_n_heads=4,
+                                            cross_n_kv_heads=1, cross_d_head=6, positions="sinusoidal",
+                                            tie_embeddings=True, bias=False, activation="relu"),
+                                 data=dict(tokenizer="bytes")),
+    "s2s_sentencepiece": dict(model=dict(n_heads=2, n_layers=1, n_encoder_layers=1, vocab_size=160,
+                                         cross_n_heads=4, tie_embeddings=True),
+                              data=dict(tokenizer="sentencepiece", vocab_size=150)),
+}
+
+
+def trained_seq2seq(name, tmp_path_factory, parallel_corpus):
+    if name in _trained:
+        return _trained[name]
+    root = tmp_path_factory.mktemp(name)
+    v = SEQ2SEQ[name]
+    model = dict(dict(kind="encoder_decoder", vocab_size=259, d_model=32, max_seq_len=64), **v["model"])
+    data = dict(dict(task="translate", path=parallel_corpus[0], target_path=parallel_corpus[1], seq_len=64,
+                     batch_tokens=600), **v["data"])
+    write_config(root / "config.toml", model, data, SEQ2SEQ_TRAIN)
+    run_headlab("train", root / "config.toml", "--out", root / "run")
+    _trained[name] = str(root / "run")
+    return _trained[name]
+
+
+@pytest.fixture(scope="session")
+def train_seq2seq(tmp_path_factory, parallel_corpus):
+    return lambda name: trained_seq2seq(name, tmp_path_factory, parallel_corpus)
