@@ -1,16 +1,15 @@
 // headlab sample CHECKPOINT|RUN [--prompt TEXT] [--tokens N] [--temperature T] [--seed S]
 // Text decoders only: the prompt is encoded, and each sampled token decoded and printed, by the
-// checkpoint's tokenizer (bytes or sentencepiece).
-#include <algorithm>
+// checkpoint's tokenizer (bytes or sentencepiece). Generation is decode/sample.h's (KV cache).
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <vector>
 
 #include <cxxopts.hpp>
 
 #include "headlab/common/parallel.h"
 #include "headlab/data/task_registry.h"
+#include "headlab/decode/sample.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "options.h"
@@ -42,52 +41,27 @@ int run_sample(int argc, char** argv) {
   HEADLAB_CHECK(!prompt.empty(), "--prompt must not be empty");
   const Config config = checkpoint_config(path, checkpoint_overrides(args, {"train.threads"}));
   // Generated tasks have their own alphabets (k_relation's vocab may be 5): bytes mean nothing there.
-  const bool lm = model_kind_named(config.model.kind).lm_head;
-  HEADLAB_CHECK(lm && task_named(config.data.task).family == TaskFamily::text,
-                path << " is " << (lm ? "a decoder" : "an encoder") << " trained on data.task = " << config.data.task
-                     << " (vocab " << config.model.vocab_size
-                     << "); sample generates text from text decoders only (eval and analyze read this one)");
+  const ModelKindInfo& kind = model_kind_named(config.model.kind);
+  HEADLAB_CHECK(kind.lm_head && !kind.source && task_named(config.data.task).family == TaskFamily::text,
+                path << " is a model.kind = " << kind.name << " model trained on data.task = " << config.data.task
+                     << " (vocab " << config.model.vocab_size << "); sample generates text from text decoders only ("
+                     << (kind.source ? "headlab translate reads" : "eval and analyze read") << " this one)");
   set_num_threads(resolved_threads(config));
   Model<float> model(model_spec(config));
   load_training_checkpoint(path, model, nullptr);
   const std::shared_ptr<const Tokenizer> tokenizer = checkpoint_tokenizer(path, config);
-  // Ids past the tokenizer's (a model.vocab_size above data.vocab_size) are never drawn: no text has them.
-  const int64_t V = model.spec().vocab_size, max_T = model.spec().max_seq_len;
-  const int64_t V_text = std::min(V, tokenizer->vocab_size());
-
-  std::vector<int32_t> tokens;
-  tokenizer->encode(prompt, tokens);
-  HEADLAB_CHECK(!tokens.empty(), "--prompt: the text has no tokens");
+  std::vector<int32_t> prompt_ids;
+  tokenizer->encode(prompt, prompt_ids);
+  HEADLAB_CHECK(!prompt_ids.empty(), "--prompt: the text has no tokens");
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  std::mt19937_64 rng(args["seed"].as<uint64_t>());
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  Arena arena;
-  Tape<float> tape(arena);
-  std::vector<double> probs(V);
-  for (int64_t i = 0; i < n_tokens; ++i) {
-    // Full forward over the last max_seq_len tokens (no KV cache: these models are tiny).
-    const int64_t T = std::min<int64_t>(static_cast<int64_t>(tokens.size()), max_T);
-    NoGradGuard<float> no_grad(tape);
-    ModelInput in{1, T, tokens.data() + tokens.size() - T, nullptr, nullptr};
-    const Tensor<float> logits = model.forward(tape, in, {}).logits.value();
-    const float* row = logits.data() + (T - 1) * V;
-    int32_t next = 0;
-    if (temperature == 0) {
-      next = static_cast<int32_t>(std::max_element(row, row + V_text) - row);
-    } else {
-      const double max_logit = *std::max_element(row, row + V_text);
-      double total = 0;
-      for (int64_t v = 0; v < V_text; ++v) total += probs[v] = std::exp((row[v] - max_logit) / temperature);
-      double u = uniform(rng) * total;
-      for (next = 0; next < V_text - 1 && (u -= probs[next]) > 0; ++next) {
-      }
-    }
-    tape.reset();
-    tokens.push_back(next);
+  SampleOptions sampling{.tokens = n_tokens, .temperature = temperature, .seed = args["seed"].as<uint64_t>()};
+  // Ids past the tokenizer's (a model.vocab_size above data.vocab_size) are never drawn: no text has them.
+  sampling.vocab_limit = tokenizer->vocab_size();
+  sample_tokens(model, prompt_ids, sampling, [&](int32_t next) {
     const std::string text = tokenizer->decode(&next, 1);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-  }
+  });
   std::fputc('\n', stdout);
   return 0;
 }
