@@ -37,13 +37,17 @@ struct Component {
   const char* key;    // "attention"
 };
 
-// "blocks/3/attn/qkv/weight" -> attention; "tok_emb/weight" -> token embedding; ...
+// "blocks/3/attn/qkv/weight" -> attention; "tok_emb/weight" -> token embedding; an
+// encoder_decoder's encoder ("enc/...") counts with the decoder's components, its cross-attention
+// ("blocks/3/cross/q/weight") on its own, its LayerNorm with the layer norms.
 Component component(const std::string& name) {
+  const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
   if (name.rfind("tok_emb", 0) == 0) return {"token embedding", "token_embedding"};
-  if (name.rfind("pos_emb", 0) == 0) return {"position embedding", "position_embedding"};
-  if (name.find("/attn/") != std::string::npos) return {"attention (qkv + proj)", "attention"};
-  if (name.find("/mlp/") != std::string::npos) return {"mlp", "mlp"};
-  if (name.find("/ln") != std::string::npos || name.rfind("ln_f", 0) == 0) return {"layer norms", "layer_norms"};
+  if (has("pos_emb")) return {"position embedding", "position_embedding"};
+  if (has("/attn/")) return {"attention (qkv + proj)", "attention"};
+  if (has("/cross/") && !has("/cross/ln")) return {"cross-attention (q + kv + proj)", "cross_attention"};
+  if (has("/mlp/")) return {"mlp", "mlp"};
+  if (has("/ln") || name.rfind("ln_f", 0) == 0) return {"layer norms", "layer_norms"};
   return {"output head", "output_head"};
 }
 
@@ -66,6 +70,14 @@ int64_t active_heads(const Model<float>& model, int layer) {
   return on;
 }
 
+// A gate table's label: "L3" in a model with one attention per layer; "enc.L0", "dec.L2",
+// "cross.L2" in an encoder_decoder.
+std::string site_label(const ModelSpec& spec, int site) {
+  if (!model_kind_info(spec.kind).source) return "L" + std::to_string(site);
+  const AttentionSite where = spec.attention_sites()[static_cast<size_t>(site)];
+  return std::string(attention_kind_name(where.kind)) + ".L" + std::to_string(where.layer);
+}
+
 // The text tokenizer: kind and vocabulary (a checkpoint's stored one, else what the config makes).
 struct TokenizerInfo {
   std::string kind;
@@ -85,6 +97,17 @@ void print_model(const Config& config, const Model<float>& model, const std::opt
       config.model.kind.c_str(), (long long)s.d_model, counted(s.n_layers, "layer").c_str(),
       counted(s.n_heads, "head").c_str(), (long long)s.d_head, counted(s.n_kv_heads, "kv head").c_str(),
       (long long)s.d_mlp, (long long)s.vocab_size, (long long)s.max_seq_len, config.model.positions.c_str());
+  if (model_kind_info(s.kind).source) {  // each attention kind's own stack and heads
+    std::printf("attention   ");
+    for (const AttentionKind kind : {AttentionKind::enc, AttentionKind::dec, AttentionKind::cross}) {
+      const int64_t layers = kind == AttentionKind::enc ? s.n_encoder_layers : s.n_layers;
+      const AttentionShape a = s.attention_shape({kind, 0});
+      std::printf(" %s %lld x %lld heads (%lld kv) x d_head %lld%s", attention_kind_name(kind), (long long)layers,
+                  (long long)a.heads, (long long)a.kv_heads, (long long)a.d_head,
+                  kind == AttentionKind::cross ? "" : ";");
+    }
+    std::printf("\n");
+  }
   if (!s.layer_heads.empty()) {  // a physically pruned model
     std::printf("layer heads ");
     for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
@@ -95,10 +118,11 @@ void print_model(const Config& config, const Model<float>& model, const std::opt
   std::printf("\n");
   std::printf("parameters   %lld\n", (long long)model.params().count());
   for (const auto& [label, count] : parameter_counts(model))
-    std::printf("  %-24s %10lld\n", label.c_str(), (long long)count.second);
+    std::printf("  %-31s %10lld\n", label.c_str(), (long long)count.second);
   std::printf("head gates  ");
   for (int l = 0; l < model.gates().size(); ++l)
-    std::printf(" L%d %lld/%lld", l, (long long)active_heads(model, l), (long long)model.gates().value(l).numel());
+    std::printf(" %s %lld/%lld", site_label(s, l).c_str(), (long long)active_heads(model, l),
+                (long long)model.gates().value(l).numel());
   std::printf(" (heads active per layer)\n");
 }
 
@@ -106,9 +130,10 @@ void print_model(const Config& config, const Model<float>& model, const std::opt
 void add_model_json(JsonObject& out, const Config& config, const Model<float>& model,
                     const std::optional<TokenizerInfo>& tokenizer) {
   const ModelSpec& s = model.spec();
-  std::vector<std::string> layer_heads, active, gates;
+  std::vector<std::string> layer_heads, active, gates, sites;
   for (int l = 0; l < model.gates().size(); ++l) {
-    layer_heads.push_back(std::to_string(s.heads_in_layer(l)));
+    sites.push_back(json_string(site_label(s, l)));
+    layer_heads.push_back(std::to_string(s.attention_shape(s.attention_sites()[static_cast<size_t>(l)]).heads));
     active.push_back(std::to_string(active_heads(model, l)));
     const Tensor<float> g = model.gates().value(l);
     std::vector<std::string> values;
@@ -143,7 +168,11 @@ void add_model_json(JsonObject& out, const Config& config, const Model<float>& m
                         : "null")
                .str())
       .raw("parameters", params.str())
-      .raw("head_gates", JsonObject().raw("active", json_list(active)).raw("values", json_list(gates)).str());
+      .raw("head_gates", JsonObject()
+                             .raw("sites", json_list(sites))
+                             .raw("active", json_list(active))
+                             .raw("values", json_list(gates))
+                             .str());
 }
 
 // Every config key with its type, default, allowed values and doc (docs/config.md has the same rows).
