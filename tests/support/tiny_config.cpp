@@ -22,6 +22,19 @@ Config tiny_text_config(const std::filesystem::path& corpus) {
   return c;
 }
 
+Config tiny_translate_config(const std::filesystem::path& source, const std::filesystem::path& target) {
+  Config c = tiny_text_config(source);
+  c.model.kind = "encoder_decoder";
+  c.model.n_encoder_layers = 1;
+  c.model.max_seq_len = 48;
+  c.model.vocab_size = 259;  // bytes and <pad>, <s>, </s>
+  c.data.task = "translate";
+  c.data.target_path = target.string();
+  c.data.seq_len = 48;
+  c.data.batch_tokens = 400;
+  return c;
+}
+
 Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_size) {
   Config c;
   c.model.vocab_size = vocab_size;

@@ -23,6 +23,11 @@ Config tiny_text_config(const std::filesystem::path& corpus);
 // checkpoint during the run (just the final one, best.h5), eval_batches 2.
 Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_size);
 
+// A byte-level encoder_decoder translating the lines of `source` into those of `target` (line-
+// aligned files): d_model 16, 2 heads, 1 + 1 layers, T = S = 48 bytes, 400-token batches, the
+// rest as tiny_text_config.
+Config tiny_translate_config(const std::filesystem::path& source, const std::filesystem::path& target);
+
 // tiny_task_config of k_relation at T = 16 over 8 tokens (the target at t depends on the tokens
 // at t - offset), with the given depth, heads, offsets and steps: what trained checkpoints use.
 Config k_relation_config(int64_t n_layers, int64_t n_heads, const IntList& offsets, int64_t steps);
