@@ -1,5 +1,5 @@
-// headlab translate on a translation run: one line per input line, and bad input as one line
-// with exit code 2.
+// headlab translate and headlab eval on a translation run: one line per input line, BLEU and chrF
+// in eval's output, and bad input as one line with exit code 2.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/cli_scratch.h"
+#include "support/json_reader.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
 #include "support/trained_run.h"
@@ -81,6 +82,7 @@ TEST_CASE("translate's bad input is one line and exit code 2", "[cli][translate]
       {{"translate", ckpt, "--text", "a", "--lenpen", "abc"}, "invalid value 'abc' for --lenpen"},
       {{"translate", (lm.dir / "run").string(), "--text", "the"}, "translate reads encoder_decoder checkpoints"},
       {{"translate", (s.dir / "missing.h5").string(), "--text", "the"}, "missing.h5"},
+      {{"eval", (lm.dir / "run").string(), "--beam", "2"}, "--beam: "},
   };
   for (const Case& c : cases) {
     const auto r = run_headlab(c.args, s.dir / "bad.log");
@@ -89,4 +91,31 @@ TEST_CASE("translate's bad input is one line and exit code 2", "[cli][translate]
     CHECK(count_lines(r.output) == 1);
     CHECK_THAT(r.output, Catch::Contains(c.expected));
   }
+}
+
+TEST_CASE("eval of a translation run reports BLEU and chrF, greedy unless --beam, and writes the hypotheses",
+          "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const fs::path& dir = run.scratch.dir;
+  const auto greedy = run_headlab({"eval", run.run.string(), "--split", "test"}, dir / "eval.log");
+  INFO(greedy.output);
+  REQUIRE(greedy.code == 0);
+  CHECK_THAT(greedy.output, Catch::Contains("\nloss "));
+  CHECK_THAT(greedy.output, Catch::Contains("\nbleu "));
+  CHECK_THAT(greedy.output, Catch::Contains("(greedy decoding, "));
+  CHECK_THAT(greedy.output, Catch::Contains("\nchrf "));
+
+  const fs::path hypotheses = dir / "test.hyp";
+  const auto beam = run_headlab(
+      {"eval", run.run.string(), "--split", "test", "--beam", "2", "--hypotheses", hypotheses.string(), "--json"},
+      dir / "beam.log");
+  INFO(beam.output);
+  REQUIRE(beam.code == 0);
+  const test::JsonValue json = test::parse_json(beam.output);
+  CHECK(json["beam"].number() == 2);
+  CHECK(json["sentences"].number() > 20);  // the 30 test lines less any whose source is a training one
+  CHECK(json["bleu"].number() >= 0);
+  CHECK(json["chrf"].number() > 0);
+  CHECK(lines_of(test::read_file(hypotheses)).size() == json["sentences"].number());
+  CHECK_FALSE(fs::exists(hypotheses.string() + ".tmp"));
 }
