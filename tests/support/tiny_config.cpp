@@ -63,6 +63,7 @@ Config tiny_translate_config(const std::filesystem::path& source) {
   c.train.warmup_steps = 2;
   c.train.eval_every = 10;
   c.train.eval_batches = 2;
+  c.train.eval_bleu_sentences = 8;
   c.train.log_every = 5;
   c.train.checkpoint_every = 10;
   c.train.keep_checkpoints = 0;

@@ -62,7 +62,7 @@ using IntList = std::vector<int64_t>;
 
 #define HEADLAB_DATA_KEYS(X)                                                                                          \
   X(task, std::string, "text", one_of(task_choices()),                                                                \
-    "what to train on: text = next token of data.path (data.tokenizer); translate = sentence pairs "                 \
+    "what to train on: text = next token of data.path (data.tokenizer); translate = sentence pairs "                  \
     "(encoder_decoder); the others are generated tasks (docs/config.md)")                                             \
   X(path, std::string, "bible", any(),                                                                                \
     "text corpus for task=text, relative to the working directory (a run stores it absolute); bible = the KJV, "      \
@@ -125,6 +125,8 @@ using IntList = std::vector<int64_t>;
   X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                  \
   X(eval_every, int64_t, 100, non_negative(), "steps between evaluations; 0 = only after the last step")         \
   X(eval_batches, int64_t, 8, positive(), "batches per evaluation")                                              \
+  X(eval_bleu_sentences, int64_t, 200, non_negative(),                                                           \
+    "translate: val sentences translated (greedy) for val_bleu at each evaluation; 0 = none")                    \
   X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                 \
   X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")   \
   X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")               \
