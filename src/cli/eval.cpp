@@ -1,7 +1,10 @@
 // headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask L:H,...] [--json]
+//              [--beam N] [--lenpen X] [--sentences N] [--hypotheses FILE]
 // The mean loss over the scored targets, accuracy where the task has one, bits per byte for text;
-// printed to 4 decimals, or with --json as one JSON object at full precision (README.md lists its
-// fields).
+// for a translation model also corpus BLEU and chrF of the split's translations (greedy unless
+// --beam; translate_split, the path `headlab translate` and training take), the hypotheses
+// optionally written one per line in corpus order. Printed to 4 decimals, or with --json as one
+// JSON object at full precision (README.md lists its fields).
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -9,7 +12,9 @@
 
 #include <cxxopts.hpp>
 
+#include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
+#include "headlab/decode/translate_split.h"
 #include "headlab/io/head_list.h"
 #include "headlab/io/json.h"
 #include "headlab/nn/prune.h"
@@ -20,6 +25,40 @@
 #include "verbs.h"
 
 namespace headlab::cli {
+
+namespace {
+
+// The split translated and scored when the checkpoint is a translation model, else nullopt (and
+// then --beam, --lenpen, --sentences and --hypotheses are errors: there is nothing to decode).
+std::optional<SplitTranslation> translation_scores(const cxxopts::ParseResult& args, Model<float>& model,
+                                                   const Dataset& dataset, Split split, const Config& config,
+                                                   const std::string& path) {
+  const auto* data = dynamic_cast<const TranslationDataset*>(&dataset);
+  if (data == nullptr) {
+    for (const char* option : {"beam", "lenpen", "sentences", "hypotheses"})
+      HEADLAB_CHECK(!args.count(option), "--" << option << ": " << path << " models data.task = " << config.data.task
+                                              << "; BLEU is for translation models (data.task = translate)");
+    return std::nullopt;
+  }
+  const int64_t sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
+  SplitTranslation t = translate_split(model, *data, split, search_options(args), sentences);
+  if (args.count("hypotheses")) {
+    std::string text;
+    for (const std::string& h : t.hypotheses) text += h + "\n";
+    write_file_atomically(args["hypotheses"].as<std::string>(), text);
+  }
+  return t;
+}
+
+std::string decoding_name(const SearchOptions& search) {
+  if (search.beam == 1) return "greedy decoding";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "beam %lld, length penalty %g", static_cast<long long>(search.beam),
+                search.length_penalty);
+  return buf;
+}
+
+}  // namespace
 
 int run_eval(int argc, char** argv) {
   cxxopts::Options options("headlab eval", "Evaluate a checkpoint on a data split.");
@@ -34,8 +73,12 @@ int run_eval(int argc, char** argv) {
       "set",
       "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
       cxxopts::value<std::vector<std::string>>())(
-      "json", "print one JSON object (every number at full precision) instead of the lines")("h,help",
-                                                                                             "show this help");
+      "json", "print one JSON object (every number at full precision) instead of the lines")(
+      "sentences", "translation: translate the split's first N sentences for BLEU and chrF (default: all)",
+      cxxopts::value<int64_t>())("hypotheses",
+                                 "translation: write the translations to FILE, one line per sentence in corpus order",
+                                 cxxopts::value<std::string>())("h,help", "show this help");
+  add_search_options(options);
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -65,6 +108,8 @@ int run_eval(int argc, char** argv) {
   const int64_t requested = batches ? *batches : default_eval_batches(config, *dataset, split, batch.batch_size);
   const int64_t n = dataset->batches_to_score(split, requested, batch.batch_size, "evaluate");  // what evaluate scores
   const EvalStats e = evaluate(model, *dataset, split, n, batch, tape);
+  const std::optional<SplitTranslation> t = translation_scores(args, model, *dataset, split, config, path);
+  const SearchOptions search = search_options(args);
   if (args.count("json")) {
     JsonObject out;
     out.text("checkpoint", path)
@@ -77,7 +122,12 @@ int run_eval(int argc, char** argv) {
         .raw("masked_heads", json_list(masked))
         .number("loss", e.loss)
         .raw("accuracy", e.accuracy >= 0 ? json_number(e.accuracy) : "null")
-        .raw("bits_per_byte", e.bits_per_byte >= 0 ? json_number(e.bits_per_byte) : "null");
+        .raw("bits_per_byte", e.bits_per_byte >= 0 ? json_number(e.bits_per_byte) : "null")
+        .raw("bleu", t ? json_number(t->bleu.score) : "null")
+        .raw("chrf", t ? json_number(t->chrf.score) : "null")
+        .raw("sentences", t ? std::to_string(t->hypotheses.size()) : "null")
+        .raw("beam", t ? std::to_string(search.beam) : "null")
+        .raw("length_penalty", t ? json_number(search.length_penalty) : "null");
     std::printf("%s\n", out.str().c_str());
     return 0;
   }
@@ -88,6 +138,13 @@ int run_eval(int argc, char** argv) {
   std::printf("loss %.4f\n", e.loss);
   if (e.accuracy >= 0) std::printf("accuracy %.4f\n", e.accuracy);
   if (e.bits_per_byte >= 0) std::printf("bits_per_byte %.4f\n", e.bits_per_byte);
+  if (t) {
+    std::printf("bleu %.4f (%s, %s; sacreBLEU's defaults: 13a tokenization)\n", t->bleu.score,
+                decoding_name(search).c_str(), counted(static_cast<int64_t>(t->hypotheses.size()), "sentence").c_str());
+    std::printf("chrf %.4f\n", t->chrf.score);
+    if (args.count("hypotheses"))
+      std::printf("hypotheses written to %s\n", args["hypotheses"].as<std::string>().c_str());
+  }
   return 0;
 }
 

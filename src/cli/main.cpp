@@ -30,6 +30,8 @@ constexpr Verb kVerbs[] = {
     {"train", headlab::cli::run_train, "train a model from a config (resumable)"},
     {"eval", headlab::cli::run_eval, "evaluate a checkpoint (or a run folder's best) on the val or test split"},
     {"sample", headlab::cli::run_sample, "generate text from a byte-level decoder checkpoint (or run folder)"},
+    {"translate", headlab::cli::run_translate,
+     "translate text (--text or --input, one sentence per line) with an encoder_decoder checkpoint"},
     {"info", headlab::cli::run_info,
      "show the build, BLIS kernels, a checkpoint's or config's model; --keys: every config key"},
     {"bench", headlab::cli::run_bench, "training speed on random tokens (one JSON line, like torch_ref.py)"},
@@ -46,7 +48,7 @@ constexpr Verb kVerbs[] = {
 
 void print_usage() {
   std::printf("usage: headlab <verb> [options]   (headlab <verb> --help for a verb's options)\n\nverbs:\n");
-  for (const Verb& v : kVerbs) std::printf("  %-8s %s\n", v.name, v.summary);
+  for (const Verb& v : kVerbs) std::printf("  %-9s %s\n", v.name, v.summary);
 }
 
 const Verb* find_verb(const std::string& name) {

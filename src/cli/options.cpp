@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 
 #include "headlab/common/edit_distance.h"
@@ -108,6 +109,20 @@ std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
     HEADLAB_CHECK(ok, "--set " << s << ": only " << names << " can change here (the model is the checkpoint's)");
   }
   return overrides;
+}
+
+void add_search_options(cxxopts::Options& options) {
+  options.add_options()("beam", "beam size; 1 = greedy decoding", cxxopts::value<int64_t>()->default_value("1"))(
+      "lenpen", "length penalty of beam search (fairseq's): 0 = sum of log p, 1 = mean per token",
+      cxxopts::value<double>()->default_value("1"));
+}
+
+SearchOptions search_options(const cxxopts::ParseResult& args) {
+  SearchOptions search;
+  search.beam = *count_option<int64_t>(args, "beam", 1);
+  search.length_penalty = args["lenpen"].as<double>();
+  HEADLAB_CHECK(std::isfinite(search.length_penalty), "--lenpen must be finite, got " << search.length_penalty);
+  return search;
 }
 
 std::string escaped(const std::string& text) {

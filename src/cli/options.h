@@ -14,6 +14,7 @@
 #include <cxxopts.hpp>
 
 #include "headlab/common/error.h"
+#include "headlab/decode/search.h"
 
 namespace headlab::cli {
 
@@ -44,6 +45,11 @@ std::vector<std::string> list_option(const cxxopts::ParseResult& args, const std
 // naming it. The keys a verb allows are in its --set help.
 std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
                                               const std::vector<std::string>& allowed);
+
+// --beam N and --lenpen X, which translate and eval share: added to `options`, then read (a beam
+// of 0, or a length penalty that is not finite, is one line naming the option).
+void add_search_options(cxxopts::Options& options);
+SearchOptions search_options(const cxxopts::ParseResult& args);
 
 // "a\nb" -> "a\\nb": a value shown in help or messages on one line.
 std::string escaped(const std::string& text);

@@ -9,6 +9,7 @@ namespace headlab::cli {
 int run_train(int argc, char** argv);
 int run_eval(int argc, char** argv);
 int run_sample(int argc, char** argv);
+int run_translate(int argc, char** argv);
 int run_info(int argc, char** argv);
 int run_bench(int argc, char** argv);
 int run_sweep(int argc, char** argv);

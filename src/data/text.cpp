@@ -151,6 +151,17 @@ int64_t first_invalid_utf8(std::string_view text) {
   return -1;
 }
 
+std::string repair_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (int64_t bad; (bad = first_invalid_utf8(text)) >= 0; text.remove_prefix(static_cast<size_t>(bad) + 1)) {
+    out.append(text.substr(0, static_cast<size_t>(bad)));
+    out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+  }
+  out.append(text);
+  return out;
+}
+
 std::string text_token_label(int32_t token) {
   if (token == '\n') return "\\n";
   if (token >= 32 && token < 127) return std::string(1, static_cast<char>(token));

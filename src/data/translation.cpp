@@ -108,7 +108,7 @@ ParallelLines read_parallel_files(const std::string& source_path, const std::str
 TranslationDataset::TranslationDataset(const TranslationOptions& options)
     : path_(options.path),
       seq_len_(options.seq_len),
-      source_len_(options.source_len > 0 ? options.source_len : options.seq_len),
+      source_len_(options.max_source_tokens()),
       batch_tokens_(options.batch_tokens),
       seed_(options.seed),
       tokenizer_(options.stored_tokenizer) {

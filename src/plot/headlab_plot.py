@@ -5,7 +5,7 @@ Usually run by `headlab plot PATH` (which first rewrites a sweep's results.csv);
 run by hand: python3 src/plot/headlab_plot.py PATH [--x tokens|step] [--heads L:H,...]
 [--format png|pdf|svg] [--dpi N] [--no-title].
 docs/sweeps.md lists the figures. Inputs, all written by headlab:
-  run folder:   metrics.csv (step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,...),
+  run folder:   metrics.csv (step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,val_bleu,...),
                 config.toml (optional, for titles); from headlab analyze (optional): heads.csv
                 (layer,head,<metrics>), heads_similarity.csv, attention_example_I.csv (+ _tokens.csv);
                 from headlab prune (optional): prune/<name>/prune.csv

@@ -35,6 +35,7 @@ METRICS = {
     "val_loss": ("validation loss", "nats/token"),
     "val_accuracy": ("validation accuracy", "fraction correct"),
     "val_bpb": ("validation bits per byte", "bits/byte"),
+    "val_bleu": ("validation BLEU (greedy)", "BLEU"),
 }
 X_AXES = {"tokens": "training tokens seen", "step": "optimizer steps"}
 KEY_NAMES = {

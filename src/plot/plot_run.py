@@ -58,7 +58,7 @@ def plot_training(run_dir, metrics_path, name, x_axis, out, written):
     ax.legend()
     save(fig, os.path.join(out, "loss"), written)
 
-    for metric in ("val_accuracy", "val_bpb"):
+    for metric in ("val_accuracy", "val_bpb", "val_bleu"):
         if not has_values(m, metric):
             continue
         fig, ax = plt.subplots(figsize=(7, 4.2))

@@ -143,6 +143,7 @@ const CURVES = [
   ["loss (nats/token)", ["train_loss", "val_loss"]],
   ["validation accuracy", ["val_accuracy"]],
   ["validation bits per byte", ["val_bpb"]],
+  ["validation BLEU (greedy)", ["val_bleu"]],
   ["learning rate", ["lr"]],
   ["gradient norm", ["grad_norm"]],
   ["tokens per second", ["tokens_per_s"]],

@@ -17,6 +17,7 @@
 #include "headlab/common/signals.h"
 #include "headlab/data/task_registry.h"
 #include "headlab/data/text.h"
+#include "headlab/decode/translate_split.h"
 #include "headlab/dist/dist.h"
 #include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
@@ -29,20 +30,35 @@
 namespace headlab {
 
 const char* const kMetricsHeader =
+    "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,val_bleu,grad_norm,tokens_per_s,elapsed_s";
+const char* const kMetricsHeaderBeforeBleu =
     "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,grad_norm,tokens_per_s,elapsed_s";
 
 namespace fs = std::filesystem;
 
 namespace {
 
+// A row of a metrics file headed kMetricsHeaderBeforeBleu, as kMetricsHeader heads it: val_bleu
+// empty (those runs logged none).
+std::vector<std::string> with_empty_bleu(std::vector<std::string> row) {
+  const std::vector<std::string> header = split_csv_line(kMetricsHeaderBeforeBleu);
+  const auto at = std::find(header.begin(), header.end(), "grad_norm") - header.begin();
+  row.insert(row.begin() + at, "");
+  return row;
+}
+
 // metrics.csv on resume: keep the header and the rows up to `step`, drop the rest (they are
-// replayed), so the file ends as if the run had never stopped.
+// replayed), so the file ends as if the run had never stopped. A file headed as before val_bleu
+// existed is rewritten with the current header and an empty val_bleu in its kept rows, so a run
+// trained before it resumes; any other header is refused.
 void truncate_metrics(const fs::path& path, int64_t step) {
   HEADLAB_CHECK(fs::is_regular_file(path), "cannot resume: " << path.string() << " is missing");
   const CsvTable table = read_csv(path, "headlab metrics file");
-  std::string kept = csv_line(table.header);
-  HEADLAB_CHECK(kept == std::string(kMetricsHeader) + "\n", path.string()
-                                                                << ": unexpected header, not a headlab metrics file");
+  const std::string header = csv_line(table.header);
+  const bool before_bleu = header == std::string(kMetricsHeaderBeforeBleu) + "\n";
+  HEADLAB_CHECK(header == std::string(kMetricsHeader) + "\n" || before_bleu,
+                path.string() << ": unexpected header, not a headlab metrics file");
+  std::string kept = std::string(kMetricsHeader) + "\n";
   const size_t step_column = table.column("step");
   for (size_t r = 0; r < table.rows.size(); ++r) {
     const std::string& text = table.rows[r][step_column];
@@ -52,7 +68,7 @@ void truncate_metrics(const fs::path& path, int64_t step) {
                                                                                     << table.lines[r] << ": step '"
                                                                                     << text << "' is not a step count");
     if (row_step > step) break;
-    kept += csv_line(table.rows[r]);
+    kept += csv_line(before_bleu ? with_empty_bleu(table.rows[r]) : table.rows[r]);
   }
   write_file_atomically(path, kept);
 }
@@ -279,7 +295,12 @@ RunStart start_run(const Run& run, const std::string& resume_path) {
 class StepLog {
  public:
   StepLog(const Run& run, RunProgress& progress, std::FILE* metrics, Batch& eval_batch, Tape<float>& tape)
-      : run_(run), progress_(progress), metrics_(metrics), eval_batch_(eval_batch), tape_(tape) {}
+      : run_(run),
+        progress_(progress),
+        metrics_(metrics),
+        eval_batch_(eval_batch),
+        tape_(tape),
+        translation_(dynamic_cast<const TranslationDataset*>(&run.dataset)) {}
 
   void count(int64_t steps_done, const StepStats& s) {
     progress_.step = steps_done;
@@ -296,15 +317,18 @@ class StepLog {
     const TrainConfig& tc = run_.config.train;
     const bool eval_now = last || (tc.eval_every > 0 && progress_.step % tc.eval_every == 0);
     EvalStats e;
+    std::optional<double> bleu;
     if (eval_now) {
       e = evaluate(run_.model, run_.dataset, Split::val, tc.eval_batches, eval_batch_, tape_);
+      bleu = val_bleu();
       result.val_loss = e.loss;
+      result.val_bleu = bleu;
       result.val_step = progress_.step;
     }
     if (eval_now || last || progress_.step % tc.log_every == 0) {
       result.train_loss_from = progress_.step - progress_.log_loss_steps + 1;
       result.train_loss_to = progress_.step;
-      result.train_loss = log_row(s, eval_now, e);
+      result.train_loss = log_row(s, eval_now, e, bleu);
     }
     if (eval_now && (!progress_.has_best || e.loss < progress_.best_val_loss)) {
       progress_.has_best = true;
@@ -323,20 +347,30 @@ class StepLog {
   int64_t run_tokens() const { return run_tokens_; }
 
  private:
+  // Corpus BLEU of greedy translations of the first train.eval_bleu_sentences val sentences, for a
+  // translation run with the key above 0. The cost is bounded by the key, not by the split; the
+  // search changes no parameter and draws no random number, so resume stays exact.
+  std::optional<double> val_bleu() {
+    const int64_t n = run_.config.train.eval_bleu_sentences;
+    if (translation_ == nullptr || n == 0) return std::nullopt;
+    return translate_split(run_.model, *translation_, Split::val, SearchOptions{}, n).bleu.score;
+  }
+
   // The metrics.csv row of the steps since the last one, and its progress line; a new row opens.
   // Returns the row's train loss.
-  double log_row(const StepStats& s, bool evaluated, const EvalStats& e) {
+  double log_row(const StepStats& s, bool evaluated, const EvalStats& e, std::optional<double> bleu) {
     const double t = wall_seconds(), rate = window_tokens_ / std::max(t - window_start_, 1e-9);
     const double train_loss = progress_.log_loss_sum / progress_.log_loss_steps;
     const std::string row =
         csv_line({std::to_string(progress_.step), std::to_string(progress_.tokens_seen), csv_number("%.6g", s.lr),
                   csv_number("%.6g", train_loss), format_optional(e.loss, evaluated),
                   format_optional(e.accuracy, evaluated && e.accuracy >= 0),
-                  format_optional(e.bits_per_byte, evaluated && e.bits_per_byte >= 0), csv_number("%.6g", s.grad_norm),
+                  format_optional(e.bits_per_byte, evaluated && e.bits_per_byte >= 0),
+                  format_optional(bleu.value_or(0), bleu.has_value()), csv_number("%.6g", s.grad_norm),
                   csv_number("%.1f", rate), csv_number("%.2f", elapsed_before_ + t - start_)});
     std::fputs(row.c_str(), metrics_);
     HEADLAB_CHECK(std::fflush(metrics_) == 0, "cannot write " << run_.metrics_path().string() << " (disk full?)");
-    if (!run_.options.quiet) print_progress(t, rate, train_loss, evaluated, e);
+    if (!run_.options.quiet) print_progress(t, rate, train_loss, evaluated, e, bleu);
     progress_.log_loss_sum = 0;
     progress_.log_loss_steps = 0;
     window_tokens_ = 0;
@@ -345,13 +379,16 @@ class StepLog {
   }
 
   // On a terminal, one line rewritten in place, kept when it shows a validation loss.
-  void print_progress(double t, double rate, double train_loss, bool evaluated, const EvalStats& e) const {
+  void print_progress(double t, double rate, double train_loss, bool evaluated, const EvalStats& e,
+                      std::optional<double> bleu) const {
     const int64_t steps = run_.config.train.steps;
     const double eta = (steps - progress_.step) * (t - start_) / (progress_.step - first_step_);
+    const std::string val = evaluated ? "  val " + format_optional(e.loss, true) +
+                                            (bleu ? "  BLEU " + csv_number("%.2f", *bleu) : std::string())
+                                      : std::string();
     char line[256];
     std::snprintf(line, sizeof line, "step %lld/%lld  loss %.4f%s  %.0f tok/s  ETA %s",
-                  static_cast<long long>(progress_.step), static_cast<long long>(steps), train_loss,
-                  evaluated ? ("  val " + format_optional(e.loss, true)).c_str() : "", rate,
+                  static_cast<long long>(progress_.step), static_cast<long long>(steps), train_loss, val.c_str(), rate,
                   format_duration(eta).c_str());
     if (tty_)
       std::fprintf(stderr, "\r\033[K%s%s", line, evaluated ? "\n" : "");
@@ -369,6 +406,7 @@ class StepLog {
   std::FILE* metrics_;
   Batch& eval_batch_;
   Tape<float>& tape_;
+  const TranslationDataset* translation_;  // null unless data.task = translate
   const bool tty_ = !run_.options.quiet && isatty(STDERR_FILENO);
   const double start_ = wall_seconds(), elapsed_before_ = progress_.elapsed_s;
   const int64_t first_step_ = progress_.step;
@@ -480,8 +518,8 @@ std::string closing_line(const RunResult& r, int64_t eval_batches) {
   if (r.val_loss)
     add(", val loss %.4f (step %lld, %lld batches of val)", *r.val_loss, static_cast<long long>(r.val_step),
         static_cast<long long>(eval_batches));
-  else
-    line += ", no validation yet";
+  if (r.val_bleu) add(", val BLEU %.2f (greedy)", *r.val_bleu);
+  if (!r.val_loss) line += ", no validation yet";
   if (r.best_val_loss && (!r.val_loss || *r.best_val_loss < *r.val_loss)) add(", best %.4f", *r.best_val_loss);
   add("; %.0f tokens/s, %.1f s", r.tokens_per_s, r.elapsed_s);
   return line;

@@ -461,3 +461,14 @@ TEST_CASE("a bible program that fails part way leaves no export and says so in o
   CHECK_FALSE(fs::exists(cache));
   CHECK(fs::is_empty(fs::path(cache).parent_path()));  // no temp file left behind
 }
+
+TEST_CASE("repair_utf8 keeps valid UTF-8 and makes each byte it cannot read U+FFFD", "[data][text]") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(repair_utf8("") == "");
+  CHECK(repair_utf8("luz, agua y tierra \xC3\xB1 \xF0\x9F\x98\x80") == "luz, agua y tierra \xC3\xB1 \xF0\x9F\x98\x80");
+  CHECK(repair_utf8("a\xFF"
+                    "b") == "a" + fffd + "b");
+  CHECK(repair_utf8("ni\xC3") == "ni" + fffd);               // stopped inside a character
+  CHECK(repair_utf8("\xED\xA0\x80") == fffd + fffd + fffd);  // a surrogate: every byte refused
+  CHECK(first_invalid_utf8(repair_utf8("\x80\xC0\xAF\xF5 x\xE2\x82")) == -1);
+}

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "headlab/common/subprocess.h"
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,28 @@ fs::path ScratchDir::write_corpus(const std::string& name, int lines) const {
   std::ofstream out(dir / name);
   for (int i = 0; i < lines; ++i) out << sentences[(i * 7 + i / 3) % 4];
   return dir / name;
+}
+
+fs::path ScratchDir::write_parallel_corpus(int lines) const {
+  const char* source_words[] = {"the", "light", "water", "earth", "god", "said", "was", "good", "night", "day"};
+  const char* target_words[] = {"la", "luz", "agua", "tierra", "dios", "dijo", "era", "buena", "noche", "dia"};
+  std::ofstream source(dir / "source.txt"), target(dir / "target.txt");
+  uint64_t state = 12345;  // a fixed LCG: the same files on every machine
+  auto next = [&state](uint64_t n) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (state >> 33) % n;
+  };
+  for (int i = 0; i < lines; ++i) {
+    const uint64_t words = 3 + next(4);
+    for (uint64_t w = 0; w < words; ++w) {
+      const uint64_t k = next(10);
+      source << (w ? " " : "") << source_words[k];
+      target << (w ? " " : "") << target_words[k];
+    }
+    source << "\n";
+    target << "\n";
+  }
+  return dir / "source.txt";
 }
 
 std::string read_file(const fs::path& path) {

@@ -28,6 +28,10 @@ struct ScratchDir {
   std::filesystem::path write_config(const std::string& name, const Config& config) const;
   // Four short sentences in a fixed pseudo-random order, `lines` lines in all.
   std::filesystem::path write_corpus(const std::string& name, int lines) const;
+  // Two line-aligned files, source.txt and target.txt, of `lines` sentences of 3 to 6 words:
+  // each target word translates its source word ("the light" -> "la luz"), word for word.
+  // Returns the source file; the target file is next to it.
+  std::filesystem::path write_parallel_corpus(int lines) const;
 };
 
 std::string read_file(const std::filesystem::path& path);

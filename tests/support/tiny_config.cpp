@@ -22,19 +22,6 @@ Config tiny_text_config(const std::filesystem::path& corpus) {
   return c;
 }
 
-Config tiny_translate_config(const std::filesystem::path& source, const std::filesystem::path& target) {
-  Config c = tiny_text_config(source);
-  c.model.kind = "encoder_decoder";
-  c.model.n_encoder_layers = 1;
-  c.model.max_seq_len = 48;
-  c.model.vocab_size = 259;  // bytes and <pad>, <s>, </s>
-  c.data.task = "translate";
-  c.data.target_path = target.string();
-  c.data.seq_len = 48;
-  c.data.batch_tokens = 400;
-  return c;
-}
-
 Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_size) {
   Config c;
   c.model.vocab_size = vocab_size;
@@ -51,6 +38,35 @@ Config tiny_task_config(const std::string& task, int64_t seq_len, int64_t vocab_
   c.train.eval_every = 0;
   c.train.eval_batches = 2;
   c.train.checkpoint_every = 0;
+  c.train.threads = 1;
+  return c;
+}
+
+Config tiny_translate_config(const std::filesystem::path& source) {
+  Config c;
+  c.model.kind = "encoder_decoder";
+  c.model.vocab_size = 259;  // bytes and <pad> <s> </s>
+  c.model.d_model = 32;
+  c.model.n_heads = 2;
+  c.model.n_layers = 1;
+  c.model.n_encoder_layers = 1;
+  c.model.max_seq_len = 64;
+  c.data.task = "translate";
+  c.data.path = source.string();
+  c.data.target_path = (source.parent_path() / "target.txt").string();
+  c.data.seq_len = 48;
+  c.data.batch_tokens = 600;
+  c.data.train_fraction = 0.8;
+  c.data.val_fraction = 0.1;
+  c.train.steps = 20;
+  c.train.lr = 3e-3;
+  c.train.warmup_steps = 2;
+  c.train.eval_every = 10;
+  c.train.eval_batches = 2;
+  c.train.eval_bleu_sentences = 8;
+  c.train.log_every = 5;
+  c.train.checkpoint_every = 10;
+  c.train.keep_checkpoints = 0;
   c.train.threads = 1;
   return c;
 }

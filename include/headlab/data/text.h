@@ -51,6 +51,10 @@ std::string portable_text_path(const std::string& path);
 // surrogates, nothing above U+10FFFF), or -1. NUL is valid UTF-8; callers that refuse it say so.
 int64_t first_invalid_utf8(std::string_view text);
 
+// `text` with every byte that first_invalid_utf8 refuses replaced by U+FFFD (one per byte), the
+// rest unchanged: for text a model wrote, which may stop inside a character.
+std::string repair_utf8(std::string_view text);
+
 // A text token (a byte) as people read it in tables and viewers: itself when printable ASCII,
 // else \n or \xNN.
 std::string text_token_label(int32_t token);

@@ -41,6 +41,9 @@ struct TranslationOptions {
   // A checkpoint's or run folder's tokenizer, used as it is instead of training one (resume,
   // eval); it must have <pad>, <s> and </s>.
   std::shared_ptr<const Tokenizer> stored_tokenizer;
+
+  // The most tokens a source row holds, </s> counted: source_len, or seq_len when it is 0.
+  int64_t max_source_tokens() const { return source_len > 0 ? source_len : seq_len; }
 };
 
 // Two line-aligned texts as pairs. Lines end at '\n' (a '\r' before it is dropped); a pair with

@@ -126,6 +126,8 @@ using IntList = std::vector<int64_t>;
   X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                  \
   X(eval_every, int64_t, 100, non_negative(), "steps between evaluations; 0 = only after the last step")         \
   X(eval_batches, int64_t, 8, positive(), "batches per evaluation")                                              \
+  X(eval_bleu_sentences, int64_t, 200, non_negative(),                                                           \
+    "translate: val sentences translated (greedy) for val_bleu at each evaluation; 0 = none")                    \
   X(log_every, int64_t, 10, positive(), "steps between training-loss log lines")                                 \
   X(checkpoint_every, int64_t, 500, non_negative(), "steps between checkpoints; 0 = only after the last step")   \
   X(keep_checkpoints, int64_t, 3, non_negative(), "newest checkpoints kept on disk; 0 = keep all")               \

@@ -54,6 +54,7 @@ struct RunResult {
   std::optional<double> train_loss;
   int64_t train_loss_from = 0, train_loss_to = 0;
   std::optional<double> val_loss;
+  std::optional<double> val_bleu;  // at val_step: greedy, train.eval_bleu_sentences (translation only)
   int64_t val_step = 0;
   std::optional<double> best_val_loss;  // the run's, over every call (checkpoints/best.h5)
   double tokens_per_s = 0;              // over this call's steps
@@ -64,8 +65,13 @@ struct RunResult {
   double data_wait_s = 0;
 };
 
-// The metrics.csv header (one place: the writer and the tests read it).
+// The metrics.csv header (one place: the writer and the tests read it). val_bleu is the corpus
+// BLEU of greedy translations of the first train.eval_bleu_sentences val sentences at each
+// evaluation of a translation run, empty otherwise. A run folder whose metrics.csv has the header
+// from before val_bleu, kMetricsHeaderBeforeBleu, resumes: the file is rewritten with this header
+// and an empty val_bleu in its earlier rows.
 extern const char* const kMetricsHeader;
+extern const char* const kMetricsHeaderBeforeBleu;
 
 RunResult run_training(const Config& config, const RunOptions& options);
 

@@ -1,0 +1,70 @@
+#include "headlab/decode/translate_split.h"
+
+#include <algorithm>
+
+#include "headlab/common/error.h"
+#include "headlab/data/text.h"
+
+namespace headlab {
+
+SpecialIds search_ids(const Tokenizer& tokenizer) {
+  const SpecialTokens s = tokenizer.specials();
+  return {.bos = s.bos, .eos = s.eos, .pad = s.pad};
+}
+
+std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tokenizer,
+                                       const std::vector<std::vector<int32_t>>& source_ids,
+                                       const SearchOptions& options) {
+  const SpecialIds ids = search_ids(tokenizer);
+  // Sources without ids are left out of the search: a row of </s> alone is not a sentence.
+  std::vector<std::vector<int32_t>> rows;
+  std::vector<size_t> row_of;
+  for (size_t i = 0; i < source_ids.size(); ++i) {
+    if (source_ids[i].empty()) continue;
+    rows.push_back(source_ids[i]);
+    rows.back().push_back(ids.eos);
+    row_of.push_back(i);
+  }
+  const std::vector<std::vector<int32_t>> targets = translate(model, rows, ids, options);
+  std::vector<std::string> out(source_ids.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string text = repair_utf8(tokenizer.decode(targets[r]));
+    std::replace(text.begin(), text.end(), '\n', ' ');  // one line per hypothesis, in files and on stdout
+    out[row_of[r]] = std::move(text);
+  }
+  return out;
+}
+
+std::vector<std::string> translate_lines(Model<float>& model, const Tokenizer& tokenizer,
+                                         const std::vector<std::string>& lines, int64_t max_source_tokens,
+                                         const SearchOptions& options) {
+  HEADLAB_CHECK(max_source_tokens >= 2, "translate: a source row needs room for a token and </s>");
+  const auto cap = static_cast<size_t>(std::min(max_source_tokens, model.spec().max_seq_len) - 1);
+  std::vector<std::vector<int32_t>> source_ids(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    tokenizer.encode(lines[i], source_ids[i]);
+    if (source_ids[i].size() > cap) source_ids[i].resize(cap);
+  }
+  return translate_ids(model, tokenizer, source_ids, options);
+}
+
+SplitTranslation translate_split(Model<float>& model, const TranslationDataset& data, Split split,
+                                 const SearchOptions& options, int64_t max_sentences) {
+  const std::vector<TranslationSentence>& sentences = data.sentences(split);
+  const size_t n =
+      max_sentences > 0 ? std::min(sentences.size(), static_cast<size_t>(max_sentences)) : sentences.size();
+  std::vector<std::vector<int32_t>> source_ids;
+  SplitTranslation out;
+  for (size_t i = 0; i < n; ++i) {
+    source_ids.push_back(sentences[i].source_ids);  // already cut to the dataset's caps
+    out.references.push_back(sentences[i].pair.target);
+  }
+  out.hypotheses = translate_ids(model, *data.tokenizer(), source_ids, options);
+  out.bleu_stats = bleu_sentence_stats(out.hypotheses, out.references);
+  out.chrf_stats = chrf_sentence_stats(out.hypotheses, out.references);
+  out.bleu = bleu_from_stats(sum_stats(out.bleu_stats));
+  out.chrf = chrf_from_stats(sum_stats(out.chrf_stats));
+  return out;
+}
+
+}  // namespace headlab

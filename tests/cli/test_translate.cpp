@@ -1,0 +1,121 @@
+// headlab translate and headlab eval on a translation run: one line per input line, BLEU and chrF
+// in eval's output, and bad input as one line with exit code 2.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_scratch.h"
+#include "support/json_reader.h"
+#include "support/scratch.h"
+#include "support/tiny_config.h"
+#include "support/trained_run.h"
+
+using namespace headlab;
+using test::count_lines;
+using test::run_headlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A translation run trained once (20 steps on word-for-word pairs), for every test here; its
+// corpus lives as long as the run, which reads it again for eval.
+const test::TrainedRun& translate_run() {
+  static const test::ScratchDir corpus("translate_corpus");
+  static const test::TrainedRun run("translate_cli", test::tiny_translate_config(corpus.write_parallel_corpus(300)));
+  return run;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("translate prints one line per input line, from --text or --input", "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const fs::path& dir = run.scratch.dir;
+  const auto one = run_headlab({"translate", run.run.string(), "--text", "the light was good"}, dir / "one.log");
+  INFO(one.output);
+  REQUIRE(one.code == 0);
+  CHECK(lines_of(one.output).size() == 1);
+
+  const fs::path input = run.scratch.write("input.txt", "the light was good\r\n\ngod said\n");
+  const auto file = run_headlab({"translate", run.run.string(), "--input", input.string()}, dir / "file.log");
+  INFO(file.output);
+  REQUIRE(file.code == 0);
+  const std::vector<std::string> got = lines_of(file.output);
+  REQUIRE(got.size() == 3);
+  CHECK(got[0] == lines_of(one.output)[0]);  // the '\r' is not part of the sentence
+  CHECK(got[1].empty());                     // an empty line stays one, unsearched
+  const auto beam = run_headlab(
+      {"translate", run.run.string(), "--input", input.string(), "--beam", "3", "--lenpen", "0.6"}, dir / "beam.log");
+  CHECK(beam.code == 0);
+  CHECK(lines_of(beam.output).size() == 3);
+}
+
+TEST_CASE("translate's bad input is one line and exit code 2", "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const test::ScratchDir& s = run.scratch;
+  const fs::path latin1 = s.write("latin1.txt", "the light\nni\xF1o\n");
+  test::CliScratch lm;  // a text decoder's run: no source side to translate from
+  const auto lm_train =
+      run_headlab({"train", lm.config.string(), "--out", (lm.dir / "run").string()}, lm.dir / "t.log");
+  REQUIRE(lm_train.code == 0);
+  const std::string ckpt = run.run.string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"translate", ckpt, "--text", "the", "--beam", "0"}, "--beam must be at least 1, got 0"},
+      {{"translate", ckpt, "--input", (s.dir / "missing.txt").string()}, "cannot read input file"},
+      {{"translate", ckpt, "--input", latin1.string()}, latin1.string() + ":2: not UTF-8 text"},
+      {{"translate", ckpt, "--text", "ni\xF1o"}, "--text:1: not UTF-8 text"},
+      {{"translate", ckpt}, "nothing to translate: give --text or --input"},
+      {{"translate", ckpt, "--text", "a", "--input", latin1.string()}, "give --text or --input, not both"},
+      {{"translate", ckpt, "--text", "a", "--lenpen", "abc"}, "invalid value 'abc' for --lenpen"},
+      {{"translate", (lm.dir / "run").string(), "--text", "the"}, "translate reads encoder_decoder checkpoints"},
+      {{"translate", (s.dir / "missing.h5").string(), "--text", "the"}, "missing.h5"},
+      {{"eval", (lm.dir / "run").string(), "--beam", "2"}, "--beam: "},
+  };
+  for (const Case& c : cases) {
+    const auto r = run_headlab(c.args, s.dir / "bad.log");
+    INFO(c.args[0] << " " << c.args.back() << ": " << r.output);
+    CHECK(r.code == 2);
+    CHECK(count_lines(r.output) == 1);
+    CHECK_THAT(r.output, Catch::Contains(c.expected));
+  }
+}
+
+TEST_CASE("eval of a translation run reports BLEU and chrF, greedy unless --beam, and writes the hypotheses",
+          "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const fs::path& dir = run.scratch.dir;
+  const auto greedy = run_headlab({"eval", run.run.string(), "--split", "test"}, dir / "eval.log");
+  INFO(greedy.output);
+  REQUIRE(greedy.code == 0);
+  CHECK_THAT(greedy.output, Catch::Contains("\nloss "));
+  CHECK_THAT(greedy.output, Catch::Contains("\nbleu "));
+  CHECK_THAT(greedy.output, Catch::Contains("(greedy decoding, "));
+  CHECK_THAT(greedy.output, Catch::Contains("\nchrf "));
+
+  const fs::path hypotheses = dir / "test.hyp";
+  const auto beam = run_headlab(
+      {"eval", run.run.string(), "--split", "test", "--beam", "2", "--hypotheses", hypotheses.string(), "--json"},
+      dir / "beam.log");
+  INFO(beam.output);
+  REQUIRE(beam.code == 0);
+  const test::JsonValue json = test::parse_json(beam.output);
+  CHECK(json["beam"].number() == 2);
+  CHECK(json["sentences"].number() > 20);  // the 30 test lines less any whose source is a training one
+  CHECK(json["bleu"].number() >= 0);
+  CHECK(json["chrf"].number() > 0);
+  CHECK(lines_of(test::read_file(hypotheses)).size() == json["sentences"].number());
+  CHECK_FALSE(fs::exists(hypotheses.string() + ".tmp"));
+}
