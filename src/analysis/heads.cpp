@@ -155,6 +155,12 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   const ModelSpec& spec = model.spec();
   const int64_t L = spec.n_layers, N = spec.total_heads(), B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
+  // The statistics below read attention_outputs()[l] as block l's self-attention, which an
+  // encoder_decoder's encoder and cross sites break; covering them is issue 28.
+  HEADLAB_CHECK(!model_kind_info(spec.kind).source, "analyze: the per-head statistics (heads.csv) do not cover "
+                                                        << model_kind_info(spec.kind).name
+                                                        << " models yet; --dump-example I alone "
+                                                           "writes their attention maps");
   n_batches = dataset.batches_to_score(split, n_batches, B, "analyze");
   const bool causal = model_kind_info(spec.kind).causal;
   const bool has_accuracy = dataset.has_accuracy();
@@ -320,32 +326,52 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
 
 namespace {
 
-// Every head's attention on one row (a batch of one), with one forward that keeps the probabilities.
+// Every head's attention on one row (a batch of one), with one forward that keeps the
+// probabilities. The model's attention outputs come in spec.attention_sites() order (an
+// encoder_decoder's encoder first, then self and cross per decoder layer): each goes to its kind's maps.
 template <typename T>
 AttentionExample attention_of_row(Model<T>& model, Batch row) {
-  AttentionExample out;
-  out.n_layers = model.spec().n_layers;
-  for (int64_t l = 0; l < out.n_layers; ++l) {
-    out.layer_heads.push_back(model.spec().heads_in_layer(l));
-    out.n_heads = std::max(out.n_heads, out.layer_heads.back());
+  const ModelSpec& spec = model.spec();
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  const int64_t T_ = row.seq_len, S = row.source_len;
+  AttentionMaps self, encoder, cross;
+  auto maps_of = [&](AttentionKind kind) -> AttentionMaps& {
+    return kind == AttentionKind::enc ? encoder : kind == AttentionKind::cross ? cross : self;
+  };
+  for (const AttentionSite& site : sites) {
+    AttentionMaps& m = maps_of(site.kind);
+    m.layer_heads.push_back(spec.attention_shape(site).heads);
+    m.n_layers = static_cast<int64_t>(m.layer_heads.size());
+    m.n_heads = std::max(m.n_heads, m.layer_heads.back());
+    m.n_queries = site.kind == AttentionKind::enc ? S : T_;
+    m.n_keys = site.kind == AttentionKind::dec ? T_ : S;
   }
-  out.seq_len = row.seq_len;
-  out.row = std::move(row);
-  const int64_t T_ = out.seq_len;
+  for (AttentionMaps* m : {&self, &encoder, &cross})  // NaN: heads a layer lacks
+    m->probs.assign(static_cast<size_t>(m->n_layers * m->n_heads * m->n_queries * m->n_keys), kNaN);
 
   Arena arena;
   Tape<T> tape(arena);
   NoGradGuard<T> no_grad(tape);
   ForwardOptions forward;
   forward.keep_probs = true;
-  model.forward(tape, model_input(model.spec(), out.row, 0, 1), forward);
-  const int64_t H = out.n_heads;
-  out.probs.assign(static_cast<size_t>(out.n_layers * H * T_ * T_), kNaN);  // NaN: heads a layer lacks
-  for (int64_t l = 0; l < out.n_layers; ++l) {
-    const Tensor<T> a = attention_probs(model.attention_outputs()[l]);  // [1,H_l,T,T]
-    for (int64_t i = 0; i < a.numel(); ++i) out.probs[l * H * T_ * T_ + i] = static_cast<double>(a.data()[i]);
+  model.forward(tape, model_input(spec, row, 0, 1), forward);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    AttentionMaps& m = maps_of(sites[i].kind);
+    const Tensor<T> a = attention_probs(model.attention_outputs()[i]);  // [1,H_l,Tq,Tk]
+    double* out = m.probs.data() + sites[i].layer * m.n_heads * m.n_queries * m.n_keys;
+    for (int64_t j = 0; j < a.numel(); ++j) out[j] = static_cast<double>(a.data()[j]);
   }
   tape.reset();
+
+  AttentionExample out;
+  out.n_layers = self.n_layers;
+  out.n_heads = self.n_heads;
+  out.seq_len = T_;
+  out.layer_heads = std::move(self.layer_heads);
+  out.probs = std::move(self.probs);
+  out.encoder = std::move(encoder);
+  out.cross = std::move(cross);
+  out.row = std::move(row);
   return out;
 }
 

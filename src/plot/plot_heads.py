@@ -84,8 +84,9 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
     save(fig, os.path.join(out_dir, "heads_similarity"), written)
 
 
-def read_attention_example(path):
-    """{(layer, head): T x T rows} from attention_example_I.csv (layer,head,query,k0..k{T-1})."""
+def read_attention_example(path, n_queries=None):
+    """{(layer, head): Tq x Tk rows} from attention_example_I.csv (layer,head,query,k0..k{Tk-1});
+    Tq = Tk unless given (an encoder_decoder's _cross.csv: target queries, source keys)."""
     rows = read_csv(path)
     columns = rows.columns or []
     keys = [c for c in columns if c not in ("layer", "head", "query")]
@@ -97,8 +98,9 @@ def read_attention_example(path):
         if None in r or any(v is None for v in values):
             fail(f"{path}: line {line} does not have {len(columns)} numbers")
         maps.setdefault((int(number(r["layer"])), int(number(r["head"]))), []).append([number(r[k]) for k in keys])
-    if not maps or any(len(queries) != len(keys) for queries in maps.values()):
-        fail(f"{path}: expected {len(keys)} query rows for every (layer, head)")
+    n_queries = len(keys) if n_queries is None else n_queries
+    if not maps or any(len(queries) != n_queries for queries in maps.values()):
+        fail(f"{path}: expected {n_queries} query rows for every (layer, head)")
     return maps
 
 
@@ -124,52 +126,77 @@ def token_ticks(keep, text, most):
     return ticks, [f"{keep[i]} {text[keep[i]]}" for i in ticks], k
 
 
+# An encoder_decoder's dump adds these beside attention_example_I.csv (its decoder's):
+# (file suffix, query tokens, key tokens, what the figure calls the map).
+EXAMPLE_KINDS = [("", "_tokens", "_tokens", "attention"),
+                 ("_encoder", "_source_tokens", "_source_tokens", "encoder self-attention"),
+                 ("_cross", "_tokens", "_source_tokens", "cross-attention (target queries, source keys)")]
+
+
 def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
-    """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map."""
+    """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map;
+    attention_example_I_encoder.png and _cross.png for an encoder_decoder's other two kinds."""
     # Dataset examples in index order, then the --prompt one.
     found = sorted(((not m.group(1).isdigit(), int(m.group(1)) if m.group(1).isdigit() else 0), m.group(1), name)
                    for name in os.listdir(run_dir) if (m := re.fullmatch(r"attention_example_(\d+|prompt)\.csv", name)))
-    for _, example, name in found:
-        path = os.path.join(run_dir, name)
-        maps = read_attention_example(path)
-        length = len(next(iter(maps.values())))
-        text, keep = read_example_tokens(os.path.join(run_dir, f"attention_example_{example}_tokens.csv"), length)
-        n_layers, n_heads = max(l for l, _ in maps) + 1, max(h for _, h in maps) + 1
-        for layer, head in chosen or []:
-            if (layer, head) not in maps:
-                fail(f"--heads {layer}:{head}: {path} has layers 0-{n_layers - 1} and heads 0-{n_heads - 1}")
-        panels = chosen or sorted(maps)
-        n_cols = n_heads if not chosen else min(len(panels), 4)
-        n_rows = math.ceil(len(panels) / n_cols)
-        side = 4.2 if len(panels) <= 2 else 2.6
-        ticks, labels, every = token_ticks(keep, text, 40 if side > 4 else 24)
-        # Single bytes fit under their columns (an occasional "\\n" too); words and "12 s" do not.
-        rotate = every > 1 or sum(len(label) > 2 for label in labels) > len(labels) / 4
-        fig, axes = plt.subplots(n_rows, n_cols, figsize=(side * n_cols + 1.2, side * n_rows + 1.0),
-                                 squeeze=False, constrained_layout=True)
-        for i, (layer, head) in enumerate(panels):
-            ax = axes[i // n_cols][i % n_cols]
-            grid = [[maps[(layer, head)][q][k] for k in keep] for q in keep]
-            image = heatmap(ax, grid, cmap="magma", vmin=0.0, vmax=1.0)
-            ax.set_xticks(ticks, labels, fontsize=7, rotation=90 if rotate else 0)
-            ax.set_yticks(ticks, labels, fontsize=7)
-            ax.tick_params(length=0)
-            ax.set_title(f"layer {layer}, head {head}", fontsize=9)
-            if i % n_cols == 0 or len(panels) <= 2:
-                ax.set_ylabel("query position")
-            if i // n_cols == n_rows - 1 or len(panels) <= 2 or i + n_cols >= len(panels):
-                ax.set_xlabel("key position (attended to)")
-        for j in range(len(panels), n_rows * n_cols):
-            axes[j // n_cols][j % n_cols].set_visible(False)
-        fig.colorbar(image, ax=axes.ravel().tolist(), label="attention probability", shrink=0.9)
-        words = [text[t].replace("\u2423", " ") for t in keep]
-        shown = ("" if all(len(w) == 1 for w in words) else " ").join(words)  # bytes, or words
-        snippet = shown if len(shown) <= 70 else shown[:67] + "..."
-        padding = (f"; {plural(length - len(keep), 'padding position')} left out" if len(keep) < length else "")
-        thinned = f"; ticks every {every} positions: position and token" if every > 1 else ""
-        which = "chosen heads" if chosen else "every head"
-        where = "the prompt" if example == "prompt" else f"example {example}"
-        figure_title(fig, f"{title_prefix}attention of {which} on {where}{padding}\n\"{snippet}\"\n"
-                     f"row = query position, column = the key it attends to; each row sums to 1{thinned}", fontsize=10)
-        save(fig, os.path.join(out_dir, f"attention_example_{example}"), written)
+    for _, example, _ in found:
+        stem = os.path.join(run_dir, f"attention_example_{example}")
+        n_targets = None
+        for suffix, query_tokens, key_tokens, what in EXAMPLE_KINDS:
+            if not os.path.exists(stem + suffix + ".csv"):
+                continue
+            maps = read_attention_example(stem + suffix + ".csv", n_targets if suffix == "_cross" else None)
+            if suffix == "":
+                n_targets = len(next(iter(maps.values())))
+            plot_attention_maps(maps, stem + suffix + ".csv", stem + query_tokens + ".csv", stem + key_tokens + ".csv",
+                                os.path.join(out_dir, f"attention_example_{example}{suffix}"), example, what,
+                                title_prefix, chosen, written)
     return len(found)
+
+
+def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what, title_prefix, chosen, written):
+    """One figure of one kind of an example's maps: a panel per head, padding left out."""
+    n_queries, n_keys = len(next(iter(maps.values()))), len(next(iter(maps.values()))[0])
+    q_text, q_keep = read_example_tokens(query_tokens, n_queries)
+    k_text, k_keep = read_example_tokens(key_tokens, n_keys)
+    n_layers, n_heads = max(l for l, _ in maps) + 1, max(h for _, h in maps) + 1
+    for layer, head in chosen or []:
+        if (layer, head) not in maps:
+            fail(f"--heads {layer}:{head}: {path} has layers 0-{n_layers - 1} and heads 0-{n_heads - 1}")
+    panels = chosen or sorted(maps)
+    n_cols = n_heads if not chosen else min(len(panels), 4)
+    n_rows = math.ceil(len(panels) / n_cols)
+    side = 4.2 if len(panels) <= 2 else 2.6
+    most = 40 if side > 4 else 24
+    q_ticks, q_labels, q_every = token_ticks(q_keep, q_text, most)
+    k_ticks, k_labels, k_every = token_ticks(k_keep, k_text, most)
+    # Single bytes fit under their columns (an occasional "\\n" too); words and "12 s" do not.
+    rotate = k_every > 1 or sum(len(label) > 2 for label in k_labels) > len(k_labels) / 4
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(side * n_cols + 1.2, side * n_rows + 1.0),
+                             squeeze=False, constrained_layout=True)
+    for i, (layer, head) in enumerate(panels):
+        ax = axes[i // n_cols][i % n_cols]
+        grid = [[maps[(layer, head)][q][k] for k in k_keep] for q in q_keep]
+        image = heatmap(ax, grid, cmap="magma", vmin=0.0, vmax=1.0)
+        ax.set_xticks(k_ticks, k_labels, fontsize=7, rotation=90 if rotate else 0)
+        ax.set_yticks(q_ticks, q_labels, fontsize=7)
+        ax.tick_params(length=0)
+        ax.set_title(f"layer {layer}, head {head}", fontsize=9)
+        if i % n_cols == 0 or len(panels) <= 2:
+            ax.set_ylabel("query position")
+        if i // n_cols == n_rows - 1 or len(panels) <= 2 or i + n_cols >= len(panels):
+            ax.set_xlabel("key position (attended to)")
+    for j in range(len(panels), n_rows * n_cols):
+        axes[j // n_cols][j % n_cols].set_visible(False)
+    fig.colorbar(image, ax=axes.ravel().tolist(), label="attention probability", shrink=0.9)
+    words = [q_text[t].replace("\u2423", " ") for t in q_keep]
+    shown = ("" if all(len(w) == 1 for w in words) else " ").join(words)  # bytes, or words
+    snippet = shown if len(shown) <= 70 else shown[:67] + "..."
+    left_out = n_queries - len(q_keep) + (n_keys - len(k_keep) if key_tokens != query_tokens else 0)
+    padding = f"; {plural(left_out, 'padding position')} left out" if left_out else ""
+    thinned = f"; ticks every {max(q_every, k_every)} positions: position and token" if max(q_every, k_every) > 1 else ""
+    which = "chosen heads" if chosen else "every head"
+    where = "the prompt" if example == "prompt" else f"example {example}"
+    figure_title(fig, f"{title_prefix}{what} of {which} on {where}{padding}\n\"{snippet}\"\n"
+                 f"row = query position, column = the key it attends to; each row sums to 1{thinned}", fontsize=10)
+    save(fig, out, written)

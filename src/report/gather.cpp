@@ -69,13 +69,16 @@ std::string list_json(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-// An example's maps, one base64 string of zlib-compressed bytes per head (l * n_heads + h; null
-// for a head the layer lacks).
-std::string example_json(const std::string& name, const AttentionExample& a, const std::vector<std::string>& labels) {
-  const int64_t L = a.n_layers, H = a.n_heads, T = a.seq_len;
-  bool causal = true;
+// One kind of attention's maps of an example, one base64 string of zlib-compressed bytes per head
+// (l * n_heads + h; null for a head the layer lacks). T queries (labelled `queries`) x S keys
+// (`keys`, written only when they differ): the viewer draws a cross-attention map like a
+// self-attention one.
+std::string maps_json(const std::string& name, const char* kind, const AttentionMaps& a,
+                      const std::vector<std::string>& queries, const std::vector<std::string>& keys) {
+  const int64_t L = a.n_layers, H = a.n_heads, T = a.n_queries, S = a.n_keys;
+  bool causal = T == S;
   for (size_t i = 0; i < a.probs.size() && causal; ++i) {
-    const int64_t s = static_cast<int64_t>(i % T), t = static_cast<int64_t>(i / T % T);
+    const int64_t s = static_cast<int64_t>(i % S), t = static_cast<int64_t>(i / S % T);
     causal = s <= t || a.probs[i] == 0 || std::isnan(a.probs[i]);
   }
   std::vector<int64_t> layer_heads = a.layer_heads;
@@ -84,15 +87,32 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
                     ",\"n_heads\":" + std::to_string(H) + ",\"T\":" + std::to_string(T) +
                     ",\"causal\":" + (causal ? "true" : "false") + ",\"encoding\":\"deflate\",\"layer_heads\":[";
   for (int64_t l = 0; l < L; ++l) append_item(out, l > 0, std::to_string(layer_heads[l]));
-  out += "],\"tokens\":" + list_json(labels) + ",\"heads\":[";
+  out += "],\"tokens\":" + list_json(queries) + ",\"kind\":" + json_string(kind) + ",\"S\":" + std::to_string(S);
+  if (keys != queries) out += ",\"key_tokens\":" + list_json(keys);  // else the page takes the queries'
+  out += ",\"heads\":[";
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) {
-      const double* map = a.probs.data() + (l * H + h) * T * T;
+      const double* map = a.probs.data() + (l * H + h) * T * S;
       append_item(
           out, l + h > 0,
-          h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, causal)))) : "null");
+          h < layer_heads[l] ? json_string(base64_encode(deflate_bytes(quantise_map(map, T, S, causal)))) : "null");
     }
   return out + "]}";
+}
+
+// An example's entries of the viewer's menu: its self-attention ("3"), and an encoder_decoder's
+// encoder ("3 encoder", source x source) and cross-attention ("3 cross", target x source).
+std::string example_json(const std::string& name, const AttentionExample& a, const std::vector<std::string>& labels,
+                         const std::vector<std::string>& source_labels) {
+  std::string out = maps_json(name, attention_kind_name(AttentionKind::dec), a.self_attention(), labels, labels);
+  if (!a.encoder.empty())
+    append_item(
+        out, true,
+        maps_json(name + " encoder", attention_kind_name(AttentionKind::enc), a.encoder, source_labels, source_labels));
+  if (!a.cross.empty())
+    append_item(out, true,
+                maps_json(name + " cross", attention_kind_name(AttentionKind::cross), a.cross, labels, source_labels));
+  return out;
 }
 
 std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
@@ -122,11 +142,11 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   bool first = true;
   for (const std::string& example : attention_dump_names(dir.string())) {
     const AttentionDump d = read_attention_dump(dir.string(), example);
-    append_item(out, !first, example_json(d.name, d.attention, d.token_labels));
+    append_item(out, !first, example_json(d.name, d.attention, d.token_labels, d.source_labels));
     first = false;
   }
   for (const ExtraExample& e : extra) {
-    append_item(out, !first, example_json(e.name, e.attention, e.token_labels));
+    append_item(out, !first, example_json(e.name, e.attention, e.token_labels, e.source_labels));
     first = false;
   }
   return out + "]}";

@@ -33,12 +33,12 @@ std::string base64_encode(const std::vector<unsigned char>& bytes) {
   return out;
 }
 
-std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal) {
+std::vector<unsigned char> quantise_map(const double* probs, int64_t rows, int64_t cols, bool causal) {
   std::vector<unsigned char> out;
-  out.reserve(causal ? T * (T + 1) / 2 : T * T);
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t s = 0; s < (causal ? t + 1 : T); ++s) {
-      const double p = probs[t * T + s];
+  out.reserve(causal ? rows * (rows + 1) / 2 : rows * cols);
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t s = 0; s < (causal ? t + 1 : cols); ++s) {
+      const double p = probs[t * cols + s];
       out.push_back(
           static_cast<unsigned char>(std::isfinite(p) ? std::lround(std::fmin(1.0, std::fmax(0.0, p)) * 255) : 0));
     }

@@ -2,22 +2,27 @@
 // ---- attention viewer --------------------------------------------------------------------------
 // Each head's map is round(255 p), row by row (the lower triangle only when causal), compressed
 // with zlib (ex.encoding "deflate") and base64-encoded. A head is decoded when first drawn (the
-// browser's DecompressionStream, hence a promise) and kept as a full T x T Uint8Array.
+// browser's DecompressionStream, hence a promise) and kept as a full T x S Uint8Array: T queries
+// (ex.tokens) by S keys (ex.key_tokens; S = T and the same tokens in a self-attention map, the
+// source's in an encoder_decoder's cross-attention). keyCount and keyTokens read older reports too.
 async function inflate(base64) {
   const bytes = Uint8Array.from(atob(base64), c => c.charCodeAt(0));
   if (typeof DecompressionStream === "undefined") throw new Error("this browser has no DecompressionStream: use a current one");
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
+const keyCount = ex => ex.S === undefined ? ex.T : ex.S;
+const keyTokens = ex => ex.key_tokens || ex.tokens;
+const crossMap = ex => ex.kind === "cross";  // queries and keys from different sequences
 function headMatrix(ex, layer, head) {
   const k = layer * ex.n_heads + head;
   if (ex.heads[k] === null || ex.heads[k] === undefined) return Promise.resolve(null);
   ex.decoded = ex.decoded || {};
   if (!ex.decoded[k]) ex.decoded[k] = (async () => {
     const bytes = ex.encoding === "deflate" ? await inflate(ex.heads[k]) : Uint8Array.from(atob(ex.heads[k]), c => c.charCodeAt(0));
-    const T = ex.T, m = new Uint8Array(T * T);
+    const T = ex.T, S = keyCount(ex), m = new Uint8Array(T * S);
     let i = 0;
-    for (let t = 0; t < T; ++t) for (let s = 0, n = ex.causal ? t + 1 : T; s < n; ++s) m[t * T + s] = bytes[i++];
+    for (let t = 0; t < T; ++t) for (let s = 0, n = ex.causal ? t + 1 : S; s < n; ++s) m[t * S + s] = bytes[i++];
     if (i !== bytes.length) throw new Error(`example ${ex.name}: head ${layer}:${head} holds ${bytes.length} bytes, not ${i}`);
     return m;
   })();
@@ -25,34 +30,36 @@ function headMatrix(ex, layer, head) {
 }
 const tokenText = s => s === " " ? "\u00a0" : s;
 function drawMatrix(canvas, ex, m, cell, margin, labels) {
-  const T = ex.T;
-  canvas.width = margin + T * cell;
+  const T = ex.T, S = keyCount(ex), keys = keyTokens(ex);
+  canvas.width = margin + S * cell;
   canvas.height = margin + T * cell;
   const ctx = canvas.getContext("2d");
   ctx.fillStyle = "#fff";
   ctx.fillRect(0, 0, canvas.width, canvas.height);
-  const image = new ImageData(T, T);
-  for (let t = 0; t < T; ++t) for (let s = 0; s < T; ++s) {
-    const c = ex.causal && s > t ? [236, 236, 236] : ATTENTION_LUT[m[t * T + s]], o = 4 * (t * T + s);
+  const image = new ImageData(S, T);
+  for (let t = 0; t < T; ++t) for (let s = 0; s < S; ++s) {
+    const c = ex.causal && s > t ? [236, 236, 236] : ATTENTION_LUT[m[t * S + s]], o = 4 * (t * S + s);
     image.data[o] = c[0]; image.data[o + 1] = c[1]; image.data[o + 2] = c[2]; image.data[o + 3] = 255;
   }
   const small = document.createElement("canvas");
-  small.width = T; small.height = T;
+  small.width = S; small.height = T;
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(small, margin, margin, T * cell, T * cell);
+  ctx.drawImage(small, margin, margin, S * cell, T * cell);
   if (!labels) return;
   ctx.fillStyle = "#333";
-  const size = Math.min(12, cell - 1), every = cell >= 8 ? 1 : Math.ceil(T / 16);
+  const size = Math.min(12, cell - 1), every = cell >= 8 ? 1 : Math.ceil(Math.max(T, S) / 16);
   ctx.font = (cell >= 8 ? size : 10) + "px ui-monospace, monospace";
-  for (let t = 0; t < T; t += every) {
-    // Every token when the cells are big enough, else every k-th position with its token.
-    const token = ex.tokens[t] === " " ? "\u2423" : ex.tokens[t];  // a visible space
-    const text = cell >= 8 ? token.slice(0, 5) : t + " " + token.slice(0, 3), mid = margin + t * cell + cell / 2;
-    ctx.textAlign = "right"; ctx.textBaseline = "middle";
-    ctx.fillText(text, margin - 3, mid);                              // queries down the left
-    ctx.save(); ctx.translate(mid, margin - 3); ctx.rotate(-Math.PI / 2);
-    ctx.textAlign = "left"; ctx.fillText(text, 0, 0); ctx.restore();  // keys along the top
+  // Every token when the cells are big enough, else every k-th position with its token.
+  const label = (tokens, t) => {
+    const token = tokens[t] === " " ? "\u2423" : tokens[t];  // a visible space
+    return cell >= 8 ? token.slice(0, 5) : t + " " + token.slice(0, 3);
+  };
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (let t = 0; t < T; t += every) ctx.fillText(label(ex.tokens, t), margin - 3, margin + t * cell + cell / 2);  // queries down the left
+  for (let s = 0; s < S; s += every) {  // keys along the top
+    ctx.save(); ctx.translate(margin + s * cell + cell / 2, margin - 3); ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "left"; ctx.fillText(label(keys, s), 0, 0); ctx.restore();
   }
 }
 function paintedPixels(canvas) {
@@ -73,7 +80,7 @@ const VIEWERS = [];
 function createViewer(run, ri, host) {
   const examples = run.examples, state = {example: 0, layer: 0, head: 0};
   host.innerHTML = `<div class="controls">
-    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)}: "${esc(textSnippet(e.tokens))}" (${e.T} tokens)</option>`).join("")}</select></label>
+    <label>example <select class="ex">${examples.map((e, i) => `<option value="${i}">${esc(e.name)}: "${esc(textSnippet(e.tokens))}" (${e.T === keyCount(e) ? `${e.T} tokens` : `${e.T} x ${keyCount(e)} tokens`})</option>`).join("")}</select></label>
     <label>layer <select class="layer"></select></label>
     <label>head <select class="head"></select></label>
     <span class="small muted">attention 0 <span class="scale"></span> 1; grey: masked (future) keys. Hover a cell or a
@@ -96,20 +103,20 @@ function createViewer(run, ri, host) {
   function showStrip(t) {
     const ex = examples[state.example];
     strip.querySelectorAll(".tok").forEach((span, s) => {
-      const q = current && t !== null && (!ex.causal || s <= t) ? current[t * ex.T + s] : 0;
+      const q = current && t !== null && (!ex.causal || s <= t) ? current[t * keyCount(ex) + s] : 0;
       span.style.background = q ? rgb(ATTENTION_LUT[q]) : "";
       span.style.color = q > 150 ? "#fff" : "";
-      span.classList.toggle("query", s === t);
+      span.classList.toggle("query", s === t && !crossMap(ex));
       span.setAttribute("data-tip", t === null ? `position ${s}` : `query ${t} -> key ${s}: ${(q / 255).toFixed(3)}`);
     });
   }
   function tip(ex, m, t, s, head) {
-    const where = `layer ${state.layer}, head ${head}\nquery ${t} "${ex.tokens[t]}" -> key ${s} "${ex.tokens[s]}": `;
-    return where + (ex.causal && s > t ? "masked (future)" : (m[t * ex.T + s] / 255).toFixed(3));
+    const where = `layer ${state.layer}, head ${head}\nquery ${t} "${ex.tokens[t]}" -> key ${s} "${keyTokens(ex)[s]}": `;
+    return where + (ex.causal && s > t ? "masked (future)" : (m[t * keyCount(ex) + s] / 255).toFixed(3));
   }
   let renders = 0;  // a render started later wins over one still decoding
   async function render() {
-    const ex = examples[state.example], T = ex.T, ticket = ++renders;
+    const ex = examples[state.example], T = ex.T, S = keyCount(ex), ticket = ++renders;
     const heads = state.head === "all" ? Array.from({length: ex.layer_heads[state.layer]}, (_, h) => h) : [state.head];
     const matrices = await Promise.all(heads.map(h => headMatrix(ex, state.layer, h)));
     if (ticket !== renders) return;
@@ -123,7 +130,7 @@ function createViewer(run, ri, host) {
       for (let i = 0; i < m.length; ++i) sum += m[i];
       const canvas = document.createElement("canvas");
       const single = state.head !== "all";
-      const cell = single ? Math.max(2, Math.min(18, Math.floor(560 / T))) : Math.max(1, Math.floor(180 / T));
+      const cell = single ? Math.max(2, Math.min(18, Math.floor(560 / Math.max(T, S)))) : Math.max(1, Math.floor(180 / Math.max(T, S)));
       const margin = single ? 44 : 0;
       drawMatrix(canvas, ex, m, cell, margin, single);
       if (!single && canvas.width > 190) canvas.style.width = "190px";  // a thumbnail; hover still maps to cells
@@ -133,7 +140,7 @@ function createViewer(run, ri, host) {
         const r = canvas.getBoundingClientRect(), scale = canvas.width / r.width;
         const s = Math.floor(((e.clientX - r.left) * scale - margin) / cell);
         const t = Math.floor(((e.clientY - r.top) * scale - margin) / cell);
-        if (s < 0 || t < 0 || s >= T || t >= T) { hideTip(); return; }
+        if (s < 0 || t < 0 || s >= S || t >= T) { hideTip(); return; }
         showTip(tip(ex, m, t, s, h), e);
         if (single) showStrip(t);
       });
@@ -151,9 +158,11 @@ function createViewer(run, ri, host) {
       if (!canvases++) painted = paintedPixels(canvas);
     }
     if (state.head === "all") current = null;
-    strip.innerHTML = ex.tokens.map((s, t) => `<span class="tok" data-pos="${t}">${esc(tokenText(s))}</span>` +
-                                            (s === "\\n" ? "<br>" : "")).join("");
-    strip.querySelectorAll(".tok").forEach((span, t) => span.addEventListener("mouseenter", () => showStrip(t)));
+    // The strip holds the keys; hovering one shows its row when keys are the queries too.
+    strip.innerHTML = keyTokens(ex).map((s, t) => `<span class="tok" data-pos="${t}">${esc(tokenText(s))}</span>` +
+                                                (s === "\\n" ? "<br>" : "")).join("");
+    if (!crossMap(ex))
+      strip.querySelectorAll(".tok").forEach((span, t) => span.addEventListener("mouseenter", () => showStrip(t)));
     showStrip(current ? T - 1 : null);
     Object.assign(host.dataset, {example: ex.name, layer: state.layer, head: state.head, t: T, sum, canvases, painted,
                                  rendered: Number(host.dataset.rendered || 0) + 1});

@@ -4,11 +4,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "headlab/analysis/attention_dump.h"
 #include "headlab/common/error.h"
+#include "headlab/data/translation.h"
 #include "headlab/io/checkpoint.h"
 #include "support/scratch.h"
 #include "support/tiny_model.h"
@@ -84,4 +86,142 @@ TEST_CASE("an attention dump whose layer and head numbers its rows cannot back i
   REQUIRE_THROWS_MATCHES(read_attention_dump(s.dir.string(), "0"), Error,
                          Catch::Matchers::Message((s.dir / "attention_example_0.csv").string() +
                                                   ": not an attention dump (layer,head,query,k0,...)"));
+}
+
+namespace {
+
+// Line-aligned source and target files whose sources are longer than their targets (S != T) and
+// of varied length (padding in every batch), for a bytes-tokenized translate dataset.
+std::unique_ptr<TranslationDataset> tiny_translation(const test::ScratchDir& s) {
+  std::string source, target;
+  for (int i = 0; i < 40; ++i) {
+    source += "src " + std::string(static_cast<size_t>(3 + i % 7), static_cast<char>('a' + i % 26)) + "\n";
+    target += "t" + std::string(static_cast<size_t>(1 + i % 3), static_cast<char>('A' + i % 26)) + "\n";
+  }
+  TranslationOptions o;
+  o.path = s.write("src.txt", source).string();
+  o.target_path = s.write("tgt.txt", target).string();
+  o.train_fraction = 0.5;
+  o.val_fraction = 0.25;
+  o.seq_len = 32;
+  o.batch_tokens = 4 * 32;
+  return std::make_unique<TranslationDataset>(o);
+}
+
+void check_same(const AttentionMaps& got, const AttentionMaps& want) {
+  CHECK(got.n_layers == want.n_layers);
+  CHECK(got.n_heads == want.n_heads);
+  CHECK(got.n_queries == want.n_queries);
+  CHECK(got.n_keys == want.n_keys);
+  CHECK(got.layer_heads == want.layer_heads);
+  REQUIRE(got.probs.size() == want.probs.size());
+  for (size_t i = 0; i < want.probs.size(); ++i)
+    CHECK((got.probs[i] == want.probs[i] || (std::isnan(want.probs[i]) && std::isnan(got.probs[i]))));
+}
+
+}  // namespace
+
+TEST_CASE("an encoder_decoder's dump holds its encoder, decoder and cross-attention, and reads back exactly",
+          "[analysis]") {
+  test::ScratchDir s("attention_dump_seq2seq");
+  const std::unique_ptr<TranslationDataset> data = tiny_translation(s);
+  ModelSpec spec = test::tiny_seq2seq_spec(2, 4, 2, 1);  // decoder 2 heads, encoder 4, cross 2 over 1 K/V head
+  spec.vocab_size = data->vocab_size();
+  spec.max_seq_len = 32;
+  Model<double> model(spec);
+  randomize(model, 7);
+
+  // An example of val whose source is padded in its batch (a shorter source than another row's).
+  AttentionExample a;
+  bool padded = false;
+  for (int64_t e = 0; e < 4 && !padded; ++e) {
+    a = attention_example(model, *data, Split::val, e, 4);
+    for (uint8_t real : a.row.source_padding) padded = padded || real == 0;
+  }
+  REQUIRE(padded);
+  const int64_t T = a.seq_len, S = a.row.source_len;
+  REQUIRE(S != T);
+  CHECK(a.n_layers == 2);
+  CHECK(a.layer_heads == std::vector<int64_t>{2, 2});
+  CHECK((a.encoder.n_layers == 2 && a.encoder.n_heads == 4 && a.encoder.n_queries == S && a.encoder.n_keys == S));
+  CHECK((a.cross.n_layers == 2 && a.cross.n_heads == 2 && a.cross.n_queries == T && a.cross.n_keys == S));
+  // Each cross row is a distribution over the real source keys; padded keys get 0.
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const double* row = a.cross.probs.data() + ((l * 2 + h) * T + t) * S;
+        double real_sum = 0;
+        for (int64_t k = 0; k < S; ++k) {
+          if (a.row.source_padding[k])
+            real_sum += row[k];
+          else
+            CHECK(row[k] == 0);
+        }
+        CHECK(real_sum == Approx(1).epsilon(1e-12));
+      }
+
+  write_attention_dump(s.dir.string(), "1", a, *data, -1, "ckpt.h5", "val");
+  for (const char* file :
+       {"attention_example_1.csv", "attention_example_1_encoder.csv", "attention_example_1_cross.csv",
+        "attention_example_1_tokens.csv", "attention_example_1_source_tokens.csv"})
+    CHECK(fs::is_regular_file(s.dir / file));
+  CHECK(attention_dump_names(s.dir.string()) == std::vector<std::string>{"1"});
+  std::vector<std::string> labels, source_labels;
+  for (int32_t token : a.row.tokens) labels.push_back(data->token_label(token));
+  for (int32_t token : a.row.source_tokens) source_labels.push_back(data->token_label(token));
+
+  const AttentionDump exact = read_attention_dump(s.dir.string(), "1");
+  check_same(exact.attention.self_attention(), a.self_attention());
+  check_same(exact.attention.encoder, a.encoder);
+  check_same(exact.attention.cross, a.cross);
+  CHECK(exact.attention.row.tokens == a.row.tokens);
+  CHECK(exact.attention.row.source_tokens == a.row.source_tokens);
+  CHECK(exact.token_labels == labels);
+  CHECK(exact.source_labels == source_labels);
+  const CheckpointReader h5((s.dir / "attention_example_1.h5").string());
+  CHECK(h5.read_array<uint8_t>("source_padding") == a.row.source_padding);
+
+  // The CSVs alone: the same shapes and labels, values to %.5g.
+  fs::remove(s.dir / "attention_example_1.h5");
+  const AttentionDump csv = read_attention_dump(s.dir.string(), "1");
+  CHECK((csv.attention.cross.n_queries == T && csv.attention.cross.n_keys == S));
+  CHECK((csv.attention.encoder.n_queries == S && csv.attention.encoder.n_keys == S));
+  CHECK(csv.source_labels == source_labels);
+  REQUIRE(csv.attention.cross.probs.size() == a.cross.probs.size());
+  for (size_t i = 0; i < a.cross.probs.size(); ++i)
+    CHECK(csv.attention.cross.probs[i] == Approx(a.cross.probs[i]).epsilon(1e-4).margin(1e-9));
+}
+
+TEST_CASE("a decoder's dump has no encoder or cross maps and reads as before", "[analysis]") {
+  const int64_t T = 8;
+  auto data = test::tiny_task(ModelKind::decoder, T);
+  Model<double> model(tiny_spec(ModelKind::decoder, 11, 2, 2, T));
+  randomize(model, 3);
+  const AttentionExample a = attention_example(model, *data, Split::val, 0, 4);
+  CHECK((a.encoder.empty() && a.cross.empty()));
+  test::ScratchDir s("attention_dump_decoder");
+  write_attention_dump(s.dir.string(), "0", a, *data, -1, "ckpt.h5", "val");
+  for (const char* file :
+       {"attention_example_0_encoder.csv", "attention_example_0_cross.csv", "attention_example_0_source_tokens.csv"})
+    CHECK_FALSE(fs::exists(s.dir / file));
+  const CheckpointReader h5((s.dir / "attention_example_0.h5").string());
+  CHECK_FALSE(h5.has("encoder_attention"));
+  CHECK_FALSE(h5.has("cross_attention"));
+  // A hand-written dump in the old CSV form (no kind files) still reads.
+  s.write("attention_example_1.csv", "layer,head,query,k0,k1\n0,0,0,1,0\n0,0,1,0.5,0.5\n");
+  const AttentionDump old = read_attention_dump(s.dir.string(), "1");
+  CHECK((old.attention.n_layers == 1 && old.attention.seq_len == 2 && old.attention.probs[2] == 0.5));
+  CHECK((old.attention.encoder.empty() && old.attention.cross.empty() && old.source_labels.empty()));
+}
+
+TEST_CASE("analyze_heads refuses an encoder_decoder in one line (its statistics are not written yet)", "[analysis]") {
+  test::ScratchDir s("analyze_seq2seq");
+  const std::unique_ptr<TranslationDataset> data = tiny_translation(s);
+  ModelSpec spec = test::tiny_seq2seq_spec(2, 2, 2, 2);
+  spec.vocab_size = data->vocab_size();
+  spec.max_seq_len = 32;
+  Model<double> model(spec);
+  REQUIRE_THROWS_WITH(analyze_heads(model, *data, Split::val, 1, {.batch_size = 4}),
+                      "analyze: the per-head statistics (heads.csv) do not cover encoder_decoder models yet; "
+                      "--dump-example I alone writes their attention maps");
 }

@@ -445,3 +445,55 @@ TEST_CASE("prune's round lines, info's model line and analyze's summary count on
   for (const std::string* out : {&prune.output, &info.output, &analyze.output})
     CHECK_THAT(*out, !Catch::Contains(" 1 heads") && !Catch::Contains(" 1 layers") && !Catch::Contains(" 1 batches"));
 }
+
+TEST_CASE(
+    "analyze of an encoder_decoder: --dump-example writes all three kinds and report shows the cross map; "
+    "without it, one line",
+    "[cli][analysis]") {
+  Scratch s;
+  std::string source, target;
+  for (int i = 0; i < 40; ++i) {
+    source += "src " + std::string(static_cast<size_t>(3 + i % 7), static_cast<char>('a' + i % 26)) + "\n";
+    target += "t" + std::string(static_cast<size_t>(1 + i % 3), static_cast<char>('A' + i % 26)) + "\n";
+  }
+  Config c = test::tiny_text_config(s.write("src.txt", source));
+  c.model.kind = "encoder_decoder";
+  c.model.vocab_size = 259;
+  c.model.max_seq_len = 32;
+  c.data.task = "translate";
+  c.data.target_path = s.write("tgt.txt", target).string();
+  c.data.seq_len = 32;
+  c.data.batch_tokens = 128;
+  c.data.train_fraction = 0.5;
+  c.data.val_fraction = 0.25;
+  c.train.steps = 2;
+  const fs::path run = s.dir / "run";
+  const auto train = run_headlab({"train", s.write_config("t.toml", c).string(), "--out", run.string()}, s.dir / "t");
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+
+  const auto refused = run_headlab({"analyze", run.string()}, s.dir / "refused.log");
+  CHECK(refused.code == 2);
+  CHECK(count_lines(refused.output) == 1);
+  CHECK_THAT(refused.output, Catch::Contains("do not cover encoder_decoder models yet"));
+  CHECK_FALSE(fs::exists(run / "heads.csv"));
+
+  const auto dumped = run_headlab({"analyze", run.string(), "--dump-example", "1"}, s.dir / "dump.log");
+  INFO(dumped.output);
+  REQUIRE(dumped.code == 0);
+  CHECK_FALSE(fs::exists(run / "heads.csv"));
+  const CheckpointReader h5((run / "attention_example_1.h5").string());
+  const Shape self = h5.shape("attention"), enc = h5.shape("encoder_attention"), cross = h5.shape("cross_attention");
+  const int64_t T = self[2], S = enc[2];
+  CHECK(cross == Shape{1, 2, T, S});
+  CHECK(h5.read_array<int64_t>("source_tokens").size() == static_cast<size_t>(S));
+
+  const auto report = run_headlab({"report", run.string()}, s.dir / "report.log");
+  INFO(report.output);
+  REQUIRE(report.code == 0);
+  const std::string html = test::read_file(run / "report.html");
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"1 cross\",\"n_layers\":1,\"n_heads\":2,\"T\":" + std::to_string(T) +
+                                   ",\"causal\":false,"));
+  CHECK_THAT(html, Catch::Contains("\"kind\":\"cross\",\"S\":" + std::to_string(S) + ",\"key_tokens\":["));
+  CHECK_THAT(html, Catch::Contains("{\"name\":\"1 encoder\",\"n_layers\":1,\"n_heads\":2,\"T\":" + std::to_string(S)));
+}

@@ -74,8 +74,8 @@ TEST_CASE("base64 and the one-byte quantisation of attention maps", "[report]") 
   CHECK(base64_encode({0xff, 0x00, 0x80, 0x7f}) == "/wCAfw==");
   // [[1, 0], [0.25, 0.75]]: causal keeps rows' first t + 1 entries; round(255 p).
   const std::vector<double> map = {1.0, 0.0, 0.25, 0.75};
-  CHECK(quantise_map(map.data(), 2, true) == std::vector<unsigned char>{255, 64, 191});
-  CHECK(quantise_map(map.data(), 2, false) == std::vector<unsigned char>{255, 0, 64, 191});
+  CHECK(quantise_map(map.data(), 2, 2, true) == std::vector<unsigned char>{255, 64, 191});
+  CHECK(quantise_map(map.data(), 2, 2, false) == std::vector<unsigned char>{255, 0, 64, 191});
   // zlib format: header 0x78, then deflate; 1000 zeros compress to a few bytes.
   const std::vector<unsigned char> packed = deflate_bytes(std::vector<unsigned char>(1000, 0));
   CHECK(packed.size() < 30);
@@ -117,7 +117,8 @@ TEST_CASE("report of a trained run holds its config, curves, heads, pruning and 
   const std::vector<double> probs = h5.read_array<double>("attention");
   std::string heads = "\"heads\":[";
   for (int64_t k = 0; k < 4; ++k)
-    heads += (k ? ",\"" : "\"") + base64_encode(deflate_bytes(quantise_map(probs.data() + k * 256, 16, true))) + "\"";
+    heads +=
+        (k ? ",\"" : "\"") + base64_encode(deflate_bytes(quantise_map(probs.data() + k * 256, 16, 16, true))) + "\"";
   CHECK_THAT(html, Catch::Contains(heads + "]}"));
 
   SECTION("the default output is RUN/report.html, and the template is the one compiled in") {

@@ -1,9 +1,10 @@
 // The attention dump: every head's attention on one example, as `headlab analyze --dump-example I`
 // (or --prompt) writes it and `headlab report` reads it back; src/plot/plot_heads.py reads the CSV
-// too, and docs/analysis.md describes it for users. Three files in a folder, named by the stem
+// too, and docs/analysis.md describes it for users. Files in a folder, named by the stem
 // attention_example_<name>, <name> being the example's index in the split or "prompt":
 //   <stem>.csv         layer,head,query,k0..k{T-1}: one attention row per line (%.5g), T rows for
-//                      each head a layer has, layer by layer (0 for masked keys);
+//                      each head a layer has, layer by layer (0 for masked keys): the
+//                      self-attention (an encoder_decoder's decoder's);
 //   <stem>_tokens.csv  position,token,text,real,target,label,gold_head,gold_antecedent,is_delimiter:
 //                      text is Dataset::token_label; real = 0 for padding (from key_padding, else
 //                      the pad token); label on the first line only; empty where the task has no
@@ -12,6 +13,13 @@
 //                      heads, NaN rows for heads a layer lacks), tokens, targets, labels, gold_head,
 //                      gold_antecedent (int64), key_padding, is_delimiter (uint8) as the task has
 //                      them; attributes contents, checkpoint, split ("prompt" for a prompt), example.
+// An encoder_decoder's dump adds its other two kinds beside these, so that a reader of the files
+// above reads its decoder's self-attention unchanged (S = the source's length, padding included):
+//   <stem>_encoder.csv        the encoder's self-attention, as <stem>.csv with S queries and keys;
+//   <stem>_cross.csv          the cross-attention, T target queries x S source keys (k0..k{S-1});
+//   <stem>_source_tokens.csv  position,token,text,real of the source;
+//   <stem>.h5                 also encoder_attention [Le, He, S, S], cross_attention [L, Hc, T, S]
+//                             (float64), source_tokens (int64), source_padding (uint8).
 // The reader takes the .h5 when there is one (exact) and the CSV otherwise (a hand-written dump).
 //   write_attention_dump(dir, "3", attention_example(model, data, split, 3, B), data, -1, ckpt, "val");
 //   for (const std::string& name : attention_dump_names(dir)) use(read_attention_dump(dir, name));
@@ -35,12 +43,13 @@ void write_attention_dump(const std::string& dir, const std::string& name, const
                           const std::string& split);
 
 struct AttentionDump {
-  std::string name;                       // "3", "prompt"
-  AttentionExample attention;             // sizes, layer_heads, probs; row.tokens from the .h5 only
-  std::vector<std::string> token_labels;  // seq_len entries: _tokens.csv's text, else the token ids
+  std::string name;                        // "3", "prompt"
+  AttentionExample attention;              // sizes, layer_heads, probs; row.tokens from the .h5 only
+  std::vector<std::string> token_labels;   // seq_len entries: _tokens.csv's text, else the token ids
+  std::vector<std::string> source_labels;  // S entries (encoder_decoder), the same from _source_tokens.csv
 };
-// One dump of `dir`; a file that is not one (wrong shape, a cell that is not a count, layer and
-// head numbers its rows cannot back) is one line naming it.
+// One dump of `dir` (row.tokens and row.source_tokens from the .h5 only); a file that is not one (wrong shape, a cell
+// that is not a count, layer and head numbers its rows cannot back) is one line naming it.
 AttentionDump read_attention_dump(const std::string& dir, const std::string& name);
 
 // The names of the dumps in `dir` (a .h5 or .csv), numbered ones in order, then "prompt".

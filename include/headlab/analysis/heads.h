@@ -128,14 +128,28 @@ struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes
 };
 void write_heads_h5(const std::string& path, const HeadScores& scores, const HeadsFileInfo& info);
 
+// One kind of attention's maps on one example: probs [L, H, Tq, Tk] row-major (H = the widest
+// layer's heads; NaN rows for heads a layer lacks).
+struct AttentionMaps {
+  int64_t n_layers = 0, n_heads = 0, n_queries = 0, n_keys = 0;
+  std::vector<int64_t> layer_heads;  // heads of each layer
+  std::vector<double> probs;
+  bool empty() const { return n_layers == 0; }
+};
+
 // The attention of every head on example `example` of the split, i.e. row example % batch_size
-// of batch example / batch_size: probs [L,H,T,T] row-major (H = n_heads, the widest layer's; NaN
-// rows for heads a layer lacks), and that row as a batch of one.
+// of batch example / batch_size: the (decoder's) self-attention probs [L,H,T,T] row-major (H =
+// n_heads, the widest layer's; NaN rows for heads a layer lacks), and that row as a batch of one.
+// An encoder_decoder adds its encoder's self-attention [Le, He, S, S] and the cross-attention
+// [L, Hc, T, S] (target queries, source keys); other kinds leave both empty.
 struct AttentionExample {
   int64_t n_layers = 0, n_heads = 0, seq_len = 0;
   std::vector<int64_t> layer_heads;  // heads of each layer
   std::vector<double> probs;
+  AttentionMaps encoder, cross;
   Batch row;
+  // The self-attention fields as maps, for code that handles the three kinds alike (a copy).
+  AttentionMaps self_attention() const { return {n_layers, n_heads, seq_len, seq_len, layer_heads, probs}; }
 };
 template <typename T>
 AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,

@@ -18,11 +18,12 @@
 namespace headlab {
 
 // One attention map set not read from the folder (headlab report --prompt): the example and a
-// label per token.
+// label per token (source_labels: per source token, for an encoder_decoder's maps).
 struct ExtraExample {
   std::string name;  // "prompt"
   AttentionExample attention;
   std::vector<std::string> token_labels;
+  std::vector<std::string> source_labels;
 };
 
 // The JSON document of a run folder (metrics.csv, or analysis or prune files) or a sweep folder
@@ -35,9 +36,9 @@ std::string report_html(const std::string& json, const std::string& title);
 
 // Helpers, public for the tests.
 std::string base64_encode(const std::vector<unsigned char>& bytes);
-// One head's map [T, T] (row-major probabilities) as bytes round(255 p): rows 0..T-1, the first
-// t + 1 entries of row t when `causal`, else all T.
-std::vector<unsigned char> quantise_map(const double* probs, int64_t T, bool causal);
+// One head's map [rows, cols] (row-major probabilities) as bytes round(255 p): rows 0..rows-1,
+// the first t + 1 entries of row t when `causal` (a square map), else all cols.
+std::vector<unsigned char> quantise_map(const double* probs, int64_t rows, int64_t cols, bool causal);
 // zlib's compress2 (the zlib format, which the browser's DecompressionStream("deflate") reads).
 std::vector<unsigned char> deflate_bytes(const std::vector<unsigned char>& bytes);
 
