@@ -14,6 +14,7 @@
 
 #include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
+#include "headlab/data/translation_baselines.h"
 #include "headlab/decode/translate_split.h"
 #include "headlab/io/head_list.h"
 #include "headlab/io/json.h"
@@ -28,6 +29,22 @@ namespace headlab::cli {
 
 namespace {
 
+// --baseline copy|strongs: the first `sentences` of the split translated by a baseline
+// (data/translation_baselines.h) instead of the model, scored as the model would be.
+SplitTranslation baseline_scores(const std::string& name, const TranslationDataset& data, Split split,
+                                 int64_t sentences) {
+  HEADLAB_CHECK(name == "copy" || name == "strongs",
+                "--baseline must be copy (the source itself) or strongs (Strong's word by word), got '" << name << "'");
+  std::vector<TranslationSentence> chosen = data.sentences(split);
+  if (sentences > 0 && static_cast<size_t>(sentences) < chosen.size()) chosen.resize(static_cast<size_t>(sentences));
+  std::vector<std::string> references;
+  for (const TranslationSentence& s : chosen) references.push_back(s.pair.target);
+  std::vector<std::string> hypotheses = name == "copy"
+                                            ? copy_source_translations(chosen)
+                                            : StrongsDictionary(data.sentences(Split::train)).translate(chosen);
+  return score_translations(std::move(hypotheses), std::move(references));
+}
+
 // The split translated and scored when the checkpoint is a translation model, else nullopt (and
 // then --beam, --lenpen, --sentences and --hypotheses are errors: there is nothing to decode).
 std::optional<SplitTranslation> translation_scores(const cxxopts::ParseResult& args, Model<float>& model,
@@ -35,13 +52,15 @@ std::optional<SplitTranslation> translation_scores(const cxxopts::ParseResult& a
                                                    const std::string& path) {
   const auto* data = dynamic_cast<const TranslationDataset*>(&dataset);
   if (data == nullptr) {
-    for (const char* option : {"beam", "lenpen", "sentences", "hypotheses"})
+    for (const char* option : {"beam", "lenpen", "sentences", "hypotheses", "baseline"})
       HEADLAB_CHECK(!args.count(option), "--" << option << ": " << path << " models data.task = " << config.data.task
                                               << "; BLEU is for translation models (data.task = translate)");
     return std::nullopt;
   }
   const int64_t sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
-  SplitTranslation t = translate_split(model, *data, split, search_options(args), sentences);
+  SplitTranslation t = args.count("baseline")
+                           ? baseline_scores(args["baseline"].as<std::string>(), *data, split, sentences)
+                           : translate_split(model, *data, split, search_options(args), sentences);
   if (args.count("hypotheses")) {
     std::string text;
     for (const std::string& h : t.hypotheses) text += h + "\n";
@@ -50,7 +69,8 @@ std::optional<SplitTranslation> translation_scores(const cxxopts::ParseResult& a
   return t;
 }
 
-std::string decoding_name(const SearchOptions& search) {
+std::string decoding_name(const cxxopts::ParseResult& args, const SearchOptions& search) {
+  if (args.count("baseline")) return "baseline " + args["baseline"].as<std::string>() + ", no model";
   if (search.beam == 1) return "greedy decoding";
   char buf[96];
   std::snprintf(buf, sizeof buf, "beam %lld, length penalty %g", static_cast<long long>(search.beam),
@@ -77,7 +97,11 @@ int run_eval(int argc, char** argv) {
       "sentences", "translation: translate the split's first N sentences for BLEU and chrF (default: all)",
       cxxopts::value<int64_t>())("hypotheses",
                                  "translation: write the translations to FILE, one line per sentence in corpus order",
-                                 cxxopts::value<std::string>())("h,help", "show this help");
+                                 cxxopts::value<std::string>())(
+      "baseline",
+      "translation: score a baseline's translations instead of the model's: copy (the source) or strongs "
+      "(Strong's word by word, from the training split's tags)",
+      cxxopts::value<std::string>())("h,help", "show this help");
   add_search_options(options);
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
@@ -127,7 +151,8 @@ int run_eval(int argc, char** argv) {
         .raw("chrf", t ? json_number(t->chrf.score) : "null")
         .raw("sentences", t ? std::to_string(t->hypotheses.size()) : "null")
         .raw("beam", t ? std::to_string(search.beam) : "null")
-        .raw("length_penalty", t ? json_number(search.length_penalty) : "null");
+        .raw("length_penalty", t ? json_number(search.length_penalty) : "null")
+        .raw("baseline", args.count("baseline") ? json_string(args["baseline"].as<std::string>()) : "null");
     std::printf("%s\n", out.str().c_str());
     return 0;
   }
@@ -140,7 +165,8 @@ int run_eval(int argc, char** argv) {
   if (e.bits_per_byte >= 0) std::printf("bits_per_byte %.4f\n", e.bits_per_byte);
   if (t) {
     std::printf("bleu %.4f (%s, %s; sacreBLEU's defaults: 13a tokenization)\n", t->bleu.score,
-                decoding_name(search).c_str(), counted(static_cast<int64_t>(t->hypotheses.size()), "sentence").c_str());
+                decoding_name(args, search).c_str(),
+                counted(static_cast<int64_t>(t->hypotheses.size()), "sentence").c_str());
     std::printf("chrf %.4f\n", t->chrf.score);
     if (args.count("hypotheses"))
       std::printf("hypotheses written to %s\n", args["hypotheses"].as<std::string>().c_str());

@@ -54,12 +54,21 @@ SplitTranslation translate_split(Model<float>& model, const TranslationDataset& 
   const size_t n =
       max_sentences > 0 ? std::min(sentences.size(), static_cast<size_t>(max_sentences)) : sentences.size();
   std::vector<std::vector<int32_t>> source_ids;
-  SplitTranslation out;
+  std::vector<std::string> references;
   for (size_t i = 0; i < n; ++i) {
     source_ids.push_back(sentences[i].source_ids);  // already cut to the dataset's caps
-    out.references.push_back(sentences[i].pair.target);
+    references.push_back(sentences[i].pair.target);
   }
-  out.hypotheses = translate_ids(model, *data.tokenizer(), source_ids, options);
+  return score_translations(translate_ids(model, *data.tokenizer(), source_ids, options), std::move(references));
+}
+
+SplitTranslation score_translations(std::vector<std::string> hypotheses, std::vector<std::string> references) {
+  HEADLAB_CHECK(hypotheses.size() == references.size(), "score_translations: " << hypotheses.size()
+                                                                               << " hypotheses for "
+                                                                               << references.size() << " references");
+  SplitTranslation out;
+  out.hypotheses = std::move(hypotheses);
+  out.references = std::move(references);
   out.bleu_stats = bleu_sentence_stats(out.hypotheses, out.references);
   out.chrf_stats = chrf_sentence_stats(out.hypotheses, out.references);
   out.bleu = bleu_from_stats(sum_stats(out.bleu_stats));

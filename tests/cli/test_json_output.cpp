@@ -92,7 +92,7 @@ TEST_CASE("eval --json is one JSON object with every field eval prints, its numb
   const JsonValue v = json_of(run_headlab({"eval", ckpt, "--split", "test", "--json"}, s.dir / "eval.log"));
   CHECK(v.keys() == std::vector<std::string>{"checkpoint", "step", "dataset", "split", "batches", "batch_size",
                                              "n_targets", "masked_heads", "loss", "accuracy", "bits_per_byte", "bleu",
-                                             "chrf", "sentences", "beam", "length_penalty"});
+                                             "chrf", "sentences", "beam", "length_penalty", "baseline"});
   for (const char* translation_only : {"bleu", "chrf", "sentences", "beam", "length_penalty"})
     CHECK(v[translation_only].is_null());
   const Expected e = evaluate_here(ckpt, Split::test);

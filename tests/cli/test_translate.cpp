@@ -2,6 +2,7 @@
 // in eval's output, and bad input as one line with exit code 2.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -22,9 +23,14 @@ namespace {
 
 // A translation run trained once (20 steps on word-for-word pairs), for every test here; its
 // corpus lives as long as the run, which reads it again for eval.
-const test::TrainedRun& translate_run() {
+const test::ScratchDir& translate_corpus() {
   static const test::ScratchDir corpus("translate_corpus");
-  static const test::TrainedRun run("translate_cli", test::tiny_translate_config(corpus.write_parallel_corpus(300)));
+  return corpus;
+}
+
+const test::TrainedRun& translate_run() {
+  static const test::TrainedRun run("translate_cli",
+                                    test::tiny_translate_config(translate_corpus().write_parallel_corpus(300)));
   return run;
 }
 
@@ -83,6 +89,8 @@ TEST_CASE("translate's bad input is one line and exit code 2", "[cli][translate]
       {{"translate", (lm.dir / "run").string(), "--text", "the"}, "translate reads encoder_decoder checkpoints"},
       {{"translate", (s.dir / "missing.h5").string(), "--text", "the"}, "missing.h5"},
       {{"eval", (lm.dir / "run").string(), "--beam", "2"}, "--beam: "},
+      {{"eval", ckpt, "--baseline", "oracle"}, "--baseline must be copy (the source itself) or strongs"},
+      {{"eval", ckpt, "--baseline", "strongs"}, "needs Strong's tags on the target side"},  // files, not the Bible
   };
   for (const Case& c : cases) {
     const auto r = run_headlab(c.args, s.dir / "bad.log");
@@ -118,4 +126,21 @@ TEST_CASE("eval of a translation run reports BLEU and chrF, greedy unless --beam
   CHECK(json["chrf"].number() > 0);
   CHECK(lines_of(test::read_file(hypotheses)).size() == json["sentences"].number());
   CHECK_FALSE(fs::exists(hypotheses.string() + ".tmp"));
+}
+
+TEST_CASE("eval --baseline copy scores the sources themselves as the translations", "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const fs::path& dir = run.scratch.dir;
+  const fs::path hypotheses = dir / "copy.hyp";
+  const auto r = run_headlab(
+      {"eval", run.run.string(), "--split", "test", "--baseline", "copy", "--hypotheses", hypotheses.string()},
+      dir / "copy.log");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("(baseline copy, no model, "));
+  // The hypotheses are test sentences of the source file: each is one of its lines.
+  const std::vector<std::string> sources = lines_of(test::read_file(translate_corpus().dir / "source.txt"));
+  const std::vector<std::string> written = lines_of(test::read_file(hypotheses));
+  REQUIRE_FALSE(written.empty());
+  for (const std::string& line : written) CHECK(std::find(sources.begin(), sources.end(), line) != sources.end());
 }

@@ -49,6 +49,9 @@ struct SplitTranslation {
   ChrfScore chrf;
 };
 
+// Hypotheses scored against their references (same count), sentence by sentence and as a corpus.
+SplitTranslation score_translations(std::vector<std::string> hypotheses, std::vector<std::string> references);
+
 // The first `max_sentences` sentences of `split` in corpus order (0 or more than the split
 // holds: all of them), translated and scored against their target text.
 SplitTranslation translate_split(Model<float>& model, const TranslationDataset& data, Split split,
