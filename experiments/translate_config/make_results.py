@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""experiments/translate_config: RESULTS.md from data/ (what run.sh wrote).
+
+  make_results.py            RESULTS.md from data/ alone
+  make_results.py --check    exit 0 when the committed RESULTS.md is what data/ gives, else a
+                             one-line hint and exit 1
+
+data/: run.csv (commit, start, train wall time, cores, peak load), metrics.csv (the run's),
+info.json (headlab info --json of the run), and one headlab eval --json line per score:
+test_greedy, test_beam5, val_greedy, test_copy, test_strongs (.json). The reference numbers from
+the issue (a PyTorch nn.Transformer on the same data and machine) are constants below, named so.
+"""
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
+from common import fail, first_difference, md_table, read_csv, read_text, write_atomically  # noqa: E402
+
+DATA = os.path.join(HERE, "data")
+# Issue 27's reference: PyTorch nn.Transformer, 1.9M parameters (d_model 128, 3+3 layers, 4 heads,
+# 4k joint unigram, tied, label smoothing 0.1, Noam warm-up 500, ~3k-token batches), 20 minutes on
+# one of these machines (one epoch, KJV -> RV1909, Ruth and Mark held out), greedy decoding.
+REFERENCE = {"minutes": 20, "test_bleu": 13.9, "val_bleu": 9.5}
+TARGET = {"minutes": 30, "test_bleu": 15.0}
+
+
+def load_json(name):
+    path = os.path.join(DATA, name + ".json")
+    if not os.path.exists(path):
+        fail(f"{path} is missing: run experiments/translate_config/run.sh first")
+    with open(path) as f:
+        return json.load(f)
+
+
+def fields():
+    run = read_csv(os.path.join(DATA, "run.csv"), required=("commit", "train_wall_s", "cores", "max_load_1min"))[0]
+    metrics = read_csv(os.path.join(DATA, "metrics.csv"), required=("step", "val_loss", "val_bleu"))
+    info = load_json("info")
+    scores = {name: load_json(name) for name in ("test_greedy", "test_beam5", "val_greedy", "test_copy",
+                                                 "test_strongs")}
+    minutes = float(run["train_wall_s"]) / 60
+    evals = [r for r in metrics if r["val_bleu"] != ""]
+    curve = md_table(["step", "val loss (nats/token)", "val BLEU (greedy, first sentences)"],
+                     [[r["step"], f"{float(r['val_loss']):.4f}", f"{float(r['val_bleu']):.2f}"] for r in evals])
+    rows = [
+        ["headlab, greedy", f"{scores['test_greedy']['bleu']:.2f}", f"{scores['test_greedy']['chrf']:.2f}",
+         f"{scores['val_greedy']['bleu']:.2f}"],
+        ["headlab, beam 5", f"{scores['test_beam5']['bleu']:.2f}", f"{scores['test_beam5']['chrf']:.2f}", ""],
+        ["copy the source", f"{scores['test_copy']['bleu']:.2f}", f"{scores['test_copy']['chrf']:.2f}", ""],
+        ["Strong's word by word", f"{scores['test_strongs']['bleu']:.2f}", f"{scores['test_strongs']['chrf']:.2f}",
+         ""],
+        [f"PyTorch reference ({REFERENCE['minutes']} min, greedy; issue 27)", f"{REFERENCE['test_bleu']:.1f}", "",
+         f"{REFERENCE['val_bleu']:.1f}"],
+    ]
+    test_bleu = scores["test_greedy"]["bleu"]
+    meets = test_bleu >= TARGET["test_bleu"] and minutes <= TARGET["minutes"]
+    verdict = (f"meets the issue's aim (>= {TARGET['test_bleu']:.0f} test BLEU, greedy, in <= {TARGET['minutes']} "
+               f"minutes)" if meets else
+               f"does not meet the issue's aim (>= {TARGET['test_bleu']:.0f} test BLEU, greedy, in <= "
+               f"{TARGET['minutes']} minutes)")
+    return {
+        "commit": run["commit"],
+        "started": run["started_utc"],
+        "cores": run["cores"],
+        "max_load": run["max_load_1min"],
+        "minutes": f"{minutes:.1f}",
+        "steps": metrics[-1]["step"],
+        "parameters": str(info["parameters"]["total"]),
+        "test_sentences": str(scores["test_greedy"]["sentences"]),
+        "val_sentences": str(scores["val_greedy"]["sentences"]),
+        "test_loss": f"{scores['test_greedy']['loss']:.4f}",
+        "scores_table": md_table(["translations", "test BLEU (Mark)", "test chrF", "val BLEU (Ruth)"], rows),
+        "curve_table": curve,
+        "test_bleu": f"{test_bleu:.2f}",
+        "verdict": verdict,
+        "reference_minutes": str(REFERENCE["minutes"]),
+    }
+
+
+def render(check):
+    f = fields()
+    template = read_text(os.path.join(HERE, "results.template.md"))
+
+    def fill(m):
+        if m.group(1) not in f:
+            fail(f"results.template.md: unknown placeholder {{{{{m.group(1)}}}}}")
+        return f[m.group(1)]
+
+    text = re.sub(r"\{\{([^{}]+)\}\}", fill, template)
+    target = os.path.join(HERE, "RESULTS.md")
+    if check:
+        old = read_text(target)
+        if old != text:
+            print(f"make_results --check: RESULTS.md differs from what data/ gives, first at line "
+                  f"{first_difference(old, text)}; regenerate with /usr/bin/python3 "
+                  f"experiments/translate_config/make_results.py", file=sys.stderr)
+            sys.exit(1)
+        return
+    write_atomically(target, text)
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args not in ([], ["--check"]):
+        fail("usage: make_results.py [--check]")
+    render(args == ["--check"])
