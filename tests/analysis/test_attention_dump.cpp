@@ -90,17 +90,11 @@ TEST_CASE("an attention dump whose layer and head numbers its rows cannot back i
 
 namespace {
 
-// Line-aligned source and target files whose sources are longer than their targets (S != T) and
-// of varied length (padding in every batch), for a bytes-tokenized translate dataset.
+// A bytes-tokenized translate dataset whose sources are longer than their targets (S != T).
 std::unique_ptr<TranslationDataset> tiny_translation(const test::ScratchDir& s) {
-  std::string source, target;
-  for (int i = 0; i < 40; ++i) {
-    source += "src " + std::string(static_cast<size_t>(3 + i % 7), static_cast<char>('a' + i % 26)) + "\n";
-    target += "t" + std::string(static_cast<size_t>(1 + i % 3), static_cast<char>('A' + i % 26)) + "\n";
-  }
   TranslationOptions o;
-  o.path = s.write("src.txt", source).string();
-  o.target_path = s.write("tgt.txt", target).string();
+  o.path = s.write_uneven_parallel_corpus(40).string();
+  o.target_path = (s.dir / "tgt.txt").string();
   o.train_fraction = 0.5;
   o.val_fraction = 0.25;
   o.seq_len = 32;

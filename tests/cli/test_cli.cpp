@@ -451,17 +451,12 @@ TEST_CASE(
     "without it, one line",
     "[cli][analysis]") {
   Scratch s;
-  std::string source, target;
-  for (int i = 0; i < 40; ++i) {
-    source += "src " + std::string(static_cast<size_t>(3 + i % 7), static_cast<char>('a' + i % 26)) + "\n";
-    target += "t" + std::string(static_cast<size_t>(1 + i % 3), static_cast<char>('A' + i % 26)) + "\n";
-  }
-  Config c = test::tiny_text_config(s.write("src.txt", source));
+  Config c = test::tiny_text_config(s.write_uneven_parallel_corpus(40));
   c.model.kind = "encoder_decoder";
   c.model.vocab_size = 259;
   c.model.max_seq_len = 32;
   c.data.task = "translate";
-  c.data.target_path = s.write("tgt.txt", target).string();
+  c.data.target_path = (s.dir / "tgt.txt").string();
   c.data.seq_len = 32;
   c.data.batch_tokens = 128;
   c.data.train_fraction = 0.5;

@@ -68,6 +68,20 @@ fs::path ScratchDir::write_parallel_corpus(int lines) const {
   return dir / "source.txt";
 }
 
+fs::path ScratchDir::write_uneven_parallel_corpus(int lines) const {
+  std::string source, target;
+  for (int i = 0; i < lines; ++i) {
+    source += "src ";
+    source.append(static_cast<size_t>(3 + i % 7), static_cast<char>('a' + i % 26));
+    source += '\n';
+    target += 't';
+    target.append(static_cast<size_t>(1 + i % 3), static_cast<char>('A' + i % 26));
+    target += '\n';
+  }
+  write("tgt.txt", target);
+  return write("src.txt", source);
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;

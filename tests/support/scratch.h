@@ -32,6 +32,10 @@ struct ScratchDir {
   // each target word translates its source word ("the light" -> "la luz"), word for word.
   // Returns the source file; the target file is next to it.
   std::filesystem::path write_parallel_corpus(int lines) const;
+  // Two line-aligned files, src.txt and tgt.txt, whose sources are longer than their targets
+  // (S != T) and of varied length, so that every batch pads: for attention maps of each shape.
+  // Returns the source file; the target file is next to it.
+  std::filesystem::path write_uneven_parallel_corpus(int lines) const;
 };
 
 std::string read_file(const std::filesystem::path& path);
