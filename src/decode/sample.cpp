@@ -51,8 +51,8 @@ std::vector<int32_t> sample_tokens(Model<float>& model, const std::vector<int32_
   for (int64_t i = 0; i < options.tokens; ++i) {
     const int64_t n = static_cast<int64_t>(tokens.size());
     int64_t fresh = n - cached_from - cache.length();
-    if (cache.length() + fresh > window) {  // restart the window: the prompt's whole, later half
-      const int64_t keep = std::min(n, cache.length() == 0 ? window : std::max<int64_t>(1, window / 2));
+    if (cache.length() + fresh > window) {  // past the window: the last max_seq_len tokens anew
+      const int64_t keep = std::min(n, window);
       cache.clear();
       cached_from = n - keep;
       fresh = keep;

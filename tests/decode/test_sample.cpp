@@ -48,7 +48,7 @@ TEST_CASE("greedy sampling with the cache equals the whole-sequence forward with
   CHECK(got == greedy_by_full_forward(model, prompt, 9));
 }
 
-TEST_CASE("sampling past max_seq_len slides the window; draws are reproducible", "[decode]") {
+TEST_CASE("sampling past max_seq_len sees the last max_seq_len tokens; draws are reproducible", "[decode]") {
   ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 1);
   Model<float> model(spec);
   randomize(model, 23);
@@ -63,8 +63,8 @@ TEST_CASE("sampling past max_seq_len slides the window; draws are reproducible",
   SampleOptions other = options;
   other.seed = 5;
   CHECK(sample_tokens(model, prompt, other) != a);
-  // The first token sees the prompt's last window, as the whole-sequence forward does.
-  CHECK(sample_tokens(model, prompt, {.tokens = 1, .temperature = 0}) == greedy_by_full_forward(model, prompt, 1));
+  // Every token sees the last max_seq_len tokens, as the whole-sequence forward over them does.
+  CHECK(sample_tokens(model, prompt, {.tokens = 20, .temperature = 0}) == greedy_by_full_forward(model, prompt, 20));
 }
 
 TEST_CASE("sample_tokens refuses bad arguments in one line", "[decode]") {

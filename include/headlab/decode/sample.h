@@ -1,8 +1,8 @@
 // Continuing a decoder's token sequence by sampling (or greedily), with the KV cache
-// (nn/kv_cache.h): the prompt is one cached step, each new token one more. A sequence longer than
-// max_seq_len keeps a sliding window: when the cache is full it restarts on the last
-// max_seq_len / 2 tokens (one recomputation per max_seq_len / 2 tokens, instead of one per token).
-// Within the first window the result is the whole-sequence forward's at every step.
+// (nn/kv_cache.h): the prompt is one cached step, each new token one more. Past max_seq_len every
+// token sees the last max_seq_len tokens, recomputed (positions shift, so no cache can be kept):
+// the result is the whole-sequence forward's over that window at every step, as python/headlab's
+// generate() computes it.
 //   std::vector<int32_t> out = sample_tokens(model, prompt, {.tokens = 200, .temperature = 0.8}, print);
 #pragma once
 
