@@ -199,6 +199,19 @@ class CheckpointModule(nn.Module):
             self.checkpoint_attrs["tokenizer"] = ckpt.attrs["tokenizer"]
 
 
+def add_embeddings(module, spec):
+    """The token embedding tok_emb.weight [V, C], and learned positions pos_emb.weight or a
+    sinusoid table, on `module` (Model and EncoderDecoder share them by name)."""
+    C, V = spec["d_model"], spec["vocab_size"]
+    module.tok_emb = nn.Module()
+    module.tok_emb.weight = nn.Parameter(torch.zeros(V, C))
+    if spec["positions"] == "learned":
+        module.pos_emb = nn.Module()
+        module.pos_emb.weight = nn.Parameter(torch.zeros(spec["max_seq_len"], C))
+    else:
+        module.sinusoid = sinusoid_table(spec["max_seq_len"], C)  # float64, cast at use: not a buffer
+
+
 class Model(CheckpointModule):
     """A headlab decoder (causal LM) or encoder (classifier), built from a config or spec
     (an encoder_decoder is seq2seq.EncoderDecoder; Model.from_checkpoint and load_model pick it)."""
@@ -214,13 +227,7 @@ class Model(CheckpointModule):
             raise ValueError("model.kind = encoder_decoder is headlab.EncoderDecoder, not Model "
                              "(Model.from_checkpoint and load_model choose it themselves)")
         C, V = spec["d_model"], spec["vocab_size"]
-        self.tok_emb = nn.Module()
-        self.tok_emb.weight = nn.Parameter(torch.zeros(V, C))
-        if spec["positions"] == "learned":
-            self.pos_emb = nn.Module()
-            self.pos_emb.weight = nn.Parameter(torch.zeros(spec["max_seq_len"], C))
-        else:
-            self.sinusoid = sinusoid_table(spec["max_seq_len"], C)  # float64, cast at use: not a buffer
+        add_embeddings(self, spec)
         self.blocks = nn.ModuleList(Block(spec, spec["heads"][l], spec["kv_heads"][l])
                                     for l in range(spec["n_layers"]))
         for blk in self.blocks:

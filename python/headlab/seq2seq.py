@@ -32,7 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .checkpoint import attention_sites, model_spec
-from .model import Block, CheckpointModule, LayerNorm, Linear, attend, sinusoid_table
+from .model import Block, CheckpointModule, LayerNorm, Linear, add_embeddings, attend
 
 
 @dataclass
@@ -120,13 +120,7 @@ class EncoderDecoder(CheckpointModule):
         if spec["kind"] != "encoder_decoder":
             raise ValueError(f"EncoderDecoder needs model.kind = encoder_decoder, got {spec['kind']!r}")
         C, V = spec["d_model"], spec["vocab_size"]
-        self.tok_emb = nn.Module()
-        self.tok_emb.weight = nn.Parameter(torch.zeros(V, C))
-        if spec["positions"] == "learned":
-            self.pos_emb = nn.Module()
-            self.pos_emb.weight = nn.Parameter(torch.zeros(spec["max_seq_len"], C))
-        else:
-            self.sinusoid = sinusoid_table(spec["max_seq_len"], C)  # float64, cast at use: not a buffer
+        add_embeddings(self, spec)
         self.enc = Encoder(spec)
         self.blocks = nn.ModuleList(DecoderBlock(spec, spec["heads"][l], spec["kv_heads"][l])
                                     for l in range(spec["n_layers"]))
