@@ -61,6 +61,7 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import headlab  # noqa: E402
+from machine import blas_library, cpu_busy_seconds, cpu_capability  # noqa: E402  (bench/machine.py)
 
 V = 256
 
@@ -86,34 +87,6 @@ def init_like_headlab(model, n_layers, std=0.02):
                 p.normal_(0.0, residual_std)
             else:
                 p.normal_(0.0, std)
-
-
-def blas_library():
-    """Real path of the BLAS shared object mapped into this process (follows alternatives)."""
-    libs = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            name = os.path.basename(path)
-            if "blas" in name or "blis" in name:
-                libs.add(path)
-    return sorted(libs)
-
-
-def cpu_busy_seconds():
-    """Machine-wide busy CPU seconds (all cores) and steal seconds, from /proc/stat."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    hz = os.sysconf("SC_CLK_TCK")
-    user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
-    return (user + nice + system + irq + softirq) / hz, steal / hz
-
-
-def cpu_capability():
-    for line in torch.__config__.show().splitlines():
-        if "CPU capability usage" in line:
-            return line.split(":", 1)[1].strip()
-    return None
 
 
 def main():

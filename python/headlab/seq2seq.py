@@ -16,6 +16,7 @@ spec["cross"]).
     out = model(tokens, source=src, source_padding=sp, key_padding=kp, targets=y, return_attention=True)
     out.attention["enc"][l] [B,H,S,S], ["dec"][l] [B,H,T,T], ["cross"][l] [B,H,T,S]
     model.translate(["In the beginning"])      # greedy, as headlab's decode/search.h with beam 1
+    model.translate(["In the beginning"], beam=5)  # beam search, as `headlab translate --beam 5`
 
 Parameter names are the checkpoint's with "." for "/": enc.0.attn.qkv.weight,
 blocks.1.cross.kv.weight; the gates are buffers enc.<l>.attn.gates, blocks.<l>.attn.gates and
@@ -233,16 +234,28 @@ class EncoderDecoder(CheckpointModule):
         [1, max_seq_len]; the last of them can only be </s>."""
         return min(max(int(max_len_a * source_tokens + max_len_b), 1), self.spec["max_seq_len"])
 
-    @torch.no_grad()
     def greedy(self, sources, bos: int, eos: int, pad: int, max_len_a: float = 1.5, max_len_b: int = 10) -> list:
-        """Greedy decoding as headlab's translate() with beam 1: for each source row (its ids and
-        </s>, unpadded), from <s> append the argmax of the last position's log-probabilities (the
-        lowest id among equal maxima) until </s> or the length limit, where </s> is forced. The
-        target ids without <s> and </s>. The sources decode side by side (padded), one new
-        position per step with cached keys and values (decode_step); finished rows read <pad>."""
+        """Greedy decoding as headlab's translate() with beam 1: beam_search with beam = 1."""
+        return self.beam_search(sources, bos, eos, pad, 1, 1.0, max_len_a, max_len_b)
+
+    @torch.no_grad()
+    def beam_search(self, sources, bos: int, eos: int, pad: int, beam: int = 5, length_penalty: float = 1.0,
+                    max_len_a: float = 1.5, max_len_b: int = 10, min_len: int = 0) -> list:
+        """headlab's translate() (src/decode/search.cpp, fairseq's rules): for each source row (its
+        ids and </s>, unpadded) the target ids without <s> and </s>. The sources decode side by
+        side, beam rows each, with cached keys and values (decode_step); each step the 2 x beam
+        best continuations of a sentence (sum of log p in double) are taken in order: one ending
+        in </s> among the first beam finishes (score / length^length_penalty, length counting
+        </s>), others continue until beam do; the sentence stops with beam finished hypotheses or
+        at its length limit, where </s> is forced. </s> is barred before min_len target tokens.
+        The best finished hypothesis wins (the first finished among equals). Candidates are
+        ranked by torch.topk, which breaks exact ties in its own order (the binary: lower beam,
+        then lower id); with float logits such ties do not occur in practice."""
         sources = [list(s) for s in sources]
         if not sources:
             return []
+        if beam < 1:
+            raise ValueError(f"the beam size must be at least 1, got {beam}")
         N, S = len(sources), max(len(s) for s in sources)
         src = torch.full((N, S), pad, dtype=torch.long)
         src_pad = torch.zeros((N, S), dtype=torch.uint8)
@@ -250,24 +263,72 @@ class EncoderDecoder(CheckpointModule):
             src[i, :len(s)] = torch.tensor(s)
             src_pad[i, :len(s)] = 1
         cache = self.start_decoding(src, src_pad)
+        rows = torch.arange(N).repeat_interleave(beam)  # row i * beam + b decodes sentence i
+        cache["cross"] = [(k[rows], v[rows]) for k, v in cache["cross"]]
+        cache["cross_hidden"] = cache["cross_hidden"][rows]
         limits = [self.max_target_tokens(len(s), max_len_a, max_len_b) for s in sources]
-        tokens = torch.full((N,), bos, dtype=torch.long)
-        out = [[] for _ in sources]
-        live = [True] * N
-        for step in range(max(limits)):
+        R, dead = N * beam, float("-inf")
+        scores = torch.full((R,), dead, dtype=torch.float64)
+        scores[::beam] = 0.0  # only beam 0 is live at the first step, so beams do not repeat
+        histories = [[] for _ in range(R)]
+        finished = [[] for _ in range(N)]  # (tokens, normalized score) in the order they finish
+        done = [False] * N
+        tokens = torch.full((R,), bos, dtype=torch.long)
+        step = 0
+        while not all(done):
             logp = torch.log_softmax(self.decode_step(tokens, cache).double(), -1)
-            tokens = torch.full((N,), pad, dtype=torch.long)
+            V = logp.shape[1]
+            total = scores[:, None] + logp  # [R,V]; dead rows stay -inf
+            ending = total[:, eos].tolist()
+            if step < min_len:
+                total[:, eos] = dead
+            top_scores, top_index = total.view(N, beam * V).topk(min(2 * beam, beam * V), dim=1)
+            top_scores, top_index = top_scores.tolist(), top_index.tolist()
+            parents = list(range(R))
+            next_scores = [dead] * R
+            next_histories = [[] for _ in range(R)]
+            tokens = torch.full((R,), pad, dtype=torch.long)
             for i in range(N):
-                if not live[i]:
+                if done[i]:
                     continue
-                token = eos if step + 1 >= limits[i] else int(torch.argmax(logp[i]))
-                if token == eos:
-                    live[i] = False
-                    continue
-                out[i].append(token)
-                tokens[i] = token
-            if not any(live):
-                break
+                first = i * beam
+                if step + 1 >= limits[i]:  # only </s> is left
+                    cands = sorted(((ending[first + b], b, eos) for b in range(beam) if ending[first + b] != dead),
+                                   key=lambda c: (-c[0], c[1]))
+                else:
+                    cands = [(sc, ix // V, ix % V) for sc, ix in zip(top_scores[i], top_index[i]) if sc != dead]
+                live = 0
+                for rank, (score, b, token) in enumerate(cands[:2 * beam]):
+                    history = histories[first + b]
+                    if token == eos:
+                        if rank >= beam:  # as fairseq: only the top beam may end
+                            continue
+                        finished[i].append((history, score / float(len(history) + 1) ** length_penalty))
+                        if len(finished[i]) >= beam:
+                            break
+                        continue
+                    if live == beam:
+                        continue
+                    row = first + live
+                    live += 1
+                    parents[row] = first + b
+                    tokens[row] = token
+                    next_scores[row] = score
+                    next_histories[row] = history + [token]
+                if len(finished[i]) >= beam or live == 0:
+                    done[i] = True
+            scores = torch.tensor(next_scores, dtype=torch.float64)
+            histories = next_histories
+            index = torch.tensor(parents)
+            cache["self"] = [(k[index], v[index]) for k, v in cache["self"]]
+            step += 1
+        out = []
+        for f in finished:
+            best = 0
+            for j in range(1, len(f)):
+                if f[j][1] > f[best][1]:
+                    best = j
+            out.append(f[best][0])
         return out
 
     @torch.no_grad()
@@ -316,9 +377,10 @@ class EncoderDecoder(CheckpointModule):
         head = self.lm_head.weight if hasattr(self, "lm_head") else self.tok_emb.weight
         return (self.ln_f(x) @ head.t())[:, 0]
 
-    def translate(self, texts, max_len_a: float = 1.5, max_len_b: int = 10) -> list:
-        """Greedy translations of source sentences with the checkpoint's tokenizer, as `headlab
-        translate` gives them: each source is its ids cut to the dataset's source cap
+    def translate(self, texts, max_len_a: float = 1.5, max_len_b: int = 10, beam: int = 1,
+                  length_penalty: float = 1.0) -> list:
+        """Translations of source sentences with the checkpoint's tokenizer (beam_search; beam 1
+        is greedy), as `headlab translate [--beam N --lenpen X]` gives them: each source is its ids cut to the dataset's source cap
         (data.source_len, else data.seq_len, and at most max_seq_len; minus one for </s>), then
         </s>; a source without ids translates to ""; a hypothesis that is not UTF-8 gets U+FFFD
         and a newline piece becomes a space, so each is one line of text."""
@@ -328,7 +390,7 @@ class EncoderDecoder(CheckpointModule):
         ids = [tok.encode(t)[:cap] for t in texts]
         todo = [i for i, x in enumerate(ids) if x]
         out = [""] * len(texts)
-        for i, hyp in zip(todo, self.greedy([ids[i] + [tok.eos] for i in todo], tok.bos, tok.eos, tok.pad,
-                                            max_len_a, max_len_b)):
+        for i, hyp in zip(todo, self.beam_search([ids[i] + [tok.eos] for i in todo], tok.bos, tok.eos, tok.pad,
+                                                 beam, length_penalty, max_len_a, max_len_b)):
             out[i] = tok.decode(hyp).replace("\n", " ")
         return out

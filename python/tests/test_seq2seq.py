@@ -10,9 +10,9 @@ What is compared with what:
   held to 1e-6;
 - checkpoints written from Python (gates switched off in all three attention kinds, weights
   scaled; a model built from a config) evaluated by `headlab eval`: the same, 1e-6;
-- greedy translations with `headlab translate` when the binary has that verb (the test skips,
-  saying so, when it does not); without it, Python's cached greedy decoding is checked against
-  its own full forward (teacher-forced argmax, logits to 1e-9 in float64);
+- greedy and beam-5 translations with `headlab translate` (two length penalties); Python's cached
+  greedy decoding is also checked against its own full forward (teacher-forced argmax, logits to
+  1e-9 in float64);
 - attention maps: the binary cannot dump an encoder_decoder's yet (`analyze --dump-example`
   stops in accumulate_attention_stats), so they are checked for what the math fixes: rows sum
   to 1, causal and padding zeros, a gate of 0 removing its head's output.
@@ -215,6 +215,26 @@ def test_greedy_translations_match_headlab_translate(variant, train_seq2seq, tmp
     assert binary == model.translate(texts)
     one = run_headlab("translate", path, "--text", texts[0]).decode()
     assert one == binary[0] + "\n"
+
+
+@pytest.mark.parametrize("variant", list(SEQ2SEQ))
+def test_beam_translations_match_headlab_translate(variant, train_seq2seq, tmp_path):
+    """Beam 5 with two length penalties: the same translations as `headlab translate --beam 5`,
+    and (at least on one of them) not all the greedy ones, so the beam is really searched."""
+    path = best(train_seq2seq(variant))
+    ckpt = headlab.load_checkpoint(path)
+    tok = headlab.tokenizer_of(ckpt)
+    texts = [tok.decode(x) for x, _ in headlab.make_dataset(ckpt).sentences("val")[:12]]
+    (tmp_path / "in.txt").write_text("\n".join(texts) + "\n")
+    model = headlab.load_model(path, torch.float64)
+    greedy = model.translate(texts)
+    differs = 0
+    for lenpen in ("0", "1.5"):
+        binary = run_headlab("translate", path, "--input", tmp_path / "in.txt", "--beam", "5", "--lenpen",
+                             lenpen).decode().split("\n")[:-1]
+        assert binary == model.translate(texts, beam=5, length_penalty=float(lenpen))
+        differs += sum(a != b for a, b in zip(binary, greedy))
+    assert differs > 0
 
 
 def test_attention_maps_obey_the_masks_and_gates(train_seq2seq):

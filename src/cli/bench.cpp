@@ -11,18 +11,20 @@
 //   N_nonemb = every trained parameter except the token and position embeddings)
 // --seq T sets data.seq_len and model.max_seq_len together (torch_ref's --seq: its position
 // table has exactly T rows, so the parameter counts match); --batch B sets train.batch_size.
+// An encoder_decoder config trains on random source rows of --source-len S tokens (default T) and
+// target rows of T tokens, unpadded, with the config's label smoothing; tokens_per_s counts target
+// tokens (fairseq's words per second), source_tokens_per_s the source side; flops_per_token is
+// null there (the formula is the decoder's).
+// --decode times decoding instead (bench_decode.cpp): --beam, --sentences, --source-len,
+// --target-len, --no-cache, --reps, --warmup.
 // --gemm instead times one M = K = N sgemm through headlab::gemm (BLIS, `threads` threads), the
 // "what BLIS can do" reference of the speed targets.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,8 @@
 #include "headlab/tensor/arena.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
+#include "bench_decode.h"
+#include "bench_machine.h"
 #include "options.h"
 #include "verbs.h"
 
@@ -47,58 +51,42 @@ namespace headlab::cli {
 namespace {
 
 // Uniform random tokens in [0, vocab): row r of batch i is RowRng(seed, split, i, r), T + 1
-// draws; tokens = draws[0:T], targets = draws[1:T+1]. Never allocates after make_batch.
+// draws; tokens = draws[0:T], targets = draws[1:T+1]; with a source side (source_len > 0), S more
+// draws are the source row, all real tokens. Never allocates after make_batch.
 class RandomTokens final : public Dataset {
  public:
-  RandomTokens(int64_t vocab, int64_t seq_len, uint64_t seed) : vocab_(vocab), seq_len_(seq_len), seed_(seed) {}
+  RandomTokens(int64_t vocab, int64_t seq_len, int64_t source_len, uint64_t seed)
+      : vocab_(vocab), seq_len_(seq_len), source_len_(source_len), seed_(seed) {}
   std::string name() const override { return "random"; }
   int64_t vocab_size() const override { return vocab_; }
   int64_t seq_len() const override { return seq_len_; }
+  BatchLayout batch_layout() const override { return {.source = source_len_ > 0}; }
+  BatchShape batch_capacity(int64_t batch_size) const override { return {batch_size, seq_len_, source_len_}; }
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override {
     out.check_shape("random tokens", seq_len_);
     for (int64_t r = 0; r < out.batch_size; ++r) {
       RowRng rng(seed_, split, batch_index, r);
       int32_t* tokens = out.tokens.data() + r * seq_len_;
       int32_t* targets = out.targets.data() + r * seq_len_;
-      int32_t prev = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab_)));
+      int32_t prev = draw(rng);
       for (int64_t t = 0; t < seq_len_; ++t) {
-        const int32_t next = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab_)));
+        const int32_t next = draw(rng);
         tokens[t] = prev;
         targets[t] = next;
         prev = next;
+      }
+      for (int64_t s = 0; s < source_len_; ++s) {
+        out.source_tokens[static_cast<size_t>(r * source_len_ + s)] = draw(rng);
+        out.source_padding[static_cast<size_t>(r * source_len_ + s)] = 1;
       }
     }
   }
 
  private:
-  int64_t vocab_, seq_len_;
+  int32_t draw(RowRng& rng) const { return static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab_))); }
+  int64_t vocab_, seq_len_, source_len_;
   uint64_t seed_;
 };
-
-// Machine-wide busy and steal CPU seconds from /proc/stat (as torch_ref.py computes them).
-void cpu_busy_seconds(double& busy, double& steal) {
-  busy = steal = 0;
-  std::ifstream f("/proc/stat");
-  std::string cpu;
-  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, st = 0;
-  if (!(f >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> st)) return;
-  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
-  busy = static_cast<double>(user + nice + system + irq + softirq) / hz;
-  steal = static_cast<double>(st) / hz;
-}
-
-double own_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return u.ru_utime.tv_sec + u.ru_utime.tv_usec * 1e-6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec * 1e-6;
-}
-
-std::string loadavg() {
-  std::ifstream f("/proc/loadavg");
-  std::string first;
-  f >> first;
-  return first.empty() ? "null" : first;
-}
 
 int run_gemm(int64_t n, int reps, int threads) {
   set_num_threads(threads);
@@ -146,13 +134,20 @@ int run_bench(int argc, char** argv) {
       "backward, tape reset, gradient sum, clip, optimizer)")(
       "gemm", "time an N x N x N sgemm through headlab::gemm instead of training")(
       "size", "--gemm: N", cxxopts::value<int>()->default_value("2048"))(
-      "reps", "--gemm: timed repetitions", cxxopts::value<int>()->default_value("10"))("h,help", "show this help");
+      "reps", "--gemm: timed repetitions (default 10); --decode: timed decodings (default 3)", cxxopts::value<int>())(
+      "decode", "time decoding of an encoder_decoder instead of training (random weights and sources)")(
+      "beam", "--decode: beam size (1 = greedy)", cxxopts::value<int>()->default_value("5"))(
+      "sentences", "--decode: sentences decoded side by side", cxxopts::value<int>()->default_value("32"))(
+      "source-len", "source tokens per row (--decode, default 64; training an encoder_decoder, default T)",
+      cxxopts::value<int>())("target-len", "--decode: target tokens per sentence, </s> included",
+                             cxxopts::value<int>()->default_value("128"))(
+      "no-cache", "--decode: no KV cache, every step runs the whole model on the prefix")("h,help", "show this help");
   const auto parsed = parse_options(options, {"config"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
   const std::optional<int> threads_arg = count_option<int>(args, "threads", 1);
   if (args.count("gemm")) {
-    return run_gemm(*count_option<int>(args, "size", 1), *count_option<int>(args, "reps", 1),
+    return run_gemm(*count_option<int>(args, "size", 1), count_option<int>(args, "reps", 1).value_or(10),
                     threads_arg ? *threads_arg : num_threads());
   }
   HEADLAB_CHECK(args.count("config"),
@@ -168,9 +163,22 @@ int run_bench(int argc, char** argv) {
     sets.push_back("train.batch_size=" + std::to_string(*batch));
   if (threads_arg) sets.push_back("train.threads=" + std::to_string(*threads_arg));
   const Config config = load_config(args["config"].as<std::string>(), sets);
+  const std::optional<int> source_len_arg = count_option<int>(args, "source-len", 1);
+  if (args.count("decode")) {
+    DecodeBenchOptions decode;
+    decode.beam = *count_option<int>(args, "beam", 1);
+    decode.sentences = *count_option<int>(args, "sentences", 1);
+    decode.source_len = source_len_arg.value_or(64);
+    decode.target_len = *count_option<int>(args, "target-len", 1);
+    decode.use_cache = !args.count("no-cache");
+    decode.reps = count_option<int>(args, "reps", 1).value_or(3);
+    decode.warmup = args.count("warmup") ? warmup : 1;
+    decode.tag = args["tag"].as<std::string>();
+    return run_decode_bench(config, decode);
+  }
   const TrainConfig& tc = config.train;
   HEADLAB_CHECK(model_kind_named(config.model.kind).lm_head,
-                "bench: model.kind must be decoder (next-token loss on random tokens)");
+                "bench: model.kind must be decoder or encoder_decoder (next-token loss on random tokens)");
 
   const int threads = resolved_threads(config);
   set_num_threads(threads);
@@ -178,7 +186,11 @@ int run_bench(int argc, char** argv) {
   Model<float> model(spec);
   model.params().init(static_cast<uint64_t>(tc.seed));
   std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(config, model.params());
-  RandomTokens dataset(spec.vocab_size, config.data.seq_len, static_cast<uint64_t>(config.data.seed));
+  const bool has_source = model_kind_info(spec.kind).source;
+  const int64_t S = has_source ? source_len_arg.value_or(config.data.seq_len) : 0;
+  HEADLAB_CHECK(S <= spec.max_seq_len,
+                "bench: --source-len " << S << " exceeds model.max_seq_len=" << spec.max_seq_len);
+  RandomTokens dataset(spec.vocab_size, config.data.seq_len, S, static_cast<uint64_t>(config.data.seed));
   Arena arena;
   Tape<float> tape(arena);
   BatchPrefetcher batches(dataset, Split::train, tc.batch_size, tc.prefetch);
@@ -202,19 +214,15 @@ int run_bench(int argc, char** argv) {
 
   std::vector<double> times;
   std::vector<double> losses;
-  double busy0 = 0, steal0 = 0, own0 = 0, wall0 = 0;
+  MachineSample start;
   int64_t allocs0 = 0;
   long minflt0 = 0;
   const std::string load_start = loadavg();
   for (int i = 0; i < warmup + steps; ++i) {
     if (i == warmup) {
-      cpu_busy_seconds(busy0, steal0);
-      own0 = own_cpu_seconds();
       allocs0 = tensor_system_allocations();
-      rusage u{};
-      getrusage(RUSAGE_SELF, &u);
-      minflt0 = u.ru_minflt;
-      wall0 = wall_seconds();
+      minflt0 = minor_page_faults();
+      start = MachineSample::now();
     }
     const double t0 = wall_seconds();
     const StepStats s = train_step(ctx, i);
@@ -222,18 +230,13 @@ int run_bench(int argc, char** argv) {
     losses.push_back(s.loss);
     if (i >= warmup) times.push_back(t1 - t0);
   }
-  const double wall = wall_seconds() - wall0;
-  double busy1 = 0, steal1 = 0;
-  cpu_busy_seconds(busy1, steal1);
-  const double own = own_cpu_seconds() - own0;
+  const MachineSample end = MachineSample::now();
   const int64_t allocs = tensor_system_allocations() - allocs0;
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  const long minflt = u.ru_minflt - minflt0;
+  const long minflt = minor_page_faults() - minflt0;
 
   // --phases: `steps` more steps of train_step with its phase clock on (StepPhases). Not the
   // headline measurement (that is train_step without the clock, above); this only splits a step.
-  std::string phases_json;
+  JsonObject phases_json;
   if (args.count("phases")) {
     const std::pair<const char*, double StepPhases::*> parts[] = {{"data", &StepPhases::data},
                                                                   {"forward", &StepPhases::forward},
@@ -251,41 +254,52 @@ int run_bench(int argc, char** argv) {
       for (size_t k = 0; k < std::size(parts); ++k) ph[k].push_back(phases.*parts[k].second);
     }
     ctx.phases = nullptr;
-    phases_json = ", \"phase_ms_median\": {";
-    for (size_t k = 0; k < std::size(parts); ++k)
-      phases_json += std::string(k ? ", " : "") + "\"" + parts[k].first + "\": " + json_fixed(median(ph[k]) * 1e3, 3);
-    phases_json += "}";
+    for (size_t k = 0; k < std::size(parts); ++k) phases_json.raw(parts[k].first, json_fixed(median(ph[k]) * 1e3, 3));
   }
 
   const double med = median(times);
-  std::string all = "[";
-  for (size_t i = 0; i < times.size(); ++i) all += (i ? ", " : "") + json_fixed(times[i] * 1e3, 3);
-  all += "]";
-  std::ostringstream json;
-  json << "{\"config\": {\"d_model\": " << spec.d_model << ", \"n_layers\": " << spec.n_layers
-       << ", \"n_heads\": " << spec.n_heads << ", \"n_kv_heads\": " << spec.n_kv_heads << ", \"seq\": " << T
-       << ", \"batch\": " << tc.batch_size << ", \"grad_accum\": " << tc.grad_accum << ", \"threads\": " << threads
-       << ", \"steps\": " << steps << ", \"warmup\": " << warmup << "}"
-       << ", \"tag\": " << json_string(args["tag"].as<std::string>())
-       << ", \"headlab\": " << json_string(provenance_value("headlab_version"))
-       << ", \"headlab_commit\": " << json_string(provenance_value("headlab_commit")) << ", \"threads\": " << threads
-       << ", \"blis_kernels\": " << json_string(blis_kernel_name()) << ", \"params\": " << n_params
-       << ", \"params_nonembedding\": " << n_nonemb << ", \"flops_per_token\": " << json_fixed(flops_per_token, 0)
-       << ", \"flops_formula\": \"6*N_nonemb + 12*n_layers*d_model*T (N_nonemb = all params except tok_emb, pos_emb)\""
-       << ", \"step_ms_median\": " << json_fixed(med * 1e3, 3)
-       << ", \"step_ms_min\": " << json_fixed(*std::min_element(times.begin(), times.end()) * 1e3, 3)
-       << ", \"step_ms_max\": " << json_fixed(*std::max_element(times.begin(), times.end()) * 1e3, 3)
-       << ", \"step_ms_all\": " << all << ", \"tokens_per_s\": " << json_fixed(tokens_per_step / med, 1)
-       << ", \"gflops\": " << json_fixed(flops_per_token * tokens_per_step / med * 1e-9, 2)
-       << ", \"peak_rss_mb\": " << json_fixed(u.ru_maxrss / 1024.0, 1)
-       << ", \"loss_first\": " << json_fixed(losses.front(), 4) << ", \"loss_last\": " << json_fixed(losses.back(), 4)
-       << ", \"allocations_per_step\": " << json_fixed(static_cast<double>(allocs) / steps, 2)
-       << ", \"minflt_per_step\": " << std::lround(static_cast<double>(minflt) / steps)
-       << ", \"arena_mb\": " << json_fixed(arena.capacity() / 1048576.0, 1) << ", \"loadavg_start\": " << load_start
-       << ", \"foreign_cores\": " << json_fixed(std::max(0.0, (busy1 - busy0) - own) / wall, 2)
-       << ", \"steal_cores\": " << json_fixed((steal1 - steal0) / wall, 2)
-       << ", \"own_cores\": " << json_fixed(own / wall, 2) << ", \"grad_clip\": " << json_number(tc.grad_clip)
-       << phases_json << "}";
+  std::vector<std::string> all;
+  for (double t : times) all.push_back(json_fixed(t * 1e3, 3));
+  JsonObject config_json;
+  config_json.integer("d_model", spec.d_model).integer("n_layers", spec.n_layers);
+  if (has_source) config_json.integer("n_encoder_layers", spec.n_encoder_layers);
+  config_json.integer("n_heads", spec.n_heads).integer("n_kv_heads", spec.n_kv_heads).integer("seq", T);
+  if (has_source) config_json.integer("source_len", S);
+  config_json.integer("batch", tc.batch_size)
+      .integer("grad_accum", tc.grad_accum)
+      .integer("threads", threads)
+      .integer("steps", steps)
+      .integer("warmup", warmup);
+  JsonObject json;
+  json.raw("config", config_json.str())
+      .text("mode", has_source ? "train_seq2seq" : "train")
+      .text("tag", args["tag"].as<std::string>())
+      .text("headlab", provenance_value("headlab_version"))
+      .text("headlab_commit", provenance_value("headlab_commit"))
+      .integer("threads", threads)
+      .text("blis_kernels", blis_kernel_name())
+      .integer("params", n_params)
+      .integer("params_nonembedding", n_nonemb)
+      .raw("flops_per_token", has_source ? "null" : json_fixed(flops_per_token, 0))
+      .text("flops_formula", "6*N_nonemb + 12*n_layers*d_model*T (N_nonemb = all params except tok_emb, pos_emb)")
+      .raw("step_ms_median", json_fixed(med * 1e3, 3))
+      .raw("step_ms_min", json_fixed(*std::min_element(times.begin(), times.end()) * 1e3, 3))
+      .raw("step_ms_max", json_fixed(*std::max_element(times.begin(), times.end()) * 1e3, 3))
+      .raw("step_ms_all", json_list(all))
+      .raw("tokens_per_s", json_fixed(tokens_per_step / med, 1));
+  if (has_source)
+    json.raw("source_tokens_per_s", json_fixed(static_cast<double>(tc.batch_size * S * tc.grad_accum) / med, 1));
+  json.raw("gflops", has_source ? "null" : json_fixed(flops_per_token * tokens_per_step / med * 1e-9, 2))
+      .raw("peak_rss_mb", json_fixed(peak_rss_mb(), 1))
+      .raw("loss_first", json_fixed(losses.front(), 4))
+      .raw("loss_last", json_fixed(losses.back(), 4))
+      .raw("allocations_per_step", json_fixed(static_cast<double>(allocs) / steps, 2))
+      .integer("minflt_per_step", std::lround(static_cast<double>(minflt) / steps))
+      .raw("arena_mb", json_fixed(arena.capacity() / 1048576.0, 1))
+      .raw("loadavg_start", load_start);
+  add_machine_use(json, start, end);
+  json.raw("grad_clip", json_number(tc.grad_clip)).raw("label_smoothing", json_number(tc.label_smoothing));
+  if (args.count("phases")) json.raw("phase_ms_median", phases_json.str());
   std::printf("%s\n", json.str().c_str());
   std::fflush(stdout);
   return 0;

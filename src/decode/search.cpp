@@ -42,22 +42,42 @@ struct Sentence {
   bool done = false;
 };
 
-// log softmax of one row of logits, in double.
-void log_softmax(const float* logits, int64_t V, std::vector<double>& out) {
-  out.resize(static_cast<size_t>(V));
-  double max = logits[0];
-  for (int64_t v = 1; v < V; ++v) max = std::max(max, static_cast<double>(logits[v]));
+// What a step needs of one row of logits: log sum_v exp(logit_v), in double, and the row's k best
+// tokens by logit (ties to the lower id), optionally without one token. log p(v) = logit_v -
+// log_sum, so these k are the row's k best continuations.
+double log_sum_exp(const float* logits, int64_t V) {
+  float max = logits[0];
+  for (int64_t v = 1; v < V; ++v) max = std::max(max, logits[v]);
   double sum = 0;
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - max);
-  const double log_sum = max + std::log(sum);
-  for (int64_t v = 0; v < V; ++v) out[static_cast<size_t>(v)] = logits[v] - log_sum;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
+  return max + std::log(sum);
+}
+
+void best_tokens(const float* logits, int64_t V, int64_t k, int32_t excluded, int32_t* out) {
+  int64_t n = 0;
+  for (int64_t v = 0; v < V; ++v) {
+    if (v == excluded || (n == k && logits[v] <= logits[out[k - 1]])) continue;
+    int64_t i = n < k ? n++ : k - 1;  // the slot it takes, then moved up past every smaller one
+    while (i > 0 && logits[out[i - 1]] < logits[v]) {
+      out[i] = out[i - 1];
+      --i;
+    }
+    out[i] = static_cast<int32_t>(v);
+  }
+  std::fill(out + n, out + k, -1);
 }
 
 class ChunkSearch {
  public:
   ChunkSearch(Model<float>& model, const std::vector<const std::vector<int32_t>*>& sources, const SpecialIds& ids,
               const SearchOptions& options)
-      : model_(model), ids_(ids), beam_(options.beam), lenpen_(options.length_penalty), n_(sources.size()) {
+      : model_(model),
+        ids_(ids),
+        beam_(options.beam),
+        min_len_(options.min_len),
+        lenpen_(options.length_penalty),
+        n_(sources.size()) {
     int64_t S = 0, capacity = 0;
     sentences_.resize(n_);
     for (size_t i = 0; i < n_; ++i) {
@@ -73,19 +93,17 @@ class ChunkSearch {
         source_padding_[i * S + s] = 1;
       }
     S_ = S;
-    cache_.emplace(model.spec(), rows(), capacity, S);
+    if (options.use_cache) cache_.emplace(model.spec(), rows(), capacity, S);
   }
 
   std::vector<std::vector<int32_t>> run() {
     Arena arena;
     Tape<float> tape(arena);
     NoGradGuard<float> no_grad(tape);
-    ModelInput source{static_cast<int64_t>(n_), 0, nullptr, nullptr, nullptr};
-    source.source_len = S_;
-    source.source_tokens = source_.data();
-    source.source_padding = source_padding_.data();
-    model_.start_decoding(tape, source, *cache_);
-    tape.reset();
+    if (cache_) {
+      model_.start_decoding(tape, source_input(static_cast<int64_t>(n_)), *cache_);
+      tape.reset();
+    }
     // Every beam starts from <s>; only beam 0 of a sentence is live at the first step, so the
     // beams do not all pick the same tokens.
     scores_.assign(static_cast<size_t>(rows()), kDead);
@@ -93,18 +111,20 @@ class ChunkSearch {
     histories_.assign(static_cast<size_t>(rows()), {});
     std::vector<int32_t> tokens(static_cast<size_t>(rows()), ids_.bos), parents(static_cast<size_t>(rows()));
     for (int64_t step = 0; !all_done(); ++step) {
-      const Tensor<float> logits =
-          model_.decode_step(tape, {rows(), 1, tokens.data(), nullptr, nullptr}, *cache_).logits.value();
+      const float* logits =
+          cache_ ? model_.decode_step(tape, {rows(), 1, tokens.data(), nullptr, nullptr}, *cache_).logits.value().data()
+                 : recomputed_logits(tape, step);
       // Rows of finished sentences continue nothing: they stay where they are and read <pad>.
       std::iota(parents.begin(), parents.end(), 0);
       std::fill(tokens.begin(), tokens.end(), ids_.pad);
       next_scores_.assign(static_cast<size_t>(rows()), kDead);
       next_tokens_.assign(static_cast<size_t>(rows()), -1);
+      score_rows(step, logits);
       for (size_t i = 0; i < n_; ++i)
         if (!sentences_[i].done) advance(i, step, logits, parents, tokens);
       tape.reset();
       reorder(parents);
-      if (!all_done()) cache_->reorder(parents);
+      if (cache_ && !all_done()) cache_->reorder(parents);
     }
     std::vector<std::vector<int32_t>> out(n_);
     for (size_t i = 0; i < n_; ++i) {
@@ -120,34 +140,86 @@ class ChunkSearch {
 
  private:
   int64_t rows() const { return static_cast<int64_t>(n_) * beam_; }
+
+  // The source rows of the chunk, repeated `beam` times when `rows` says so (no cache: one row
+  // per hypothesis; the cache instead holds one encoder row per sentence and expands it).
+  ModelInput source_input(int64_t rows) const {
+    ModelInput in{rows, 0, nullptr, nullptr, nullptr};
+    in.source_len = S_;
+    in.source_tokens = rows == static_cast<int64_t>(n_) ? source_.data() : beam_source_.data();
+    in.source_padding = rows == static_cast<int64_t>(n_) ? source_padding_.data() : beam_padding_.data();
+    return in;
+  }
+
+  // Without a cache: the whole model on every row's source and <s> + history (step + 1 tokens;
+  // a dead row reads <pad> past its history), and each row's logits at its last position.
+  const float* recomputed_logits(Tape<float>& tape, int64_t step) {
+    const int64_t T = step + 1, R = rows();
+    if (R != static_cast<int64_t>(n_) && beam_source_.empty()) {
+      for (int64_t r = 0; r < R; ++r) {
+        const size_t i = static_cast<size_t>(r / beam_) * static_cast<size_t>(S_);
+        beam_source_.insert(beam_source_.end(), source_.begin() + i, source_.begin() + i + S_);
+        beam_padding_.insert(beam_padding_.end(), source_padding_.begin() + i, source_padding_.begin() + i + S_);
+      }
+    }
+    prefix_.assign(static_cast<size_t>(R * T), ids_.pad);
+    for (int64_t r = 0; r < R; ++r) {
+      prefix_[static_cast<size_t>(r * T)] = ids_.bos;
+      const std::vector<int32_t>& history = histories_[static_cast<size_t>(r)];
+      std::copy(history.begin(), history.end(), prefix_.begin() + r * T + 1);
+    }
+    ModelInput in = source_input(R);
+    in.seq_len = T;
+    in.tokens = prefix_.data();
+    const Tensor<float> all = model_.forward(tape, in, {}).logits.value();  // [R*T, V]
+    const int64_t V = all.size(1);
+    last_logits_.resize(static_cast<size_t>(R * V));
+    for (int64_t r = 0; r < R; ++r)
+      std::copy(all.data() + (r * T + T - 1) * V, all.data() + (r * T + T) * V, last_logits_.begin() + r * V);
+    return last_logits_.data();
+  }
   bool all_done() const {
     return std::all_of(sentences_.begin(), sentences_.end(), [](const Sentence& s) { return s.done; });
   }
 
+  // Every live row's log-sum-exp and 2 x beam best tokens (</s> left out before min_len), the
+  // rows side by side on the threads: each row's result is the same on any thread.
+  void score_rows(int64_t step, const float* logits) {
+    const int64_t V = model_.spec().vocab_size, R = rows();
+    top_k_ = std::min<int64_t>(2 * beam_, V);
+    log_sums_.assign(static_cast<size_t>(R), 0.0);
+    top_.assign(static_cast<size_t>(R * top_k_), -1);
+    const int32_t excluded = step < min_len_ ? ids_.eos : -1;  // fairseq's min_len
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < R; ++r) {
+      if (scores_[static_cast<size_t>(r)] == kDead) continue;
+      log_sums_[static_cast<size_t>(r)] = log_sum_exp(logits + r * V, V);
+      best_tokens(logits + r * V, V, top_k_, excluded, top_.data() + r * top_k_);
+    }
+  }
+
   // Sentence i's step: candidates from its live beams, finished ones set aside, the beam best
   // others continue (rows i*beam ...), their parents and next tokens written.
-  void advance(size_t i, int64_t step, const Tensor<float>& logits, std::vector<int32_t>& parents,
+  void advance(size_t i, int64_t step, const float* logits, std::vector<int32_t>& parents,
                std::vector<int32_t>& tokens) {
     Sentence& sentence = sentences_[i];
-    const int64_t V = logits.size(1), first = static_cast<int64_t>(i) * beam_;
+    const int64_t V = model_.spec().vocab_size, first = static_cast<int64_t>(i) * beam_;
     const bool last = step + 1 >= sentence.max_len;  // only </s> is left
     candidates_.clear();
     for (int64_t b = 0; b < beam_; ++b) {
-      const double score = scores_[static_cast<size_t>(first + b)];
+      const size_t row = static_cast<size_t>(first + b);
+      const double score = scores_[row];
       if (score == kDead) continue;
-      log_softmax(logits.data() + (first + b) * V, V, logp_);
+      const float* row_logits = logits + (first + b) * V;
       if (last) {
-        candidates_.push_back({score + logp_[static_cast<size_t>(ids_.eos)], b, ids_.eos});
+        candidates_.push_back({score + (row_logits[ids_.eos] - log_sums_[row]), b, ids_.eos});
         continue;
       }
       // This beam's 2 x beam best tokens: no more of them can make the sentence's top 2 x beam.
-      const size_t keep = std::min<size_t>(static_cast<size_t>(2 * beam_), static_cast<size_t>(V));
-      const size_t before = candidates_.size();
-      for (int64_t v = 0; v < V; ++v)
-        candidates_.push_back({score + logp_[static_cast<size_t>(v)], b, static_cast<int32_t>(v)});
-      std::partial_sort(candidates_.begin() + static_cast<std::ptrdiff_t>(before),
-                        candidates_.begin() + static_cast<std::ptrdiff_t>(before + keep), candidates_.end(), better);
-      candidates_.resize(before + keep);
+      for (int64_t j = 0; j < top_k_; ++j) {
+        const int32_t v = top_[row * static_cast<size_t>(top_k_) + static_cast<size_t>(j)];
+        if (v >= 0) candidates_.push_back({score + (row_logits[v] - log_sums_[row]), b, v});
+      }
     }
     std::sort(candidates_.begin(), candidates_.end(), better);
     if (candidates_.size() > static_cast<size_t>(2 * beam_)) candidates_.resize(static_cast<size_t>(2 * beam_));
@@ -186,15 +258,21 @@ class ChunkSearch {
 
   Model<float>& model_;
   SpecialIds ids_;
-  int64_t beam_;
+  int64_t beam_, min_len_;
   double lenpen_;
   size_t n_;
   int64_t S_ = 0;
   std::vector<int32_t> source_;
   std::vector<uint8_t> source_padding_;
-  std::optional<KvCache<float>> cache_;
+  std::optional<KvCache<float>> cache_;  // empty: use_cache = false
+  // use_cache = false only: the sources per hypothesis row, the prefixes, the last logits.
+  std::vector<int32_t> beam_source_, prefix_;
+  std::vector<uint8_t> beam_padding_;
+  std::vector<float> last_logits_;
   std::vector<Sentence> sentences_;
-  std::vector<double> scores_, logp_;
+  std::vector<double> scores_, log_sums_;  // per row: hypothesis score, this step's log-sum-exp
+  std::vector<int32_t> top_;               // per row: its top_k_ best tokens, -1 past the last
+  int64_t top_k_ = 0;
   std::vector<std::vector<int32_t>> histories_;
   std::vector<Candidate> candidates_;
   // What this step chose per row: its score and token (-1: the row continues nothing).
@@ -215,6 +293,7 @@ std::vector<std::vector<int32_t>> translate(Model<float>& model, const std::vect
                 "translate: the model is a " << model_kind_info(model.spec().kind).name << ", not an encoder_decoder");
   HEADLAB_CHECK(options.beam >= 1, "translate: the beam size must be at least 1, got " << options.beam);
   HEADLAB_CHECK(options.batch_sentences >= 1, "translate: batch_sentences must be at least 1");
+  HEADLAB_CHECK(options.min_len >= 0, "translate: min_len must be at least 0, got " << options.min_len);
   HEADLAB_CHECK(ids.bos >= 0 && ids.eos >= 0 && ids.pad >= 0, "translate: the tokenizer has no <s>, </s> or <pad>");
   for (size_t i = 0; i < sources.size(); ++i)
     HEADLAB_CHECK(!sources[i].empty() && static_cast<int64_t>(sources[i].size()) <= model.spec().max_seq_len,

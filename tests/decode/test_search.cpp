@@ -126,3 +126,31 @@ TEST_CASE("translate refuses a beam of 0, an empty source and a decoder-only mod
   REQUIRE_THROWS_WITH(translate(decoder, {{4, 3}}, kIds, {}),
                       "translate: the model is a decoder, not an encoder_decoder");
 }
+
+TEST_CASE("decoding without the KV cache gives the same tokens as with it, greedy and beam", "[decode]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 1);
+  Model<float> model(spec);
+  randomize(model, 43);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  const int64_t beam = GENERATE(1, 3);
+  SearchOptions options{.beam = beam, .max_len_a = 1.0, .max_len_b = 4};
+  const std::vector<std::vector<int32_t>> cached = translate(model, sources, kIds, options);
+  options.use_cache = false;
+  INFO("beam " << beam);
+  CHECK(translate(model, sources, kIds, options) == cached);
+}
+
+TEST_CASE("min_len keeps </s> out until that many target tokens, and the length limit still ends", "[decode]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 1);
+  Model<float> model(spec);
+  randomize(model, 47);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  const int64_t beam = GENERATE(1, 3);
+  // Every target is exactly 5 tokens: </s> barred before 5, forced at the 6th (max_len_b counts it).
+  SearchOptions options{.beam = beam, .max_len_a = 0.0, .max_len_b = 6, .min_len = 5};
+  for (const std::vector<int32_t>& target : translate(model, sources, kIds, options)) CHECK(target.size() == 5);
+  options.min_len = 99;  // past the limit: the limit wins
+  for (const std::vector<int32_t>& target : translate(model, sources, kIds, options)) CHECK(target.size() == 5);
+  options.min_len = -1;
+  CHECK_THROWS_WITH(translate(model, sources, kIds, options), Catch::Contains("min_len must be at least 0"));
+}

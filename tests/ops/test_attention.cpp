@@ -261,7 +261,9 @@ TEST_CASE("attention with different query and key lengths matches central differ
 TEST_CASE("a causal step over the last queries equals those rows of full causal attention, bit for bit",
           "[ops][attention]") {
   // What a KV cache relies on: queries [T - n, T) against all T keys give the same output and
-  // probabilities as rows T - n .. T-1 of the full causal attention, whatever n is.
+  // probabilities as rows T - n .. T-1 of the full causal attention, bit for bit for n > 1 (the
+  // same blocks); one query without grad reads K and V unpacked (forward_one_query), summed in
+  // another order: the same to float rounding.
   const Case full{2, kLongT, 4, 2, 16, true, Gates::pruned, Padding::mixed, false};
   Arena arena;
   const Inputs<float> in = make_inputs<float>(arena, full, 71);
@@ -283,10 +285,50 @@ TEST_CASE("a causal step over the last queries equals those rows of full causal 
     for (int64_t b = 0; b < full.B; ++b)
       for (int64_t i = 0; i < n; ++i)
         for (int64_t h = 0; h < full.H; ++h) {
+          if (n == 1) {
+            for (int64_t d = 0; d < full.Dh; ++d)
+              REQUIRE(step.value()(b, i, h, d) == Approx(all.value()(b, t0 + i, h, d)).epsilon(1e-5).margin(1e-6));
+            for (int64_t s = 0; s < kLongT; ++s)
+              REQUIRE(step_probs(b, h, i, s) == Approx(all_probs(b, h, t0 + i, s)).epsilon(1e-5).margin(1e-7));
+            continue;
+          }
           for (int64_t d = 0; d < full.Dh; ++d) REQUIRE(same(step.value()(b, i, h, d), all.value()(b, t0 + i, h, d)));
           for (int64_t s = 0; s < kLongT; ++s) REQUIRE(same(step_probs(b, h, i, s), all_probs(b, h, t0 + i, s)));
         }
   }
+}
+
+TEMPLATE_TEST_CASE("one query without grad (a decoding step) matches the naive loop reference", "[ops][attention]",
+                   float, double) {
+  // forward_one_query: causal or not, GQA/MQA, padding (a fully padded item too), a pruned head,
+  // and keys/values whose d_head is strided (views of [B, Dh, Hkv, Tk] buffers).
+  const double tol = std::is_same_v<TestType, float> ? 1e-5 : 1e-12;
+  // {B, T, H, Hkv, Dh, causal, gates, padding, strided, keys}
+  const Case c = GENERATE(values<Case>({
+      {2, 1, 4, 2, 8, true, Gates::pruned, Padding::mixed, false, kLongT},
+      {3, 1, 4, 1, 16, false, Gates::gated, Padding::all_of_last, false, 37},
+      {2, 1, 2, 2, 5, true, Gates::none, Padding::none, false, 1},
+  }));
+  const bool strided_keys = GENERATE(false, true);
+  INFO(describe(c) << (strided_keys ? " strided d_head" : ""));
+  Arena arena;
+  Inputs<TestType> in = make_inputs<TestType>(arena, c, 83);
+  if (strided_keys) {
+    const Tensor<TestType> kt = random_tensor<TestType>(arena, {c.B, c.Dh, c.Hkv, c.tk()}, 89);
+    const Tensor<TestType> vt = random_tensor<TestType>(arena, {c.B, c.Dh, c.Hkv, c.tk()}, 97);
+    in.k = kt.transpose(1, 3);
+    in.v = vt.transpose(1, 3);
+  }
+  const std::vector<uint8_t> pad = make_padding(c);
+  AttentionOptions options = make_options(c, pad);
+  options.keep_probs = true;
+  Tape<TestType> tape(arena);
+  NoGradGuard<TestType> no_grad(tape);
+  const Var<TestType> gates = in.gates.empty() ? Var<TestType>{} : tape.constant(in.gates);
+  const Var<TestType> out = attention(tape.constant(in.q), tape.constant(in.k), tape.constant(in.v), options, gates);
+  const auto want = test::naive_attention(in.q, in.k, in.v, in.gates, c.causal, options.key_padding);
+  require_close("out", to_vector(out.value()), want.out, tol);
+  require_close("probs", to_vector(attention_probs(out)), want.probs, tol);
 }
 
 TEST_CASE("causal attention with fewer keys than queries is one error line", "[ops][attention]") {

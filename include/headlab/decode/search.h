@@ -26,7 +26,13 @@ struct SearchOptions {
   // At most max_len_a * source tokens + max_len_b target tokens, and what max_seq_len allows.
   double max_len_a = 1.5;
   int64_t max_len_b = 10;
+  // fairseq's --min-len: </s> is not a candidate before this many target tokens (the length
+  // limit still ends the sentence). Benchmarks set it to decode a fixed number of tokens.
+  int64_t min_len = 0;
   int64_t batch_sentences = 32;  // sentences decoded side by side (beam rows each)
+  // false: no KV cache; every step runs the whole model on the source and <s> + the prefix
+  // (the baseline the cache is measured against; same tokens, much slower).
+  bool use_cache = true;
 };
 
 // The target tokens (without <s> and </s>) of each source row. A source row is the token ids the

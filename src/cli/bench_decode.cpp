@@ -1,0 +1,129 @@
+// Decoding speed of an encoder_decoder: `sentences` random sources of `source_len` tokens (the
+// last one </s>), each decoded to exactly `target_len` target tokens (</s> included) by
+// decode/search.h's translate(): min_len bars </s> until the last step, where the length limit
+// forces it, so every implementation does the same number of decoder steps whatever the
+// (random, untrained) weights predict. All sentences are one chunk (batch_sentences =
+// sentences), as bench/torch_ref_seq2seq.py decodes them. Timed: translate() on all sentences,
+// `reps` times after `warmup` untimed runs; sentences/s = sentences / median time.
+#include "bench_decode.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "bench_machine.h"
+#include "headlab/common/error.h"
+#include "headlab/common/parallel.h"
+#include "headlab/common/timing.h"
+#include "headlab/data/batch.h"
+#include "headlab/decode/search.h"
+#include "headlab/io/provenance.h"
+#include "headlab/linalg/gemm.h"
+#include "headlab/nn/model.h"
+#include "headlab/train/setup.h"
+
+namespace headlab::cli {
+
+namespace {
+
+// Ids as headlab's sentencepiece models number them (data/tokenizer.h): 0 <pad>, 1 <unk>, 2 <s>, 3 </s>.
+constexpr SpecialIds kIds{.bos = 2, .eos = 3, .pad = 0};
+constexpr int32_t kFirstPiece = 4;
+
+// Source i: source_len - 1 uniform pieces from RowRng(seed, test, 0, i), then </s>.
+std::vector<std::vector<int32_t>> random_sources(int64_t n, int64_t source_len, int64_t vocab, uint64_t seed) {
+  std::vector<std::vector<int32_t>> sources(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    RowRng rng(seed, Split::test, 0, i);
+    std::vector<int32_t>& s = sources[static_cast<size_t>(i)];
+    for (int64_t t = 0; t + 1 < source_len; ++t)
+      s.push_back(kFirstPiece + static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab - kFirstPiece))));
+    s.push_back(kIds.eos);
+  }
+  return sources;
+}
+
+}  // namespace
+
+int run_decode_bench(const Config& config, const DecodeBenchOptions& o) {
+  const ModelSpec spec = model_spec(config);
+  HEADLAB_CHECK(model_kind_info(spec.kind).source,
+                "bench --decode: model.kind must be encoder_decoder, got " << model_kind_info(spec.kind).name);
+  HEADLAB_CHECK(o.beam >= 1 && o.sentences >= 1 && o.reps >= 1 && o.warmup >= 0,
+                "bench --decode: --beam, --sentences and --reps must be at least 1, --warmup at least 0");
+  HEADLAB_CHECK(
+      o.source_len >= 1 && o.source_len <= spec.max_seq_len && o.target_len >= 1 && o.target_len <= spec.max_seq_len,
+      "bench --decode: --source-len and --target-len must be in [1, model.max_seq_len="
+          << spec.max_seq_len << "], got " << o.source_len << " and " << o.target_len);
+  HEADLAB_CHECK(spec.vocab_size > kFirstPiece, "bench --decode: model.vocab_size must exceed " << kFirstPiece);
+  const int threads = resolved_threads(config);
+  set_num_threads(threads);
+  Model<float> model(spec);
+  model.params().init(static_cast<uint64_t>(config.train.seed));
+  const std::vector<std::vector<int32_t>> sources =
+      random_sources(o.sentences, o.source_len, spec.vocab_size, static_cast<uint64_t>(config.data.seed));
+  SearchOptions search;
+  search.beam = o.beam;
+  search.max_len_a = 0.0;
+  search.max_len_b = o.target_len;
+  search.min_len = o.target_len - 1;
+  search.batch_sentences = o.sentences;
+  search.use_cache = o.use_cache;
+
+  std::vector<double> times;
+  const std::string load_start = loadavg();
+  MachineSample start;
+  int64_t target_tokens = 0;
+  for (int i = 0; i < o.warmup + o.reps; ++i) {
+    if (i == o.warmup) start = MachineSample::now();
+    const double t0 = wall_seconds();
+    const std::vector<std::vector<int32_t>> out = translate(model, sources, kIds, search);
+    const double t1 = wall_seconds();
+    if (i < o.warmup) continue;
+    times.push_back(t1 - t0);
+    target_tokens = 0;
+    for (const std::vector<int32_t>& t : out) target_tokens += static_cast<int64_t>(t.size()) + 1;  // and </s>
+  }
+  const MachineSample end = MachineSample::now();
+  HEADLAB_CHECK(target_tokens == o.sentences * o.target_len, "bench --decode: decoded " << target_tokens
+                                                                                        << " target tokens, expected "
+                                                                                        << o.sentences * o.target_len);
+  const double med = median(times);
+  std::vector<std::string> all;
+  for (double t : times) all.push_back(json_fixed(t * 1e3, 3));
+  JsonObject config_json;
+  config_json.integer("d_model", spec.d_model)
+      .integer("n_layers", spec.n_layers)
+      .integer("n_encoder_layers", spec.n_encoder_layers)
+      .integer("n_heads", spec.n_heads)
+      .integer("vocab_size", spec.vocab_size)
+      .integer("beam", o.beam)
+      .integer("sentences", o.sentences)
+      .integer("source_len", o.source_len)
+      .integer("target_len", o.target_len)
+      .boolean("cache", o.use_cache)
+      .integer("threads", threads)
+      .integer("reps", o.reps)
+      .integer("warmup", o.warmup);
+  JsonObject json;
+  json.raw("config", config_json.str())
+      .text("mode", "decode")
+      .text("tag", o.tag)
+      .text("headlab", provenance_value("headlab_version"))
+      .text("headlab_commit", provenance_value("headlab_commit"))
+      .integer("threads", threads)
+      .text("blis_kernels", blis_kernel_name())
+      .integer("params", model.params().count())
+      .raw("ms_median", json_fixed(med * 1e3, 3))
+      .raw("ms_all", json_list(all))
+      .raw("sentences_per_s", json_fixed(static_cast<double>(o.sentences) / med, 3))
+      .raw("target_tokens_per_s", json_fixed(static_cast<double>(target_tokens) / med, 1))
+      .raw("peak_rss_mb", json_fixed(peak_rss_mb(), 1))
+      .raw("loadavg_start", load_start);
+  add_machine_use(json, start, end);
+  std::printf("%s\n", json.str().c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace headlab::cli
