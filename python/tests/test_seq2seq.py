@@ -13,9 +13,9 @@ What is compared with what:
 - greedy and beam-5 translations with `headlab translate` (two length penalties); Python's cached
   greedy decoding is also checked against its own full forward (teacher-forced argmax, logits to
   1e-9 in float64);
-- attention maps: the binary cannot dump an encoder_decoder's yet (`analyze --dump-example`
-  stops in accumulate_attention_stats), so they are checked for what the math fixes: rows sum
-  to 1, causal and padding zeros, a gate of 0 removing its head's output.
+- attention maps: every encoder, decoder and cross map of `analyze --dump-example` rows, to
+  1e-5 (float32 scores); and what the math fixes: rows sum to 1, causal and padding zeros, a gate
+  of 0 removing its head's output.
 """
 import json
 import os
@@ -237,9 +237,33 @@ def test_beam_translations_match_headlab_translate(variant, train_seq2seq, tmp_p
     assert differs > 0
 
 
+@pytest.mark.parametrize("variant", list(SEQ2SEQ))
+def test_attention_maps_are_the_binarys(variant, train_seq2seq, tmp_path):
+    """`analyze --dump-example` writes one example's encoder, decoder and cross maps ([L, H, Tq, Tk],
+    NaN for heads a layer lacks) with its tokens and padding; Python's maps of the same row agree
+    to 1e-5 (float32 scores, as test_against_binary's decoder maps), every kind, every head."""
+    path = best(train_seq2seq(variant))
+    examples = [0, 3]
+    run_headlab("analyze", path, "--out", tmp_path, "--batches", 1,
+                *[a for e in examples for a in ("--dump-example", e)])
+    model = headlab.load_model(path, torch.float64)
+    for e in examples:
+        with h5py.File(tmp_path / f"attention_example_{e}.h5", "r") as f:
+            row = {k: np.array(f[k])[None] for k in ("tokens", "key_padding", "source_tokens", "source_padding")}
+            want = {"dec": np.array(f["attention"]), "enc": np.array(f["encoder_attention"]),
+                    "cross": np.array(f["cross_attention"])}
+        out = model(row["tokens"], key_padding=row["key_padding"], source=row["source_tokens"],
+                    source_padding=row["source_padding"], return_attention=True)
+        for kind, maps in want.items():
+            assert len(out.attention[kind]) == maps.shape[0], kind
+            for l, probs in enumerate(out.attention[kind]):
+                got = probs[0].detach().numpy()
+                assert not np.isnan(maps[l, :got.shape[0]]).any()
+                np.testing.assert_allclose(got, maps[l, :got.shape[0]], atol=1e-5, rtol=0, err_msg=f"{kind} L{l}")
+
+
 def test_attention_maps_obey_the_masks_and_gates(train_seq2seq):
-    """No binary dump to compare with yet (see the module docstring): the maps' shapes and what
-    the masks and gates force."""
+    """The maps' shapes and what the masks and gates force."""
     path = best(train_seq2seq("s2s_gqa_mqa_sin_tied"))
     ckpt = headlab.load_checkpoint(path)
     model = headlab.load_model(path, torch.float64)

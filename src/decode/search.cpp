@@ -11,6 +11,7 @@
 
 #include "headlab/common/error.h"
 #include "headlab/nn/kv_cache.h"
+#include "headlab/ops/fast_exp.h"
 
 namespace headlab {
 
@@ -48,10 +49,11 @@ struct Sentence {
 double log_sum_exp(const float* logits, int64_t V) {
   float max = logits[0];
   for (int64_t v = 1; v < V; ++v) max = std::max(max, logits[v]);
+  // fast_exp (2 ulp; inlined, so the loop vectorises) of logit - max <= 0, summed in double.
   double sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
-  return max + std::log(sum);
+  for (int64_t v = 0; v < V; ++v) sum += static_cast<double>(fast_exp(logits[v] - max));
+  return static_cast<double>(max) + std::log(sum);
 }
 
 void best_tokens(const float* logits, int64_t V, int64_t k, int32_t excluded, int32_t* out) {

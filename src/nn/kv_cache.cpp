@@ -55,14 +55,19 @@ template <typename T>
 void KvCache<T>::clear() {
   length_ = 0;
   source_len_ = 0;
+  sources_ = 0;
 }
 
 template <typename T>
-uint8_t* KvCache<T>::source_padding_for(int64_t source_len) {
+uint8_t* KvCache<T>::start_sources(int64_t sources, int64_t source_len) {
   HEADLAB_CHECK(source_len >= 1 && source_len <= max_source_len_,
                 "kv cache: a source of " << source_len << " tokens does not fit max_source_len=" << max_source_len_);
+  HEADLAB_CHECK(sources >= 1 && rows_ % sources == 0,
+                "kv cache: " << sources << " sources do not divide the cache's " << rows_ << " rows");
   source_len_ = source_len;
-  source_padding_.resize(static_cast<size_t>(rows_ * source_len));  // within the reserved capacity
+  sources_ = sources;
+  // The buffers hold rows x max_source_len; sources x source_len packed fits in them.
+  source_padding_.resize(static_cast<size_t>(sources * source_len));  // within the reserved capacity
   return source_padding_.data();
 }
 

@@ -314,24 +314,18 @@ void Model<T>::start_decoding(Tape<T>& tape, const ModelInput& source, KvCache<T
   const int64_t n_src = source.batch_size, S = source.source_len;
   HEADLAB_CHECK(n_src >= 1 && cache.rows() % n_src == 0,
                 "model: " << n_src << " source rows do not divide the cache's " << cache.rows() << " rows");
-  const int64_t per_source = cache.rows() / n_src;
   cache.clear();
   attention_outputs_.clear();
   const Var<T> memory = encode(tape, source, {}, nullptr);
-  uint8_t* padding = cache.source_padding_for(S);
-  for (int64_t r = 0; r < cache.rows(); ++r)
-    for (int64_t s = 0; s < S; ++s)
-      padding[r * S + s] = source.source_padding == nullptr ? 1 : source.source_padding[(r / per_source) * S + s];
-  // Each layer's cross K/V of the source, copied to every row decoding that source.
+  uint8_t* padding = cache.start_sources(n_src, S);
+  for (int64_t i = 0; i < n_src * S; ++i) padding[i] = source.source_padding == nullptr ? 1 : source.source_padding[i];
+  // Each layer's cross K/V of each source, once: the rows decoding a source share it (cross_attend).
   for (int64_t l = 0; l < spec_.n_layers; ++l) {
     const AttentionShape c = spec_.attention_shape({AttentionKind::cross, l});
     const Tensor<T> kv =
         reshape(project(tape, memory, index_.blocks[l].cross.kv), {n_src, S, 2 * c.kv_heads, c.d_head}).value();
-    for (int64_t r = 0; r < cache.rows(); ++r) {
-      const Tensor<T> from = kv.select(0, r / per_source);
-      cache.cross_keys(l).select(0, r).copy_from(from.narrow(1, 0, c.kv_heads));
-      cache.cross_values(l).select(0, r).copy_from(from.narrow(1, c.kv_heads, c.kv_heads));
-    }
+    cache.cross_keys(l).copy_from(kv.narrow(2, 0, c.kv_heads));
+    cache.cross_values(l).copy_from(kv.narrow(2, c.kv_heads, c.kv_heads));
   }
 }
 
@@ -503,8 +497,14 @@ Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memo
   attn_opt.causal = false;
   attn_opt.keep_probs = opt.keep_probs;
   if (cache != nullptr) {
+    // The rows of one source are consecutive and their queries independent (no causal mask), so
+    // they attend as one batch item of rows_per_source * T queries over the source's one K/V.
+    const int64_t sources = cache->sources();
     attn_opt.key_padding = cache->source_padding();
-    return attention(q, tape.constant(cache->cross_keys(l)), tape.constant(cache->cross_values(l)), attn_opt, gates);
+    const Var<T> a =
+        attention(reshape(q, {sources, B / sources * T_, H, shape.d_head}), tape.constant(cache->cross_keys(l)),
+                  tape.constant(cache->cross_values(l)), attn_opt, gates);
+    return reshape(a, {B, T_, H, shape.d_head});
   }
   Var<T> kv = reshape(project(tape, memory, blk.cross.kv), {B, in.source_len, 2 * Hkv, shape.d_head});
   attn_opt.key_padding = in.source_padding;

@@ -15,6 +15,8 @@
 // depend on the thread count. The backward writes each row from one thread.
 #include "headlab/ops/cross_entropy.h"
 
+#include "headlab/ops/fast_exp.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -30,7 +32,18 @@ struct RowLogSoftmax {
   int64_t argmax;  // first index of the maximum
 };
 
-// The per-row kernel: one pass for the max (and argmax), one for the shifted exponentials.
+// exp(x) of a shifted logit (x <= 0 in the forward; x = logit - lse in the backward): float uses
+// fast_exp (inlined, so the loops vectorise; glibc's scalar expf was 7% of a translation training
+// step at V = 4000), double std::exp.
+inline float logit_exp(float x) {
+  return fast_exp(x);
+}
+inline double logit_exp(double x) {
+  return std::exp(x);
+}
+
+// The per-row kernel: one pass for the max (and argmax), one for the shifted exponentials, summed
+// in SIMD lanes (a fixed order for a given build, so results stay reproducible).
 template <typename T>
 RowLogSoftmax<T> row_log_softmax(const T* row, int64_t V) {
   T row_max = row[0];
@@ -41,7 +54,8 @@ RowLogSoftmax<T> row_log_softmax(const T* row, int64_t V) {
       argmax = j;
     }
   T sum_exp = T(0);
-  for (int64_t j = 0; j < V; ++j) sum_exp += std::exp(row[j] - row_max);
+#pragma omp simd reduction(+ : sum_exp)
+  for (int64_t j = 0; j < V; ++j) sum_exp += logit_exp(row[j] - row_max);
   return {row_max + std::log(sum_exp), argmax};
 }
 
@@ -87,6 +101,7 @@ CrossEntropyStats cross_entropy_rows(const Tensor<T>& logits, const int32_t* tar
         loss += static_cast<double>(row.lse - x[r * V + t]);
       } else {
         double row_sum = 0;
+#pragma omp simd reduction(+ : row_sum)
         for (int64_t j = 0; j < V; ++j) row_sum += static_cast<double>(x[r * V + j]);
         loss += static_cast<double>(row.lse) - (1 - smoothing) * static_cast<double>(x[r * V + t]) -
                 smoothing / static_cast<double>(V) * row_sum;
@@ -140,10 +155,13 @@ void cross_entropy_backward(Tape<T>& tape, const Node<T>& node) {
       continue;
     }
     const T *xr = x + r * V, row_lse = lse[r];
-    if (overwrite_rows)
-      for (int64_t j = 0; j < V; ++j) dr[j] = g * std::exp(xr[j] - row_lse) - g_uniform;
-    else
-      for (int64_t j = 0; j < V; ++j) dr[j] += g * std::exp(xr[j] - row_lse) - g_uniform;
+    if (overwrite_rows) {
+#pragma omp simd
+      for (int64_t j = 0; j < V; ++j) dr[j] = g * logit_exp(xr[j] - row_lse) - g_uniform;
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < V; ++j) dr[j] += g * logit_exp(xr[j] - row_lse) - g_uniform;
+    }
     dr[t] -= g_target;
   }
 }

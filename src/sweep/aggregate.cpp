@@ -102,6 +102,7 @@ RunMetrics read_run_metrics(const std::string& metrics_csv) {
   const size_t step = table.column("step"), val_loss = table.column("val_loss"),
                val_accuracy = table.column("val_accuracy"), val_bpb = table.column("val_bpb"),
                tokens_per_s = table.column("tokens_per_s");
+  const std::optional<size_t> val_bleu = table.find_column("val_bleu");  // absent before translation
   RunMetrics m;
   std::vector<double> rates;
   for (size_t r = 0; r < table.rows.size(); ++r) {
@@ -115,6 +116,7 @@ RunMetrics read_run_metrics(const std::string& metrics_csv) {
       m.val_loss = loss;
       m.val_accuracy = parse_number(f[val_accuracy]);
       m.val_bpb = parse_number(f[val_bpb]);
+      m.val_bleu = val_bleu ? parse_number(f[*val_bleu]) : std::nullopt;
     }
     if (const auto rate = parse_number(f[tokens_per_s])) rates.push_back(*rate);
   }
@@ -186,14 +188,14 @@ void aggregate_sweep(const std::string& sweep_dir) {
     int n_runs = 0, n_failed = 0;
     std::string failures;  // "run: why; run: why"
     int64_t params = 0;
-    MeanStd loss, accuracy, bpb, rate;
+    MeanStd loss, accuracy, bpb, bleu, rate;
   };
   std::vector<Row> rows;
   for (const Group& g : groups) {
     Row row;
     row.n_runs = static_cast<int>(g.runs.size());
     row.params = g.runs.front()->params;
-    std::vector<double> loss, accuracy, bpb, rate;
+    std::vector<double> loss, accuracy, bpb, bleu, rate;
     for (const Run* r : g.runs) {
       if (!r->failure.empty()) {
         ++row.n_failed;
@@ -203,11 +205,13 @@ void aggregate_sweep(const std::string& sweep_dir) {
       loss.push_back(*r->metrics->val_loss);
       if (r->metrics->val_accuracy) accuracy.push_back(*r->metrics->val_accuracy);
       if (r->metrics->val_bpb) bpb.push_back(*r->metrics->val_bpb);
+      if (r->metrics->val_bleu) bleu.push_back(*r->metrics->val_bleu);
       if (r->metrics->tokens_per_s) rate.push_back(*r->metrics->tokens_per_s);
     }
     row.loss = mean_std(loss);
     row.accuracy = mean_std(accuracy);
     row.bpb = mean_std(bpb);
+    row.bleu = mean_std(bleu);
     row.rate = mean_std(rate);
     rows.push_back(row);
   }
@@ -215,9 +219,9 @@ void aggregate_sweep(const std::string& sweep_dir) {
   // results.csv: a fixed schema (empty cells where a metric does not apply).
   std::vector<std::string> columns;
   for (const size_t k : group_keys) columns.push_back(keys[k]);
-  columns.insert(columns.end(),
-                 {"n_seeds", "n_runs", "params", "val_loss_mean", "val_loss_std", "val_accuracy_mean",
-                  "val_accuracy_std", "val_bpb_mean", "val_bpb_std", "tokens_per_s", "n_failed", "failures"});
+  columns.insert(columns.end(), {"n_seeds", "n_runs", "params", "val_loss_mean", "val_loss_std", "val_accuracy_mean",
+                                 "val_accuracy_std", "val_bpb_mean", "val_bpb_std", "val_bleu_mean", "val_bleu_std",
+                                 "tokens_per_s", "n_failed", "failures"});
   CsvWriter csv(columns);
   for (size_t g = 0; g < groups.size(); ++g) {
     const Row& r = rows[g];
@@ -225,14 +229,16 @@ void aggregate_sweep(const std::string& sweep_dir) {
     fields.insert(fields.end(), {std::to_string(r.loss.n), std::to_string(r.n_runs), std::to_string(r.params),
                                  format_number(r.loss.mean), format_number(r.loss.std), format_number(r.accuracy.mean),
                                  format_number(r.accuracy.std), format_number(r.bpb.mean), format_number(r.bpb.std),
+                                 format_number(r.bleu.mean), format_number(r.bleu.std),
                                  format_number(r.rate.mean, "%.1f"), std::to_string(r.n_failed), r.failures});
     csv.row(fields);
   }
 
   // summary.md: the same table for reading; metric columns no point has are left out.
-  bool any_accuracy = false, any_bpb = false;
+  bool any_accuracy = false, any_bpb = false, any_bleu = false;
   int n_finished = 0;
-  for (const Row& r : rows) any_accuracy |= r.accuracy.mean.has_value(), any_bpb |= r.bpb.mean.has_value();
+  for (const Row& r : rows)
+    any_accuracy |= r.accuracy.mean.has_value(), any_bpb |= r.bpb.mean.has_value(), any_bleu |= r.bleu.mean.has_value();
   for (const Run& r : runs) n_finished += r.finished;
   std::string averaged = seed_keys.empty() ? std::string("one run per point (no seed key is swept)")
                                            : "mean ± sample standard deviation over ";
@@ -241,13 +247,15 @@ void aggregate_sweep(const std::string& sweep_dir) {
   md << "# Sweep " << sweep_name(sweep_dir) << "\n\n"
      << runs.size() << " runs, " << n_finished << " finished, in " << groups.size()
      << " grid points. Final validation metrics (the last evaluation, at train.steps); " << averaged
-     << ". Loss is cross-entropy in nats per token; bits per byte only for text; tokens/s is the training "
-        "throughput, mean over the run.\n\n";
+     << ". Loss is cross-entropy in nats per token; bits per byte only for text; BLEU only for translation "
+        "(greedy, on train.eval_bleu_sentences val sentences); tokens/s is the training throughput, mean over "
+        "the run.\n\n";
   columns.clear();
   for (const size_t k : group_keys) columns.push_back(keys[k]);
   columns.insert(columns.end(), {"seeds", "parameters", "val loss (nats)"});
   if (any_accuracy) columns.push_back("val accuracy");
   if (any_bpb) columns.push_back("val bits/byte");
+  if (any_bleu) columns.push_back("val BLEU (greedy)");
   columns.push_back("tokens/s");
   for (const std::string& c : columns) md << "| " << md_cell(c) << " ";
   md << "|\n";
@@ -260,6 +268,7 @@ void aggregate_sweep(const std::string& sweep_dir) {
        << format_mean_std(r.loss, "%.4f") << " ";
     if (any_accuracy) md << "| " << format_mean_std(r.accuracy, "%.4f") << " ";
     if (any_bpb) md << "| " << format_mean_std(r.bpb, "%.4f") << " ";
+    if (any_bleu) md << "| " << format_mean_std(r.bleu, "%.2f") << " ";
     md << "| " << (r.rate.mean ? format_number(r.rate.mean, "%.0f") : "–") << " |\n";
   }
   std::vector<std::string> unfinished;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,15 @@ TEST_CASE("a run's final metrics come from its last row with a validation value"
   CHECK(*m.val_bpb == Approx(5.05));
   CHECK(*m.tokens_per_s == Approx(400.0));  // (300 + 500) / 2: the first row is start-up
 
+  // A translation run's file has val_bleu (greedy BLEU at each evaluation); older files have none.
+  CHECK_FALSE(m.val_bleu.has_value());
+  const fs::path translation =
+      s.write("translation.csv",
+              "step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,val_bleu,grad_norm,tokens_per_s,elapsed_s\n"
+              "2,20,0.1,4,3.5,,,7.25,1,300.0,0.2\n"
+              "4,40,0.1,3,3.1,,,9.5,1,300.0,0.4\n");
+  CHECK(*read_run_metrics(translation.string()).val_bleu == Approx(9.5));
+
   s.write("other.csv", "a,b\n1,2\n");
   CHECK_THROWS_WITH(read_run_metrics((s.dir / "other.csv").string()), Contains("not a headlab metrics file"));
 }
@@ -83,7 +93,40 @@ TEST_CASE("aggregating the fixture sweep gives the means and sample stds worked 
   CHECK_THAT(summary, Contains("| 2 | 1/2 | 30,176 | 1.8000 | 0.5500 | 2.6000 | 2000 |"));
   CHECK_THAT(summary, Contains("model.n_heads=2,train.seed=1 (at step 20 of 40)"));
 
+  CHECK(rows[0].at("val_bleu_mean").empty());  // not translation: no BLEU column, and none in summary.md
+  CHECK_THAT(summary, !Contains("val BLEU"));
+
   CHECK_THROWS_WITH(aggregate_sweep(s.dir.string()), Contains("not a sweep folder (no grid.csv"));
+}
+
+TEST_CASE("a translation sweep's val_bleu is averaged over seeds like the loss", "[sweep]") {
+  Scratch s;
+  const fs::path sweep = s.dir / "sweep_small";
+  fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/sweep_small", sweep, fs::copy_options::recursive);
+  // The fixture's runs with a val_bleu column: 10 x val_loss on every row with a val_loss.
+  for (const auto& entry : fs::directory_iterator(sweep)) {
+    if (!entry.is_directory()) continue;
+    std::istringstream in(read_file(entry.path() / "metrics.csv"));
+    std::string line, out;
+    for (bool header = true; std::getline(in, line); header = false) {
+      std::vector<std::string> f;
+      std::stringstream fields(line);
+      for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+      if (f.size() < 7) f.resize(7);
+      const std::string bleu = header ? "val_bleu" : f[4].empty() ? "" : std::to_string(10 * std::stod(f[4]));
+      f.insert(f.begin() + 7, bleu);
+      for (size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + f[i];
+      out += "\n";
+    }
+    s.write(fs::relative(entry.path() / "metrics.csv", s.dir).string(), out);
+  }
+  aggregate_sweep(sweep.string());
+  const auto rows = read_results(sweep / "results.csv");
+  CHECK(std::stod(rows[0].at("val_bleu_mean")) == Approx(21.0));  // 10 x the loss mean 2.1
+  CHECK(std::stod(rows[0].at("val_bleu_std")) == Approx(1.41421).epsilon(1e-5));
+  CHECK(rows[1].at("val_bleu_std").empty());  // one finished seed
+  CHECK_THAT(read_file(sweep / "summary.md"), Contains("val BLEU (greedy)"));
+  CHECK_THAT(read_file(sweep / "summary.md"), Contains("| 21.00 ± 1.41 |"));
 }
 
 TEST_CASE("summary.md is headed by the sweep's name, which sweep_name.txt records, else the folder's", "[sweep]") {

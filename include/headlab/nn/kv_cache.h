@@ -1,10 +1,13 @@
 // The keys and values an incremental decoder keeps between steps, so that each new token costs
 // one position of work instead of re-running the whole prefix:
 //   self-attention  K, V [rows, capacity, Hkv, Dh] per decoder layer, filled up to `length`
-//   cross-attention K, V [rows, S, Hkv, Dh] per decoder layer and the source padding [rows, S],
-//                   computed once per sentence from the encoder's output (encoder_decoder)
+//   cross-attention K, V [sources, S, Hkv, Dh] per decoder layer and the source padding
+//                   [sources, S], computed once per sentence from the encoder's output
+//                   (encoder_decoder); rows_per_source consecutive rows decode each source
 // Rows are the sequences decoded side by side (beam search: sentences x beams, each sentence's
-// beams next to each other). All memory is allocated by the constructor; steps write into it.
+// beams next to each other). The beams of a sentence share one copy of its cross K/V: a step
+// reads it once per sentence, not once per beam. All memory is allocated by the constructor;
+// steps write into it.
 //   KvCache<float> cache(model.spec(), rows, capacity, max_source_len);
 //   model.start_decoding(tape, source_input, cache);   // encoder_decoder: encoder + cross K/V
 //   out = model.decode_step(tape, step_input, cache);  // n new tokens per row -> logits [rows*n, V]
@@ -41,19 +44,27 @@ class KvCache {
   // Used by Model::start_decoding and decode_step.
   Tensor<T> self_keys(int64_t layer) const { return self_k_[layer]; }  // [rows, capacity, Hkv, Dh]
   Tensor<T> self_values(int64_t layer) const { return self_v_[layer]; }
-  // [rows, source_len, Hkv, Dh]: the filled part of the cross K/V buffers.
-  Tensor<T> cross_keys(int64_t layer) const { return cross_k_[layer].narrow(1, 0, source_len_); }
-  Tensor<T> cross_values(int64_t layer) const { return cross_v_[layer].narrow(1, 0, source_len_); }
-  const uint8_t* source_padding() const { return source_padding_.data(); }  // [rows, source_len]
-  uint8_t* source_padding_for(int64_t source_len);                          // sets source_len, for start_decoding
+  // [sources, source_len, Hkv, Dh]: the filled part of the cross K/V buffers.
+  Tensor<T> cross_keys(int64_t layer) const { return cross(cross_k_[layer]); }
+  Tensor<T> cross_values(int64_t layer) const { return cross(cross_v_[layer]); }
+  const uint8_t* source_padding() const { return source_padding_.data(); }  // [sources, source_len]
+  int64_t sources() const { return sources_; }
+  int64_t rows_per_source() const { return sources_ > 0 ? rows_ / sources_ : 0; }
+  // For start_decoding: `sources` sources (dividing rows()) of source_len tokens; returns their
+  // padding [sources, source_len] to fill.
+  uint8_t* start_sources(int64_t sources, int64_t source_len);
   void advance(int64_t n) { length_ += n; }
 
  private:
   int64_t rows_, capacity_, max_source_len_;
-  int64_t length_ = 0, source_len_ = 0;
+  Tensor<T> cross(const Tensor<T>& buffer) const {
+    return Tensor<T>(buffer.data(), {sources_, source_len_, buffer.size(2), buffer.size(3)});
+  }
+
+  int64_t length_ = 0, source_len_ = 0, sources_ = 0;
   Buffer storage_;
   std::vector<Tensor<T>> self_k_, self_v_, cross_k_, cross_v_;
-  std::vector<uint8_t> source_padding_;  // [rows, source_len], packed for the current source_len
+  std::vector<uint8_t> source_padding_;  // [sources, source_len], packed for the current sources
   Buffer scratch_;                       // reorder's copy of one tensor
 };
 

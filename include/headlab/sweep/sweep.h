@@ -117,6 +117,7 @@ struct RunMetrics {
   std::optional<double> val_loss;  // from the last row with a val_loss
   std::optional<double> val_accuracy;
   std::optional<double> val_bpb;
+  std::optional<double> val_bleu;      // translation: greedy BLEU of the last evaluation (older files: none)
   std::optional<double> tokens_per_s;  // mean over the rows after the first (the only row if one)
 };
 // Throws if the file is missing or not a headlab metrics file.
