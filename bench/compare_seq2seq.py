@@ -19,6 +19,8 @@ model.dropout = 0 (the Python network has no dropout) and 2 threads.
 
   /usr/bin/python3 bench/compare_seq2seq.py --wait-idle 20 --log bench/results/compare_seq2seq-DATE.jsonl
   /usr/bin/python3 bench/compare_seq2seq.py --from-log bench/results/compare_seq2seq-DATE.jsonl  # report again
+  ... --from-log LOG --write-docs   # put the report into bench/RESULTS.md (between its markers)
+  ... --from-log LOG --check        # fail unless bench/RESULTS.md shows LOG's report (CTest)
 """
 import argparse
 import datetime
@@ -39,9 +41,13 @@ p.add_argument("--quick", action="store_true", help="1 repetition, fewer steps (
 p.add_argument("--wait-idle", type=float, default=0, help="before each run wait up to this many s for an idle machine")
 p.add_argument("--log", default=None, help="raw JSON lines (default /tmp/compare_seq2seq-<time>.jsonl)")
 p.add_argument("--from-log", default=None, help="print the report of an earlier --log, run nothing")
+p.add_argument("--write-docs", action="store_true", help="with --from-log: write the report into bench/RESULTS.md")
+p.add_argument("--check", action="store_true", help="with --from-log: fail unless bench/RESULTS.md shows it")
 args = p.parse_args()
 
 TORCH = os.path.join(ROOT, "bench", "torch_ref_seq2seq.py")
+DOCS = os.path.join(ROOT, "bench", "RESULTS.md")
+BEGIN, END = "<!-- compare_seq2seq:begin (bench/compare_seq2seq.py --write-docs) -->", "<!-- compare_seq2seq:end -->"
 COMMON = ["--set", "model.dropout=0", "--threads", "2"]
 
 
@@ -103,6 +109,8 @@ def run_all():
 
 
 def report(records):
+    lines = []
+    say = lines.append
     by = {}
     for r in records:
         by.setdefault((r["point"], r["program"]), []).append(r["result"])
@@ -113,19 +121,21 @@ def report(records):
     def worst(point, key):
         return max(x[key] for (pt, _), xs in by.items() if pt == point for x in xs)
 
-    first = records[0]["result"]
-    print(f"headlab {first.get('headlab_commit', '?')}, BLIS kernels {first.get('blis_kernels', '?')}; "
-          f"{len(by[('train', 'headlab')])} alternating repetitions per point")
-    print()
-    print("| point | measure | headlab | reference | ratio | peak RSS MB headlab / reference | RSS ratio "
+    first = by[("train", "headlab")][0]
+    torch_run = by[("train", "torch")][0]
+    say(f"headlab {first['headlab_commit']} (BLIS kernels {first['blis_kernels']}), PyTorch {torch_run['torch']} "
+        f"({torch_run['cpu_capability']}, BLAS {', '.join(torch_run['blas'])}); "
+        f"{len(by[('train', 'headlab')])} alternating repetitions per point, medians")
+    say("")
+    say("| point | measure | headlab | reference | ratio | peak RSS MB headlab / reference | RSS ratio "
           "| other cores busy (max) |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    say("|---|---|---:|---:|---:|---:|---:|---:|")
     targets = []
     h, t = ("train", "headlab"), ("train", "torch")
     params = {x["params"] for k in (h, t) for x in by[k]}
     tok = med(*h, "tokens_per_s") / med(*t, "tokens_per_s")
     rss = med(*h, "peak_rss_mb") / med(*t, "peak_rss_mb")
-    print(f"| train (torch) | target tokens/s | {med(*h, 'tokens_per_s'):,.0f} | {med(*t, 'tokens_per_s'):,.0f} | "
+    say(f"| train (torch) | target tokens/s | {med(*h, 'tokens_per_s'):,.0f} | {med(*t, 'tokens_per_s'):,.0f} | "
           f"**{tok:.2f}** | {med(*h, 'peak_rss_mb'):,.0f} / {med(*t, 'peak_rss_mb'):,.0f} | {rss:.2f} | "
           f"{worst('train', 'foreign_cores'):.2f} |")
     targets.append((f"training tokens/s >= 1.5x PyTorch (same network: parameters {sorted(params)})",
@@ -137,19 +147,39 @@ def report(records):
             point = f"{group} beam {beam}"
             a, b = med(point, "headlab", "sentences_per_s"), med(point, other, "sentences_per_s")
             ra, rb = med(point, "headlab", "peak_rss_mb"), med(point, other, "peak_rss_mb")
-            print(f"| {point} ({label}) | sentences/s | {a:,.2f} | {b:,.2f} | **{a / b:.2f}** | {ra:,.0f} / {rb:,.0f} | "
+            say(f"| {point} ({label}) | sentences/s | {a:,.2f} | {b:,.2f} | **{a / b:.2f}** | {ra:,.0f} / {rb:,.0f} | "
                   f"{ra / rb:.2f} | {worst(point, 'foreign_cores'):.2f} |")
             name = "greedy" if beam == 1 else f"beam {beam}"
             targets.append((f"{name} decoding sentences/s >= {need:g}x {label} (128 target tokens)",
                             a / b >= need, f"{a / b:.2f}x"))
-    print()
-    print("Targets (medians of this run):")
+    say("")
+    say("Targets (medians of this run):")
     for name, ok, value in targets:
-        print(f"- {name}: {value} -> {'HOLDS' if ok else 'MISSES'}")
+        say(f"- {name}: {value} -> {'HOLDS' if ok else 'MISSES'}")
+    return "\n".join(lines) + "\n"
+
+
+def docs_with(text, rendered):
+    if BEGIN not in text or END not in text:
+        sys.exit(f"compare_seq2seq: {DOCS} has no {BEGIN} ... {END} section")
+    head, rest = text.split(BEGIN, 1)
+    return head + BEGIN + "\n" + rendered + END + rest.split(END, 1)[1]
 
 
 if args.from_log:
     with open(args.from_log) as f:
-        report([json.loads(line) for line in f if line.strip()])
+        rendered = report([json.loads(line) for line in f if line.strip()])
+    if args.write_docs or args.check:
+        with open(DOCS) as f:
+            text = f.read()
+        if args.check:
+            if docs_with(text, rendered) != text:
+                sys.exit(f"compare_seq2seq: {DOCS} does not show {args.from_log}'s report: "
+                         f"run bench/compare_seq2seq.py --from-log {args.from_log} --write-docs")
+        else:
+            with open(DOCS, "w") as f:
+                f.write(docs_with(text, rendered))
+    else:
+        print(rendered, end="")
 else:
-    report(run_all())
+    print(report(run_all()), end="")

@@ -395,19 +395,31 @@ AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Spli
 }
 
 template <typename T>
-AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens) {
+AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens,
+                                     const std::vector<int32_t>& source) {
   const ModelSpec& spec = model.spec();
-  const auto T_ = static_cast<int64_t>(tokens.size());
-  HEADLAB_CHECK(T_ >= 1 && T_ <= spec.max_seq_len,
-                "analyze: the prompt has " << T_ << " tokens; the model takes 1 to " << spec.max_seq_len);
-  for (int64_t t = 0; t < T_; ++t)
-    HEADLAB_CHECK(tokens[t] >= 0 && tokens[t] < spec.vocab_size,
-                  "analyze: prompt token " << t << " is " << tokens[t] << ", outside the model's vocabulary [0, "
-                                           << spec.vocab_size << ")");
+  const auto T_ = static_cast<int64_t>(tokens.size()), S = static_cast<int64_t>(source.size());
+  const bool has_source = model_kind_info(spec.kind).source;
+  HEADLAB_CHECK(has_source == (S > 0), "analyze: a " << model_kind_info(spec.kind).name << " model takes "
+                                                     << (has_source ? "a source row" : "no source row"));
+  for (const auto& [what, ids] : {std::pair{"prompt", &tokens}, std::pair{"source", &source}}) {
+    const auto n = static_cast<int64_t>(ids->size());
+    HEADLAB_CHECK(n <= spec.max_seq_len && (n >= 1 || ids == &source),
+                  "analyze: the " << what << " has " << n << " tokens; the model takes 1 to " << spec.max_seq_len);
+    for (int64_t t = 0; t < n; ++t)
+      HEADLAB_CHECK((*ids)[t] >= 0 && (*ids)[t] < spec.vocab_size,
+                    "analyze: " << what << " token " << t << " is " << (*ids)[t]
+                                << ", outside the model's vocabulary [0, " << spec.vocab_size << ")");
+  }
   BatchLayout layout;
   layout.labels = !model_kind_info(spec.kind).lm_head;
-  Batch row(1, T_, layout);
+  layout.source = has_source;
+  Batch row({1, T_, S}, layout);
   row.tokens = tokens;
+  if (has_source) {
+    row.source_tokens = source;
+    std::fill(row.source_padding.begin(), row.source_padding.end(), uint8_t{1});
+  }
   for (int64_t t = 0; t < T_; ++t) row.targets[t] = t + 1 < T_ ? tokens[t + 1] : -1;  // next tokens, as in training
   if (layout.labels) row.labels[0] = 0;  // any class: the forward's loss is not read
   return attention_of_row(model, std::move(row));
@@ -417,7 +429,9 @@ template HeadScores analyze_heads<float>(Model<float>&, const Dataset&, Split, i
 template HeadScores analyze_heads<double>(Model<double>&, const Dataset&, Split, int64_t, const AnalysisOptions&);
 template AttentionExample attention_example<float>(Model<float>&, const Dataset&, Split, int64_t, int64_t);
 template AttentionExample attention_example<double>(Model<double>&, const Dataset&, Split, int64_t, int64_t);
-template AttentionExample attention_on_tokens<float>(Model<float>&, const std::vector<int32_t>&);
-template AttentionExample attention_on_tokens<double>(Model<double>&, const std::vector<int32_t>&);
+template AttentionExample attention_on_tokens<float>(Model<float>&, const std::vector<int32_t>&,
+                                                     const std::vector<int32_t>&);
+template AttentionExample attention_on_tokens<double>(Model<double>&, const std::vector<int32_t>&,
+                                                      const std::vector<int32_t>&);
 
 }  // namespace headlab

@@ -98,9 +98,11 @@ int run_analyze(int argc, char** argv) {
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
       "mask", "switch these heads off (gate 0) first: LAYER:HEAD,... as heads.csv numbers them",
-      cxxopts::value<std::string>())("prompt", "only every head's attention on this text (byte-level text models)",
-                                     cxxopts::value<std::string>())("prompt-file", "the same with the text of a file",
-                                                                    cxxopts::value<std::string>())(
+      cxxopts::value<std::string>())(
+      "prompt",
+      "only every head's attention on this text (text models; a translation model: a source "
+      "sentence and its greedy translation)",
+      cxxopts::value<std::string>())("prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
       "set",
       "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
       cxxopts::value<std::vector<std::string>>())("threads", "worker threads (default: the checkpoint's train.threads)",
@@ -127,12 +129,21 @@ int run_analyze(int argc, char** argv) {
       args.count("out") ? fs::path(args["out"].as<std::string>()) : fs::path(checkpoint_run_folder(path));
 
   if (const std::optional<std::string> text = prompt_option(args)) {
-    const AttentionExample a = attention_on_tokens(model, prompt_tokens(*dataset, config, *text));
+    const PromptAttention p = prompt_attention(model, *dataset, config, *text);
+    const AttentionExample& a = p.attention;
     fs::create_directories(out);
     write_attention_dump(out.string(), "prompt", a, *dataset, -1, path, "prompt");
-    std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %s, %s\n", out.string().c_str(),
-                attention_dump_stem("prompt").c_str(), counted(a.seq_len, "token").c_str(),
-                counted(a.n_layers, "layer").c_str());
+    if (a.row.source_len > 0) {
+      std::printf("greedy translation: %s\n", p.translation.c_str());
+      std::printf("wrote %s/%s.csv (+ _tokens.csv, _encoder.csv, _cross.csv, _source_tokens.csv, .h5): %s, %s\n",
+                  out.string().c_str(), attention_dump_stem("prompt").c_str(),
+                  (counted(a.row.source_len, "source token") + ", " + counted(a.seq_len, "target token")).c_str(),
+                  counted(a.n_layers, "decoder layer").c_str());
+    } else {
+      std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5): %s, %s\n", out.string().c_str(),
+                  attention_dump_stem("prompt").c_str(), counted(a.seq_len, "token").c_str(),
+                  counted(a.n_layers, "layer").c_str());
+    }
     return 0;
   }
 

@@ -50,7 +50,7 @@ SplitTranslation baseline_scores(const std::string& name, const TranslationDatas
 std::optional<SplitTranslation> translation_scores(const cxxopts::ParseResult& args, Model<float>& model,
                                                    const Dataset& dataset, Split split, const Config& config,
                                                    const std::string& path) {
-  const auto* data = dynamic_cast<const TranslationDataset*>(&dataset);
+  const TranslationDataset* data = dataset.translation();
   if (data == nullptr) {
     for (const char* option : {"beam", "lenpen", "sentences", "hypotheses", "baseline"})
       HEADLAB_CHECK(!args.count(option), "--" << option << ": " << path << " models data.task = " << config.data.task

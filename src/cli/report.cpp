@@ -38,11 +38,12 @@ ExtraExample prompt_example(const std::string& run, const std::string& text,
                             const std::vector<std::string>& overrides) {
   const std::string checkpoint = resolve_checkpoint(run);
   OpenedCheckpoint opened = open_checkpoint(checkpoint, overrides);
-  const std::vector<int32_t> tokens = prompt_tokens(*opened.dataset, opened.config, text);
+  PromptAttention p = prompt_attention(*opened.model, *opened.dataset, opened.config, text);
   ExtraExample e;
   e.name = prompt_example_name(run);
-  e.attention = attention_on_tokens(*opened.model, tokens);
-  for (const int32_t t : tokens) e.token_labels.push_back(opened.dataset->token_label(t));
+  e.attention = std::move(p.attention);
+  e.token_labels = std::move(p.token_labels);
+  e.source_labels = std::move(p.source_labels);
   return e;
 }
 
@@ -55,7 +56,9 @@ int run_report(int argc, char** argv) {
   options.positional_help("RUN_OR_SWEEP");
   options.add_options()("path", "run folder or sweep folder", cxxopts::value<std::string>())(
       "out", "the HTML file to write (default: PATH/report.html)", cxxopts::value<std::string>())(
-      "prompt", "also every head's attention on this text (the run's best checkpoint; byte-level text models)",
+      "prompt",
+      "also every head's attention on this text (the run's best checkpoint; text models, or a source "
+      "sentence for a translation model)",
       cxxopts::value<std::string>())("prompt-file", "the same with the text of a file", cxxopts::value<std::string>())(
       "set", "change a data.* key of the checkpoint's config for --prompt, e.g. --set data.path=moved.txt (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");

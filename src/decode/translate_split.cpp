@@ -12,6 +12,12 @@ SpecialIds search_ids(const Tokenizer& tokenizer) {
   return {.bos = s.bos, .eos = s.eos, .pad = s.pad};
 }
 
+std::string hypothesis_text(const Tokenizer& tokenizer, const std::vector<int32_t>& target) {
+  std::string text = repair_utf8(tokenizer.decode(target));
+  std::replace(text.begin(), text.end(), '\n', ' ');  // one line per hypothesis, in files and on stdout
+  return text;
+}
+
 std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tokenizer,
                                        const std::vector<std::vector<int32_t>>& source_ids,
                                        const SearchOptions& options) {
@@ -27,24 +33,26 @@ std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tok
   }
   const std::vector<std::vector<int32_t>> targets = translate(model, rows, ids, options);
   std::vector<std::string> out(source_ids.size());
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::string text = repair_utf8(tokenizer.decode(targets[r]));
-    std::replace(text.begin(), text.end(), '\n', ' ');  // one line per hypothesis, in files and on stdout
-    out[row_of[r]] = std::move(text);
-  }
+  for (size_t r = 0; r < rows.size(); ++r) out[row_of[r]] = hypothesis_text(tokenizer, targets[r]);
   return out;
+}
+
+std::vector<int32_t> source_ids_of(const ModelSpec& spec, const Tokenizer& tokenizer, const std::string& text,
+                                   int64_t max_source_tokens) {
+  HEADLAB_CHECK(max_source_tokens >= 2, "translate: a source row needs room for a token and </s>");
+  const auto cap = static_cast<size_t>(std::min(max_source_tokens, spec.max_seq_len) - 1);
+  std::vector<int32_t> ids;
+  tokenizer.encode(text, ids);
+  if (ids.size() > cap) ids.resize(cap);
+  return ids;
 }
 
 std::vector<std::string> translate_lines(Model<float>& model, const Tokenizer& tokenizer,
                                          const std::vector<std::string>& lines, int64_t max_source_tokens,
                                          const SearchOptions& options) {
-  HEADLAB_CHECK(max_source_tokens >= 2, "translate: a source row needs room for a token and </s>");
-  const auto cap = static_cast<size_t>(std::min(max_source_tokens, model.spec().max_seq_len) - 1);
-  std::vector<std::vector<int32_t>> source_ids(lines.size());
-  for (size_t i = 0; i < lines.size(); ++i) {
-    tokenizer.encode(lines[i], source_ids[i]);
-    if (source_ids[i].size() > cap) source_ids[i].resize(cap);
-  }
+  std::vector<std::vector<int32_t>> source_ids;
+  for (const std::string& line : lines)
+    source_ids.push_back(source_ids_of(model.spec(), tokenizer, line, max_source_tokens));
   return translate_ids(model, tokenizer, source_ids, options);
 }
 

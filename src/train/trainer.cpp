@@ -300,7 +300,7 @@ class StepLog {
         metrics_(metrics),
         eval_batch_(eval_batch),
         tape_(tape),
-        translation_(dynamic_cast<const TranslationDataset*>(&run.dataset)) {}
+        translation_(run.dataset.translation()) {}
 
   void count(int64_t steps_done, const StepStats& s) {
     progress_.step = steps_done;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/cli_scratch.h"
+#include "headlab/analysis/attention_dump.h"
 #include "support/json_reader.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
@@ -143,4 +144,36 @@ TEST_CASE("eval --baseline copy scores the sources themselves as the translation
   const std::vector<std::string> written = lines_of(test::read_file(hypotheses));
   REQUIRE_FALSE(written.empty());
   for (const std::string& line : written) CHECK(std::find(sources.begin(), sources.end(), line) != sources.end());
+}
+
+TEST_CASE("analyze --prompt on a translation model dumps the source, its greedy translation and all three maps",
+          "[cli][translate]") {
+  const test::TrainedRun& run = translate_run();
+  const fs::path out = run.scratch.dir / "prompt_dump";
+  const std::string sentence = "the light was good";
+  const auto r = run_headlab({"analyze", run.run.string(), "--prompt", sentence, "--out", out.string()},
+                             run.scratch.dir / "prompt.log");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const auto translated = run_headlab({"translate", run.run.string(), "--text", sentence}, run.scratch.dir / "t.log");
+  CHECK_THAT(r.output, Catch::Contains("greedy translation: " + lines_of(translated.output).at(0)));
+  const AttentionDump dump = read_attention_dump(out.string(), "prompt");
+  const AttentionExample& a = dump.attention;
+  const auto S = static_cast<int64_t>(a.row.source_tokens.size());  // the reader fills tokens, not source_len
+  const int64_t T = a.seq_len;
+  CHECK(S == static_cast<int64_t>(sentence.size()) + 1);  // the sentence's bytes and </s>
+  CHECK(static_cast<int64_t>(dump.source_labels.size()) == S);
+  REQUIRE(a.row.tokens.size() == static_cast<size_t>(T));
+  CHECK(a.row.tokens[0] == 257);  // <s> (bytes with specials): the decoder reads <s> and the translation
+  CHECK(a.encoder.n_queries == S);
+  CHECK(a.encoder.n_keys == S);
+  CHECK(a.cross.n_queries == T);
+  CHECK(a.cross.n_keys == S);
+  // Every cross-attention row is a distribution over the whole source (no source padding).
+  for (int64_t h = 0; h < a.cross.n_heads; ++h)
+    for (int64_t t = 0; t < T; ++t) {
+      double sum = 0;
+      for (int64_t s = 0; s < S; ++s) sum += a.cross.probs[((0 * a.cross.n_heads + h) * T + t) * S + s];
+      CHECK(sum == Approx(1.0).margin(1e-5));
+    }
 }

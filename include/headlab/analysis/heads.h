@@ -155,8 +155,10 @@ template <typename T>
 AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
                                    int64_t batch_size);
 // The same for a sequence of the caller's (a prompt, TransformerLens' run_with_cache habit): row
-// holds the tokens, targets = the next tokens (-1 at the end), no labels or gold fields.
+// holds the tokens, targets = the next tokens (-1 at the end), no labels or gold fields; for an
+// encoder_decoder, `source` is the source row (all real tokens) and tokens the target side.
 template <typename T>
-AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens);
+AttentionExample attention_on_tokens(Model<T>& model, const std::vector<int32_t>& tokens,
+                                     const std::vector<int32_t>& source = {});
 
 }  // namespace headlab

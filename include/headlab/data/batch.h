@@ -28,6 +28,8 @@
 
 namespace headlab {
 
+class TranslationDataset;  // data/translation.h
+
 enum class Split { train, val, test };
 const char* split_name(Split split);  // "train", "val", "test"
 // The split named `name` ("val", "test", and "train" when allow_train); otherwise a one-line
@@ -108,6 +110,9 @@ class Dataset {
   // The tokenizer that makes the tokens from text, which checkpoints store; nullptr for
   // generated tasks, whose tokens are not text.
   virtual const Tokenizer* tokenizer() const { return nullptr; }
+  // The dataset as sentence pairs to translate and score by BLEU (data.task = translate: itself);
+  // nullptr for every task without a source side.
+  virtual const TranslationDataset* translation() const { return nullptr; }
   // The token that fills a row past its example when the task gives no key_padding (grammar's
   // <pad>, sort's and reverse's PAD): the analysis counts no query there. -1 = none.
   virtual int32_t unkeyed_pad_token() const { return -1; }

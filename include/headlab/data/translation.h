@@ -96,6 +96,7 @@ class TranslationDataset : public Dataset {
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override;
 
   const Tokenizer* tokenizer() const override { return tokenizer_.get(); }
+  const TranslationDataset* translation() const override { return this; }
   const TranslationCounts& counts() const { return counts_; }
   // The pairs of a split, in corpus order (Bible order, or file order).
   const std::vector<TranslationSentence>& sentences(Split split) const { return splits_[index(split)].sentences; }

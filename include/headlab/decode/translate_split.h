@@ -25,6 +25,9 @@ namespace headlab {
 // The tokenizer's <s>, </s> and <pad> as translate() takes them.
 SpecialIds search_ids(const Tokenizer& tokenizer);
 
+// A hypothesis' text from its target ids (without <s> and </s>): valid UTF-8 on one line (below).
+std::string hypothesis_text(const Tokenizer& tokenizer, const std::vector<int32_t>& target);
+
 // The hypothesis text of each source, given as tokenizer ids without </s>, at most
 // max_source_tokens - 1 of them (the caller cuts). A source with no ids translates to "".
 // Hypotheses are valid UTF-8: a byte model may stop inside a character, and what does not
@@ -33,6 +36,11 @@ SpecialIds search_ids(const Tokenizer& tokenizer);
 std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tokenizer,
                                        const std::vector<std::vector<int32_t>>& source_ids,
                                        const SearchOptions& options);
+
+// The ids a source text is translated from (without </s>): encoded by `tokenizer` and cut to
+// max_source_tokens - 1 ids (and at most the model's max_seq_len - 1), as translate_lines cuts.
+std::vector<int32_t> source_ids_of(const ModelSpec& spec, const Tokenizer& tokenizer, const std::string& text,
+                                   int64_t max_source_tokens);
 
 // translate_ids of free text, one sentence per entry: each encoded by `tokenizer` and cut to
 // max_source_tokens - 1 ids (the dataset's cap, TranslationOptions::max_source_tokens, and at
