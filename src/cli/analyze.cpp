@@ -29,6 +29,7 @@
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "options.h"
+#include "headlab/analysis/alignment_heads.h"
 #include "prompt.h"
 #include "verbs.h"
 
@@ -37,6 +38,16 @@ namespace headlab::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// The alignment table: one line per head, layer mean and baseline (alignment.csv has the counts).
+void print_alignment(const AlignmentReport& r, const std::string& split) {
+  std::printf("alignment against the Strong's gold, %s split: %lld verses scored, %lld skipped (cut to the caps)\n",
+              split.c_str(), static_cast<long long>(r.sentences), static_cast<long long>(r.skipped));
+  std::printf("%-16s %9s %9s %9s\n", "method", "precision", "recall", "AER");
+  for (const AlignmentRow& row : r.rows)
+    std::printf("%-16s %9.4f %9.4f %9.4f%s\n", row.method.c_str(), row.counts.precision(), row.counts.recall(),
+                row.counts.aer(), row.alignment_head ? "  alignment head (below both baselines)" : "");
+}
 
 // One right-aligned column of the summary table: printf `format`, or "-" for NaN, in `width`.
 std::string cell(double v, const char* format, int width) {
@@ -97,6 +108,10 @@ int run_analyze(int argc, char** argv) {
       "no-similarity", "skip the head-by-head JS distance matrix")(
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
+      "alignment",
+      "only score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
+      "(translation on the Bible; beside the diagonal and IBM Model 1): alignment.csv")(
+      "sentences", "--alignment: the split's first N verses (default all)", cxxopts::value<int64_t>())(
       "mask", "switch these heads off (gate 0) first: LAYER:HEAD,... as heads.csv numbers them",
       cxxopts::value<std::string>())(
       "prompt",
@@ -144,6 +159,20 @@ int run_analyze(int argc, char** argv) {
                   attention_dump_stem("prompt").c_str(), counted(a.seq_len, "token").c_str(),
                   counted(a.n_layers, "layer").c_str());
     }
+    return 0;
+  }
+
+  if (args.count("alignment")) {
+    HEADLAB_CHECK(dataset->translation() != nullptr,
+                  "--alignment: " << path << " models data.task = " << config.data.task
+                                  << "; alignment heads are a translation model's cross-attention heads");
+    AlignmentOptions ao;
+    ao.max_sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
+    const AlignmentReport r = score_alignment_heads(model, *dataset->translation(), split, ao);
+    fs::create_directories(out);
+    write_alignment_csv((out / "alignment.csv").string(), r);
+    print_alignment(r, split_arg);
+    std::printf("wrote %s\n", (out / "alignment.csv").string().c_str());
     return 0;
   }
 

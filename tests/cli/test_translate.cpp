@@ -177,3 +177,13 @@ TEST_CASE("analyze --prompt on a translation model dumps the source, its greedy 
       CHECK(sum == Approx(1.0).margin(1e-5));
     }
 }
+
+TEST_CASE("analyze --alignment needs Strong's numbers: a run on two plain files is one line, exit 2",
+          "[cli][translate][alignment]") {
+  const test::TrainedRun& run = translate_run();
+  const auto r = run_headlab({"analyze", run.run.string(), "--alignment"}, run.scratch.dir / "alignment.log");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.output, Catch::Contains("carry no Strong's numbers"));
+  CHECK(count_lines(r.output) == 1);
+  CHECK_FALSE(fs::exists(run.run / "alignment.csv"));
+}

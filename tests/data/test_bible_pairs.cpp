@@ -20,14 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool have_sword_modules() {
-  return std::system("command -v diatheke > /dev/null 2>&1") == 0 &&
-         std::system(
-             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^engKJV2006eb :' && "
-             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^spaRV1909eb :' && "
-             "diatheke -b system -k modulelist 2>/dev/null | grep -q '^engWEB2015eb :'") == 0;
-}
-
 // The real exports, made once per test run in the user cache (CTest points XDG_CACHE_HOME at
 // build/test-cache) and read by every test below.
 struct RealExport {
@@ -79,14 +71,6 @@ std::vector<std::string> words_tagged(const std::string& text, const std::vector
     if (l == lemma) out.push_back(word(text, index));
   return out;
 }
-
-#define REQUIRE_SWORD()                                                             \
-  if (!have_sword_modules()) {                                                      \
-    SKIP_FOR_MISSING_PACKAGE(                                                       \
-        "diatheke or a SWORD module is missing (apt-get install diatheke "          \
-        "sword-text-kjv sword-text-web sword-text-sparv): Bible pairs not tested"); \
-    return;                                                                         \
-  }
 
 }  // namespace
 
