@@ -51,21 +51,6 @@ double AlignmentCounts::aer() const {
                           : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::vector<std::string> split_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (const char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
 std::vector<AlignmentLink> diagonal_alignment(int n_source, int n_target, const std::vector<int>& targets) {
   HEADLAB_CHECK(n_source >= 1 && n_target >= 1, "diagonal alignment: a sentence pair needs words on both sides");
   std::vector<AlignmentLink> links;
@@ -77,6 +62,22 @@ std::vector<AlignmentLink> diagonal_alignment(int n_source, int n_target, const 
   return links;
 }
 
+namespace {
+
+// Words (runs of non-space bytes) in a prefix of decoded text, which may end inside a character.
+int count_words(const std::string& text) {
+  int n = 0;
+  bool in_word = false;
+  for (const char c : text) {
+    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
+    n += !space && !in_word;
+    in_word = !space;
+  }
+  return n;
+}
+
+}  // namespace
+
 std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32_t>& ids) {
   std::vector<int> words(ids.size(), -1);
   std::string before;  // decode of the tokens so far
@@ -84,7 +85,7 @@ std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32
     const std::string now = tokenizer.decode(ids.data(), static_cast<int64_t>(k + 1));
     if (now.size() <= before.size()) continue;  // a special, or nothing new
     // Words in `before`, and whether this token's first non-space byte starts a new one.
-    const auto n_before = static_cast<int>(split_words(before).size());
+    const int n_before = count_words(before);
     size_t first = before.size();
     while (first < now.size() && std::isspace(static_cast<unsigned char>(now[first]))) ++first;
     const bool starts_word =
@@ -97,7 +98,7 @@ std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32
     before = now;
   }
   // A spaces-only token at the end belongs to no word.
-  const auto n_words = static_cast<int>(split_words(before).size());
+  const int n_words = count_words(before);
   for (int& w : words)
     if (w >= n_words) w = -1;
   return words;

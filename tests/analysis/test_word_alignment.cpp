@@ -57,7 +57,6 @@ TEST_CASE("token_words maps each token to the word its first byte is in", "[anal
   for (const char c : std::string("ab  c ")) ids.push_back(static_cast<unsigned char>(c));
   ids.push_back(258);  // </s>
   CHECK(token_words(*bytes, ids) == std::vector<int>{-1, 0, 0, 1, 1, 1, -1, -1});
-  CHECK(split_words("  In the\tbeginning ") == std::vector<std::string>{"In", "the", "beginning"});
 }
 
 TEST_CASE("attention alignment takes the word-level argmax of summed, row-averaged attention",

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "headlab/data/bible_pairs.h"
+#include "headlab/data/bleu.h"  // split_words: the words the Strong's tags number
 #include "headlab/data/tokenizer.h"
 
 namespace headlab {
@@ -36,9 +37,6 @@ struct AlignmentCounts {
   double recall() const;     // NaN with no gold link
   double aer() const;        // NaN with neither
 };
-
-// Space-separated words of a text (runs of non-space bytes), as the tags number them.
-std::vector<std::string> split_words(const std::string& text);
 
 // The position-proportional baseline: target word j of n_target goes to the source word at the
 // same relative position, floor((j + 0.5) * n_source / n_target).
