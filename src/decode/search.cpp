@@ -143,8 +143,8 @@ class ChunkSearch {
  private:
   int64_t rows() const { return static_cast<int64_t>(n_) * beam_; }
 
-  // The source rows of the chunk, repeated `beam` times when `rows` says so (no cache: one row
-  // per hypothesis; the cache instead holds one encoder row per sentence and expands it).
+  // The source rows of the chunk, one per sentence (start_decoding: the cache keeps one cross K/V
+  // per sentence for its beams), or repeated `beam` times (no cache: one row per hypothesis).
   ModelInput source_input(int64_t rows) const {
     ModelInput in{rows, 0, nullptr, nullptr, nullptr};
     in.source_len = S_;

@@ -498,7 +498,7 @@ Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memo
   attn_opt.keep_probs = opt.keep_probs;
   if (cache != nullptr) {
     // The rows of one source are consecutive and their queries independent (no causal mask), so
-    // they attend as one batch item of rows_per_source * T queries over the source's one K/V.
+    // they attend as one batch item of (rows / sources) * T queries over the source's one K/V.
     const int64_t sources = cache->sources();
     attn_opt.key_padding = cache->source_padding();
     const Var<T> a =

@@ -48,8 +48,9 @@ std::vector<AlignmentLink> diagonal_alignment(int n_source, int n_target, const 
 std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);
 
 // Word-level argmax of a token-level attention map attn [T, S] (target tokens x source tokens,
-// row-major): for each target word in `targets`, the source word with the largest mean over the
-// word's target tokens of the summed attention to that source word's tokens (ties: the lower word).
+// row-major): for each target word in `targets`, the source word with the largest attention summed
+// over the word's target tokens and that source word's tokens (the argmax of the mean over target
+// tokens; ties: the lower word). A target word with no token (cut off) gets no link.
 std::vector<AlignmentLink> attention_alignment(const double* attn, int64_t T, int64_t S,
                                                const std::vector<int>& target_token_words,
                                                const std::vector<int>& source_token_words, int n_source_words,

@@ -3,7 +3,7 @@
 //   self-attention  K, V [rows, capacity, Hkv, Dh] per decoder layer, filled up to `length`
 //   cross-attention K, V [sources, S, Hkv, Dh] per decoder layer and the source padding
 //                   [sources, S], computed once per sentence from the encoder's output
-//                   (encoder_decoder); rows_per_source consecutive rows decode each source
+//                   (encoder_decoder); rows / sources consecutive rows decode each source
 // Rows are the sequences decoded side by side (beam search: sentences x beams, each sentence's
 // beams next to each other). The beams of a sentence share one copy of its cross K/V: a step
 // reads it once per sentence, not once per beam. All memory is allocated by the constructor;
@@ -49,7 +49,6 @@ class KvCache {
   Tensor<T> cross_values(int64_t layer) const { return cross(cross_v_[layer]); }
   const uint8_t* source_padding() const { return source_padding_.data(); }  // [sources, source_len]
   int64_t sources() const { return sources_; }
-  int64_t rows_per_source() const { return sources_ > 0 ? rows_ / sources_ : 0; }
   // For start_decoding: `sources` sources (dividing rows()) of source_len tokens; returns their
   // padding [sources, source_len] to fill.
   uint8_t* start_sources(int64_t sources, int64_t source_len);
