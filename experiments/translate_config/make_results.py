@@ -7,7 +7,9 @@
 
 data/: run.csv (commit, start, train wall time, cores, peak load), metrics.csv (the run's),
 info.json (headlab info --json of the run), and one headlab eval --json line per score:
-test_greedy, test_beam5, val_greedy, test_copy, test_strongs (.json). The reference numbers from
+test_greedy, test_beam5, val_greedy, test_copy, test_strongs (.json); alignment_test.csv (headlab
+analyze --alignment --split test: every cross-attention head, each layer's mean and the two
+baselines as word aligners against the Strong's gold). The reference numbers from
 the issue (a PyTorch nn.Transformer on the same data and machine) are constants below, named so.
 """
 import json
@@ -80,8 +82,28 @@ def fields():
     }
 
 
+def alignment_fields():
+    rows = read_csv(os.path.join(DATA, "alignment_test.csv"),
+                    required=("method", "layer", "head", "precision", "recall", "aer", "alignment_head"))
+    table = md_table(["aligner", "precision", "recall", "AER", "below both baselines"],
+                     [[r["method"], f"{float(r['precision']):.3f}", f"{float(r['recall']):.3f}",
+                       f"{float(r['aer']):.3f}", "yes" if r["alignment_head"] == "1" else ""] for r in rows])
+    aer = {r["method"]: float(r["aer"]) for r in rows}
+    heads = [r for r in rows if r["head"] != ""]  # not a layer mean or a baseline
+    best = min(heads, key=lambda r: float(r["aer"]))
+    winners = sorted({r["layer"] for r in heads if r["alignment_head"] == "1"})
+    beat_diagonal = sorted({r["layer"] for r in heads if float(r["aer"]) < aer["diagonal"]})
+    layers = lambda ls: ", ".join(ls) if ls else "none"  # noqa: E731
+    summary = (f"The best head, {best['method']}, has AER {float(best['aer']):.3f}, against "
+               f"{aer['diagonal']:.3f} for the diagonal and {aer['ibm1']:.3f} for IBM Model 1. Layers with "
+               f"heads below the diagonal: {layers(beat_diagonal)}; layers with alignment heads (below both "
+               f"baselines): {layers(winners)}.")
+    return {"alignment_table": table, "alignment_summary": summary}
+
+
 def render(check):
     f = fields()
+    f.update(alignment_fields())
     template = read_text(os.path.join(HERE, "results.template.md"))
 
     def fill(m):
