@@ -2,9 +2,9 @@
 on a Model and the batches of a split (data.eval_batches):
 
     loss                    sum of per-target losses / number of scored targets
-    importance[l][h]        mean over examples with a scored target of |dL_b/dxi_h|, L_b the
+    importance[k][h]        (k: an attention site) mean over examples with a scored target of |dL_b/dxi_h|, L_b the
                             example's mean loss, xi_h the head's gate (Michel et al. 2019)
-    importance_normalized   importance divided by the l2 norm of its layer's importances
+    importance_normalized   importance divided by the l2 norm of its site's importances
     ablation_loss_delta     loss with head h alone gated to 0, minus loss
 
     s = head_scores(model, eval_batches(ckpt.config, "val"))
@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .checkpoint import attention_sites
 
 
 def _example_losses(model, out, targets, labels):
@@ -44,43 +46,44 @@ def split_loss(model, batches) -> float:
 
 
 def head_scores(model, batches, ablation: bool = True) -> dict:
-    """loss, importance, importance_normalized and ablation_loss_delta ([L][H_l] lists of floats)."""
-    if model.spec["kind"] == "encoder_decoder":
-        raise ValueError("head_scores covers decoders and encoders; an encoder_decoder's three attentions are "
-                         "not scored yet (nor by headlab analyze)")
-    heads = model.spec["heads"]
-    L = len(heads)
+    """loss, importance, importance_normalized and ablation_loss_delta, one list of floats per
+    attention site ([site][H], attention_sites() order: a decoder's or encoder's layers; an
+    encoder_decoder's encoder layers, then each decoder layer's self- and cross-attention), and
+    `sites`, the (kind, layer) of each, as heads.csv's attention and layer columns."""
+    sites = attention_sites(model.spec)
+    heads = [h for _, _, _, h in sites]
     dtype = model.tok_emb.weight.dtype
     grad_abs = [np.zeros(h) for h in heads]
     n_examples, loss_sum, n_targets = 0, 0.0, 0
     masked_sum = [np.zeros(h) for h in heads]
     base_gates = [g.detach().clone() for g in model.gates()]
-    for tokens, targets, labels, key_padding in batches:
+    for tokens, targets, labels, key_padding, *source in batches:
+        source = dict(source=source[0], source_padding=source[1]) if source else {}
         B = tokens.shape[0]
         # One gate per example and head: d(sum_b L_b)/d gate[b,h] = dL_b/dxi_h, zero gates included.
         gates = [g.to(dtype)[None, :].repeat(B, 1).requires_grad_(True) for g in base_gates]
-        out = model(tokens, key_padding=key_padding, gates=gates)
+        out = model(tokens, key_padding=key_padding, gates=gates, **source)
         s, n = _example_losses(model, out, targets, labels)
         loss_sum += float(s.sum())
         n_targets += int(n.sum())
         scored = n > 0
         per_example = torch.where(scored, s / n.clamp(min=1).to(s.dtype), torch.zeros_like(s))
         grads = torch.autograd.grad(per_example.sum(), gates)
-        for l in range(L):
-            grad_abs[l] += grads[l][scored].abs().sum(0).detach().numpy()
+        for k in range(len(sites)):
+            grad_abs[k] += grads[k][scored].abs().sum(0).detach().numpy()
         n_examples += int(scored.sum())
         if ablation:
             with torch.no_grad():
-                for l in range(L):
-                    for h in range(heads[l]):
-                        if float(base_gates[l][h]) == 0.0:  # nothing changes: the unmasked loss
-                            masked_sum[l][h] += float(s.sum())
+                for k in range(len(sites)):
+                    for h in range(heads[k]):
+                        if float(base_gates[k][h]) == 0.0:  # nothing changes: the unmasked loss
+                            masked_sum[k][h] += float(s.sum())
                             continue
                         g = [x.to(dtype) for x in base_gates]
-                        g[l] = g[l].clone()
-                        g[l][h] = 0
-                        m = model(tokens, key_padding=key_padding, gates=g)
-                        masked_sum[l][h] += float(_example_losses(model, m, targets, labels)[0].sum())
+                        g[k] = g[k].clone()
+                        g[k][h] = 0
+                        m = model(tokens, key_padding=key_padding, gates=g, **source)
+                        masked_sum[k][h] += float(_example_losses(model, m, targets, labels)[0].sum())
     loss = loss_sum / n_targets
     importance = [g / n_examples for g in grad_abs]
     normalized = []
@@ -88,6 +91,7 @@ def head_scores(model, batches, ablation: bool = True) -> dict:
         norm = float(np.sqrt((imp ** 2).sum()))
         normalized.append(imp / norm if norm > 0 else np.zeros_like(imp))
     result = dict(loss=loss, n_targets=n_targets, n_examples=n_examples,
+                  sites=[(kind, layer) for kind, layer, _, _ in sites],
                   importance=[x.tolist() for x in importance],
                   importance_normalized=[x.tolist() for x in normalized])
     if ablation:
