@@ -158,8 +158,10 @@ TEST_CASE("a head already gated 0 changes BLEU by exactly 0, without decoding ag
   CHECK(r.decodings == 1 + 1 + 2 + 7 + 24);
 }
 
-TEST_CASE("BLEU ablation files: one CSV row per head, and per-sentence statistics that rerun the paired test",
-          "[analysis][bleu]") {
+TEST_CASE(
+    "BLEU ablation files: one CSV row per head, the same bytes run after run, and per-sentence statistics "
+    "that rerun the paired test",
+    "[analysis][bleu]") {
   TinyTranslation t;
   BleuAblationOptions options;
   options.search.beam = 2;
@@ -170,6 +172,9 @@ TEST_CASE("BLEU ablation files: one CSV row per head, and per-sentence statistic
   const std::string csv = (t.scratch.dir / "bleu_ablation.csv").string(),
                     h5 = (t.scratch.dir / "bleu_ablation.h5").string();
   write_bleu_ablation_csv(csv, r);
+  const std::string again = (t.scratch.dir / "again.csv").string();
+  write_bleu_ablation_csv(again, bleu_ablation(t.model, t.data, Split::val, options));
+  CHECK(test::read_file(again) == test::read_file(csv));
   const CsvTable table = read_csv(csv);
   REQUIRE(table.rows.size() == r.heads.size());
   CHECK(table.header.size() == 5 + 2 * 7);
