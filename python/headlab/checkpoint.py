@@ -25,6 +25,7 @@ FILE_KINDS = {
     "checkpoint": "a checkpoint (written by headlab train or prune)",
     "heads": "a heads file (written by headlab analyze)",
     "attention": "an attention dump (written by headlab analyze --dump-example or --prompt)",
+    "bleu_ablation": "a BLEU ablation file (written by headlab analyze's BLEU ablation)",
 }
 MODEL_PREFIX = "model/"
 MODEL_KINDS = ("decoder", "encoder", "encoder_decoder")  # model.kind (include/headlab/nn/model_kinds.h)

@@ -98,13 +98,19 @@ class ChunkSearch {
     if (options.use_cache) cache_.emplace(model.spec(), rows(), capacity, S);
   }
 
-  std::vector<std::vector<int32_t>> run() {
+  // encoded: the chunk's cross K/V from an earlier decoding, used instead of the encoder; else,
+  // with `keep`, the encoder's are appended to it (EncodedSources).
+  std::vector<std::vector<int32_t>> run(const KvCache<float>* encoded = nullptr,
+                                        std::vector<KvCache<float>>* keep = nullptr) {
     Arena arena;
     Tape<float> tape(arena);
     NoGradGuard<float> no_grad(tape);
-    if (cache_) {
+    if (cache_ && encoded != nullptr) {
+      cache_->copy_sources(*encoded);
+    } else if (cache_) {
       model_.start_decoding(tape, source_input(static_cast<int64_t>(n_)), *cache_);
       tape.reset();
+      if (keep != nullptr) keep->emplace_back(model_.spec(), static_cast<int64_t>(n_), 1, S_).copy_sources(*cache_);
     }
     // Every beam starts from <s>; only beam 0 of a sentence is live at the first step, so the
     // beams do not all pick the same tokens.
@@ -289,8 +295,24 @@ int64_t max_target_tokens(const ModelSpec& spec, int64_t source_tokens, const Se
   return std::clamp<int64_t>(static_cast<int64_t>(limit), 1, spec.max_seq_len);
 }
 
+namespace {
+
+std::vector<float> encoder_gates(const Model<float>& model) {
+  std::vector<float> out;
+  const std::vector<AttentionSite> sites = model.spec().attention_sites();
+  for (size_t s = 0; s < sites.size(); ++s) {
+    if (sites[s].kind != AttentionKind::enc) continue;
+    const Tensor<float> g = model.gates().value(static_cast<int>(s));
+    out.insert(out.end(), g.data(), g.data() + g.numel());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::vector<int32_t>> translate(Model<float>& model, const std::vector<std::vector<int32_t>>& sources,
-                                            const SpecialIds& ids, const SearchOptions& options) {
+                                            const SpecialIds& ids, const SearchOptions& options,
+                                            EncodedSources* encoded) {
   HEADLAB_CHECK(model_kind_info(model.spec().kind).source,
                 "translate: the model is a " << model_kind_info(model.spec().kind).name << ", not an encoder_decoder");
   HEADLAB_CHECK(options.beam >= 1, "translate: the beam size must be at least 1, got " << options.beam);
@@ -301,19 +323,36 @@ std::vector<std::vector<int32_t>> translate(Model<float>& model, const std::vect
     HEADLAB_CHECK(!sources[i].empty() && static_cast<int64_t>(sources[i].size()) <= model.spec().max_seq_len,
                   "translate: source " << i << " has " << sources[i].size()
                                        << " tokens; it needs 1 to max_seq_len=" << model.spec().max_seq_len);
+  const bool reuse = encoded != nullptr && !encoded->empty();
+  if (encoded != nullptr) {
+    HEADLAB_CHECK(options.use_cache, "translate: encoded sources need the KV cache (use_cache = true)");
+    HEADLAB_CHECK(!reuse || (encoded->sources_ == sources && encoded->batch_sentences_ == options.batch_sentences),
+                  "translate: the encoded sources were made from other sources or another batch_sentences");
+    HEADLAB_CHECK(!reuse || encoded->encoder_gates_ == encoder_gates(model),
+                  "translate: the encoded sources were made with other encoder gates; clear them");
+  }
+  std::vector<KvCache<float>> filled;  // into `encoded` once every chunk is done
   // Longest first (stable: equal lengths keep their order), so a chunk's rows pad little.
   std::vector<size_t> order(sources.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   std::vector<std::vector<int32_t>> out(sources.size());
-  for (size_t start = 0; start < order.size(); start += static_cast<size_t>(options.batch_sentences)) {
-    const size_t end = std::min(order.size(), start + static_cast<size_t>(options.batch_sentences));
+  const size_t per_chunk = static_cast<size_t>(options.batch_sentences);
+  for (size_t start = 0; start < order.size(); start += per_chunk) {
+    const size_t end = std::min(order.size(), start + per_chunk);
     std::vector<const std::vector<int32_t>*> chunk;
     for (size_t j = start; j < end; ++j) chunk.push_back(&sources[order[j]]);
     ChunkSearch search(model, chunk, ids, options);
-    std::vector<std::vector<int32_t>> got = search.run();
+    std::vector<std::vector<int32_t>> got =
+        reuse ? search.run(&encoded->chunks_[start / per_chunk]) : search.run(nullptr, encoded ? &filled : nullptr);
     for (size_t j = start; j < end; ++j) out[order[j]] = std::move(got[j - start]);
+  }
+  if (encoded != nullptr && !reuse && !filled.empty()) {
+    encoded->sources_ = sources;
+    encoded->batch_sentences_ = options.batch_sentences;
+    encoded->encoder_gates_ = encoder_gates(model);
+    encoded->chunks_ = std::move(filled);
   }
   return out;
 }

@@ -20,7 +20,7 @@ std::string hypothesis_text(const Tokenizer& tokenizer, const std::vector<int32_
 
 std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tokenizer,
                                        const std::vector<std::vector<int32_t>>& source_ids,
-                                       const SearchOptions& options) {
+                                       const SearchOptions& options, EncodedSources* encoded) {
   const SpecialIds ids = search_ids(tokenizer);
   // Sources without ids are left out of the search: a row of </s> alone is not a sentence.
   std::vector<std::vector<int32_t>> rows;
@@ -31,7 +31,7 @@ std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tok
     rows.back().push_back(ids.eos);
     row_of.push_back(i);
   }
-  const std::vector<std::vector<int32_t>> targets = translate(model, rows, ids, options);
+  const std::vector<std::vector<int32_t>> targets = translate(model, rows, ids, options, encoded);
   std::vector<std::string> out(source_ids.size());
   for (size_t r = 0; r < rows.size(); ++r) out[row_of[r]] = hypothesis_text(tokenizer, targets[r]);
   return out;
@@ -57,7 +57,7 @@ std::vector<std::string> translate_lines(Model<float>& model, const Tokenizer& t
 }
 
 SplitTranslation translate_split(Model<float>& model, const TranslationDataset& data, Split split,
-                                 const SearchOptions& options, int64_t max_sentences) {
+                                 const SearchOptions& options, int64_t max_sentences, EncodedSources* encoded) {
   const std::vector<TranslationSentence>& sentences = data.sentences(split);
   const size_t n =
       max_sentences > 0 ? std::min(sentences.size(), static_cast<size_t>(max_sentences)) : sentences.size();
@@ -67,7 +67,8 @@ SplitTranslation translate_split(Model<float>& model, const TranslationDataset& 
     source_ids.push_back(sentences[i].source_ids);  // already cut to the dataset's caps
     references.push_back(sentences[i].pair.target);
   }
-  return score_translations(translate_ids(model, *data.tokenizer(), source_ids, options), std::move(references));
+  return score_translations(translate_ids(model, *data.tokenizer(), source_ids, options, encoded),
+                            std::move(references));
 }
 
 SplitTranslation score_translations(std::vector<std::string> hypotheses, std::vector<std::string> references) {

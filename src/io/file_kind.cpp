@@ -15,6 +15,7 @@ constexpr KindInfo kKinds[] = {
     {FileKind::checkpoint, "checkpoint", "a checkpoint", "headlab train or prune"},
     {FileKind::heads, "heads", "a heads file", "headlab analyze"},
     {FileKind::attention, "attention", "an attention dump", "headlab analyze --dump-example or --prompt"},
+    {FileKind::bleu_ablation, "bleu_ablation", "a BLEU ablation file", "headlab analyze's BLEU ablation"},
 };
 
 const KindInfo& info(FileKind kind) {

@@ -59,6 +59,19 @@ void KvCache<T>::clear() {
 }
 
 template <typename T>
+void KvCache<T>::copy_sources(const KvCache& from) {
+  HEADLAB_CHECK(from.has_source() && from.cross_k_.size() == cross_k_.size(),
+                "kv cache: copy_sources needs a cache of the same encoder_decoder after start_decoding");
+  clear();
+  const uint8_t* padding = from.source_padding();
+  std::copy(padding, padding + from.sources_ * from.source_len_, start_sources(from.sources_, from.source_len_));
+  for (size_t l = 0; l < cross_k_.size(); ++l) {
+    cross_keys(static_cast<int64_t>(l)).copy_from(from.cross_keys(static_cast<int64_t>(l)));
+    cross_values(static_cast<int64_t>(l)).copy_from(from.cross_values(static_cast<int64_t>(l)));
+  }
+}
+
+template <typename T>
 uint8_t* KvCache<T>::start_sources(int64_t sources, int64_t source_len) {
   HEADLAB_CHECK(source_len >= 1 && source_len <= max_source_len_,
                 "kv cache: a source of " << source_len << " tokens does not fit max_source_len=" << max_source_len_);

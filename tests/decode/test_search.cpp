@@ -154,3 +154,58 @@ TEST_CASE("min_len keeps </s> out until that many target tokens, and the length 
   options.min_len = -1;
   CHECK_THROWS_WITH(translate(model, sources, kIds, options), Catch::Contains("min_len must be at least 0"));
 }
+
+TEST_CASE("encoded sources decode to the tokens of decoding from scratch after a decoder or cross gate changes",
+          "[decode]") {
+  Model<float> model(tiny_seq2seq_spec(2, 2, 2, 1));
+  randomize(model, 53);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  const int64_t beam = GENERATE(1, 3);
+  INFO("beam " << beam);
+  // Two chunks, so that each chunk's own cross K/V is the one reused.
+  const SearchOptions options{.beam = beam, .max_len_a = 1.0, .max_len_b = 4, .batch_sentences = 3};
+  EncodedSources encoded;
+  const std::vector<std::vector<int32_t>> unmasked = translate(model, sources, kIds, options, &encoded);
+  REQUIRE(!encoded.empty());
+  CHECK(unmasked == translate(model, sources, kIds, options));
+  CHECK(translate(model, sources, kIds, options, &encoded) == unmasked);
+  const std::vector<AttentionSite> sites = model.spec().attention_sites();
+  int changed = 0;
+  for (size_t s = 0; s < sites.size(); ++s) {
+    if (sites[s].kind == AttentionKind::enc) continue;
+    const Tensor<float> gates = model.gates().value(static_cast<int>(s));
+    for (int64_t h = 0; h < gates.numel(); ++h) {
+      INFO(attention_kind_name(sites[s].kind) << " layer " << sites[s].layer << " head " << h);
+      const float kept = gates(h);
+      gates(h) = 0;
+      const std::vector<std::vector<int32_t>> scratch = translate(model, sources, kIds, options);
+      CHECK(translate(model, sources, kIds, options, &encoded) == scratch);
+      changed += scratch != unmasked;
+      gates(h) = kept;
+    }
+  }
+  CHECK(changed > 0);  // the gates change some translation: the comparison is not vacuous
+}
+
+TEST_CASE("translate refuses encoded sources of other sources, other encoder gates or no KV cache", "[decode]") {
+  Model<float> model(tiny_seq2seq_spec(2, 2, 2, 1));
+  randomize(model, 59);
+  const std::vector<std::vector<int32_t>> sources = test_sources();
+  EncodedSources encoded;
+  const std::vector<std::vector<int32_t>> want = translate(model, sources, kIds, {}, &encoded);
+  CHECK_THROWS_WITH(translate(model, {{4, 3}}, kIds, {}, &encoded),
+                    "translate: the encoded sources were made from other sources or another batch_sentences");
+  CHECK_THROWS_WITH(translate(model, sources, kIds, {.batch_sentences = 2}, &encoded),
+                    "translate: the encoded sources were made from other sources or another batch_sentences");
+  CHECK_THROWS_WITH(translate(model, sources, kIds, {.use_cache = false}, &encoded),
+                    "translate: encoded sources need the KV cache (use_cache = true)");
+  model.gates().value(0)(1) = 0;  // site 0: the encoder's first layer
+  CHECK_THROWS_WITH(translate(model, sources, kIds, {}, &encoded),
+                    "translate: the encoded sources were made with other encoder gates; clear them");
+  encoded.clear();
+  CHECK(encoded.empty());
+  const std::vector<std::vector<int32_t>> masked = translate(model, sources, kIds, {}, &encoded);
+  CHECK(masked == translate(model, sources, kIds, {}));
+  CHECK(translate(model, sources, kIds, {}, &encoded) == masked);
+  CHECK(want.size() == masked.size());
+}

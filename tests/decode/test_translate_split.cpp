@@ -9,29 +9,14 @@
 #include "headlab/data/bleu.h"
 #include "headlab/data/text.h"
 #include "headlab/decode/translate_split.h"
-#include "headlab/train/setup.h"
-#include "support/scratch.h"
-#include "support/tiny_config.h"
-#include "support/tiny_model.h"
+#include "support/tiny_translation.h"
 
 using namespace headlab;
 
 namespace {
 
-struct TinyTranslation {
-  test::ScratchDir scratch{"translate_split"};
-  TranslationDataset data;
-  Model<float> model;
-  TinyTranslation()
-      : data(translation_options(test::tiny_translate_config(scratch.write_parallel_corpus(200)))), model(spec(data)) {
-    test::randomize(model, 7);  // varied logits: the hypotheses differ from sentence to sentence
-  }
-  static ModelSpec spec(const TranslationDataset& data) {
-    ModelSpec s = test::tiny_seq2seq_spec(2, 2, 2, 1);
-    s.vocab_size = data.vocab_size();
-    s.max_seq_len = 64;
-    return s;
-  }
+struct TinyTranslation : test::TinyTranslation {
+  TinyTranslation() : test::TinyTranslation("translate_split", test::tiny_seq2seq_spec(2, 2, 2, 1), 7) {}
 };
 
 }  // namespace

@@ -33,9 +33,10 @@ std::string hypothesis_text(const Tokenizer& tokenizer, const std::vector<int32_
 // Hypotheses are valid UTF-8: a byte model may stop inside a character, and what does not
 // decode as UTF-8 becomes U+FFFD (repair_utf8), so that BLEU can score every hypothesis; and a
 // newline (sentencepiece has a "\n" piece) becomes a space, so a hypothesis is one line.
+// `encoded` as translate() takes it (decode/search.h): the encoder's work kept for the next call.
 std::vector<std::string> translate_ids(Model<float>& model, const Tokenizer& tokenizer,
                                        const std::vector<std::vector<int32_t>>& source_ids,
-                                       const SearchOptions& options);
+                                       const SearchOptions& options, EncodedSources* encoded = nullptr);
 
 // The ids a source text is translated from (without </s>): encoded by `tokenizer` and cut to
 // max_source_tokens - 1 ids (and at most the model's max_seq_len - 1), as translate_lines cuts.
@@ -61,8 +62,9 @@ struct SplitTranslation {
 SplitTranslation score_translations(std::vector<std::string> hypotheses, std::vector<std::string> references);
 
 // The first `max_sentences` sentences of `split` in corpus order (0 or more than the split
-// holds: all of them), translated and scored against their target text.
+// holds: all of them), translated and scored against their target text; `encoded` as translate_ids.
 SplitTranslation translate_split(Model<float>& model, const TranslationDataset& data, Split split,
-                                 const SearchOptions& options, int64_t max_sentences = 0);
+                                 const SearchOptions& options, int64_t max_sentences = 0,
+                                 EncodedSources* encoded = nullptr);
 
 }  // namespace headlab

@@ -12,6 +12,7 @@
 //   model.start_decoding(tape, source_input, cache);   // encoder_decoder: encoder + cross K/V
 //   out = model.decode_step(tape, step_input, cache);  // n new tokens per row -> logits [rows*n, V]
 //   cache.reorder(parents);                            // beam search: row i continues row parents[i]
+//   again.copy_sources(cache);                         // the same sources decoded again, no encoder
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,10 @@ class KvCache {
 
   // Forgets every cached token (and the source): the cache is ready for new sentences.
   void clear();
+  // Forgets every cached token and takes `from`'s sources: their cross-attention K/V and padding
+  // (from.sources() must divide rows()). Decodes the same sources again without the encoder, as
+  // when only decoder or cross-attention gates changed (a gate scales a head's output, not K/V).
+  void copy_sources(const KvCache& from);
   // Row i takes what row parents[i] held (parents.size() == rows()); the rows of one source keep
   // their cross-attention K/V, so parents[i] must share row i's source (beam search does).
   void reorder(const std::vector<int32_t>& parents);
