@@ -25,7 +25,7 @@
 // as analyze --alignment scores heads; a link joins two words sharing a Strong's number):
 //   <stem>_gold_alignment.csv target_position,source_position: one line per gold cell;
 //   <stem>.h5                 also gold_alignment [T, S] (uint8, 1 = a gold cell).
-// Other examples (plain parallel files, prompts) have neither file.
+// Other examples (plain parallel files, prompts, a verse cut to the caps) have neither.
 // The reader takes the .h5 when there is one (exact) and the CSV otherwise (a hand-written dump).
 //   const AttentionExample a = attention_example(model, data, split, 3, B);
 //   write_attention_dump(dir, "3", a, data, -1, ckpt, "val", example_gold_alignment(data, split, 3, B, a.row));
