@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Checks the DOM Chromium dumped of a headlab report (.ci/test-browser); standard library only.
 
-  check_report_dom.py DOM --report REPORT.html --heads-csv heads.csv [--example NAME --layer L --head H|all] [--runs N]
+  check_report_dom.py DOM --report REPORT.html [--heads-csv heads.csv] [--example NAME --layer L --head H|mean|all]
+                      [--gold-csv attention_example_I_gold_alignment.csv] [--runs N]
 
 - the page ran to the end (body data-ready="1") and #js-errors is empty;
-- every column of heads.csv with differing values has a heatmap with one cell per row and a colour
+- with --heads-csv: every column of heads.csv with differing values has a heatmap with one cell per row and a colour
   scale bar from the column's minimum to its maximum (-m..m, m = the largest magnitude, when
   centred at 0); a column with one value for every head has no heatmap, and a note names it;
 - the examples of the run have distinct names;
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
-  in REPORT.html (all heads of the layer for --head all, one canvas each), and it painted pixels;
+  in REPORT.html (all heads of the layer for --head all, one canvas each; their rounded mean, one
+  canvas, for --head mean), and it painted pixels;
+- with --gold-csv: the viewer outlines exactly the gold cells that the dump's CSV lists (one
+  rect.gold per cell), and its legend says how many;
 - with --runs N: the sweep page holds N run sections and, per metric results.csv has, a
   final-metric chart whose points are results.csv's means.
 Prints one line naming the first failed check and exits 1.
@@ -63,7 +67,7 @@ def head_bytes(example, layer, head):
     if example.get("encoding") == "deflate":
         raw = zlib.decompress(raw)
     T = example["T"]
-    expected = T * (T + 1) // 2 if example["causal"] else T * T
+    expected = T * (T + 1) // 2 if example["causal"] else T * example.get("S", T)  # S keys: a cross map
     if len(raw) != expected:
         fail(f"example {example['name']} layer {layer} head {head}: {len(raw)} bytes, expected {expected}")
     return raw
@@ -73,25 +77,9 @@ def close(a, b):
     return abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b))
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("dom")
-    p.add_argument("--report", required=True)
-    p.add_argument("--heads-csv", required=True)
-    p.add_argument("--example")
-    p.add_argument("--layer", type=int)
-    p.add_argument("--head")
-    p.add_argument("--runs", type=int)
-    args = p.parse_args()
-
-    dom = Elements()
-    dom.feed(open(args.dom, encoding="utf-8").read())
-    if dom.errors.strip():
-        fail(f"JavaScript errors: {dom.errors.strip()}")
-    if not any(tag == "body" and a.get("data-ready") == "1" for tag, a in dom.elements):
-        fail("the page's script did not finish (no body data-ready=1)")
-
-    with open(args.heads_csv, newline="") as f:
+def check_heatmaps(dom, heads_csv):
+    """One cell per head and a colour scale per varying column of heads.csv, a note for the others."""
+    with open(heads_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     columns = [c for c in rows[0] if c not in ("layer", "head") and any(r[c] != "" for r in rows)]
     cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
@@ -119,6 +107,29 @@ def main():
     values = [a for a in cells if a["data-value"] != ""]
     if not values:
         fail("no heatmap cell has a value")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("dom")
+    p.add_argument("--report", required=True)
+    p.add_argument("--heads-csv")
+    p.add_argument("--example")
+    p.add_argument("--layer", type=int)
+    p.add_argument("--head")
+    p.add_argument("--runs", type=int)
+    p.add_argument("--gold-csv")
+    args = p.parse_args()
+
+    dom = Elements()
+    dom.feed(open(args.dom, encoding="utf-8").read())
+    if dom.errors.strip():
+        fail(f"JavaScript errors: {dom.errors.strip()}")
+    if not any(tag == "body" and a.get("data-ready") == "1" for tag, a in dom.elements):
+        fail("the page's script did not finish (no body data-ready=1)")
+
+    if args.heads_csv:
+        check_heatmaps(dom, args.heads_csv)
     data = embedded_data(args.report)
     for run in data["runs"]:
         names = [e["name"] for e in run["examples"]]
@@ -149,8 +160,13 @@ def main():
         example = next((e for e in data["runs"][0]["examples"] if e["name"] == args.example), None)
         if example is None:
             fail(f"example {args.example} is not in {args.report}")
-        heads = range(example["layer_heads"][args.layer]) if args.head == "all" else [int(args.head)]
-        total = sum(sum(head_bytes(example, args.layer, h)) for h in heads)
+        layer_heads = range(example["layer_heads"][args.layer])
+        heads = layer_heads if args.head == "all" else [args.head] if args.head == "mean" else [int(args.head)]
+        if args.head == "mean":  # the page's rounding: floor(sum / n + 1/2), cell by cell
+            maps = [head_bytes(example, args.layer, h) for h in layer_heads]
+            total = sum((2 * sum(cell) + len(maps)) // (2 * len(maps)) for cell in zip(*maps))
+        else:
+            total = sum(sum(head_bytes(example, args.layer, h)) for h in heads)
         if v.get("data-sum") != str(total):
             fail(f"the viewer drew matrices summing to {v.get('data-sum')}, the selected head(s) sum to {total}")
         if v.get("data-canvases") != str(len(heads)) or v.get("data-t") != str(example["T"]):
@@ -162,8 +178,19 @@ def main():
         if int(v.get("data-painted", "0")) < example["T"]:
             fail(f"the viewer's canvas has {v.get('data-painted')} painted pixels")
         tokens = [a for tag, a in dom.elements if tag == "span" and "data-pos" in a]
-        if len(tokens) != example["T"]:
-            fail(f"{len(tokens)} tokens in the strip, expected {example['T']}")
+        if len(tokens) != example.get("S", example["T"]):
+            fail(f"{len(tokens)} tokens in the strip, expected {example.get('S', example['T'])}")
+
+    if args.gold_csv is not None:
+        with open(args.gold_csv, newline="") as f:
+            want = {(r["target_position"], r["source_position"]) for r in csv.DictReader(f)}
+        got = [(a["data-t"], a["data-s"]) for tag, a in dom.elements if tag == "rect" and a.get("class") == "gold"]
+        if not want or len(got) != len(want) or set(got) != want:
+            fail(f"the viewer outlines {len(got)} gold cells, the dump {args.gold_csv} has {len(want)}"
+                 f"{'' if set(got) == want else ': different cells'}")
+        legend = [a for tag, a in dom.elements if tag == "div" and "data-rendered" in a][0].get("data-gold")
+        if legend != str(len(want)):
+            fail(f"the viewer says it drew {legend} gold cells, expected {len(want)}")
 
 
 if __name__ == "__main__":

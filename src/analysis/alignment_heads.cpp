@@ -21,19 +21,8 @@ std::vector<IbmModel1::Sentence> word_pairs(std::span<const TranslationSentence>
   return out;
 }
 
-// Token -> word of a side's ids with one more entry for the special after them (</s>: no word).
-std::vector<int> words_and_end(const Tokenizer& tokenizer, const std::vector<int32_t>& ids) {
-  std::vector<int> words = token_words(tokenizer, ids);
-  words.push_back(-1);
-  return words;
-}
-
 std::string number_or_empty(double v) {
   return std::isnan(v) ? std::string() : csv_number("%.6g", v);
-}
-
-int count_words(const std::vector<int>& token_words) {
-  return token_words.empty() ? 0 : *std::max_element(token_words.begin(), token_words.end()) + 1;
 }
 
 }  // namespace
@@ -85,14 +74,12 @@ AlignmentReport score_alignment_heads(Model<float>& model, const TranslationData
     const std::vector<AlignmentLink> gold = gold_links(s.pair);
     const std::vector<int> targets = aligned_target_words(gold);
     if (targets.empty()) continue;  // nothing to align in this verse
-    const std::vector<std::string> source_words = split_words(s.pair.source), target_words = split_words(s.pair.target);
-    const std::vector<int> src_words = words_and_end(tokenizer, s.source_ids);
-    std::vector<int> tgt_words = words_and_end(tokenizer, s.target_ids);
-    if (count_words(src_words) != static_cast<int>(source_words.size()) ||
-        count_words(tgt_words) != static_cast<int>(target_words.size())) {
+    const VerseTokenWords words = verse_token_words(tokenizer, s);
+    if (words.empty()) {
       ++report.skipped;  // cut to the caps (or words the tokenizer's normalisation merges)
       continue;
     }
+    const std::vector<std::string> source_words = split_words(s.pair.source), target_words = split_words(s.pair.target);
     ++report.sentences;
     diagonal.counts.add(
         diagonal_alignment(static_cast<int>(source_words.size()), static_cast<int>(target_words.size()), targets),
@@ -112,11 +99,10 @@ AlignmentReport score_alignment_heads(Model<float>& model, const TranslationData
         const double* map = cross.probs.data() + (l * cross.n_heads + h) * T * S;
         for (int64_t k = 0; k < T * S; ++k) mean[static_cast<size_t>(k)] += map[k] / static_cast<double>(H);
         heads[row_of[static_cast<size_t>(l)][static_cast<size_t>(h)]].counts.add(
-            attention_alignment(map, T, S, tgt_words, src_words, static_cast<int>(source_words.size()), targets), gold);
+            attention_alignment(map, T, S, words.target, words.source, words.n_source_words, targets), gold);
       }
       heads[row_of[static_cast<size_t>(l)].back()].counts.add(
-          attention_alignment(mean.data(), T, S, tgt_words, src_words, static_cast<int>(source_words.size()), targets),
-          gold);
+          attention_alignment(mean.data(), T, S, words.target, words.source, words.n_source_words, targets), gold);
     }
   }
   const double bar = std::min(diagonal.counts.aer(), ibm_row.counts.aer());

@@ -10,10 +10,13 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <span>
 #include <utility>
 
+#include "headlab/analysis/word_alignment.h"
 #include "headlab/common/error.h"
 #include "headlab/common/files.h"
+#include "headlab/data/translation.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/csv.h"
 
@@ -49,7 +52,7 @@ void write_maps_csv(const fs::path& path, const AttentionMaps& m) {
 
 void write_attention_dump(const std::string& dir_name, const std::string& name, const AttentionExample& a,
                           const Dataset& dataset, int32_t pad_token, const std::string& checkpoint,
-                          const std::string& split) {
+                          const std::string& split, const std::vector<uint8_t>& gold_alignment) {
   const fs::path dir(dir_name);
   const int64_t L = a.n_layers, H = a.n_heads, T_ = a.seq_len, S = a.row.source_len;
   const Batch& r = a.row;
@@ -77,6 +80,16 @@ void write_attention_dump(const std::string& dir_name, const std::string& name, 
                   field(r.source_padding, s)});
     write_file_atomically(dir / (stem + "_source_tokens.csv"), source.text());
   }
+  if (!gold_alignment.empty()) {
+    HEADLAB_CHECK(static_cast<int64_t>(gold_alignment.size()) == T_ * S && !a.cross.empty(),
+                  stem << ": a gold alignment of " << gold_alignment.size() << " cells for " << T_ << " x " << S
+                       << " cross-attention maps");
+    CsvWriter gold({"target_position", "source_position"});
+    for (int64_t t = 0; t < T_; ++t)
+      for (int64_t s = 0; s < S; ++s)
+        if (gold_alignment[t * S + s]) gold.row({std::to_string(t), std::to_string(s)});
+    write_file_atomically(dir / (stem + "_gold_alignment.csv"), gold.text());
+  }
 
   CheckpointWriter w(FileKind::attention);
   w.add_array("attention", a.probs.data(), {L, H, T_, T_});
@@ -96,11 +109,35 @@ void write_attention_dump(const std::string& dir_name, const std::string& name, 
   if (!r.key_padding.empty()) w.add_array("key_padding", r.key_padding.data(), {T_});
   if (!r.is_delimiter.empty()) w.add_array("is_delimiter", r.is_delimiter.data(), {T_});
   if (!r.source_padding.empty()) w.add_array("source_padding", r.source_padding.data(), {S});
+  if (!gold_alignment.empty()) w.add_array("gold_alignment", gold_alignment.data(), {T_, S});
   w.set_string_attr("contents", "attention maps of one example (headlab analyze --dump-example or --prompt)");
   w.set_string_attr("checkpoint", checkpoint);
   w.set_string_attr("split", split);  // or "prompt"
   w.set_string_attr("example", name);
   w.commit((dir / (stem + ".h5")).string());
+}
+
+std::vector<uint8_t> example_gold_alignment(const Dataset& dataset, Split split, int64_t example, int64_t batch_size,
+                                            const Batch& row) {
+  const TranslationDataset* data = dataset.translation();
+  if (!data) return {};
+  const std::span<const int64_t> rows = data->batch_sentences(split, example / batch_size);
+  HEADLAB_CHECK(
+      example % batch_size < static_cast<int64_t>(rows.size()),
+      "gold alignment: example " << example << " is row " << example % batch_size << " of a batch of " << rows.size());
+  const int64_t sentence = rows[static_cast<size_t>(example % batch_size)];
+  const TranslationSentence& s = data->sentences(split)[static_cast<size_t>(sentence)];
+  if (s.pair.source_tags.empty() && s.pair.target_tags.empty()) return {};  // plain parallel files
+  // The row attention_example filled holds this verse: <s> y1..yn and x1..xm </s>, then padding.
+  auto holds = [](const std::vector<int32_t>& row_ids, size_t from, const std::vector<int32_t>& ids) {
+    return row_ids.size() >= from + ids.size() && std::equal(ids.begin(), ids.end(), row_ids.begin() + from);
+  };
+  HEADLAB_CHECK(
+      holds(row.tokens, 1, s.target_ids) && holds(row.source_tokens, 0, s.source_ids),
+      "gold alignment: example " << example << "'s row does not hold " << data->sentence_origin(split, sentence));
+  const VerseTokenWords words = verse_token_words(*data->tokenizer(), s);
+  if (words.empty()) return {};
+  return gold_token_matrix(gold_links(s.pair), words, row.seq_len, row.source_len);
 }
 
 namespace {
@@ -182,6 +219,26 @@ std::vector<std::string> read_labels(const fs::path& path, const std::vector<int
   return labels;
 }
 
+// _gold_alignment.csv (target_position,source_position per gold cell) as the [T, S] matrix of `cross`.
+std::vector<uint8_t> read_gold_csv(const fs::path& path, const std::string& file, const AttentionMaps& cross) {
+  const CsvTable table = read_csv(path, "gold alignment");
+  const size_t t_column = table.column("target_position"), s_column = table.column("source_position");
+  HEADLAB_CHECK(!cross.empty(), file << ": a gold alignment without cross-attention maps");
+  const int64_t T = cross.n_queries, S = cross.n_keys;
+  std::vector<uint8_t> gold(static_cast<size_t>(T * S), 0);
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    const std::string &t_cell = table.rows[r][t_column], &s_cell = table.rows[r][s_column];
+    char *t_end = nullptr, *s_end = nullptr;
+    const long long t = std::strtoll(t_cell.c_str(), &t_end, 10), s = std::strtoll(s_cell.c_str(), &s_end, 10);
+    HEADLAB_CHECK(
+        !t_cell.empty() && !s_cell.empty() && *t_end == '\0' && *s_end == '\0' && t >= 0 && t < T && s >= 0 && s < S,
+        file << ": row " << r + 1 << " has (" << t_cell << ", " << s_cell << "), not a cell of the " << T << " x " << S
+             << " cross-attention");
+    gold[static_cast<size_t>(t * S + s)] = 1;
+  }
+  return gold;
+}
+
 std::vector<int32_t> read_ids(const CheckpointReader& h5, const char* array) {
   if (!h5.has(array)) return {};
   const std::vector<int64_t> ids = h5.read_array<int64_t>(array);
@@ -198,13 +255,21 @@ AttentionDump read_attention_dump(const std::string& dir_name, const std::string
   AttentionExample& a = dump.attention;
   AttentionMaps self;
   std::vector<int32_t> source_ids;
-  if (const fs::path h5_path = dir / (stem + ".h5"); fs::is_regular_file(h5_path)) {
+  const fs::path h5_path = dir / (stem + ".h5");
+  const bool from_h5 = fs::is_regular_file(h5_path);
+  if (from_h5) {
     const CheckpointReader h5(h5_path.string());
     self = read_maps_h5(h5, "attention", true);
     if (h5.has("encoder_attention")) a.encoder = read_maps_h5(h5, "encoder_attention", true);
     if (h5.has("cross_attention")) a.cross = read_maps_h5(h5, "cross_attention", false);
     a.row.tokens = read_ids(h5, "tokens");
     source_ids = read_ids(h5, "source_tokens");
+    if (h5.has("gold_alignment")) {
+      const Shape shape = h5.shape("gold_alignment");
+      HEADLAB_CHECK(shape.rank == 2 && shape[0] == a.cross.n_queries && shape[1] == a.cross.n_keys,
+                    h5.path() << ": gold_alignment is not [T, S] of its cross_attention");
+      dump.gold_alignment = h5.read_array<uint8_t>("gold_alignment");
+    }
   } else {
     self = read_maps_csv(dir / (stem + ".csv"), stem + ".csv", -1);
     if (fs::is_regular_file(dir / (stem + "_encoder.csv")))
@@ -226,6 +291,8 @@ AttentionDump read_attention_dump(const std::string& dir_name, const std::string
   const int64_t S = !a.encoder.empty() ? a.encoder.n_keys : a.cross.n_keys;
   if (S > 0) dump.source_labels = read_labels(dir / (stem + "_source_tokens.csv"), source_ids, S);
   a.row.source_tokens = std::move(source_ids);
+  if (const fs::path gold = dir / (stem + "_gold_alignment.csv"); !from_h5 && fs::is_regular_file(gold))
+    dump.gold_alignment = read_gold_csv(gold, stem + "_gold_alignment.csv", a.cross);
   return dump;
 }
 

@@ -104,6 +104,35 @@ std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32
   return words;
 }
 
+VerseTokenWords verse_token_words(const Tokenizer& tokenizer, const TranslationSentence& sentence) {
+  VerseTokenWords w;
+  w.source = token_words(tokenizer, sentence.source_ids);
+  w.target = token_words(tokenizer, sentence.target_ids);
+  w.source.push_back(-1);  // </s>
+  w.target.push_back(-1);
+  w.n_source_words = static_cast<int>(split_words(sentence.pair.source).size());
+  w.n_target_words = static_cast<int>(split_words(sentence.pair.target).size());
+  auto words_in = [](const std::vector<int>& token_words) {
+    return *std::max_element(token_words.begin(), token_words.end()) + 1;
+  };
+  if (words_in(w.source) != w.n_source_words || words_in(w.target) != w.n_target_words) return {};
+  return w;
+}
+
+std::vector<uint8_t> gold_token_matrix(const std::vector<AlignmentLink>& gold, const VerseTokenWords& words, int64_t T,
+                                       int64_t S) {
+  HEADLAB_CHECK(static_cast<int64_t>(words.target.size()) <= T && static_cast<int64_t>(words.source.size()) <= S,
+                "gold token matrix: a verse of " << words.target.size() << " target and " << words.source.size()
+                                                 << " source tokens on a " << T << " x " << S << " map");
+  const std::set<AlignmentLink> links(gold.begin(), gold.end());
+  std::vector<uint8_t> m(static_cast<size_t>(T * S), 0);
+  for (size_t t = 0; t < words.target.size(); ++t)
+    for (size_t s = 0; s < words.source.size(); ++s)
+      if (words.target[t] >= 0 && words.source[s] >= 0 && links.count({words.source[s], words.target[t]}))
+        m[t * static_cast<size_t>(S) + s] = 1;
+  return m;
+}
+
 std::vector<AlignmentLink> attention_alignment(const double* attn, int64_t T, int64_t S,
                                                const std::vector<int>& target_token_words,
                                                const std::vector<int>& source_token_words, int n_source_words,

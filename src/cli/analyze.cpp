@@ -7,7 +7,8 @@
 // heads.csv, heads_similarity.csv, heads.h5, and for each --dump-example I the attention maps
 // attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. With a prompt, only every
 // head's attention on it: attention_example_prompt.csv (+ _tokens.csv, .h5). An encoder_decoder
-// gets only the dumps (with its encoder's and cross maps): its statistics are not written yet.
+// gets only the dumps (with its encoder's and cross maps, and a Bible verse's gold alignment): its
+// statistics are not written yet.
 // docs/analysis.md.
 #include <cmath>
 #include <cstdio>
@@ -225,10 +226,12 @@ int run_analyze(int argc, char** argv) {
   if (!dump.empty()) {
     for (int64_t example : dump) {
       const std::string name = std::to_string(example);
-      write_attention_dump(out.string(), name, attention_example(model, *dataset, split, example, o.batch_size),
-                           *dataset, o.pad_token, path, split_arg);
-      std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5%s)\n", out.string().c_str(), attention_dump_stem(name).c_str(),
-                  model_kind_info(model.spec().kind).source ? ", _encoder.csv, _cross.csv, _source_tokens.csv" : "");
+      const AttentionExample a = attention_example(model, *dataset, split, example, o.batch_size);
+      const std::vector<uint8_t> gold = example_gold_alignment(*dataset, split, example, o.batch_size, a.row);
+      write_attention_dump(out.string(), name, a, *dataset, o.pad_token, path, split_arg, gold);
+      std::printf("wrote %s/%s.csv (+ _tokens.csv, .h5%s%s)\n", out.string().c_str(), attention_dump_stem(name).c_str(),
+                  model_kind_info(model.spec().kind).source ? ", _encoder.csv, _cross.csv, _source_tokens.csv" : "",
+                  gold.empty() ? "" : ", _gold_alignment.csv");
     }
   }
   return 0;

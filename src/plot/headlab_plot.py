@@ -7,7 +7,8 @@ run by hand: python3 src/plot/headlab_plot.py PATH [--x tokens|step] [--heads L:
 docs/sweeps.md lists the figures. Inputs, all written by headlab:
   run folder:   metrics.csv (step,tokens,lr,train_loss,val_loss,val_accuracy,val_bpb,val_bleu,...),
                 config.toml (optional, for titles); from headlab analyze (optional): heads.csv
-                (layer,head,<metrics>), heads_similarity.csv, attention_example_I.csv (+ _tokens.csv);
+                (layer,head,<metrics>), heads_similarity.csv, attention_example_I.csv (+ _tokens.csv;
+                an encoder_decoder's _encoder.csv, _cross.csv, _source_tokens.csv, _gold_alignment.csv);
                 from headlab prune (optional): prune/<name>/prune.csv
   sweep folder: grid.csv (run,<grid keys>,params,steps), results.csv, and the run folders
 A folder without metrics.csv is drawn for whatever analysis or prune files it holds (a folder of

@@ -6,7 +6,7 @@ import re
 import textwrap
 
 from plot_common import (
-    HEAD_COLUMNS, NOTES, cell_ticks, fail, figure_title, heatmap, number, plural, plt, read_csv, save
+    HEAD_COLUMNS, NOTES, Rectangle, cell_ticks, fail, figure_title, heatmap, np, number, plural, plt, read_csv, save
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -115,6 +115,30 @@ def read_example_tokens(path, length):
     return text, [t for t, r in enumerate(rows) if r["real"] != "0"]
 
 
+def read_gold_alignment(path, n_queries, n_keys):
+    """The (target row, source token) cells of attention_example_I_gold_alignment.csv (a Bible
+    verse's gold word alignment on its tokens), or None when the dump has none."""
+    if not os.path.exists(path):
+        return None
+    cells = set()
+    for line, r in enumerate(read_csv(path), start=2):
+        t, s = number(r.get("target_position")), number(r.get("source_position"))
+        if t is None or s is None or not (0 <= t < n_queries and 0 <= s < n_keys):
+            fail(f"{path}: line {line} is not a cell (target_position,source_position) of the "
+                 f"{n_queries} x {n_keys} cross-attention")
+        cells.add((int(t), int(s)))
+    return cells
+
+
+def layer_means(maps):
+    """{(layer, "mean"): the mean of the layer's heads' maps, cell by cell}."""
+    means = {}
+    for layer in sorted({l for l, _ in maps}):
+        heads = [m for (l, _), m in sorted(maps.items()) if l == layer]
+        means[(layer, "mean")] = np.mean(np.array(heads, dtype=float), axis=0).tolist()
+    return means
+
+
 def token_ticks(keep, text, most):
     """Ticks for an attention map over the positions `keep`: (tick indices, labels, k). Every
     position's token when there are at most `most`, else every k-th position (k = ceil(n / most))
@@ -128,6 +152,7 @@ def token_ticks(keep, text, most):
 
 # An encoder_decoder's dump adds these beside attention_example_I.csv (its decoder's):
 # (file suffix, query tokens, key tokens, what the figure calls the map).
+GOLD_COLOUR, GOLD_COLOUR_NAME = "#00e5ff", "cyan"  # stands out on magma's black to yellow
 EXAMPLE_KINDS = [("", "_tokens", "_tokens", "attention"),
                  ("_encoder", "_source_tokens", "_source_tokens", "encoder self-attention"),
                  ("_cross", "_tokens", "_source_tokens", "cross-attention (target queries, source keys)")]
@@ -135,7 +160,8 @@ EXAMPLE_KINDS = [("", "_tokens", "_tokens", "attention"),
 
 def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
     """attention_example_I.png: per dumped example, every head's (or the chosen heads') attention map;
-    attention_example_I_encoder.png and _cross.png for an encoder_decoder's other two kinds."""
+    attention_example_I_encoder.png and _cross.png for an encoder_decoder's other two kinds, the
+    cross maps with each layer's mean over its heads and the verse's gold alignment when dumped."""
     # Dataset examples in index order, then the --prompt one.
     found = sorted(((not m.group(1).isdigit(), int(m.group(1)) if m.group(1).isdigit() else 0), m.group(1), name)
                    for name in os.listdir(run_dir) if (m := re.fullmatch(r"attention_example_(\d+|prompt)\.csv", name)))
@@ -148,14 +174,20 @@ def plot_attention_examples(run_dir, out_dir, title_prefix, chosen, written):
             maps = read_attention_example(stem + suffix + ".csv", n_targets if suffix == "_cross" else None)
             if suffix == "":
                 n_targets = len(next(iter(maps.values())))
+            gold = None
+            if suffix == "_cross":
+                first = next(iter(maps.values()))
+                gold = read_gold_alignment(stem + "_gold_alignment.csv", len(first), len(first[0]))
             plot_attention_maps(maps, stem + suffix + ".csv", stem + query_tokens + ".csv", stem + key_tokens + ".csv",
                                 os.path.join(out_dir, f"attention_example_{example}{suffix}"), example, what,
-                                title_prefix, chosen, written)
+                                title_prefix, chosen, written, means=suffix == "_cross", gold=gold)
     return len(found)
 
 
-def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what, title_prefix, chosen, written):
-    """One figure of one kind of an example's maps: a panel per head, padding left out."""
+def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what, title_prefix, chosen, written,
+                        means=False, gold=None):
+    """One figure of one kind of an example's maps: a panel per head, padding left out; with `means`
+    a panel per layer for the mean of its heads too, and `gold` cells (t, s) outlined on every panel."""
     n_queries, n_keys = len(next(iter(maps.values()))), len(next(iter(maps.values()))[0])
     q_text, q_keep = read_example_tokens(query_tokens, n_queries)
     k_text, k_keep = read_example_tokens(key_tokens, n_keys)
@@ -164,7 +196,11 @@ def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what
         if (layer, head) not in maps:
             fail(f"--heads {layer}:{head}: {path} has layers 0-{n_layers - 1} and heads 0-{n_heads - 1}")
     panels = chosen or sorted(maps)
-    n_cols = n_heads if not chosen else min(len(panels), 4)
+    if means:  # each layer's row ends with the mean of its heads
+        maps = {**maps, **layer_means(maps)}
+        panels = [p for layer in sorted({l for l, _ in panels}) for p in
+                  [q for q in panels if q[0] == layer] + [(layer, "mean")]]
+    n_cols = (n_heads + means) if not chosen else min(len(panels), 4)
     n_rows = math.ceil(len(panels) / n_cols)
     side = 4.2 if len(panels) <= 2 else 2.6
     most = 40 if side > 4 else 24
@@ -174,6 +210,7 @@ def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what
     rotate = k_every > 1 or sum(len(label) > 2 for label in k_labels) > len(k_labels) / 4
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(side * n_cols + 1.2, side * n_rows + 1.0),
                              squeeze=False, constrained_layout=True)
+    q_rows, k_cols = {t: i for i, t in enumerate(q_keep)}, {s: i for i, s in enumerate(k_keep)}
     for i, (layer, head) in enumerate(panels):
         ax = axes[i // n_cols][i % n_cols]
         grid = [[maps[(layer, head)][q][k] for k in k_keep] for q in q_keep]
@@ -181,7 +218,11 @@ def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what
         ax.set_xticks(k_ticks, k_labels, fontsize=7, rotation=90 if rotate else 0)
         ax.set_yticks(q_ticks, q_labels, fontsize=7)
         ax.tick_params(length=0)
-        ax.set_title(f"layer {layer}, head {head}", fontsize=9)
+        ax.set_title(f"layer {layer}, {'mean of its heads' if head == 'mean' else f'head {head}'}", fontsize=9)
+        for t, s in sorted(gold or ()):
+            if t in q_rows and s in k_cols:
+                ax.add_patch(Rectangle((k_cols[s] - 0.5, q_rows[t] - 0.5), 1, 1, fill=False, edgecolor=GOLD_COLOUR,
+                                       linewidth=1.0))
         if i % n_cols == 0 or len(panels) <= 2:
             ax.set_ylabel("query position")
         if i // n_cols == n_rows - 1 or len(panels) <= 2 or i + n_cols >= len(panels):
@@ -195,8 +236,12 @@ def plot_attention_maps(maps, path, query_tokens, key_tokens, out, example, what
     left_out = n_queries - len(q_keep) + (n_keys - len(k_keep) if key_tokens != query_tokens else 0)
     padding = f"; {plural(left_out, 'padding position')} left out" if left_out else ""
     thinned = f"; ticks every {max(q_every, k_every)} positions: position and token" if max(q_every, k_every) > 1 else ""
-    which = "chosen heads" if chosen else "every head"
+    which = ("chosen heads" if chosen else "every head") + (" and each layer's mean" if means else "")
     where = "the prompt" if example == "prompt" else f"example {example}"
+    legend = "" if gold is None else (
+        f"\n{GOLD_COLOUR_NAME} squares: the gold alignment ({plural(len(gold), 'cell')}): the word a row's query predicts "
+        "(the target token after its own) and the source word share a Strong's number")
     figure_title(fig, f"{title_prefix}{what} of {which} on {where}{padding}\n\"{snippet}\"\n"
-                 f"row = query position, column = the key it attends to; each row sums to 1{thinned}", fontsize=10)
+                 f"row = query position, column = the key it attends to; each row sums to 1{thinned}{legend}",
+                 fontsize=10)
     save(fig, out, written)

@@ -72,9 +72,10 @@ std::string list_json(const std::vector<std::string>& items) {
 // One kind of attention's maps of an example, one base64 string of zlib-compressed bytes per head
 // (l * n_heads + h; null for a head the layer lacks). T queries (labelled `queries`) x S keys
 // (`keys`, written only when they differ): the viewer draws a cross-attention map like a
-// self-attention one.
+// self-attention one. `gold` [T, S] (a cross map's gold alignment) goes in as its cells [t, s].
 std::string maps_json(const std::string& name, const char* kind, const AttentionMaps& a,
-                      const std::vector<std::string>& queries, const std::vector<std::string>& keys) {
+                      const std::vector<std::string>& queries, const std::vector<std::string>& keys,
+                      const std::vector<uint8_t>& gold = {}) {
   const int64_t L = a.n_layers, H = a.n_heads, T = a.n_queries, S = a.n_keys;
   bool causal = T == S;
   for (size_t i = 0; i < a.probs.size() && causal; ++i) {
@@ -89,6 +90,17 @@ std::string maps_json(const std::string& name, const char* kind, const Attention
   for (int64_t l = 0; l < L; ++l) append_item(out, l > 0, std::to_string(layer_heads[l]));
   out += "],\"tokens\":" + list_json(queries) + ",\"kind\":" + json_string(kind) + ",\"S\":" + std::to_string(S);
   if (keys != queries) out += ",\"key_tokens\":" + list_json(keys);  // else the page takes the queries'
+  if (!gold.empty()) {
+    out += ",\"gold\":[";
+    bool first = true;
+    for (size_t i = 0; i < gold.size(); ++i)
+      if (gold[i]) {
+        // appended: GCC 12 warns (-Wrestrict, falsely) on "[" + std::to_string(...)
+        append_item(out, !first, std::string("[").append(std::to_string(i / S) + "," + std::to_string(i % S)) + "]");
+        first = false;
+      }
+    out += "]";
+  }
   out += ",\"heads\":[";
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) {
@@ -101,17 +113,19 @@ std::string maps_json(const std::string& name, const char* kind, const Attention
 }
 
 // An example's entries of the viewer's menu: its self-attention ("3"), and an encoder_decoder's
-// encoder ("3 encoder", source x source) and cross-attention ("3 cross", target x source).
+// encoder ("3 encoder", source x source) and cross-attention ("3 cross", target x source, with
+// the gold alignment when the dump has one).
 std::string example_json(const std::string& name, const AttentionExample& a, const std::vector<std::string>& labels,
-                         const std::vector<std::string>& source_labels) {
+                         const std::vector<std::string>& source_labels, const std::vector<uint8_t>& gold) {
   std::string out = maps_json(name, attention_kind_name(AttentionKind::dec), a.self_attention(), labels, labels);
   if (!a.encoder.empty())
     append_item(
         out, true,
         maps_json(name + " encoder", attention_kind_name(AttentionKind::enc), a.encoder, source_labels, source_labels));
   if (!a.cross.empty())
-    append_item(out, true,
-                maps_json(name + " cross", attention_kind_name(AttentionKind::cross), a.cross, labels, source_labels));
+    append_item(
+        out, true,
+        maps_json(name + " cross", attention_kind_name(AttentionKind::cross), a.cross, labels, source_labels, gold));
   return out;
 }
 
@@ -142,11 +156,11 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   bool first = true;
   for (const std::string& example : attention_dump_names(dir.string())) {
     const AttentionDump d = read_attention_dump(dir.string(), example);
-    append_item(out, !first, example_json(d.name, d.attention, d.token_labels, d.source_labels));
+    append_item(out, !first, example_json(d.name, d.attention, d.token_labels, d.source_labels, d.gold_alignment));
     first = false;
   }
   for (const ExtraExample& e : extra) {
-    append_item(out, !first, example_json(e.name, e.attention, e.token_labels, e.source_labels));
+    append_item(out, !first, example_json(e.name, e.attention, e.token_labels, e.source_labels, {}));
     first = false;
   }
   return out + "]}";

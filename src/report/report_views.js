@@ -5,6 +5,8 @@
 // browser's DecompressionStream, hence a promise) and kept as a full T x S Uint8Array: T queries
 // (ex.tokens) by S keys (ex.key_tokens; S = T and the same tokens in a self-attention map, the
 // source's in an encoder_decoder's cross-attention). keyCount and keyTokens read older reports too.
+// The viewer shows one head, the mean of a layer's heads, or all of them; a cross map whose dump
+// has a gold alignment (ex.gold) gets it drawn over the single map.
 async function inflate(base64) {
   const bytes = Uint8Array.from(atob(base64), c => c.charCodeAt(0));
   if (typeof DecompressionStream === "undefined") throw new Error("this browser has no DecompressionStream: use a current one");
@@ -62,6 +64,30 @@ function drawMatrix(canvas, ex, m, cell, margin, labels) {
     ctx.textAlign = "left"; ctx.fillText(label(keys, s), 0, 0); ctx.restore();
   }
 }
+// The layer's mean over its heads, cell by cell, rounded as the bytes are: round(sum / n).
+function meanMatrix(matrices) {
+  const present = matrices.filter(m => m), n = present.length;
+  if (!n) return null;
+  const mean = new Uint8Array(present[0].length);
+  for (let i = 0; i < mean.length; ++i) {
+    let sum = 0;
+    for (const m of present) sum += m[i];
+    mean[i] = Math.floor((2 * sum + n) / (2 * n));
+  }
+  return mean;
+}
+// A cross map's gold alignment (ex.gold: [t, s] cells) as outlined cells in an SVG laid over the
+// canvas, so that the marks are elements one can count; it lets the mouse through to the canvas.
+function goldOverlay(ex, canvas, cell, margin) {
+  const w = canvas.width, h = canvas.height, stroke = Math.max(1, Math.min(2, cell / 5));
+  const rects = ex.gold.map(([t, s]) => `<rect class="gold" data-t="${t}" data-s="${s}" x="${margin + s * cell + stroke / 2}" ` +
+    `y="${margin + t * cell + stroke / 2}" width="${cell - stroke}" height="${cell - stroke}" stroke-width="${stroke}"/>`).join("");
+  const box = document.createElement("div");
+  box.className = "gold-box";
+  box.innerHTML = `<svg class="gold-marks" viewBox="0 0 ${w} ${h}" width="${w}" height="${h}">${rects}</svg>`;
+  box.prepend(canvas);
+  return box;
+}
 function paintedPixels(canvas) {
   const d = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
   let n = 0;
@@ -77,6 +103,7 @@ function textSnippet(tokens) {
 }
 
 const VIEWERS = [];
+const headChoice = v => v === "all" || v === "mean" ? v : Number(v);  // a head, its layer's mean, or all heads
 function createViewer(run, ri, host) {
   const examples = run.examples, state = {example: 0, layer: 0, head: 0};
   host.innerHTML = `<div class="controls">
@@ -85,9 +112,9 @@ function createViewer(run, ri, host) {
     <label>head <select class="head"></select></label>
     <span class="small muted">attention 0 <span class="scale"></span> 1; grey: masked (future) keys. Hover a cell or a
     token for the value (to 1/255); rows are queries, columns keys; the strip shades each key by the hovered query's attention</span></div>
-    <div class="view"></div><div class="tokens"></div>`;
+    <div class="view"></div><div class="gold-legend small"></div><div class="tokens"></div>`;
   const [exSel, layerSel, headSel] = ["ex", "layer", "head"].map(c => host.querySelector("select." + c));
-  const view = host.querySelector(".view"), strip = host.querySelector(".tokens");
+  const view = host.querySelector(".view"), strip = host.querySelector(".tokens"), legend = host.querySelector(".gold-legend");
   host.querySelector(".scale").style.background =
     "linear-gradient(to right," + [0, 64, 128, 192, 255].map(q => rgb(ATTENTION_LUT[q])).join(",") + ")";
   let current = null;  // the single head's matrix shown, for the token strip
@@ -97,7 +124,7 @@ function createViewer(run, ri, host) {
     layerSel.innerHTML = Array.from({length: ex.n_layers}, (_, l) => `<option value="${l}">${l}</option>`).join("");
     const n = ex.layer_heads[state.layer];
     headSel.innerHTML = Array.from({length: n}, (_, h) => `<option value="${h}">${h}</option>`).join("") +
-                        `<option value="all">all heads of the layer</option>`;
+                        `<option value="mean">mean of the layer's heads</option><option value="all">all heads of the layer</option>`;
     exSel.value = state.example; layerSel.value = state.layer; headSel.value = state.head;
   }
   function showStrip(t) {
@@ -110,16 +137,22 @@ function createViewer(run, ri, host) {
       span.setAttribute("data-tip", t === null ? `position ${s}` : `query ${t} -> key ${s}: ${(q / 255).toFixed(3)}`);
     });
   }
-  function tip(ex, m, t, s, head) {
-    const where = `layer ${state.layer}, head ${head}\nquery ${t} "${ex.tokens[t]}" -> key ${s} "${keyTokens(ex)[s]}": `;
-    return where + (ex.causal && s > t ? "masked (future)" : (m[t * keyCount(ex) + s] / 255).toFixed(3));
+  function tip(ex, m, t, s, head, gold) {
+    const where = `layer ${state.layer}, ${head === "mean" ? "mean of its heads" : "head " + head}\n` +
+                  `query ${t} "${ex.tokens[t]}" -> key ${s} "${keyTokens(ex)[s]}": `;
+    return where + (ex.causal && s > t ? "masked (future)" : (m[t * keyCount(ex) + s] / 255).toFixed(3)) +
+           (gold && gold.has(t * keyCount(ex) + s) ? "\ngold link: the word this query predicts and this key's word share a Strong's number" : "");
   }
   let renders = 0;  // a render started later wins over one still decoding
   async function render() {
     const ex = examples[state.example], T = ex.T, S = keyCount(ex), ticket = ++renders;
-    const heads = state.head === "all" ? Array.from({length: ex.layer_heads[state.layer]}, (_, h) => h) : [state.head];
-    const matrices = await Promise.all(heads.map(h => headMatrix(ex, state.layer, h)));
+    const layerHeads = Array.from({length: ex.layer_heads[state.layer]}, (_, h) => h);
+    const heads = state.head === "all" ? layerHeads : [state.head];
+    const matrices = state.head === "mean" ? [meanMatrix(await Promise.all(layerHeads.map(h => headMatrix(ex, state.layer, h))))]
+                                           : await Promise.all(heads.map(h => headMatrix(ex, state.layer, h)));
     if (ticket !== renders) return;
+    // Gold marks on a single map (a head or the mean); the small multiples are too small for them.
+    const gold = ex.gold && state.head !== "all" ? new Set(ex.gold.map(([t, s]) => t * S + s)) : null;
     view.innerHTML = "";
     let sum = 0, canvases = 0, painted = 0;
     const box = state.head === "all" ? document.createElement("div") : view;
@@ -141,12 +174,12 @@ function createViewer(run, ri, host) {
         const s = Math.floor(((e.clientX - r.left) * scale - margin) / cell);
         const t = Math.floor(((e.clientY - r.top) * scale - margin) / cell);
         if (s < 0 || t < 0 || s >= S || t >= T) { hideTip(); return; }
-        showTip(tip(ex, m, t, s, h), e);
+        showTip(tip(ex, m, t, s, h, gold), e);
         if (single) showStrip(t);
       });
       canvas.addEventListener("mouseleave", hideTip);
       if (single) {
-        view.appendChild(canvas);
+        view.appendChild(gold ? goldOverlay(ex, canvas, cell, margin) : canvas);
         current = m;
       } else {
         const fig = document.createElement("figure");
@@ -164,26 +197,30 @@ function createViewer(run, ri, host) {
     if (!crossMap(ex))
       strip.querySelectorAll(".tok").forEach((span, t) => span.addEventListener("mouseenter", () => showStrip(t)));
     showStrip(current ? T - 1 : null);
+    legend.innerHTML = !ex.gold ? "" : `<svg width="14" height="14"><rect class="gold-key" x="1" y="1" width="12" height="12" stroke-width="2"/></svg> ` +
+      `gold alignment (${ex.gold.length} cells${gold ? "" : "; choose a head or the mean to see them"}): the source ` +
+      `token's word and the word the row's query predicts (the target token after the row's label) share a ` +
+      `Strong's number; <code>analyze --alignment</code> scores a head on these rows`;
     Object.assign(host.dataset, {example: ex.name, layer: state.layer, head: state.head, t: T, sum, canvases, painted,
-                                 rendered: Number(host.dataset.rendered || 0) + 1});
+                                 gold: gold ? ex.gold.length : 0, rendered: Number(host.dataset.rendered || 0) + 1});
   }
   function set(change) {
     Object.assign(state, change);
     const ex = examples[state.example];
     state.layer = Math.min(Math.max(0, state.layer), ex.n_layers - 1);
-    if (state.head !== "all") state.head = Math.min(Math.max(0, state.head), ex.layer_heads[state.layer] - 1);
+    if (state.head !== "all" && state.head !== "mean") state.head = Math.min(Math.max(0, state.head), ex.layer_heads[state.layer] - 1);
     fillSelects();
     return render().catch(e => reportError("error: " + (e && e.stack ? e.stack : e)));
   }
   exSel.addEventListener("change", () => set({example: Number(exSel.value)}));
   layerSel.addEventListener("change", () => set({layer: Number(layerSel.value)}));
-  headSel.addEventListener("change", () => set({head: headSel.value === "all" ? "all" : Number(headSel.value)}));
+  headSel.addEventListener("change", () => set({head: headChoice(headSel.value)}));
   const viewer = {run: ri, examples, set, host, ready: set({})};
   VIEWERS.push(viewer);
   return viewer;
 }
 
-// #run=I&example=NAME&layer=L&head=H|all selects a head in run I's viewer (the first run by default).
+// #run=I&example=NAME&layer=L&head=H|mean|all selects a head in run I's viewer (the first run by default).
 function applyHash() {
   const p = new URLSearchParams(location.hash.replace(/^#/, ""));
   if (![...p.keys()].length) return;
@@ -195,7 +232,7 @@ function applyHash() {
     change.example = i >= 0 ? i : Number(p.get("example")) || 0;
   }
   if (p.has("layer")) change.layer = Number(p.get("layer"));
-  if (p.has("head")) change.head = p.get("head") === "all" ? "all" : Number(p.get("head"));
+  if (p.has("head")) change.head = headChoice(p.get("head"));
   return viewer.set(change);
 }
 window.addEventListener("hashchange", applyHash);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "headlab/common/error.h"
 #include "headlab/data/translation.h"
 #include "headlab/io/checkpoint.h"
+#include "support/bible_verse.h"
 #include "support/scratch.h"
 #include "support/tiny_model.h"
 
@@ -128,11 +130,14 @@ TEST_CASE("an encoder_decoder's dump holds its encoder, decoder and cross-attent
   // An example of val whose source is padded in its batch (a shorter source than another row's).
   AttentionExample a;
   bool padded = false;
-  for (int64_t e = 0; e < 4 && !padded; ++e) {
-    a = attention_example(model, *data, Split::val, e, 4);
+  int64_t example = 0;
+  for (; example < 4 && !padded; ++example) {
+    a = attention_example(model, *data, Split::val, example, 4);
     for (uint8_t real : a.row.source_padding) padded = padded || real == 0;
   }
   REQUIRE(padded);
+  // Two plain files carry no Strong's tags: no gold alignment, and no file for one.
+  CHECK(example_gold_alignment(*data, Split::val, example - 1, 4, a.row).empty());
   const int64_t T = a.seq_len, S = a.row.source_len;
   REQUIRE(S != T);
   CHECK(a.n_layers == 2);
@@ -159,6 +164,7 @@ TEST_CASE("an encoder_decoder's dump holds its encoder, decoder and cross-attent
        {"attention_example_1.csv", "attention_example_1_encoder.csv", "attention_example_1_cross.csv",
         "attention_example_1_tokens.csv", "attention_example_1_source_tokens.csv"})
     CHECK(fs::is_regular_file(s.dir / file));
+  CHECK_FALSE(fs::exists(s.dir / "attention_example_1_gold_alignment.csv"));
   CHECK(attention_dump_names(s.dir.string()) == std::vector<std::string>{"1"});
   std::vector<std::string> labels, source_labels;
   for (int32_t token : a.row.tokens) labels.push_back(data->token_label(token));
@@ -174,6 +180,8 @@ TEST_CASE("an encoder_decoder's dump holds its encoder, decoder and cross-attent
   CHECK(exact.source_labels == source_labels);
   const CheckpointReader h5((s.dir / "attention_example_1.h5").string());
   CHECK(h5.read_array<uint8_t>("source_padding") == a.row.source_padding);
+  CHECK_FALSE(h5.has("gold_alignment"));
+  CHECK(exact.gold_alignment.empty());
 
   // The CSVs alone: the same shapes and labels, values to %.5g.
   fs::remove(s.dir / "attention_example_1.h5");
@@ -186,6 +194,50 @@ TEST_CASE("an encoder_decoder's dump holds its encoder, decoder and cross-attent
     CHECK(csv.attention.cross.probs[i] == Approx(a.cross.probs[i]).epsilon(1e-4).margin(1e-9));
 }
 
+TEST_CASE("a Bible verse's dump carries its gold alignment on the tokens, and reads it back from the .h5 or the CSV",
+          "[analysis][alignment]") {
+  test::ScratchDir s("attention_dump_gold");
+  const std::unique_ptr<TranslationDataset> data = test::bible_fixture_data(s);
+  // The val verse Genesis 8:15, "And God spake unto Noah, saying," -> "Y habló Dios á Noé diciendo:":
+  // "God" (H0430, source word 1, bytes 4-6) and "Dios" (target word 2, bytes 9-12) are a gold pair.
+  const std::span<const int64_t> rows = data->batch_sentences(Split::val, 0);  // all three verses
+  int64_t example = 0;
+  while (example < static_cast<int64_t>(rows.size()) &&
+         data->sentence_origin(Split::val, rows[static_cast<size_t>(example)]) != "Genesis 8:15")
+    ++example;
+  REQUIRE(example < static_cast<int64_t>(rows.size()));
+  const test::VerseDump v = test::verse_dump(*data, example, 11);
+  const AttentionExample& a = v.attention;
+  const std::vector<uint8_t>& gold = v.gold;
+  const int64_t T = a.seq_len, S = a.row.source_len;
+  REQUIRE(gold.size() == static_cast<size_t>(T * S));
+  for (int64_t t = 8; t <= 12; ++t)  // the rows predicting " Dios" (a space goes with the word after it)
+    for (int64_t k = 0; k < S; ++k) {
+      INFO("row " << t << ", source token " << k);
+      CHECK(gold[t * S + k] == (k >= 3 && k <= 6));  // " God"
+    }
+  const std::string want = [&] {
+    std::string csv = "target_position,source_position\n";
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t k = 0; k < S; ++k)
+        if (gold[t * S + k]) csv += std::to_string(t) + "," + std::to_string(k) + "\n";
+    return csv;
+  }();
+
+  write_attention_dump(s.dir.string(), "0", a, *data, -1, "ckpt.h5", "val", gold);
+  CHECK(test::read_file(s.dir / "attention_example_0_gold_alignment.csv") == want);
+  const CheckpointReader h5((s.dir / "attention_example_0.h5").string());
+  CHECK(h5.shape("gold_alignment") == Shape{T, S});
+  CHECK(read_attention_dump(s.dir.string(), "0").gold_alignment == gold);
+  fs::remove(s.dir / "attention_example_0.h5");
+  CHECK(read_attention_dump(s.dir.string(), "0").gold_alignment == gold);
+  // A cell outside the maps is one line naming the file.
+  s.write("attention_example_0_gold_alignment.csv", "target_position,source_position\n0," + std::to_string(S) + "\n");
+  REQUIRE_THROWS_WITH(read_attention_dump(s.dir.string(), "0"),
+                      "attention_example_0_gold_alignment.csv: row 1 has (0, " + std::to_string(S) +
+                          "), not a cell of the " + std::to_string(T) + " x " + std::to_string(S) + " cross-attention");
+}
+
 TEST_CASE("a decoder's dump has no encoder or cross maps and reads as before", "[analysis]") {
   const int64_t T = 8;
   auto data = test::tiny_task(ModelKind::decoder, T);
@@ -193,6 +245,7 @@ TEST_CASE("a decoder's dump has no encoder or cross maps and reads as before", "
   randomize(model, 3);
   const AttentionExample a = attention_example(model, *data, Split::val, 0, 4);
   CHECK((a.encoder.empty() && a.cross.empty()));
+  CHECK(example_gold_alignment(*data, Split::val, 0, 4, a.row).empty());
   test::ScratchDir s("attention_dump_decoder");
   write_attention_dump(s.dir.string(), "0", a, *data, -1, "ckpt.h5", "val");
   for (const char* file :

@@ -1,6 +1,6 @@
 // Word alignments (analysis/word_alignment.h): gold links from Strong's tags, AER, precision and
 // recall against hand-computed values, the diagonal baseline, token -> word maps, the word-level
-// argmax of an attention map, and IBM Model 1's EM.
+// argmax of an attention map, the gold alignment on a verse's tokens, and IBM Model 1's EM.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -69,6 +69,38 @@ TEST_CASE("attention alignment takes the word-level argmax of summed, row-averag
   };
   CHECK(attention_alignment(attn.data(), 3, 3, {0, 0, 1}, {0, 1, 1}, 2, {0, 1}) == Links{{1, 0}, {0, 1}});
   CHECK(attention_alignment(attn.data(), 3, 3, {0, 0, 1}, {0, 1, 1}, 2, {1, 2}) == Links{{0, 1}});  // 2: cut off
+}
+
+TEST_CASE("the gold alignment on tokens marks the rows predicting a word against its gold source word's tokens",
+          "[analysis][alignment]") {
+  const auto bytes = byte_tokenizer(true);
+  TranslationSentence s;
+  s.pair.source = "a Bc d";
+  s.pair.target = "X yz";
+  s.pair.source_tags = {{0, "H1"}, {1, "H2"}, {2, "H3"}};
+  s.pair.target_tags = {{0, "H2"}, {1, "H1"}, {1, "H9"}};  // H3 and H9: no partner
+  bytes->encode(s.pair.source, s.source_ids);
+  bytes->encode(s.pair.target, s.target_ids);
+  const VerseTokenWords words = verse_token_words(*bytes, s);
+  // Source row "a", " ", "B", "c", " ", "d", </s>; a space goes with the word after it.
+  CHECK(words.source == std::vector<int>{0, 1, 1, 1, 2, 2, -1});
+  // Target rows predict "X", " ", "y", "z", </s>.
+  CHECK(words.target == std::vector<int>{0, 1, 1, 1, -1});
+  CHECK((words.n_source_words == 3 && words.n_target_words == 2));
+  // Gold: (source Bc, target X) and (source a, target yz), by hand on a map padded to 6 x 8.
+  const std::vector<uint8_t> want = {
+      0, 1, 1, 1, 0, 0, 0, 0,  // row 0 predicts X: " ", "B", "c" (Bc)
+      1, 0, 0, 0, 0, 0, 0, 0,  // rows 1-3 predict yz's tokens: "a"
+      1, 0, 0, 0, 0, 0, 0, 0,  //
+      1, 0, 0, 0, 0, 0, 0, 0,  //
+      0, 0, 0, 0, 0, 0, 0, 0,  // </s>
+      0, 0, 0, 0, 0, 0, 0, 0,  // padding
+  };
+  CHECK(gold_token_matrix(gold_links(s.pair), words, 6, 8) == want);
+  CHECK_THROWS_WITH(gold_token_matrix(gold_links(s.pair), words, 4, 8), Catch::Contains("on a 4 x 8 map"));
+  // A verse cut to the caps no longer decodes to its words: no token map, as alignment scoring skips it.
+  s.target_ids.resize(2);
+  CHECK(verse_token_words(*bytes, s).empty());
 }
 
 TEST_CASE("IBM Model 1's likelihood rises every EM iteration and it learns the word pairs", "[analysis][alignment]") {

@@ -1,8 +1,9 @@
 // libFuzzer target: the files of a run or sweep folder that headlab reads back (src/report/
 // gather.cpp, src/sweep/aggregate.cpp): heads.csv and heads_similarity.csv (headlab analyze),
 // prune.csv and prune/<name>/prune.csv (headlab prune), metrics.csv, the attention dumps
-// attention_example_<i>.csv / .h5 and _tokens.csv, and a sweep's grid.csv with its runs'
-// metrics.csv and failed.txt. (heads.h5 has no C++ reader: only Python reads it.)
+// attention_example_<i>.csv / .h5 and _tokens.csv (an encoder_decoder's _cross.csv and a verse's
+// _gold_alignment.csv too), and a sweep's grid.csv with its runs' metrics.csv and failed.txt.
+// (heads.h5 has no C++ reader: only Python reads it.)
 // Input: files, each "@@@ NAME\n" then its bytes up to the next "\n@@@ " (binary allowed);
 // NAME is a relative path of [A-Za-z0-9_.=,/-] without "..". The folder is then read as
 // `headlab report` reads it (gather_report, which aggregates a sweep first), and metrics.csv

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <regex>
@@ -7,8 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/attention_dump.h"
 #include "headlab/io/checkpoint.h"
 #include "headlab/report/report.h"
+#include "support/bible_verse.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
 
@@ -149,6 +152,25 @@ TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[
                        "{\"name\":\"0\",\"n_layers\":2,\"n_heads\":4,\"T\":16,\"causal\":true,"
                        "\"encoding\":\"deflate\",\"layer_heads\":[4,4],\"tokens\":[\"A\",\"n\",\"d\",\" \",\"G\""));
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
+}
+
+TEST_CASE("the report's cross-attention entry carries the dump's gold alignment, as [t, s] cells", "[report]") {
+  test::ScratchDir s("report_gold");
+  const std::unique_ptr<TranslationDataset> data = test::bible_fixture_data(s);
+  const test::VerseDump v = test::verse_dump(*data, 0, 3);
+  REQUIRE(std::count(v.gold.begin(), v.gold.end(), 1) > 0);
+  write_attention_dump(s.dir.string(), "0", v.attention, *data, -1, "ckpt.h5", "val", v.gold);
+  const std::vector<uint8_t>& gold = v.gold;
+  std::string want = ",\"gold\":[";
+  const int64_t S = v.attention.row.source_len;
+  for (size_t i = 0; i < gold.size(); ++i)
+    if (gold[i]) want += (want.back() == '[' ? "[" : ",[") + std::to_string(i / S) + "," + std::to_string(i % S) + "]";
+  want += "]";
+  const std::string json = gather_report(s.dir.string(), {});
+  const size_t cross = json.find("{\"name\":\"0 cross\"");
+  REQUIRE(cross != std::string::npos);
+  CHECK(json.find(want) > cross);
+  CHECK(json.find("\"gold\"") == json.rfind("\"gold\""));  // the cross entry's only
 }
 
 TEST_CASE("analyze --prompt's dump and report --prompt are two examples with distinct names", "[report]") {

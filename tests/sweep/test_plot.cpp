@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/attention_dump.h"
 #include "headlab/train/trainer.h"
+#include "support/bible_verse.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
 
@@ -188,6 +190,30 @@ TEST_CASE("headlab analyze's attention dump of a trained model plots", "[plot]")
   REQUIRE(r.code == 0);
   for (const char* name : {"loss.png", "heads_importance.png", "heads_similarity.png", "attention_example_0.png"})
     check_png(run / "plots" / name);
+}
+
+TEST_CASE("a Bible verse's cross-attention plots with each layer's mean and its gold cells outlined on every panel",
+          "[plot]") {
+  test::ScratchDir s("plot_gold");
+  const std::unique_ptr<TranslationDataset> data = test::bible_fixture_data(s);
+  const test::VerseDump v = test::verse_dump(*data, 0, 3);
+  const auto cells = std::count(v.gold.begin(), v.gold.end(), 1);
+  REQUIRE(cells > 0);
+  const fs::path run = s.dir / "run";
+  fs::create_directories(run);
+  write_attention_dump(run.string(), "0", v.attention, *data, -1, "ckpt.h5", "val", v.gold);
+  const auto r = run_plot({run.string(), "--format", "svg"}, s.dir / "log.txt");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const std::string svg = read_file(run / "plots" / "attention_example_0_cross.svg");
+  int64_t panels = 0;  // every head of every layer, and each layer's mean
+  for (const int64_t heads : v.attention.cross.layer_heads) panels += heads + 1;
+  size_t outlines = 0;
+  for (size_t at = svg.find("stroke: #00e5ff"); at != std::string::npos; at = svg.find("stroke: #00e5ff", at + 1))
+    ++outlines;
+  CHECK(outlines == static_cast<size_t>(cells * panels));
+  CHECK_THAT(svg, Contains("mean of its heads"));
+  CHECK(read_file(run / "plots" / "attention_example_0.svg").find("#00e5ff") == std::string::npos);
 }
 
 TEST_CASE("plotting prune results draws a curve per strategy and the heads left per layer", "[plot]") {

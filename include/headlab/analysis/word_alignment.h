@@ -19,6 +19,7 @@
 #include "headlab/data/bible_pairs.h"
 #include "headlab/data/bleu.h"  // split_words: the words the Strong's tags number
 #include "headlab/data/tokenizer.h"
+#include "headlab/data/translation.h"
 
 namespace headlab {
 
@@ -46,6 +47,23 @@ std::vector<AlignmentLink> diagonal_alignment(int n_source, int n_target, const 
 // its first non-space byte falls in; a token of spaces only belongs to the next word; specials
 // and tokens past the last word get -1. Works for any tokenizer through decode() of prefixes.
 std::vector<int> token_words(const Tokenizer& tokenizer, const std::vector<int32_t>& ids);
+
+// Which word each token of a verse's rows belongs to, as TranslationDataset lays the pair out:
+// the source row x1..xm </s> (S = m + 1 entries) and, per decoder query, the target token it
+// predicts, y1..yn </s> (T = n + 1: cross-attention row t predicts target token t, the row Garg et
+// al. read a word's alignment from); </s> belongs to no word (-1). Empty when the ids do not
+// decode back to the text's words (a verse cut to the caps, or words the tokenizer merges).
+struct VerseTokenWords {
+  std::vector<int> source, target;
+  int n_source_words = 0, n_target_words = 0;
+  bool empty() const { return source.empty(); }
+};
+VerseTokenWords verse_token_words(const Tokenizer& tokenizer, const TranslationSentence& sentence);
+
+// The gold links on tokens: [T, S] row-major (target rows x source tokens), 1 where row t's word
+// and source token s's word are a gold link, 0 elsewhere and past the verse's tokens (padding).
+std::vector<uint8_t> gold_token_matrix(const std::vector<AlignmentLink>& gold, const VerseTokenWords& words, int64_t T,
+                                       int64_t S);
 
 // Word-level argmax of a token-level attention map attn [T, S] (target tokens x source tokens,
 // row-major): for each target word in `targets`, the source word with the largest attention summed
