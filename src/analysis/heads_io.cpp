@@ -1,5 +1,5 @@
 // The per-head column table and the files `headlab analyze` writes (docs/analysis.md):
-//   heads.csv             layer,head,attention,label,<one column per head_columns() entry>;
+//   heads.csv             layer,head,<one column per head_columns() entry>,attention,label;
 //                         NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
 //   heads.h5              heads/<column> float64 [sites,H], similarity/js_distance [N, N],
@@ -87,15 +87,17 @@ std::string head_label(const HeadScores& s, int64_t k) {
 }
 
 void write_heads_csv(const std::string& path, const HeadScores& s) {
-  std::vector<std::string> header = {"layer", "head", "attention", "label"};
+  // The label columns go last, so that readers of the older layer,head,<columns> keep their places.
+  std::vector<std::string> header = {"layer", "head"};
   for (const HeadColumn& c : head_columns()) header.push_back(c.name);
+  header.insert(header.end(), {"attention", "label"});
   CsvWriter csv(header);
   for (int64_t l = 0; l < s.n_sites; ++l)
     for (int64_t h = 0; h < s.heads_at(l); ++h) {
       const AttentionSite site = s.site(l);
-      std::vector<std::string> fields = {std::to_string(site.layer), std::to_string(h), attention_kind_name(site.kind),
-                                         head_label(s, s.index(l, h))};
+      std::vector<std::string> fields = {std::to_string(site.layer), std::to_string(h)};
       for (const HeadColumn& c : head_columns()) fields.push_back(format_value((s.*c.values)[s.index(l, h)]));
+      fields.insert(fields.end(), {attention_kind_name(site.kind), head_label(s, s.index(l, h))});
       csv.row(fields);
     }
   write_file_atomically(path, csv.text());

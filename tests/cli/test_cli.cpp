@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/nn/prune.h"
@@ -476,9 +477,17 @@ TEST_CASE(
   CHECK_THAT(analyzed.output, Catch::Contains("cross.L0H1"));
   const std::string csv = test::read_file(analysis / "heads.csv");
   CHECK(count_lines(csv) == 1 + 6);  // 2 heads each of enc.L0, dec.L0, cross.L0
-  for (const char* row : {"\n0,0,enc,enc.L0H0,0,", "\n0,1,enc,enc.L0H1,1,", "\n0,0,dec,dec.L0H0,1,",
-                          "\n0,1,dec,dec.L0H1,1,", "\n0,0,cross,cross.L0H0,1,", "\n0,1,cross,cross.L0H1,0,"})
-    CHECK_THAT(csv, Catch::Contains(row));
+  // A row per head, site by site; enc.L0H0 and cross.L0H1 are masked. attention,label come last.
+  const CsvTable heads_csv = read_csv(analysis / "heads.csv");
+  CHECK(heads_csv.header.back() == "label");
+  std::vector<std::string> rows;
+  for (const std::vector<std::string>& row : heads_csv.rows) {
+    auto at = [&](const char* name) { return row[heads_csv.column(name)]; };
+    rows.push_back(at("attention") + " " + at("layer") + " " + at("head") + " " + at("label") + " gate " + at("gate"));
+  }
+  CHECK(rows == std::vector<std::string>{"enc 0 0 enc.L0H0 gate 0", "enc 0 1 enc.L0H1 gate 1",
+                                         "dec 0 0 dec.L0H0 gate 1", "dec 0 1 dec.L0H1 gate 1",
+                                         "cross 0 0 cross.L0H0 gate 1", "cross 0 1 cross.L0H1 gate 0"});
   CHECK_THAT(test::read_file(analysis / "heads_similarity.csv"),
              Catch::StartsWith("head,enc.L0H0,enc.L0H1,dec.L0H0,dec.L0H1,cross.L0H0,cross.L0H1\n"));
   const CheckpointReader heads((analysis / "heads.h5").string());

@@ -132,7 +132,7 @@ template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options);
 
-// Files of a run folder: heads.csv (attention,layer,head,label,<head_columns()>; attention = the
+// Files of a run folder: heads.csv (layer,head,<head_columns()>,attention,label; attention = the
 // site's kind, layer = within its stack, label = head_label; empty cell = NaN; one row per head
 // of each site), heads_similarity.csv (the JS matrix, rows and columns named by head_label) and
 // heads.h5 (per-head arrays [sites, n_heads], NaN where a site has fewer heads, with each site's
