@@ -71,7 +71,7 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
     if not rows or list(rows[0].keys())[1:] != labels or not all(re.fullmatch(label, l or "") for l in labels):
         fail(f"{path}: expected a header head,L0H0,L0H1,... and one row per head in the same order")
     values = [[number(r[l]) if number(r[l]) is not None else math.nan for l in labels] for r in rows]
-    ticks = [re.sub(r"L(\d+)H(\d+)$", r"\1:\2", l) for l in labels]
+    ticks = [re.sub(r"^L(\d+)H(\d+)$", r"\1:\2", l) for l in labels]  # labels with a kind stay whole
     n = len(labels)
     size = min(max(5.0, 3 + 0.45 * n), 16)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
@@ -82,8 +82,9 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
     for boundary in [i for i in range(1, n) if site[i] != site[i - 1]]:  # lines between layers (sites)
         ax.axhline(boundary - 0.5, color="white", linewidth=1.5)
         ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
-    ax.set_xlabel("head (layer:head)")
-    ax.set_ylabel("head (layer:head)")
+    axis = "head" if "." in labels[0] else "head (layer:head)"
+    ax.set_xlabel(axis)
+    ax.set_ylabel(axis)
     figure_title(ax, f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
         "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", int(11 * size)),
                  fontsize=10)
