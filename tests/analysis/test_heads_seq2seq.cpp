@@ -153,12 +153,8 @@ TEST_CASE("an encoder_decoder's masked scores equal its gates set by name and th
   CHECK(model.gates().value(2)(1) == 0.0f);
   CHECK(model.gates().value(5)(0) == 0.0f);
   const int64_t B = 4, n_batches = 2;
-  AnalysisOptions o;
-  o.batch_size = B;
-  o.layer_only = true;
-  o.importance = false;
-  o.similarity = false;
-  const HeadScores s = analyze_heads(model, *data, Split::val, n_batches, o);
+  const HeadScores s = analyze_heads(model, *data, Split::val, n_batches,
+                                     {.batch_size = B, .importance = false, .layer_only = true, .similarity = false});
   const int64_t E = s.n_examples;
   REQUIRE(E > 0);
 
@@ -248,7 +244,8 @@ TEST_CASE(
     for (int64_t t = 0; t < S; ++t) {
       if (!source_real[t]) continue;
       enc_rows += 1;
-      for (int64_t h = 0; h < He; ++h) enc_entropy[h] += entropy(enc_probs.data() + ((b * He + h) * S + t) * S, S).first;
+      for (int64_t h = 0; h < He; ++h)
+        enc_entropy[h] += entropy(enc_probs.data() + ((b * He + h) * S + t) * S, S).first;
     }
     for (int64_t t = 0; t < T; ++t) {
       if (!batch.key_padding[b * T + t]) continue;
