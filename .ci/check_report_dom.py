@@ -81,19 +81,21 @@ def check_heatmaps(dom, heads_csv):
     """One cell per head and a colour scale per varying column of heads.csv, a note for the others."""
     with open(heads_csv, newline="") as f:
         rows = list(csv.DictReader(f))
-    columns = [c for c in rows[0] if c not in ("layer", "head") and any(r[c] != "" for r in rows)]
+    labels = ("layer", "head", "attention", "label")  # which head a row is, not a value
+    columns = [c for c in rows[0] if c not in labels and any(r[c] != "" for r in rows)]
     cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
     bars = {a["data-scale-column"]: a for tag, a in dom.elements if tag == "svg" and "data-scale-column" in a}
     constant = " ".join(a["data-constant"] for tag, a in dom.elements if "data-constant" in a).split()
     for name in columns:
-        got = {(a["data-layer"], a["data-head"]) for a in cells if a["data-column"] == name}
+        got = {(a.get("data-attention", "dec"), a["data-layer"], a["data-head"]) for a in cells
+               if a["data-column"] == name}
         numbers = [float(r[name]) for r in rows if r[name] != ""]
         if min(numbers) == max(numbers):
             if got or name not in constant:
                 fail(f"heatmap {name}: every head has {numbers[0]:g}, so no grid and a note; "
                      f"got {len(got)} cells and the note names {constant}")
             continue
-        want = {(r["layer"], r["head"]) for r in rows}
+        want = {(r.get("attention", "dec"), r["layer"], r["head"]) for r in rows}
         if got != want:
             fail(f"heatmap {name}: cells {sorted(got)}, expected one per head {sorted(want)}")
         lo, hi = min(numbers), max(numbers)

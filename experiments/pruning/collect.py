@@ -144,7 +144,7 @@ def main():
                     final = name is None
                     analyses.append({"task": task, "seed": seed, "step": step, "final": int(final),
                                      **{k: fmt(attrs[k]) if isinstance(attrs[k], float) else attrs[k]
-                                        for k in sorted(attrs) if k not in ("config", "checkpoint", "contents")}})
+                                        for k in sorted(attrs) if k not in ("config", "checkpoint", "contents", "site_kinds")}})
                     names = sorted(columns) if final else ["importance", "importance_normalized"]
                     if final and head_columns is None:
                         head_columns = names

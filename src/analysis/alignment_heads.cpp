@@ -59,7 +59,7 @@ AlignmentReport score_alignment_heads(Model<float>& model, const TranslationData
       AlignmentRow r;
       r.layer = l;
       r.head = h < H ? h : -1;
-      r.method = "cross.L" + std::to_string(l) + (h < H ? "H" + std::to_string(h) : std::string(" mean"));
+      r.method = h < H ? head_label({AttentionKind::cross, l}, h, false) : "cross.L" + std::to_string(l) + " mean";
       row_of[static_cast<size_t>(l)].push_back(heads.size());
       heads.push_back(r);
     }

@@ -3,12 +3,16 @@
 //      statistics and JS distances; with a backward, the per-example gate gradients;
 //   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
 //   3. (ablation) per head, the model with that head's gate set to 0;
-//   4. (layer_only) per head, the model with every other head of its layer set to 0;
-//   both rerun only the layers from the masked one up (nn/saved_forward.h).
+//   4. (layer_only) per head, the model with every other head of its site set to 0;
+//   both rerun only the layers from the masked one up (nn/saved_forward.h); an encoder_decoder,
+//   which forward_from does not cover, reruns the whole model with the gates set.
+// Heads are numbered by attention site (spec.attention_sites(), one gate table each), so the
+// same code covers a decoder's layers and an encoder_decoder's encoder, self and cross sites.
 // Per-example gate gradients from one backward: the loss of a batch is the mean over its N
-// scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. The
-// attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:], and examples do not interact (no batch
-// statistics anywhere in the model), so
+// scored targets, L = (1/N) sum_b N_b L_b, with L_b the mean over example b's N_b targets. A
+// site's attention output is out[b,t,h,:] = xi_h (A v)[b,t,h,:] (t over the site's queries:
+// source positions for an encoder site), and examples do not interact (no batch statistics
+// anywhere in the model), so
 //   dL_b/dxi_h = (N / N_b) sum_{t,d} dL/dout[b,t,h,d] * out[b,t,h,d] / xi_h.
 // That needs xi_h != 0; a zero gate falls back to one backward per example, where the gates'
 // own gradient is dL_b/dxi directly.
@@ -42,36 +46,42 @@ void example_stats(const Model<T>& model, const Tensor<T>& logits, const ModelIn
         cross_entropy_stats(logits.narrow(0, b * per_example, per_example), in.targets + b * per_example, -1);
 }
 
-// Query rows the attention statistics count: real tokens (key_padding, pad_token) of scored
-// examples that see at least two keys (a row with a single visible key, like a decoder's first
-// token, says nothing about the head).
-void mark_query_rows(const Batch& batch, bool causal, int32_t pad_token, const std::vector<CrossEntropyStats>& examples,
-                     std::vector<uint8_t>& rows) {
-  const int64_t B = batch.batch_size, T_ = batch.seq_len;
+// Query rows the attention statistics count: real tokens of scored examples that see at least
+// two keys (a row with a single visible key, like a decoder's first token, says nothing about
+// the head). `tokens`/`padding` are the queries' side [B, T]; `pad_token` marks padding in data
+// without key_padding (-1 = none); keys are the queries' own (causal or not), or with
+// `key_padding` of another sequence [B, key_len] (cross-attention: the real source tokens).
+void mark_query_rows(int64_t B, int64_t T_, const int32_t* tokens, const std::vector<uint8_t>& padding, bool causal,
+                     int32_t pad_token, const std::vector<CrossEntropyStats>& examples, std::vector<uint8_t>& rows,
+                     const std::vector<uint8_t>* key_padding = nullptr, int64_t key_len = 0) {
   rows.assign(static_cast<size_t>(B * T_), 0);
   for (int64_t b = 0; b < B; ++b) {
     if (examples[static_cast<size_t>(b)].n_valid == 0) continue;
     auto real = [&](int64_t t) {
-      return (batch.key_padding.empty() || batch.key_padding[b * T_ + t] != 0) && batch.tokens[b * T_ + t] != pad_token;
+      return (padding.empty() || padding[b * T_ + t] != 0) && tokens[b * T_ + t] != pad_token;
     };
     int64_t total = 0;
     for (int64_t t = 0; t < T_; ++t) total += real(t);
+    int64_t other_keys = 0;
+    if (key_padding != nullptr)
+      for (int64_t s = 0; s < key_len; ++s) other_keys += key_padding->empty() || (*key_padding)[b * key_len + s] != 0;
     int64_t seen = 0;
     for (int64_t t = 0; t < T_; ++t) {
       seen += real(t);
-      rows[b * T_ + t] = real(t) && (causal ? seen : total) >= 2;
+      const int64_t keys = key_padding != nullptr ? other_keys : causal ? seen : total;
+      rows[b * T_ + t] = real(t) && keys >= 2;
     }
   }
 }
 
-// Which heads of the layer a masked forward gates to 0:
+// Which heads of the site a masked forward gates to 0:
 //   head_off:  head h alone (ablation);
-//   head_only: every head of the layer but h (Michel et al.'s Table 2: the layer reduced to one
+//   head_only: every head of the site but h (Michel et al.'s Table 2: the layer reduced to one
 //              head). A head already gated 0 stays 0 either way.
-enum class LayerMask { head_off, head_only };
+enum class SiteMask { head_off, head_only };
 
-bool masked_by(LayerMask mask, int64_t g, int64_t head) {
-  return (mask == LayerMask::head_off) == (g == head);
+bool masked_by(SiteMask mask, int64_t g, int64_t head) {
+  return (mask == SiteMask::head_off) == (g == head);
 }
 
 // Sums over batches of the per-head masked forwards of one kind (ablation or layer_only).
@@ -84,19 +94,42 @@ struct MaskedSums {
         example_loss(static_cast<size_t>(n_heads)) {}
 };
 
-// One masked forward per head, layer_of(k)'s heads gated as `mask` says, on the batch whose
-// unmasked forward gave `unmasked` and `saved`. A mask that gates no head with a nonzero gate
-// changes nothing, so its forward is the unmasked one and is not run.
+// Sets the gates of one site to 0 where off[h], and puts them back when it goes out of scope
+// (an error in the forward leaves the model's gates as they were).
 template <typename T>
-void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, LayerMask mask,
+class SiteGatesOff {
+ public:
+  SiteGatesOff(Model<T>& model, int64_t site, const std::vector<uint8_t>& off)
+      : gates_(model.gates().value(static_cast<int>(site))), saved_(gates_.data(), gates_.data() + gates_.numel()) {
+    for (int64_t h = 0; h < gates_.numel(); ++h)
+      if (off[h]) gates_.data()[h] = T(0);
+  }
+  ~SiteGatesOff() { std::copy(saved_.begin(), saved_.end(), gates_.data()); }
+  SiteGatesOff(const SiteGatesOff&) = delete;
+  SiteGatesOff& operator=(const SiteGatesOff&) = delete;
+
+ private:
+  Tensor<T> gates_;
+  std::vector<T> saved_;
+};
+
+// One masked forward per head, site_of(k)'s heads gated as `mask` says, on the batch whose
+// unmasked forward gave `unmasked` and `saved`. A mask that gates no head with a nonzero gate
+// changes nothing, so its forward is the unmasked one and is not run. One-stack models restart
+// from the masked layer (forward_from, bit-identical to the whole forward); an encoder_decoder
+// runs the whole model with the site's gates set (its encoder's output, unchanged when a decoder
+// site is masked, could be kept: not done yet).
+template <typename T>
+void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, SiteMask mask,
                      const SavedForward<T>& saved, const std::vector<CrossEntropyStats>& unmasked,
                      std::vector<CrossEntropyStats>& scratch, MaskedSums& sums) {
   NoGradGuard<T> no_grad(tape);
   ModelInput logits_only = in;  // the per-example stats come from the logits: no batch loss needed
   logits_only.targets = nullptr;
+  const bool restart = !model_kind_info(model.spec().kind).source;
   std::vector<uint8_t> off;
-  for (int64_t l = 0; l < s.n_layers; ++l) {
-    const int64_t H = s.heads_in_layer(l);
+  for (int64_t l = 0; l < s.n_sites; ++l) {
+    const int64_t H = s.heads_at(l);
     for (int64_t h = 0; h < H; ++h) {
       bool changes = false;
       off.assign(static_cast<size_t>(H), 0);
@@ -106,9 +139,14 @@ void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const
       }
       const std::vector<CrossEntropyStats>* stats = &unmasked;
       if (changes) {
-        ModelOutput<T> m = model.forward_from(tape, logits_only, l, tape.constant(saved.block_input(l)),
-                                              tape.constant(saved.attention_without(tape.arena(), l, off)));
-        example_stats(model, m.logits.value(), in, scratch);
+        if (restart) {
+          ModelOutput<T> m = model.forward_from(tape, logits_only, l, tape.constant(saved.block_input(l)),
+                                                tape.constant(saved.attention_without(tape.arena(), l, off)));
+          example_stats(model, m.logits.value(), in, scratch);
+        } else {
+          SiteGatesOff<T> gated(model, l, off);
+          example_stats(model, model.forward(tape, logits_only, {}).logits.value(), in, scratch);
+        }
         tape.reset();
         stats = &scratch;
       }
@@ -134,46 +172,63 @@ void finish_masked(const MaskedSums& sums, const HeadScores& s, bool has_accurac
   }
 }
 
+// The attention statistics of one kind of site on a batch: what its maps' queries and keys are,
+// which query rows count, and the sites of the kind (their maps share queries and keys, so JS
+// distances are taken among them only).
+struct KindGroup {
+  AttentionBatchInfo info;
+  std::vector<uint8_t> query_rows;
+  std::vector<int64_t> sites, first_slots;
+};
+
 }  // namespace
 
-int64_t HeadScores::first_head(int64_t layer) const {
-  if (layer_heads.empty()) return layer * n_heads;
+int64_t HeadScores::first_head(int64_t site) const {
+  if (site_heads.empty()) return site * n_heads;
   int64_t k = 0;
-  for (int64_t l = 0; l < layer; ++l) k += layer_heads[l];
+  for (int64_t l = 0; l < site; ++l) k += site_heads[l];
   return k;
 }
 
-int64_t HeadScores::layer_of(int64_t k) const {
+int64_t HeadScores::site_of(int64_t k) const {
   int64_t l = 0;
-  while (l + 1 < n_layers && first_head(l + 1) <= k) ++l;
+  while (l + 1 < n_sites && first_head(l + 1) <= k) ++l;
   return l;
+}
+
+bool HeadScores::one_stack() const {
+  return std::all_of(sites.begin(), sites.end(), [](const AttentionSite& a) { return a.kind == AttentionKind::dec; });
 }
 
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options) {
   const ModelSpec& spec = model.spec();
-  const int64_t L = spec.n_layers, N = spec.total_heads(), B = options.batch_size;
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  const auto L = static_cast<int64_t>(sites.size());
+  const int64_t B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
-  // The statistics below read attention_outputs()[l] as block l's self-attention, which an
-  // encoder_decoder's encoder and cross sites break; covering them is issue 28.
-  HEADLAB_CHECK(!model_kind_info(spec.kind).source, "analyze: the per-head statistics (heads.csv) do not cover "
-                                                        << model_kind_info(spec.kind).name
-                                                        << " models yet; --dump-example I alone "
-                                                           "writes their attention maps");
   n_batches = dataset.batches_to_score(split, n_batches, B, "analyze");
   const bool causal = model_kind_info(spec.kind).causal;
   const bool has_accuracy = dataset.has_accuracy();
 
   HeadScores s;
-  s.n_layers = L;
-  s.layer_heads = spec.layer_heads;
-  for (int64_t l = 0; l < L; ++l) s.n_heads = std::max(s.n_heads, spec.heads_in_layer(l));
+  s.n_sites = L;
+  s.sites = sites;
+  for (const AttentionSite& site : sites) s.n_heads = std::max(s.n_heads, spec.attention_shape(site).heads);
+  // A one-stack model lists its layers' heads when the spec does (a pruned model); an
+  // encoder_decoder when its sites differ in heads.
+  for (const AttentionSite& site : sites)
+    if (!spec.layer_heads.empty() || spec.attention_shape(site).heads != s.n_heads) {
+      for (const AttentionSite& each : sites) s.site_heads.push_back(spec.attention_shape(each).heads);
+      break;
+    }
+  const int64_t N = s.n_total();
   s.n_batches = n_batches;
   for (auto& column : head_columns()) (s.*column.values).assign(static_cast<size_t>(N), kNaN);
   bool zero_gate = false;
   for (int64_t l = 0; l < L; ++l)
-    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
+    for (int64_t h = 0; h < s.heads_at(l); ++h) {
       const double g = static_cast<double>(model.gates().value(static_cast<int>(l))(h));
       s.gate[s.index(l, h)] = g;
       zero_gate = zero_gate || g == 0;
@@ -184,10 +239,18 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   Tape<T> tape(arena);
   Batch batch = dataset.make_batch(B);
   AttentionSums sums(N);
-  std::vector<uint8_t> query_rows;
+  // One group per kind present, in AttentionKind order.
+  std::vector<KindGroup> groups;
+  for (const AttentionKind kind : {AttentionKind::enc, AttentionKind::dec, AttentionKind::cross}) {
+    KindGroup g;
+    for (int64_t l = 0; l < L; ++l)
+      if (sites[l].kind == kind) g.sites.push_back(l), g.first_slots.push_back(s.index(l, 0));
+    if (!g.sites.empty()) groups.push_back(std::move(g));
+  }
   std::vector<CrossEntropyStats> examples, masked;
   MaskedSums ablation(options.ablation ? N : 0), layer_only(options.layer_only ? N : 0);
-  SavedForward<T> unmasked;  // the unmasked forward of the batch, for the masked ones
+  const bool restart = !model_kind_info(spec.kind).source;  // forward_from covers the model
+  SavedForward<T> unmasked;                                 // the unmasked forward of the batch, for the masked ones
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
   // Rare tokens are rare in the training split, whichever split is analysed.
@@ -206,7 +269,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     forward.keep_probs = options.attention || options.similarity;
     ModelOutput<T> out = model.forward(tape, in, forward);
     example_stats(model, out.logits.value(), in, examples);
-    if (options.ablation || options.layer_only) unmasked.save(model);
+    if (restart && (options.ablation || options.layer_only)) unmasked.save(model);
     int64_t batch_targets = 0;
     for (const CrossEntropyStats& e : examples) {
       batch_targets += e.n_valid;
@@ -218,44 +281,69 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     }
     s.n_targets += batch_targets;
     if (options.attention || options.similarity) {
-      mark_query_rows(batch, causal, options.pad_token, examples, query_rows);
-      AttentionBatchInfo info;
-      info.batch_size = batch.batch_size;
-      info.seq_len = batch.seq_len;
-      info.causal = causal;
-      info.query_rows = query_rows.data();
-      info.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data();
-      info.gold_head = batch.gold_head.empty() ? nullptr : batch.gold_head.data();
-      info.gold_antecedent = batch.gold_antecedent.empty() ? nullptr : batch.gold_antecedent.data();
-      info.is_delimiter = batch.is_delimiter.empty() ? nullptr : batch.is_delimiter.data();
-      info.tokens = batch.tokens.data();
-      info.token_counts = token_counts.empty() ? nullptr : token_counts.data();
-      info.vocab_size = static_cast<int64_t>(token_counts.size());
-      probs.clear();
-      for (int64_t l = 0; l < L; ++l) probs.push_back(attention_probs(model.attention_outputs()[l]));
-      if (options.attention) {
-        for (int64_t l = 0; l < L; ++l) accumulate_attention_stats(probs[l], s.index(l, 0), info, sums);
-        accumulate_positional_baselines(info, sums);
+      for (KindGroup& g : groups) {
+        const AttentionKind kind = sites[g.sites[0]].kind;
+        AttentionBatchInfo& info = g.info;
+        info = {};
+        info.batch_size = batch.batch_size;
+        if (kind == AttentionKind::enc) {
+          // The encoder's queries and keys are the source: bidirectional over its real tokens.
+          info.seq_len = batch.source_len;
+          info.causal = false;
+          mark_query_rows(batch.batch_size, batch.source_len, batch.source_tokens.data(), batch.source_padding, false,
+                          -1, examples, g.query_rows);
+          info.key_padding = batch.source_padding.empty() ? nullptr : batch.source_padding.data();
+          info.tokens = batch.source_tokens.data();
+        } else {
+          info.seq_len = batch.seq_len;
+          info.causal = causal;
+          const bool cross = kind == AttentionKind::cross;
+          if (cross) info.key_len = batch.source_len;
+          mark_query_rows(batch.batch_size, batch.seq_len, batch.tokens.data(), batch.key_padding, causal,
+                          options.pad_token, examples, g.query_rows, cross ? &batch.source_padding : nullptr,
+                          batch.source_len);
+          if (!cross) {  // the gold fields and tokens describe the target side, the keys' too
+            info.key_padding = batch.key_padding.empty() ? nullptr : batch.key_padding.data();
+            info.gold_head = batch.gold_head.empty() ? nullptr : batch.gold_head.data();
+            info.gold_antecedent = batch.gold_antecedent.empty() ? nullptr : batch.gold_antecedent.data();
+            info.is_delimiter = batch.is_delimiter.empty() ? nullptr : batch.is_delimiter.data();
+            info.tokens = batch.tokens.data();
+          }
+        }
+        info.query_rows = g.query_rows.data();
+        if (info.tokens != nullptr && !token_counts.empty()) {
+          info.token_counts = token_counts.data();
+          info.vocab_size = static_cast<int64_t>(token_counts.size());
+        }
+        probs.clear();
+        for (int64_t l : g.sites) probs.push_back(attention_probs(model.attention_outputs()[l]));
+        if (options.attention) {
+          for (size_t j = 0; j < g.sites.size(); ++j)
+            accumulate_attention_stats(probs[j], g.first_slots[j], info, sums);
+          if (kind == AttentionKind::dec) accumulate_positional_baselines(info, sums);
+        }
+        if (options.similarity) accumulate_js_distance(probs, info, sums, g.first_slots);
+        // Rows of the target's self-attention (or the only stack's): what n_query_rows counts.
+        if (kind == AttentionKind::dec)
+          for (uint8_t r : g.query_rows) s.n_query_rows += r;
       }
-      if (options.similarity) accumulate_js_distance(probs, info, sums);
-      for (uint8_t r : query_rows) s.n_query_rows += r;
     }
     if (backward && batch_targets > 0) {
       for (const Var<T>& a : model.attention_outputs()) tape.retain_grad(a);
       tape.backward(out.loss);
       batch_grad.assign(static_cast<size_t>(batch.batch_size * N), 0.0);  // [b, head]
       for (int64_t l = 0; l < L; ++l) {
-        const Tensor<T>& a = model.attention_outputs()[l].value();  // [B,T,H,Dh]
+        const Tensor<T>& a = model.attention_outputs()[l].value();  // [B,Tq,H,Dh]
         const Tensor<T>& da = model.attention_outputs()[l].grad();
         if (da.empty()) continue;
-        const int64_t rows = a.size(0) * a.size(1), H = a.size(2), Dh = a.size(3);
+        const int64_t Tq = a.size(1), rows = a.size(0) * Tq, H = a.size(2), Dh = a.size(3);
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t h = 0; h < H; ++h) {
             const T* x = a.data() + (r * H + h) * Dh;
             const T* dx = da.data() + (r * H + h) * Dh;
             double dot = 0;
             for (int64_t d = 0; d < Dh; ++d) dot += static_cast<double>(dx[d]) * static_cast<double>(x[d]);
-            batch_grad[(r / batch.seq_len) * N + s.index(l, h)] += dot;
+            batch_grad[(r / Tq) * N + s.index(l, h)] += dot;
           }
       }
       for (int64_t b = 0; b < batch.batch_size; ++b) {
@@ -278,17 +366,16 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         tape.backward(model.forward(tape, model_input(model.spec(), batch, b, 1), row_forward).loss);
         tape.reset();
         for (int64_t l = 0; l < L; ++l)
-          for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
+          for (int64_t h = 0; h < s.heads_at(l); ++h)
             s.example_gate_grad.push_back(static_cast<double>(model.gates().grad(static_cast<int>(l))(h)));
       }
     }
 
     // 3. Ablation: each head alone gated to 0, on the same batch.
-    if (options.ablation)
-      masked_forwards(model, tape, in, s, LayerMask::head_off, unmasked, examples, masked, ablation);
-    // 4. Each head alone in its layer.
+    if (options.ablation) masked_forwards(model, tape, in, s, SiteMask::head_off, unmasked, examples, masked, ablation);
+    // 4. Each head alone in its site.
     if (options.layer_only)
-      masked_forwards(model, tape, in, s, LayerMask::head_only, unmasked, examples, masked, layer_only);
+      masked_forwards(model, tape, in, s, SiteMask::head_only, unmasked, examples, masked, layer_only);
   }
   model.params().zero_grad();
   model.gates().zero_grad();
@@ -304,13 +391,12 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     for (int64_t e = 0; e < s.n_examples; ++e)
       for (int64_t k = 0; k < N; ++k) importance_sum[k] += std::abs(s.example_gate_grad[e * N + k]);
     for (int64_t k = 0; k < N; ++k) s.importance[k] = importance_sum[k] / static_cast<double>(s.n_examples);
-    // Michel et al.: divide by the l2 norm of the layer's importances.
+    // Michel et al.: divide by the l2 norm of the layer's importances (here the site's).
     for (int64_t l = 0; l < L; ++l) {
       double norm = 0;
-      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
-        norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
+      for (int64_t h = 0; h < s.heads_at(l); ++h) norm += s.importance[s.index(l, h)] * s.importance[s.index(l, h)];
       norm = std::sqrt(norm);
-      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
+      for (int64_t h = 0; h < s.heads_at(l); ++h)
         s.importance_normalized[s.index(l, h)] = norm > 0 ? s.importance[s.index(l, h)] / norm : 0.0;
     }
   }

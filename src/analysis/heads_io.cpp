@@ -1,11 +1,15 @@
 // The per-head column table and the files `headlab analyze` writes (docs/analysis.md):
-//   heads.csv             layer,head,<one column per head_columns() entry>; NaN = empty cell
+//   heads.csv             layer,head,<one column per head_columns() entry>,attention,label;
+//                         NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
-//   heads.h5              heads/<column> float64 [L,H], similarity/js_distance [N, N],
-//                         examples/... per-example arrays, provenance and the positional
-//                         baselines (baseline_<relation>_agreement, _offset) as root attributes
-// N heads in all; when layers differ in heads (a pruned model) H is the widest layer's, the
-// [.., L, H, ..] arrays hold NaN for the heads a layer lacks and heads.h5 adds layer_heads [L].
+//   heads.h5              heads/<column> float64 [sites,H], similarity/js_distance [N, N],
+//                         examples/... per-example arrays, site_layer [sites] and the
+//                         site_kinds attribute, provenance and the positional baselines
+//                         (baseline_<relation>_agreement, _offset) as root attributes
+// N heads in all, numbered by attention site (for decoder and encoder models a site is a layer,
+// so [sites, H] is the [L, H] it always was); when sites differ in heads (a pruned model, an
+// encoder_decoder's kinds) H is the widest site's, the [.., sites, H, ..] arrays hold NaN for the
+// heads a site lacks and heads.h5 adds layer_heads [sites].
 #include <cmath>
 #include <string>
 
@@ -62,24 +66,14 @@ std::string format_value(double v) {  // NaN (not measured) is an empty cell
   return std::isnan(v) ? "" : csv_number("%.6g", v);
 }
 
-std::string head_label(const HeadScores& s, int64_t k) {
-  const int64_t l = s.layer_of(k);
-  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "L" + std::to_string(l).
-  std::string label = "L";
-  label += std::to_string(l);
-  label += 'H';
-  label += std::to_string(k - s.first_head(l));
-  return label;
-}
-
-// Values laid out [outer, N, inner] in head order as [outer, L, H, inner], NaN where layer l has
-// fewer than H heads (the same values when every layer has H).
-std::vector<double> by_layer(const HeadScores& s, const std::vector<double>& values, int64_t outer, int64_t inner) {
-  const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total();
+// Values laid out [outer, N, inner] in head order as [outer, sites, H, inner], NaN where site l
+// has fewer than H heads (the same values when every site has H).
+std::vector<double> by_site(const HeadScores& s, const std::vector<double>& values, int64_t outer, int64_t inner) {
+  const int64_t L = s.n_sites, H = s.n_heads, N = s.n_total();
   std::vector<double> out(static_cast<size_t>(outer * L * H * inner), std::nan(""));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t l = 0; l < L; ++l)
-      for (int64_t h = 0; h < s.heads_in_layer(l); ++h)
+      for (int64_t h = 0; h < s.heads_at(l); ++h)
         for (int64_t i = 0; i < inner; ++i)
           out[((o * L + l) * H + h) * inner + i] = values[(o * N + s.index(l, h)) * inner + i];
   return out;
@@ -87,14 +81,23 @@ std::vector<double> by_layer(const HeadScores& s, const std::vector<double>& val
 
 }  // namespace
 
+std::string head_label(const HeadScores& s, int64_t k) {
+  const int64_t site = s.site_of(k);
+  return head_label(s.site(site), k - s.first_head(site), s.one_stack());
+}
+
 void write_heads_csv(const std::string& path, const HeadScores& s) {
+  // The label columns go last, so that readers of the older layer,head,<columns> keep their places.
   std::vector<std::string> header = {"layer", "head"};
   for (const HeadColumn& c : head_columns()) header.push_back(c.name);
+  header.insert(header.end(), {"attention", "label"});
   CsvWriter csv(header);
-  for (int64_t l = 0; l < s.n_layers; ++l)
-    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
-      std::vector<std::string> fields = {std::to_string(l), std::to_string(h)};
+  for (int64_t l = 0; l < s.n_sites; ++l)
+    for (int64_t h = 0; h < s.heads_at(l); ++h) {
+      const AttentionSite site = s.site(l);
+      std::vector<std::string> fields = {std::to_string(site.layer), std::to_string(h)};
       for (const HeadColumn& c : head_columns()) fields.push_back(format_value((s.*c.values)[s.index(l, h)]));
+      fields.insert(fields.end(), {attention_kind_name(site.kind), head_label(s, s.index(l, h))});
       csv.row(fields);
     }
   write_file_atomically(path, csv.text());
@@ -116,11 +119,19 @@ void write_similarity_csv(const std::string& path, const HeadScores& s) {
 }
 
 void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFileInfo& info) {
-  const int64_t L = s.n_layers, H = s.n_heads, N = s.n_total(), E = s.n_examples;
+  const int64_t L = s.n_sites, H = s.n_heads, N = s.n_total(), E = s.n_examples;
   CheckpointWriter w(FileKind::heads);
   for (const HeadColumn& c : head_columns())
-    w.add_array("heads/" + std::string(c.name), by_layer(s, s.*c.values, 1, 1).data(), {L, H});
-  if (!s.layer_heads.empty()) w.add_array("layer_heads", s.layer_heads);
+    w.add_array("heads/" + std::string(c.name), by_site(s, s.*c.values, 1, 1).data(), {L, H});
+  if (!s.site_heads.empty()) w.add_array("layer_heads", s.site_heads);  // the name readers know
+  std::vector<int64_t> site_layer;
+  std::string site_kinds;  // "enc,enc,dec,cross,..." (HDF5 attributes hold no list of strings here)
+  for (int64_t l = 0; l < L; ++l) {
+    site_layer.push_back(s.site(l).layer);
+    if (l > 0) site_kinds += ',';
+    site_kinds += attention_kind_name(s.site(l).kind);
+  }
+  w.add_array("site_layer", site_layer);
   if (static_cast<int64_t>(s.js_distance.size()) == N * N)
     w.add_array("similarity/js_distance", s.js_distance.data(), {N, N});
   if (E > 0) {
@@ -128,11 +139,11 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
     if (static_cast<int64_t>(s.example_accuracy.size()) == E)
       w.add_array("examples/accuracy", s.example_accuracy.data(), {E});
     if (static_cast<int64_t>(s.example_gate_grad.size()) == E * N)
-      w.add_array("examples/gate_grad", by_layer(s, s.example_gate_grad, E, 1).data(), {E, L, H});
+      w.add_array("examples/gate_grad", by_site(s, s.example_gate_grad, E, 1).data(), {E, L, H});
     if (static_cast<int64_t>(s.example_ablation_loss.size()) == N * E)
-      w.add_array("examples/ablation_loss", by_layer(s, s.example_ablation_loss, 1, E).data(), {L, H, E});
+      w.add_array("examples/ablation_loss", by_site(s, s.example_ablation_loss, 1, E).data(), {L, H, E});
     if (static_cast<int64_t>(s.example_layer_only_loss.size()) == N * E)
-      w.add_array("examples/layer_only_loss", by_layer(s, s.example_layer_only_loss, 1, E).data(), {L, H, E});
+      w.add_array("examples/layer_only_loss", by_site(s, s.example_layer_only_loss, 1, E).data(), {L, H, E});
   }
   w.set_string_attr("contents", "head analysis (headlab analyze)");
   w.set_string_attr("checkpoint", info.checkpoint);
@@ -140,8 +151,9 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
   w.set_string_attr("config", info.config_toml);
   w.set_int_attr("step", info.step);
   w.set_int_attr("batch_size", info.batch_size);
-  w.set_int_attr("n_layers", L);
+  w.set_int_attr("n_layers", L);  // sites: layers in a one-stack model
   w.set_int_attr("n_heads", H);
+  w.set_string_attr("site_kinds", site_kinds);
   w.set_int_attr("n_batches", s.n_batches);
   w.set_int_attr("n_examples", E);
   w.set_int_attr("n_targets", s.n_targets);

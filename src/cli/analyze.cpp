@@ -1,14 +1,14 @@
 // headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
-//                            [--mask L:H,...] [--threads N]
-// headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask L:H,...] [--out DIR]
+//                            [--mask HEADS] [--threads N]
+// headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask HEADS] [--out DIR]
 // Per-head importance, ablation, attention statistics and similarity over a data split, written
 // to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
 // heads.csv, heads_similarity.csv, heads.h5, and for each --dump-example I the attention maps
 // attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. With a prompt, only every
-// head's attention on it: attention_example_prompt.csv (+ _tokens.csv, .h5). An encoder_decoder
-// gets only the dumps (with its encoder's and cross maps, and a Bible verse's gold alignment): its
-// statistics are not written yet.
+// head's attention on it: attention_example_prompt.csv (+ _tokens.csv, .h5). An encoder_decoder's
+// heads of all three kinds (enc, dec, cross) are scored alike, named as heads.csv labels them; its
+// dumps hold the encoder's and cross maps too, and a Bible verse's gold alignment.
 // docs/analysis.md.
 #include <cmath>
 #include <cstdio>
@@ -66,24 +66,23 @@ void print_summary(const HeadScores& s) {
   for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
   for (double v : s.rare_token_agreement) rare = rare || !std::isnan(v);
   std::printf(
-      "layer head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
+      "      head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
       "  offset (share)%s%s\n",
       gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "");
-  for (int64_t l = 0; l < s.n_layers; ++l)
-    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
-      const int64_t k = s.index(l, h);
-      std::string line = cell(static_cast<double>(l), "%.0f", 5) + cell(static_cast<double>(h), "%.0f", 5) +
-                         cell(s.gate[k], "%.3g", 6) + cell(s.importance[k], "%.3g", 11) +
-                         cell(s.importance_normalized[k], "%.2f", 7) + cell(s.ablation_loss_delta[k], "%+.4f", 16) +
-                         cell(s.entropy[k], "%.3f", 9) + cell(s.distance[k], "%.2f", 10) +
-                         cell(s.confidence[k], "%.3f", 12) + cell(s.previous_token_agreement[k], "%.3f", 12) +
-                         cell(s.positional_offset[k], "%+.0f", 8) + cell(s.positional_share[k], "(%.3f)", 8);
-      if (gold)
-        line += cell(s.syntactic_head_agreement[k], "%.3f", 16) + cell(s.dependent_agreement[k], "%.3f", 11) +
-                cell(s.antecedent_agreement[k], "%.3f", 12);
-      if (rare) line += cell(s.rare_token_agreement[k], "%.3f", 12);
-      std::printf("%s\n", line.c_str());
-    }
+  for (int64_t k = 0; k < s.n_total(); ++k) {
+    char label[32];
+    std::snprintf(label, sizeof label, "%10s", head_label(s, k).c_str());
+    std::string line = label + cell(s.gate[k], "%.3g", 6) + cell(s.importance[k], "%.3g", 11) +
+                       cell(s.importance_normalized[k], "%.2f", 7) + cell(s.ablation_loss_delta[k], "%+.4f", 16) +
+                       cell(s.entropy[k], "%.3f", 9) + cell(s.distance[k], "%.2f", 10) +
+                       cell(s.confidence[k], "%.3f", 12) + cell(s.previous_token_agreement[k], "%.3f", 12) +
+                       cell(s.positional_offset[k], "%+.0f", 8) + cell(s.positional_share[k], "(%.3f)", 8);
+    if (gold)
+      line += cell(s.syntactic_head_agreement[k], "%.3f", 16) + cell(s.dependent_agreement[k], "%.3f", 11) +
+              cell(s.antecedent_agreement[k], "%.3f", 12);
+    if (rare) line += cell(s.rare_token_agreement[k], "%.3f", 12);
+    std::printf("%s\n", line.c_str());
+  }
   for (const BaselineField& f : positional_baselines()) {
     const PositionalBaseline& b = s.*f.baseline;
     if (!std::isnan(b.agreement))
@@ -113,7 +112,9 @@ int run_analyze(int argc, char** argv) {
       "only score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
       "(translation on the Bible; beside the diagonal and IBM Model 1): alignment.csv")(
       "sentences", "--alignment: the split's first N verses (default all)", cxxopts::value<int64_t>())(
-      "mask", "switch these heads off (gate 0) first: LAYER:HEAD,... as heads.csv numbers them",
+      "mask",
+      "switch these heads off (gate 0) first, named as heads.csv's label column does: L1H0,... (or LAYER:HEAD,...), "
+      "in a translation model KIND.L<layer>H<head>,... (enc.L0H3,cross.L1H2)",
       cxxopts::value<std::string>())(
       "prompt",
       "only every head's attention on this text (text models; a translation model: a source "
@@ -195,33 +196,29 @@ int run_analyze(int argc, char** argv) {
   }
   fs::create_directories(out);
 
-  // An encoder_decoder's per-head statistics are issue 28: analyze_heads refuses it in one line,
-  // and its dumps, which cover all three kinds of attention, are written alone.
-  if (!model_kind_info(model.spec().kind).source || dump.empty()) {
-    const HeadScores s = analyze_heads(model, *dataset, split, n, o);
-    std::printf("checkpoint %s (step %lld), %s split: %s of %lld, %s, %s, %s\n", path.c_str(),
-                static_cast<long long>(progress.step), split_arg.c_str(),
-                counted(s.n_batches, "batch", "batches").c_str(), static_cast<long long>(o.batch_size),
-                counted(s.n_examples, "example").c_str(), counted(s.n_targets, "target").c_str(),
-                counted(s.n_query_rows, "query row").c_str());
-    if (s.accuracy >= 0)
-      std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
-    else
-      std::printf("loss %.4f\n", s.loss);
-    print_summary(s);
+  const HeadScores s = analyze_heads(model, *dataset, split, n, o);
+  std::printf("checkpoint %s (step %lld), %s split: %s of %lld, %s, %s, %s\n", path.c_str(),
+              static_cast<long long>(progress.step), split_arg.c_str(),
+              counted(s.n_batches, "batch", "batches").c_str(), static_cast<long long>(o.batch_size),
+              counted(s.n_examples, "example").c_str(), counted(s.n_targets, "target").c_str(),
+              counted(s.n_query_rows, "query row").c_str());
+  if (s.accuracy >= 0)
+    std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
+  else
+    std::printf("loss %.4f\n", s.loss);
+  print_summary(s);
 
-    write_heads_csv((out / "heads.csv").string(), s);
-    if (o.similarity) write_similarity_csv((out / "heads_similarity.csv").string(), s);
-    HeadsFileInfo info;
-    info.checkpoint = path;
-    info.split = split_arg;
-    info.config_toml = to_toml(config);
-    info.step = progress.step;
-    info.batch_size = o.batch_size;
-    write_heads_h5((out / "heads.h5").string(), s, info);
-    std::printf("wrote %s/heads.csv%s and heads.h5\n", out.string().c_str(),
-                o.similarity ? ", heads_similarity.csv" : "");
-  }
+  write_heads_csv((out / "heads.csv").string(), s);
+  if (o.similarity) write_similarity_csv((out / "heads_similarity.csv").string(), s);
+  HeadsFileInfo info;
+  info.checkpoint = path;
+  info.split = split_arg;
+  info.config_toml = to_toml(config);
+  info.step = progress.step;
+  info.batch_size = o.batch_size;
+  write_heads_h5((out / "heads.h5").string(), s, info);
+  std::printf("wrote %s/heads.csv%s and heads.h5\n", out.string().c_str(),
+              o.similarity ? ", heads_similarity.csv" : "");
 
   if (!dump.empty()) {
     for (int64_t example : dump) {

@@ -1,4 +1,4 @@
-// headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask L:H,...] [--json]
+// headlab eval CHECKPOINT|RUN [--split val|test] [--batches N] [--mask HEADS] [--json]
 //              [--beam N] [--lenpen X] [--sentences N] [--hypotheses FILE]
 // The mean loss over the scored targets, accuracy where the task has one, bits per byte for text;
 // for a translation model also corpus BLEU and chrF of the split's translations (greedy unless
@@ -88,7 +88,9 @@ int run_eval(int argc, char** argv) {
                                                        cxxopts::value<std::string>()->default_value("val"))(
       "batches", "batches to score (default: the whole split, or train.eval_batches for generated tasks)",
       cxxopts::value<int64_t>())(
-      "mask", "switch these heads off (gate 0) for the evaluation: LAYER:HEAD,... as heads.csv numbers them",
+      "mask",
+      "switch these heads off (gate 0) for the evaluation, named as heads.csv's label column does: L1H0,... (or "
+      "LAYER:HEAD,...), in a translation model KIND.L<layer>H<head>,... (enc.L0H3,cross.L1H2)",
       cxxopts::value<std::string>())(
       "set",
       "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
@@ -118,7 +120,7 @@ int run_eval(int argc, char** argv) {
   const RunProgress& progress = opened.progress;
   const std::unique_ptr<Dataset>& dataset = opened.dataset;
   const std::string mask = args.count("mask") ? args["mask"].as<std::string>() : "";
-  std::vector<std::string> masked;  // [layer, head] pairs, for --json
+  std::vector<std::string> masked;  // [site, head] pairs (site = layer in a one-stack model), for --json
   if (!mask.empty()) {
     const HeadKeepMask heads = parse_head_list(mask, model.spec(), "--mask");
     switch_off_heads(model, heads);

@@ -65,6 +65,17 @@ const char* attention_kind_name(AttentionKind kind) {
   return "unknown";
 }
 
+std::string head_label(AttentionSite site, int64_t head, bool one_stack) {
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "L" + std::to_string(l).
+  std::string label = one_stack ? "" : attention_kind_name(site.kind);
+  if (!one_stack) label += '.';
+  label += 'L';
+  label += std::to_string(site.layer);
+  label += 'H';
+  label += std::to_string(head);
+  return label;
+}
+
 std::vector<AttentionSite> ModelSpec::attention_sites() const {
   std::vector<AttentionSite> sites;
   const bool source = model_kind_info(kind).source;

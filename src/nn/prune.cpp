@@ -45,6 +45,7 @@ HeadKeepMask heads_with_nonzero_gates(const Model<T>& model) {
 std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep) {
   validate(spec);
   std::ostringstream why;
+  if (model_kind_info(spec.kind).source) return "physical removal of encoder_decoder heads is not supported yet";
   if (spec.n_kv_heads != spec.n_heads) {
     why << "physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads=" << spec.n_kv_heads
         << ", n_heads=" << spec.n_heads << "; mask GQA/MQA heads with gates instead";

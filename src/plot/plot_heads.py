@@ -21,15 +21,20 @@ def plot_heads(run_dir, out_dir, title_prefix, written):
     rows = read_csv(path)
     if not rows or "layer" not in rows[0] or "head" not in rows[0]:
         fail(f"{path}: expected a header layer,head,<metric columns> and at least one row")
-    layers = sorted({int(r["layer"]) for r in rows})
+    # A row per attention site: the layers, or an encoder_decoder's grouped by kind (enc, dec, cross).
+    kind_order = ["enc", "dec", "cross"]
+    site_of = lambda r: (r.get("attention") or "dec", int(r["layer"]))
+    sites = sorted({site_of(r) for r in rows}, key=lambda s: (kind_order.index(s[0]) if s[0] in kind_order else 3, s[1]))
+    by_kind = len({s[0] for s in sites}) > 1
+    layers = [f"{k}.L{l}" if by_kind else str(l) for k, l in sites]
     heads = sorted({int(r["head"]) for r in rows})
     skipped = []
-    for column in [c for c in rows[0] if c not in ("layer", "head")]:
+    for column in [c for c in rows[0] if c not in ("layer", "head", "attention", "label")]:
         values = [[math.nan] * len(heads) for _ in layers]
         for r in rows:
             v = number(r[column])
             if v is not None:
-                values[layers.index(int(r["layer"]))][heads.index(int(r["head"]))] = v
+                values[sites.index(site_of(r))][heads.index(int(r["head"]))] = v
         finite = [v for row in values for v in row if not math.isnan(v)]
         if not finite:
             skipped.append(f"{column} (no values)")
@@ -42,9 +47,9 @@ def plot_heads(run_dir, out_dir, title_prefix, written):
         image = heatmap(ax, values, centre_zero=signed, annotate=len(layers) <= 8 and len(heads) <= 16)
         label = HEAD_COLUMNS.get(column, column.replace("_", " "))
         fig.colorbar(image, ax=ax, label=textwrap.fill(label, 4 * len(layers) + 22))
-        cell_ticks(ax, [str(h) for h in heads], [str(l) for l in layers])
+        cell_ticks(ax, [str(h) for h in heads], layers)
         ax.set_xlabel("head")
-        ax.set_ylabel("layer")
+        ax.set_ylabel("attention site" if by_kind else "layer")
         notes = ["red > 0 > blue"] if signed else []
         if len(finite) < len(layers) * len(heads):
             notes.append("hatched = no value")
@@ -62,22 +67,24 @@ def plot_head_similarity(run_dir, out_dir, title_prefix, written):
         return
     rows = read_csv(path)
     labels = [r.get("head") for r in rows]
-    if not rows or list(rows[0].keys())[1:] != labels or not all(re.fullmatch(r"L\d+H\d+", l or "") for l in labels):
+    label = r"(?:(?:enc|dec|cross)\.)?L\d+H\d+"  # heads.csv's label: L0H1, or cross.L0H1 in an encoder_decoder
+    if not rows or list(rows[0].keys())[1:] != labels or not all(re.fullmatch(label, l or "") for l in labels):
         fail(f"{path}: expected a header head,L0H0,L0H1,... and one row per head in the same order")
     values = [[number(r[l]) if number(r[l]) is not None else math.nan for l in labels] for r in rows]
-    ticks = [re.sub(r"L(\d+)H(\d+)", r"\1:\2", l) for l in labels]
+    ticks = [re.sub(r"^L(\d+)H(\d+)$", r"\1:\2", l) for l in labels]  # labels with a kind stay whole
     n = len(labels)
     size = min(max(5.0, 3 + 0.45 * n), 16)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
     image = heatmap(ax, values, vmin=0.0, vmax=1.0, annotate=n <= 16, fmt="{:.2f}")
     fig.colorbar(image, ax=ax, label="Jensen-Shannon distance\n(0 = same attention, 1 = disjoint)")
     cell_ticks(ax, ticks, ticks, rotate_x=True)
-    per_layer = sum(1 for l in labels if l.startswith("L0H"))
-    for boundary in range(per_layer, n, per_layer or n):  # lines between layers
+    site = [l[:l.rindex("H")] for l in labels]  # "L0", or "cross.L0"
+    for boundary in [i for i in range(1, n) if site[i] != site[i - 1]]:  # lines between layers (sites)
         ax.axhline(boundary - 0.5, color="white", linewidth=1.5)
         ax.axvline(boundary - 0.5, color="white", linewidth=1.5)
-    ax.set_xlabel("head (layer:head)")
-    ax.set_ylabel("head (layer:head)")
+    axis = "head" if "." in labels[0] else "head (layer:head)"
+    ax.set_xlabel(axis)
+    ax.set_ylabel(axis)
     figure_title(ax, f"{title_prefix}how differently pairs of heads attend\n" + textwrap.fill(
         "(JS distance of their attention rows, averaged over query rows; dark = redundant pair)", int(11 * size)),
                  fontsize=10)

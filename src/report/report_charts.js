@@ -198,12 +198,22 @@ function scaleBar(colour, lo, hi, width, centred, name) {
 function headHeatmaps(heads, ri) {
   const layers = column(heads, "layer"), headIds = column(heads, "head");
   if (!layers || !headIds) return "";
-  const L = Math.max(...layers) + 1, H = Math.max(...headIds) + 1;
-  const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = 24, top = 14;
+  // A row per attention site: a model's layers, or an encoder_decoder's grouped by kind (enc,
+  // dec, cross: the attention column), each kind's layers in order.
+  const kinds = column(heads, "attention") || layers.map(() => "dec");
+  const kindOrder = k => ["enc", "dec", "cross"].indexOf(k);
+  const siteKey = i => `${kinds[i]}.L${layers[i]}`;
+  const rowSites = [];  // [kind, layer] of each site
+  layers.forEach((l, i) => { if (!rowSites.some(([k, m]) => k === kinds[i] && m === l)) rowSites.push([kinds[i], l]); });
+  rowSites.sort((a, b) => kindOrder(a[0]) - kindOrder(b[0]) || a[1] - b[1]);
+  const sites = rowSites.map(([k, l]) => `${k}.L${l}`);
+  const byKind = new Set(kinds).size > 1;
+  const L = sites.length, H = Math.max(...headIds) + 1;
+  const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = byKind ? 44 : 24, top = 14;
   let out = "";
   const constant = [];  // columns with one value for every head: a grid of one colour says nothing
   for (const name of heads.columns) {
-    if (name === "layer" || name === "head") continue;
+    if (["layer", "head", "attention", "label"].includes(name)) continue;
     const values = column(heads, name);
     if (!hasValues(values)) continue;
     const nums = values.filter(v => typeof v === "number");
@@ -215,12 +225,16 @@ function headHeatmaps(heads, ri) {
     const width = left + H * cell, height = top + L * cell;
     let svg = `<svg width="${width}" height="${height}" font-size="9">`;
     for (let h = 0; h < H; h += cell >= 14 ? 1 : 4) svg += `<text x="${left + h * cell + cell / 2}" y="10" text-anchor="middle">${h}</text>`;
-    for (let l = 0; l < L; ++l) svg += `<text x="${left - 3}" y="${top + l * cell + cell / 2 + 3}" text-anchor="end">L${l}</text>`;
+    sites.forEach((site, r) => {
+      svg += `<text x="${left - 3}" y="${top + r * cell + cell / 2 + 3}" text-anchor="end">${esc(byKind ? site : site.replace(/^dec\./, ""))}</text>`;
+    });
     values.forEach((v, i) => {
-      const l = layers[i], h = headIds[i], has = typeof v === "number";
-      svg += `<rect class="cell" data-cell="" data-run="${ri}" data-column="${esc(name)}" data-layer="${l}" data-head="${h}" ` +
-             `data-value="${has ? v : ""}" x="${left + h * cell}" y="${top + l * cell}" width="${cell - 1}" height="${cell - 1}" ` +
-             `fill="${has ? rgb(colour(v)) : "#ddd"}" data-tip="${esc(`layer ${l}, head ${h}\n${name} = ${fmt(v)}`)}"/>`;
+      const l = layers[i], h = headIds[i], r = sites.indexOf(siteKey(i)), has = typeof v === "number";
+      const where = byKind ? `${kinds[i]} layer ${l}, head ${h}` : `layer ${l}, head ${h}`;
+      svg += `<rect class="cell" data-cell="" data-run="${ri}" data-column="${esc(name)}" data-attention="${esc(kinds[i])}" ` +
+             `data-layer="${l}" data-head="${h}" ` +
+             `data-value="${has ? v : ""}" x="${left + h * cell}" y="${top + r * cell}" width="${cell - 1}" height="${cell - 1}" ` +
+             `fill="${has ? rgb(colour(v)) : "#ddd"}" data-tip="${esc(`${where}\n${name} = ${fmt(v)}`)}"/>`;
     });
     svg += "</svg>";
     out += `<figure class="heatmap" data-column="${esc(name)}"><figcaption title="${esc(HEAD_COLUMNS[name] || name)}">${esc(name)}</figcaption>` +
@@ -228,7 +242,8 @@ function headHeatmaps(heads, ri) {
   }
   const same = constant.length ? `<div class="small muted" data-constant="${esc(constant.map(c => c[0]).join(" "))}">` +
     `the same for every head, so no grid: ${esc(constant.map(([n, v]) => n === "gate" && v === 1 ? "all gates 1" : `${n} ${fmt(v)}`).join(", "))}</div>` : "";
-  return out || same ? `<div class="small muted">layers down, heads across; hover for the value, click to view the head's attention</div>` +
+  const rows = byKind ? "sites down (each kind's layers: enc, dec, cross)" : "layers down";
+  return out || same ? `<div class="small muted">${rows}, heads across; hover for the value, click to view the head's attention</div>` +
                        `<div class="heatmaps">${out}</div>${same}` : "";
 }
 

@@ -297,7 +297,8 @@ function renderRun(run, ri, host) {
   const viewerHost = host.querySelector(".viewer");
   if (viewerHost) {
     const viewer = createViewer(run, ri, viewerHost);
-    host.querySelectorAll("rect.cell").forEach(r => r.addEventListener("click", () => {
+    // The viewer's layers are the (decoder's) self-attention's: enc and cross cells do not open it.
+    host.querySelectorAll('rect.cell[data-attention="dec"]').forEach(r => r.addEventListener("click", () => {
       viewer.set({layer: Number(r.dataset.layer), head: Number(r.dataset.head)});
       viewerHost.scrollIntoView({block: "nearest"});
     }));

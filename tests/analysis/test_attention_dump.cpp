@@ -92,17 +92,7 @@ TEST_CASE("an attention dump whose layer and head numbers its rows cannot back i
 
 namespace {
 
-// A bytes-tokenized translate dataset whose sources are longer than their targets (S != T).
-std::unique_ptr<TranslationDataset> tiny_translation(const test::ScratchDir& s) {
-  TranslationOptions o;
-  o.path = s.write_uneven_parallel_corpus(40).string();
-  o.target_path = (s.dir / "tgt.txt").string();
-  o.train_fraction = 0.5;
-  o.val_fraction = 0.25;
-  o.seq_len = 32;
-  o.batch_tokens = 4 * 32;
-  return std::make_unique<TranslationDataset>(o);
-}
+using test::tiny_translation;  // sources longer than their targets (S != T)
 
 void check_same(const AttentionMaps& got, const AttentionMaps& want) {
   CHECK(got.n_layers == want.n_layers);
@@ -259,16 +249,4 @@ TEST_CASE("a decoder's dump has no encoder or cross maps and reads as before", "
   const AttentionDump old = read_attention_dump(s.dir.string(), "1");
   CHECK((old.attention.n_layers == 1 && old.attention.seq_len == 2 && old.attention.probs[2] == 0.5));
   CHECK((old.attention.encoder.empty() && old.attention.cross.empty() && old.source_labels.empty()));
-}
-
-TEST_CASE("analyze_heads refuses an encoder_decoder in one line (its statistics are not written yet)", "[analysis]") {
-  test::ScratchDir s("analyze_seq2seq");
-  const std::unique_ptr<TranslationDataset> data = tiny_translation(s);
-  ModelSpec spec = test::tiny_seq2seq_spec(2, 2, 2, 2);
-  spec.vocab_size = data->vocab_size();
-  spec.max_seq_len = 32;
-  Model<double> model(spec);
-  REQUIRE_THROWS_WITH(analyze_heads(model, *data, Split::val, 1, {.batch_size = 4}),
-                      "analyze: the per-head statistics (heads.csv) do not cover encoder_decoder models yet; "
-                      "--dump-example I alone writes their attention maps");
 }

@@ -36,7 +36,7 @@ std::vector<double> peaked_probs(int64_t B, int64_t H, int64_t T, bool causal, c
 
 HeadScores finished(const AttentionSums& sums, int64_t H) {
   HeadScores s;
-  s.n_layers = 1;
+  s.n_sites = 1;
   s.n_heads = H;
   finish_attention_stats(sums, s);
   return s;
@@ -62,7 +62,7 @@ std::vector<double> make_probs(int64_t H, int64_t T, Rule rule) {
 
 HeadScores empty_scores(int64_t L, int64_t H) {
   HeadScores s;
-  s.n_layers = L;
+  s.n_sites = L;
   s.n_heads = H;
   return s;
 }
@@ -289,4 +289,40 @@ TEST_CASE("JS distance is 0 for identical rows and 1 for disjoint one-hot rows",
                          info, sums);
   CHECK(sums.js_sum[1] == 0.0);
   CHECK(sums.js_rows == 3);
+}
+
+TEST_CASE("cross-attention rows give entropy and confidence only, and JS distances stay within the heads compared",
+          "[analysis]") {
+  // Two cross heads (slots 1, 2) over S = 3 keys of another sequence, T = 2 query rows; slot 0 is
+  // a head of another kind, never compared with them.
+  const int64_t T = 2, S = 3;
+  const std::vector<double> uniform_then_last = {1.0 / 3, 1.0 / 3, 1.0 / 3, 0, 0, 1}, first = {1, 0, 0, 1, 0, 0};
+  const Tensor<double> A(const_cast<double*>(uniform_then_last.data()), {1, 1, T, S}),
+      B(const_cast<double*>(first.data()), {1, 1, T, S});
+  AttentionBatchInfo info;
+  info.batch_size = 1;
+  info.seq_len = T;
+  info.key_len = S;
+  AttentionSums sums(3);
+  accumulate_attention_stats(A, 1, info, sums);
+  accumulate_attention_stats(B, 2, info, sums);
+  accumulate_js_distance(std::vector<Tensor<double>>{A, B}, info, sums, {1, 2});
+  HeadScores s = empty_scores(3, 1);
+  finish_attention_stats(sums, s);
+  CHECK(s.entropy[1] == Approx(std::log(3.0) / 2));
+  CHECK(s.confidence[1] == Approx((1.0 / 3 + 1) / 2));
+  CHECK(s.entropy[2] == 0.0);
+  for (const std::vector<double>* column : {&s.distance, &s.positional_offset, &s.positional_share,
+                                            &s.previous_token_agreement, &s.delimiter_mass, &s.rare_token_agreement})
+    CHECK(std::isnan((*column)[1]));
+  CHECK(std::isnan(s.entropy[0]));
+  // Row 0: uniform(3) against one-hot: m = (2/3, 1/6, 1/6), JSD = H2(m) - log2(3)/2; row 1: two
+  // disjoint one-hots, distance 1.
+  const double jsd = 2.0 / 3 * std::log2(1.5) + 2.0 / 6 * std::log2(6.0) - std::log2(3.0) / 2;
+  CHECK(s.js_distance[1 * 3 + 2] == Approx((std::sqrt(jsd) + 1) / 2).epsilon(1e-12));
+  CHECK(s.js_distance[2 * 3 + 1] == s.js_distance[1 * 3 + 2]);
+  CHECK(std::isnan(s.js_distance[0 * 3 + 1]));
+  CHECK(s.js_distance[0] == 0.0);
+  CHECK(s.js_nearest[1] == s.js_distance[1 * 3 + 2]);
+  CHECK(std::isnan(s.js_nearest[0]));
 }

@@ -68,7 +68,7 @@ TEST_CASE("on the grammar task every gold agreement is measured and padding rows
     accumulate_positional_baselines(info, direct);
   }
   HeadScores recount;
-  recount.n_layers = s.n_layers;
+  recount.n_sites = s.n_sites;
   recount.n_heads = s.n_heads;
   finish_attention_stats(direct, recount);
   for (const BaselineField& f : positional_baselines()) {

@@ -96,7 +96,7 @@ TEST_CASE("importance equals the mean absolute per-example gate gradient by cent
   }
   CHECK(worst <= 1e-6);
   // Per layer, the normalised importances have unit l2 norm.
-  for (int64_t l = 0; l < fast.n_layers; ++l) {
+  for (int64_t l = 0; l < fast.n_sites; ++l) {
     double norm = 0;
     for (int64_t h = 0; h < fast.n_heads; ++h) norm += std::pow(fast.importance_normalized[fast.index(l, h)], 2);
     CHECK(norm == Approx(1.0));
@@ -266,10 +266,14 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   std::getline(csv, header);
   std::string expected = "layer,head";
   for (const HeadColumn& c : head_columns()) expected += std::string(",") + c.name;
-  CHECK(header == expected);
+  CHECK(header == expected + ",attention,label");
   CHECK(header.rfind("layer,head,gate,importance,importance_normalized,ablation_loss_delta,", 0) == 0);
   int rows = 0;
-  while (std::getline(csv, line)) ++rows;
+  while (std::getline(csv, line)) {
+    CHECK(line.rfind(rows == 0 ? "0,0," : "0,1,", 0) == 0);
+    CHECK_THAT(line, Catch::EndsWith(rows == 0 ? ",dec,L0H0" : ",dec,L0H1"));
+    ++rows;
+  }
   CHECK(rows == 2);  // 1 layer x 2 heads
   CHECK(test::read_file(out.dir / "heads_similarity.csv").rfind("head,L0H0,L0H1\nL0H0,0,", 0) == 0);
 

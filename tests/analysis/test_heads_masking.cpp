@@ -37,7 +37,7 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
   const HeadScores a = analyze_heads(masked, *data, Split::val, 2, o);
   const HeadScores b = analyze_heads(pruned, *data, Split::val, 2, o);
   REQUIRE(b.n_total() == 5);
-  CHECK(b.layer_heads == std::vector<int64_t>{3, 2});
+  CHECK(b.site_heads == std::vector<int64_t>{3, 2});
   CHECK(b.n_heads == 3);
   CHECK(b.loss == Approx(a.loss).epsilon(1e-12));
   // Old index of each surviving head, in the pruned model's order.
@@ -150,10 +150,10 @@ TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates
   const double n_targets = static_cast<double>(s.n_targets);
   INFO(variant << (kind == ModelKind::decoder ? " decoder" : " encoder"));
   for (int64_t l = 0; l < spec.n_layers; ++l)
-    for (int64_t h = 0; h < s.heads_in_layer(l); ++h) {
+    for (int64_t h = 0; h < s.heads_at(l); ++h) {
       const int64_t k = s.index(l, h);
       INFO("layer " << l << " head " << h);
-      std::vector<bool> off(static_cast<size_t>(s.heads_in_layer(l)), false), others(off.size(), true);
+      std::vector<bool> off(static_cast<size_t>(s.heads_at(l)), false), others(off.size(), true);
       off[h] = true;
       others[h] = false;
       const MaskedReference ablated = masked_by_hand(model, *data, n_batches, B, l, off);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/linalg/gemm.h"
 #include "headlab/nn/prune.h"
@@ -447,8 +448,8 @@ TEST_CASE("prune's round lines, info's model line and analyze's summary count on
 }
 
 TEST_CASE(
-    "analyze of an encoder_decoder: --dump-example writes all three kinds and report shows the cross map; "
-    "without it, one line",
+    "analyze of an encoder_decoder scores its three kinds of heads, named by label, masks take labels, "
+    "--dump-example writes all three kinds of maps and report shows the cross map",
     "[cli][analysis]") {
   Scratch s;
   Config c = test::tiny_text_config(s.write_uneven_parallel_corpus(40));
@@ -467,16 +468,52 @@ TEST_CASE(
   INFO(train.output);
   REQUIRE(train.code == 0);
 
-  const auto refused = run_headlab({"analyze", run.string()}, s.dir / "refused.log");
-  CHECK(refused.code == 2);
-  CHECK(count_lines(refused.output) == 1);
-  CHECK_THAT(refused.output, Catch::Contains("do not cover encoder_decoder models yet"));
-  CHECK_FALSE(fs::exists(run / "heads.csv"));
+  const fs::path analysis = s.dir / "analysis";
+  const auto analyzed = run_headlab(
+      {"analyze", run.string(), "--batches", "1", "--mask", "cross.L0H1,enc.L0H0", "--out", analysis.string()},
+      s.dir / "analyze.log");
+  INFO(analyzed.output);
+  REQUIRE(analyzed.code == 0);
+  CHECK_THAT(analyzed.output, Catch::Contains("cross.L0H1"));
+  const std::string csv = test::read_file(analysis / "heads.csv");
+  CHECK(count_lines(csv) == 1 + 6);  // 2 heads each of enc.L0, dec.L0, cross.L0
+  // A row per head, site by site; enc.L0H0 and cross.L0H1 are masked. attention,label come last.
+  const CsvTable heads_csv = read_csv(analysis / "heads.csv");
+  CHECK(heads_csv.header.back() == "label");
+  std::vector<std::string> rows;
+  for (const std::vector<std::string>& row : heads_csv.rows) {
+    auto at = [&](const char* name) { return row[heads_csv.column(name)]; };
+    rows.push_back(at("attention") + " " + at("layer") + " " + at("head") + " " + at("label") + " gate " + at("gate"));
+  }
+  CHECK(rows == std::vector<std::string>{"enc 0 0 enc.L0H0 gate 0", "enc 0 1 enc.L0H1 gate 1",
+                                         "dec 0 0 dec.L0H0 gate 1", "dec 0 1 dec.L0H1 gate 1",
+                                         "cross 0 0 cross.L0H0 gate 1", "cross 0 1 cross.L0H1 gate 0"});
+  CHECK_THAT(test::read_file(analysis / "heads_similarity.csv"),
+             Catch::StartsWith("head,enc.L0H0,enc.L0H1,dec.L0H0,dec.L0H1,cross.L0H0,cross.L0H1\n"));
+  const CheckpointReader heads((analysis / "heads.h5").string());
+  CHECK(heads.shape("heads/gate") == Shape{3, 2});
+  CHECK(heads.string_attr("site_kinds") == "enc,dec,cross");
+  CHECK(heads.read_array<int64_t>("site_layer") == std::vector<int64_t>{0, 0, 0});
+  for (const auto& [mask, message] : std::vector<std::pair<std::string, std::string>>{
+           {"0:1",
+            "--mask: '0:1' does not say which attention: an encoder_decoder's heads are named "
+            "KIND.L<layer>H<head> (e.g. --mask enc.L0H3,cross.L1H2)"},
+           {"cross.L1H0", "--mask: layer 1 in 'cross.L1H0' is outside [0, 1) (the model's cross layers)"},
+           {"enc.L0H2", "--mask: head 2 in 'enc.L0H2' is outside [0, 2) (enc.L0's heads)"},
+           {"dec.L0H1,dec.L0H1", "--mask: head dec.L0H1 is named twice"}}) {
+    const auto refused = run_headlab({"eval", run.string(), "--mask", mask}, s.dir / "refused.log");
+    CHECK(refused.code == 2);
+    CHECK(count_lines(refused.output) == 1);
+    CHECK_THAT(refused.output, Catch::Contains(message));
+  }
+  const auto masked_eval = run_headlab({"eval", run.string(), "--mask", "cross.L0H0", "--batches", "1"}, s.dir / "e");
+  INFO(masked_eval.output);
+  CHECK(masked_eval.code == 0);
 
   const auto dumped = run_headlab({"analyze", run.string(), "--dump-example", "1"}, s.dir / "dump.log");
   INFO(dumped.output);
   REQUIRE(dumped.code == 0);
-  CHECK_FALSE(fs::exists(run / "heads.csv"));
+  CHECK(fs::exists(run / "heads.csv"));
   const CheckpointReader h5((run / "attention_example_1.h5").string());
   const Shape self = h5.shape("attention"), enc = h5.shape("encoder_attention"), cross = h5.shape("cross_attention");
   const int64_t T = self[2], S = enc[2];

@@ -170,3 +170,24 @@ TEST_CASE("switch_off_heads zeroes the named heads' gates and refuses a list of 
   CHECK_THROWS_WITH(switch_off_heads(model, HeadKeepMask{{false, true}, {true}}),
                     Catch::Equals("switch_off_heads: the list has 1 heads in layer 1, the model 4"));
 }
+
+TEST_CASE("an encoder_decoder's heads are switched off per attention site, and not yet removed", "[nn][prune]") {
+  Model<double> model(test::tiny_seq2seq_spec(2, 4, 2, 1));  // sites enc 4, enc 4, dec 2, cross 2, dec 2, cross 2
+  randomize(model, 4);
+  HeadKeepMask named = heads_with_nonzero_gates(model);
+  REQUIRE(named.size() == 6);
+  CHECK(named[0].size() == 4);
+  CHECK(named[3].size() == 2);
+  for (std::vector<bool>& site : named) site.assign(site.size(), false);
+  named[1][3] = named[3][1] = true;  // enc.L1H3 and cross.L0H1
+  switch_off_heads(model, named);
+  CHECK(model.gates().value(1)(3) == 0.0);
+  CHECK(model.gates().value(3)(1) == 0.0);
+  CHECK(model.gates().value(3)(0) != 0.0);
+  const HeadKeepMask keep = heads_with_nonzero_gates(model);
+  CHECK_FALSE(keep[1][3]);
+  CHECK_FALSE(keep[3][1]);
+  CHECK(keep[2][1]);
+  CHECK(prune_problem(model.spec(), keep) == "physical removal of encoder_decoder heads is not supported yet");
+  CHECK_THROWS_WITH(prune_heads(model, keep), Catch::Contains("not supported yet"));
+}

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "headlab/data/tasks.h"
+#include "headlab/data/translation.h"
 #include "headlab/nn/model.h"
+#include "support/scratch.h"
 
 namespace headlab::test {
 
@@ -115,6 +117,20 @@ inline std::unique_ptr<Dataset> tiny_task(ModelKind kind, int64_t seq_len, int64
     o.min_len = 1;
   }
   return make_task(o);
+}
+
+// A bytes-tokenized translate dataset over `dir`'s uneven parallel corpus (40 lines whose sources
+// are longer than their targets: S != T, and source padding in most batches): seq_len 32,
+// 128-token batches, half of it train and a quarter val.
+inline std::unique_ptr<TranslationDataset> tiny_translation(const ScratchDir& dir) {
+  TranslationOptions o;
+  o.path = dir.write_uneven_parallel_corpus(40).string();
+  o.target_path = (dir.dir / "tgt.txt").string();
+  o.train_fraction = 0.5;
+  o.val_fraction = 0.25;
+  o.seq_len = 32;
+  o.batch_tokens = 4 * 32;
+  return std::make_unique<TranslationDataset>(o);
 }
 
 }  // namespace headlab::test

@@ -2,24 +2,28 @@
 // over N batches of a data split (deterministic: batch i of the split, in order).
 //   importance   Michel et al. 2019: I_h = E_x |dL(x)/dxi_h|, one gradient per example x
 //                (L(x) = the example's mean loss over its scored targets), raw and l2-normalised
-//                per layer (their default);
+//                per site (their default: per layer);
 //   ablation     change of the loss (and accuracy) when head h alone is gated to 0;
-//   layer_only   (off by default) the same when h is the only head left on in its layer (every
-//                other head of the layer gated to 0): Michel et al.'s Table 2, a layer reduced
+//   layer_only   (off by default) the same when h is the only head left on in its site (every
+//                other head of the site gated to 0): Michel et al.'s Table 2, a layer reduced
 //                to its best head;
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
 //                on delimiters, how often the most-attended token is a gold relation or the
 //                rarest token, and the relative position it sits at most often (Voita et al.'s
 //                positional heads); per relation, the best positional baseline (a data property);
-//   similarity   Jensen-Shannon distance between heads' rows on the same queries, [N, N].
+//   similarity   Jensen-Shannon distance between heads' rows on the same queries and keys, [N, N].
 // The statistics underneath, on probability tensors, are in analysis/attention_stats.h.
-// Heads are numbered index(layer, head) = (heads of the layers before) + head everywhere, which is
-// layer * n_heads + head unless layers differ in heads (a physically pruned model, nn/prune.h);
-// N = n_total() heads in all. The model's gates
-// are restored and its gradient slabs left zeroed. A pruning loop calls analyze_heads() directly;
-// `headlab analyze` writes the result with write_heads_csv/write_heads_h5 (docs/analysis.md).
+// Heads are numbered by attention site (ModelSpec::attention_sites(), the gates' order: for
+// decoder and encoder models site l is layer l; an encoder_decoder has its encoder's sites, then
+// each decoder layer's self- and cross-attention): index(site, head) = (heads of the sites
+// before) + head everywhere, which is site * n_heads + head unless sites differ in heads (a
+// physically pruned model, nn/prune.h, or an encoder_decoder's three kinds); N = n_total() heads
+// in all, head_label() names them. An encoder_decoder's three kinds get what applies to them
+// (docs/analysis.md): encoder sites read the source, cross sites only entropy and confidence.
+// The model's gates are restored and its gradient slabs left zeroed. A pruning loop calls
+// analyze_heads() directly; `headlab analyze` writes the result with write_heads_csv/write_heads_h5.
 //   HeadScores s = analyze_heads(model, *dataset, Split::val, 8, {.batch_size = 32});
-//   double i = s.importance_normalized[s.index(layer, head)];
+//   double i = s.importance_normalized[s.index(site, head)];
 #pragma once
 
 #include <cstdint>
@@ -36,7 +40,7 @@ struct AnalysisOptions {
   int64_t batch_size = 32;
   bool importance = true;
   bool ablation = true;     // one extra forward per head and batch: usually the costliest part
-  bool layer_only = false;  // one more forward per head and batch: each head alone in its layer
+  bool layer_only = false;  // one more forward per head and batch: each head alone in its site
   bool attention = true;    // attention statistics and gold agreement
   bool similarity = true;   // JS matrix: N^2/2 pairs per query row
   // Per-example gate gradients come from one backward per batch (dL/dout . out / gate, split by
@@ -59,12 +63,16 @@ struct PositionalBaseline {
 };
 
 struct HeadScores {
-  int64_t n_layers = 0, n_heads = 0;  // n_heads: of the widest layer
-  std::vector<int64_t> layer_heads;   // heads of each layer when the model sets them; empty = n_heads each
+  int64_t n_sites = 0, n_heads = 0;  // n_heads: of the widest site
+  std::vector<int64_t>
+      site_heads;  // heads of each site (when they differ, or layer_heads is set); empty = n_heads each
+  // Each site's kind and layer within its stack (spec.attention_sites()); empty = `dec` sites
+  // numbered as layers (scores built by hand).
+  std::vector<AttentionSite> sites;
   int64_t n_batches = 0;
   int64_t n_examples = 0;    // examples with at least one scored target (the others are skipped)
   int64_t n_targets = 0;     // scored targets (tokens, or labels for the encoder)
-  int64_t n_query_rows = 0;  // query rows the attention statistics average over
+  int64_t n_query_rows = 0;  // query rows the `dec` sites' attention statistics average over
   double loss = 0;           // unmasked model: mean loss over scored targets, as evaluate()
   double accuracy = -1;      // -1 when the task has no accuracy
 
@@ -72,30 +80,34 @@ struct HeadScores {
   std::vector<double> gate;
   std::vector<double> importance, importance_normalized;
   std::vector<double> ablation_loss_delta, ablation_accuracy_delta;      // masked - unmasked
-  std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its layer - unmasked
+  std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its site - unmasked
   std::vector<double> entropy, distance, confidence, delimiter_mass;
   std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement, antecedent_agreement,
       delimiter_agreement, rare_token_agreement;
   std::vector<double> positional_offset, positional_share;  // most frequent t - argmax, its share of rows
-  std::vector<double> js_nearest;                           // smallest JS distance to any other head
+  std::vector<double> js_nearest;                           // smallest JS distance to another head of its kind
 
   // Properties of the analysed data, not of a head (heads.h5 root attributes).
   PositionalBaseline syntactic_head_baseline, dependent_baseline, antecedent_baseline;
 
-  std::vector<double> js_distance;  // [N, N], symmetric, zero diagonal; empty if not measured
+  // [N, N], symmetric, zero diagonal, NaN between heads whose maps do not share queries and keys
+  // (different kinds); empty if not measured.
+  std::vector<double> js_distance;
 
   // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples.
   std::vector<double> example_loss;             // [E] mean loss of the unmasked model
   std::vector<double> example_accuracy;         // [E] fraction correct, or empty
   std::vector<double> example_gate_grad;        // [E, N] dL(x_e)/dxi_h, signed
   std::vector<double> example_ablation_loss;    // [N, E] loss of e with head h masked
-  std::vector<double> example_layer_only_loss;  // [N, E] loss of e with h alone on in its layer
+  std::vector<double> example_layer_only_loss;  // [N, E] loss of e with h alone on in its site
 
-  int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
-  int64_t first_head(int64_t layer) const;  // index(layer, 0)
-  int64_t n_total() const { return first_head(n_layers); }
-  int64_t index(int64_t layer, int64_t head) const { return first_head(layer) + head; }
-  int64_t layer_of(int64_t k) const;  // the layer of head index k
+  int64_t heads_at(int64_t site) const { return site_heads.empty() ? n_heads : site_heads[site]; }
+  int64_t first_head(int64_t site) const;  // index(site, 0)
+  int64_t n_total() const { return first_head(n_sites); }
+  int64_t index(int64_t site, int64_t head) const { return first_head(site) + head; }
+  int64_t site_of(int64_t k) const;  // the site of head index k
+  AttentionSite site(int64_t l) const { return sites.empty() ? AttentionSite{AttentionKind::dec, l} : sites[l]; }
+  bool one_stack() const;  // every site is `dec` (a decoder or encoder model): short labels
 };
 
 // The per-head columns of heads.csv and heads.h5, in order, declared once.
@@ -113,13 +125,18 @@ struct BaselineField {
 };
 const std::vector<BaselineField>& positional_baselines();
 
+// Head k's name (nn/model.h: head_label): "L1H0" in a one-stack model, "cross.L1H0" otherwise.
+std::string head_label(const HeadScores& scores, int64_t k);
+
 template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options);
 
-// Files of a run folder: heads.csv (layer,head,<head_columns()>; empty cell = NaN; one row per
-// head of each layer), heads_similarity.csv (the JS matrix, rows and columns labelled L<l>H<h>)
-// and heads.h5 (per-head arrays [L, n_heads], NaN where a layer has fewer heads).
+// Files of a run folder: heads.csv (layer,head,<head_columns()>,attention,label; attention = the
+// site's kind, layer = within its stack, label = head_label; empty cell = NaN; one row per head
+// of each site), heads_similarity.csv (the JS matrix, rows and columns named by head_label) and
+// heads.h5 (per-head arrays [sites, n_heads], NaN where a site has fewer heads, with each site's
+// kind and layer).
 void write_heads_csv(const std::string& path, const HeadScores& scores);
 void write_similarity_csv(const std::string& path, const HeadScores& scores);
 struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes

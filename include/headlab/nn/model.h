@@ -50,6 +50,11 @@ struct AttentionSite {
   AttentionKind kind;
   int64_t layer;
 };
+// A head's name wherever headlab writes or reads one (heads.csv, --mask, messages): in an
+// encoder_decoder "<kind>.L<layer>H<head>" ("enc.L0H3", "cross.L2H5", layer within its stack);
+// in a model with one stack (decoder, encoder: every site is `dec`) "L<layer>H<head>", as heads.csv
+// has always named them, since the kind tells nothing there.
+std::string head_label(AttentionSite site, int64_t head, bool one_stack);
 enum class Activation { gelu, relu };
 enum class Pooling { first, mean };
 
