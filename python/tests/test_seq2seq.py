@@ -13,6 +13,8 @@ What is compared with what:
 - greedy and beam-5 translations with `headlab translate` (two length penalties); Python's cached
   greedy decoding is also checked against its own full forward (teacher-forced argmax, logits to
   1e-9 in float64);
+- per-head importance, its per-site normalisation and the loss ablation of every enc, dec and
+  cross head with `headlab analyze`'s heads.h5 ([site, head]), a head gated 0 included;
 - attention maps: every encoder, decoder and cross map of `analyze --dump-example` rows, to
   1e-5 (float32 scores); and what the math fixes: rows sum to 1, causal and padding zeros, a gate
   of 0 removing its head's output.
@@ -27,7 +29,7 @@ import pytest
 import torch
 
 import headlab
-from headlab.analysis import split_loss
+from headlab.analysis import head_scores, split_loss
 from headlab.checkpoint import parameter_shapes
 from headlab.translation import TranslationData
 
@@ -336,3 +338,30 @@ def test_state_dict_export_and_model_refusal(train_seq2seq, tmp_path):
     model.load_state_dict(torch.load(tmp_path / "state.pt"))
     with pytest.raises(ValueError, match="EncoderDecoder"):
         headlab.Model(config)
+
+
+@pytest.mark.parametrize("variant", list(SEQ2SEQ))
+def test_importance_and_ablation_of_all_three_kinds_match_the_binary(variant, train_seq2seq, tmp_path):
+    edited = headlab.load_model(best(train_seq2seq(variant)))
+    edited.set_head_mask([("cross", 0, 1)])  # a gate of 0: importance still defined, ablation exactly 0
+    masked = str(tmp_path / "masked.h5")
+    edited.save_checkpoint(masked)
+    ckpt = headlab.load_checkpoint(masked)
+    model = headlab.load_model(masked, torch.float64)
+    run_headlab("analyze", masked, "--out", tmp_path / "analysis", "--no-similarity", "--threads", 1)
+    with h5py.File(tmp_path / "analysis" / "heads.h5", "r") as f:
+        binary = {k: np.array(f["heads"][k]) for k in ("gate", "importance", "importance_normalized",
+                                                        "ablation_loss_delta")}
+        kinds = f.attrs["site_kinds"]
+        kinds = (kinds.decode() if isinstance(kinds, bytes) else kinds).split(",")
+        loss = float(f.attrs["loss"])
+    py = head_scores(model, headlab.eval_batches(ckpt, "val"))
+    assert [kind for kind, _ in py["sites"]] == kinds
+    assert abs(py["loss"] - loss) <= 1e-5 * loss
+    for column, atol in (("importance", 1e-8), ("importance_normalized", 1e-8), ("ablation_loss_delta", 5e-6)):
+        for k, values in enumerate(py[column]):
+            got, want = np.array(values), binary[column][k, :len(values)]
+            assert np.all(np.abs(got - want) <= atol + 1e-5 * np.abs(want)), (column, py["sites"][k], got, want)
+    cross0 = py["sites"].index(("cross", 0))
+    assert binary["gate"][cross0, 1] == 0 and binary["ablation_loss_delta"][cross0, 1] == 0
+    assert py["ablation_loss_delta"][cross0][1] == 0

@@ -146,8 +146,26 @@ BleuAblation bleu_ablation(Model<float>& model, const TranslationDataset& data, 
   return out;
 }
 
-std::string bleu_ablation_label(AttentionSite site, int64_t head) {
-  return std::string(attention_kind_name(site.kind)) + ".L" + std::to_string(site.layer) + "H" + std::to_string(head);
+void add_bleu_columns(const BleuAblation& result, HeadScores& scores) {
+  const auto n = static_cast<int64_t>(result.heads.size());
+  HEADLAB_CHECK(n == scores.n_total(), "BLEU ablation: " << n << " heads scored in BLEU, " << scores.n_total()
+                                                         << " in the head analysis: not the same model");
+  for (int64_t k = 0; k < n; ++k) {
+    const HeadBleu& h = result.heads[static_cast<size_t>(k)];
+    const int64_t site = scores.site_of(k);
+    HEADLAB_CHECK(h.site.kind == scores.site(site).kind && h.site.layer == scores.site(site).layer &&
+                      h.head == k - scores.first_head(site),
+                  "BLEU ablation: head " << k << " is " << head_label(h.site, h.head, false)
+                                         << " in BLEU but not in the head analysis");
+    scores.ablation_bleu_delta[k] = h.masked.bleu_delta;
+    scores.ablation_chrf_delta[k] = h.masked.chrf_delta;
+    scores.ablation_bleu_p[k] = h.masked.bootstrap.p_value;
+    if (h.layer_only) {
+      scores.layer_only_bleu_delta[k] = h.layer_only->bleu_delta;
+      scores.layer_only_chrf_delta[k] = h.layer_only->chrf_delta;
+      scores.layer_only_bleu_p[k] = h.layer_only->bootstrap.p_value;
+    }
+  }
 }
 
 void write_bleu_ablation_csv(const std::string& path, const BleuAblation& result) {
@@ -165,7 +183,7 @@ void write_bleu_ablation_csv(const std::string& path, const BleuAblation& result
       row.push_back(csv_number("%.6g", v));
   };
   for (const HeadBleu& h : result.heads) {
-    std::vector<std::string> row = {bleu_ablation_label(h.site, h.head), attention_kind_name(h.site.kind),
+    std::vector<std::string> row = {head_label(h.site, h.head, false), attention_kind_name(h.site.kind),
                                     std::to_string(h.site.layer), std::to_string(h.head), csv_number("%.6g", h.gate)};
     add(row, h.masked);
     if (layer_only) add(row, h.layer_only.value());

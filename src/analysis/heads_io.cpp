@@ -47,6 +47,16 @@ const std::vector<HeadColumn>& head_columns() {
       {"rare_token_agreement", &HeadScores::rare_token_agreement,
        "argmax holds the visible token rarest in the training split (Voita et al.)"},
       {"js_nearest", &HeadScores::js_nearest, "smallest JS distance to another head, in [0, 1]"},
+      // Last, so that the columns before keep their places in older readers.
+      {"ablation_bleu_delta", &HeadScores::ablation_bleu_delta,
+       "corpus BLEU with this head alone masked - BLEU (translation, --bleu), points"},
+      {"ablation_chrf_delta", &HeadScores::ablation_chrf_delta, "the same in chrF (--bleu), points"},
+      {"ablation_bleu_p", &HeadScores::ablation_bleu_p,
+       "paired bootstrap p of ablation_bleu_delta over sentences (Koehn 2004; --bleu)"},
+      {"layer_only_bleu_delta", &HeadScores::layer_only_bleu_delta,
+       "BLEU with every other head of the site masked - BLEU (--bleu --layer-only), points"},
+      {"layer_only_chrf_delta", &HeadScores::layer_only_chrf_delta, "the same in chrF (--bleu --layer-only)"},
+      {"layer_only_bleu_p", &HeadScores::layer_only_bleu_p, "paired bootstrap p of layer_only_bleu_delta"},
   };
   return columns;
 }

@@ -1,6 +1,6 @@
 // headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
-//                            [--mask HEADS] [--threads N]
+//                            [--mask HEADS] [--threads N] [--bleu [--beam N] [--lenpen X] [--sentences N]]
 // headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask HEADS] [--out DIR]
 // Per-head importance, ablation, attention statistics and similarity over a data split, written
 // to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
@@ -8,7 +8,9 @@
 // attention_example_I.csv (+ _tokens.csv) and attention_example_I.h5. With a prompt, only every
 // head's attention on it: attention_example_prompt.csv (+ _tokens.csv, .h5). An encoder_decoder's
 // heads of all three kinds (enc, dec, cross) are scored alike, named as heads.csv labels them; its
-// dumps hold the encoder's and cross maps too, and a Bible verse's gold alignment.
+// dumps hold the encoder's and cross maps too, and a Bible verse's gold alignment. --bleu adds the
+// translation's BLEU ablation (analysis/bleu_ablation.h): heads.csv's BLEU columns, and
+// bleu_ablation.csv and bleu_ablation.h5 with every head's per-sentence statistics.
 // docs/analysis.md.
 #include <cmath>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <cxxopts.hpp>
 
 #include "headlab/analysis/attention_dump.h"
+#include "headlab/analysis/bleu_ablation.h"
 #include "headlab/analysis/heads.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
@@ -62,13 +65,15 @@ std::string cell(double v, const char* format, int width) {
 }
 
 void print_summary(const HeadScores& s) {
-  bool gold = false, rare = false;
+  bool gold = false, rare = false, bleu = false;
   for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
   for (double v : s.rare_token_agreement) rare = rare || !std::isnan(v);
+  for (double v : s.ablation_bleu_delta) bleu = bleu || !std::isnan(v);
   std::printf(
       "      head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
-      "  offset (share)%s%s\n",
-      gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "");
+      "  offset (share)%s%s%s\n",
+      gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "",
+      bleu ? "  ablation_dBLEU (p)" : "");
   for (int64_t k = 0; k < s.n_total(); ++k) {
     char label[32];
     std::snprintf(label, sizeof label, "%10s", head_label(s, k).c_str());
@@ -81,6 +86,7 @@ void print_summary(const HeadScores& s) {
       line += cell(s.syntactic_head_agreement[k], "%.3f", 16) + cell(s.dependent_agreement[k], "%.3f", 11) +
               cell(s.antecedent_agreement[k], "%.3f", 12);
     if (rare) line += cell(s.rare_token_agreement[k], "%.3f", 12);
+    if (bleu) line += cell(s.ablation_bleu_delta[k], "%+.2f", 15) + cell(s.ablation_bleu_p[k], "(%.3f)", 8);
     std::printf("%s\n", line.c_str());
   }
   for (const BaselineField& f : positional_baselines()) {
@@ -111,7 +117,11 @@ int run_analyze(int argc, char** argv) {
       "alignment",
       "only score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
       "(translation on the Bible; beside the diagonal and IBM Model 1): alignment.csv")(
-      "sentences", "--alignment: the split's first N verses (default all)", cxxopts::value<int64_t>())(
+      "bleu",
+      "translation: also each head's ablation in BLEU and chrF (and with --layer-only each head alone in its "
+      "site), decoded with --beam (default 5, as Michel et al.), with a paired bootstrap over sentences: heads.csv's "
+      "BLEU columns, bleu_ablation.csv and bleu_ablation.h5")(
+      "sentences", "--alignment, --bleu: the split's first N sentences (default all)", cxxopts::value<int64_t>())(
       "mask",
       "switch these heads off (gate 0) first, named as heads.csv's label column does: L1H0,... (or LAYER:HEAD,...), "
       "in a translation model KIND.L<layer>H<head>,... (enc.L0H3,cross.L1H2)",
@@ -124,6 +134,7 @@ int run_analyze(int argc, char** argv) {
       "change a data.* key or train.threads of the checkpoint's config, e.g. --set data.path=moved.txt (repeatable)",
       cxxopts::value<std::vector<std::string>>())("threads", "worker threads (default: the checkpoint's train.threads)",
                                                   cxxopts::value<int>())("h,help", "show this help");
+  add_search_options(options, 5);
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -196,7 +207,25 @@ int run_analyze(int argc, char** argv) {
   }
   fs::create_directories(out);
 
-  const HeadScores s = analyze_heads(model, *dataset, split, n, o);
+  HeadScores s = analyze_heads(model, *dataset, split, n, o);
+  for (const char* option : {"beam", "lenpen"})
+    HEADLAB_CHECK(args.count("bleu") || !args.count(option), "--" << option << " applies to --bleu only");
+  if (args.count("bleu")) {
+    HEADLAB_CHECK(dataset->translation() != nullptr, "--bleu: " << path << " models data.task = " << config.data.task
+                                                                << "; BLEU ablation needs a translation model");
+    BleuAblationOptions bo;
+    bo.search = search_options(args);
+    bo.max_sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
+    bo.layer_only = o.layer_only;
+    const BleuAblation b = bleu_ablation(model, *dataset->translation(), split, bo);
+    add_bleu_columns(b, s);
+    write_bleu_ablation_csv((out / "bleu_ablation.csv").string(), b);
+    write_bleu_ablation_h5((out / "bleu_ablation.h5").string(), b);
+    std::printf("BLEU %.2f, chrF %.2f unmasked (%s, beam %lld): %lld decodings; bleu_ablation.csv, .h5\n",
+                b.unmasked.bleu.score, b.unmasked.chrf.score,
+                counted(static_cast<int64_t>(b.unmasked.hypotheses.size()), "sentence").c_str(),
+                static_cast<long long>(bo.search.beam), static_cast<long long>(b.decodings));
+  }
   std::printf("checkpoint %s (step %lld), %s split: %s of %lld, %s, %s, %s\n", path.c_str(),
               static_cast<long long>(progress.step), split_arg.c_str(),
               counted(s.n_batches, "batch", "batches").c_str(), static_cast<long long>(o.batch_size),

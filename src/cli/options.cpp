@@ -111,8 +111,9 @@ std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
   return overrides;
 }
 
-void add_search_options(cxxopts::Options& options) {
-  options.add_options()("beam", "beam size; 1 = greedy decoding", cxxopts::value<int64_t>()->default_value("1"))(
+void add_search_options(cxxopts::Options& options, int64_t default_beam) {
+  options.add_options()("beam", "beam size; 1 = greedy decoding",
+                        cxxopts::value<int64_t>()->default_value(std::to_string(default_beam)))(
       "lenpen", "length penalty of beam search (fairseq's): 0 = sum of log p, 1 = mean per token",
       cxxopts::value<double>()->default_value("1"));
 }

@@ -48,7 +48,7 @@ std::vector<std::string> checkpoint_overrides(const cxxopts::ParseResult& args,
 
 // --beam N and --lenpen X, which translate and eval share: added to `options`, then read (a beam
 // of 0, or a length penalty that is not finite, is one line naming the option).
-void add_search_options(cxxopts::Options& options);
+void add_search_options(cxxopts::Options& options, int64_t default_beam = 1);
 SearchOptions search_options(const cxxopts::ParseResult& args);
 
 // "a\nb" -> "a\\nb": a value shown in help or messages on one line.

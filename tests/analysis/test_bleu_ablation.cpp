@@ -84,7 +84,7 @@ TEST_CASE("BLEU ablation scores each head as translate_split does with that gate
     const std::vector<float> own(table.data(), table.data() + table.numel());
     for (size_t h = 0; h < own.size(); ++h, ++k) {
       const HeadBleu& head = r.heads[k];
-      INFO(bleu_ablation_label(head.site, head.head));
+      INFO(head_label(head.site, head.head, false));
       CHECK(head.site.kind == sites[s].kind);
       CHECK(head.site.layer == sites[s].layer);
       CHECK(head.head == static_cast<int64_t>(h));
@@ -103,8 +103,8 @@ TEST_CASE("BLEU ablation scores each head as translate_split does with that gate
   CHECK(r.decodings == 1 + 4 + 32);
   CHECK_FALSE(r.heads[1].masked.decoded);
   CHECK(r.heads[1].masked.hypotheses == r.heads[0].layer_only->hypotheses);
-  CHECK(bleu_ablation_label(r.heads[0].site, 0) == "enc.L0H0");
-  CHECK(bleu_ablation_label(r.heads.back().site, 3) == "cross.L1H3");
+  CHECK(head_label(r.heads[0].site, 0, false) == "enc.L0H0");
+  CHECK(head_label(r.heads.back().site, 3, false) == "cross.L1H3");
 }
 
 TEST_CASE("BLEU ablation reusing the encoder gives what decoding every head from scratch gives", "[analysis][bleu]") {
@@ -117,7 +117,7 @@ TEST_CASE("BLEU ablation reusing the encoder gives what decoding every head from
   const BleuAblation scratch = bleu_ablation(t.model, t.data, Split::val, options);
   REQUIRE(reused.heads.size() == scratch.heads.size());
   for (size_t k = 0; k < reused.heads.size(); ++k) {
-    INFO(bleu_ablation_label(reused.heads[k].site, reused.heads[k].head));
+    INFO(head_label(reused.heads[k].site, reused.heads[k].head, false));
     CHECK(reused.heads[k].masked.hypotheses == scratch.heads[k].masked.hypotheses);
     CHECK(reused.heads[k].masked.bleu.score == scratch.heads[k].masked.bleu.score);
   }
@@ -135,7 +135,7 @@ TEST_CASE("a head already gated 0 changes BLEU by exactly 0, without decoding ag
   const BleuAblation r = bleu_ablation(t.model, t.data, Split::val, options);
   for (const size_t k : {size_t{1}, size_t{8}}) {
     const HeadBleu& head = r.heads[k];
-    INFO(bleu_ablation_label(head.site, head.head));
+    INFO(head_label(head.site, head.head, false));
     CHECK(head.gate == 0);
     CHECK_FALSE(head.masked.decoded);
     CHECK(head.masked.bleu_delta == 0);

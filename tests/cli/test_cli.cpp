@@ -510,6 +510,32 @@ TEST_CASE(
   INFO(masked_eval.output);
   CHECK(masked_eval.code == 0);
 
+  // --bleu: every head's ablation in BLEU beside the loss; the masked head changes nothing.
+  const fs::path bleu_dir = s.dir / "bleu";
+  const auto bleu = run_headlab({"analyze", run.string(), "--batches", "1", "--no-similarity", "--mask", "dec.L0H1",
+                                 "--bleu", "--beam", "2", "--sentences", "3", "--out", bleu_dir.string()},
+                                s.dir / "bleu.log");
+  INFO(bleu.output);
+  REQUIRE(bleu.code == 0);
+  CHECK_THAT(bleu.output, Catch::Contains("(3 sentences, beam 2)"));
+  const CsvTable bleu_heads = read_csv(bleu_dir / "heads.csv");
+  REQUIRE(bleu_heads.rows.size() == 6);
+  for (const std::vector<std::string>& row : bleu_heads.rows) {
+    INFO(row[bleu_heads.column("label")]);
+    CHECK(!row[bleu_heads.column("ablation_bleu_delta")].empty());
+    CHECK(!row[bleu_heads.column("ablation_bleu_p")].empty());
+    CHECK(row[bleu_heads.column("layer_only_bleu_delta")].empty());  // not asked for
+    if (row[bleu_heads.column("label")] == "dec.L0H1") {
+      CHECK(row[bleu_heads.column("ablation_bleu_delta")] == "0");
+      CHECK(row[bleu_heads.column("ablation_bleu_p")] == "1");
+    }
+  }
+  CHECK(count_lines(test::read_file(bleu_dir / "bleu_ablation.csv")) == 1 + 6);
+  CHECK(fs::exists(bleu_dir / "bleu_ablation.h5"));
+  const auto beam_alone = run_headlab({"analyze", run.string(), "--beam", "2"}, s.dir / "beam.log");
+  CHECK(beam_alone.code == 2);
+  CHECK_THAT(beam_alone.output, Catch::Contains("--beam applies to --bleu only"));
+
   const auto dumped = run_headlab({"analyze", run.string(), "--dump-example", "1"}, s.dir / "dump.log");
   INFO(dumped.output);
   REQUIRE(dumped.code == 0);

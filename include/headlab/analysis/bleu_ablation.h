@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/heads.h"
 #include "headlab/data/bleu.h"
 #include "headlab/data/bleu_bootstrap.h"
 #include "headlab/data/translation.h"
@@ -72,9 +73,10 @@ struct BleuAblation {
 BleuAblation bleu_ablation(Model<float>& model, const TranslationDataset& data, Split split,
                            const BleuAblationOptions& options);
 
-// "cross.L1H2": attention kind, layer within its stack, head within its site. Here until the
-// shared head labels (heads.csv's) take over.
-std::string bleu_ablation_label(AttentionSite site, int64_t head);
+// heads.csv's BLEU columns (ablation_bleu_delta, ablation_chrf_delta, ablation_bleu_p and the
+// layer_only_ three when computed) from `result`, which must number the same heads as `scores`
+// (one analysis of one model); a one-line error otherwise.
+void add_bleu_columns(const BleuAblation& result, HeadScores& scores);
 
 // One row per head: label,attention,layer,head,gate,bleu,bleu_delta,chrf,chrf_delta,bleu_p,
 // bleu_low,bleu_high (and the same seven with layer_only_ when computed).

@@ -81,6 +81,10 @@ struct HeadScores {
   std::vector<double> importance, importance_normalized;
   std::vector<double> ablation_loss_delta, ablation_accuracy_delta;      // masked - unmasked
   std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its site - unmasked
+  // Translation, in BLEU and chrF points (analysis/bleu_ablation.h: add_bleu_columns), and the
+  // paired bootstrap's p of the BLEU change; NaN unless measured.
+  std::vector<double> ablation_bleu_delta, ablation_chrf_delta, ablation_bleu_p;
+  std::vector<double> layer_only_bleu_delta, layer_only_chrf_delta, layer_only_bleu_p;
   std::vector<double> entropy, distance, confidence, delimiter_mass;
   std::vector<double> previous_token_agreement, syntactic_head_agreement, dependent_agreement, antecedent_agreement,
       delimiter_agreement, rare_token_agreement;
