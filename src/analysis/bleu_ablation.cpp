@@ -20,22 +20,6 @@ std::vector<float> gates_of(const Model<float>& model, size_t site) {
   return std::vector<float>(g.data(), g.data() + g.numel());
 }
 
-// One site's gates set for a scope; the model's own are back at its end, also on a throw.
-class SiteGates {
- public:
-  SiteGates(Model<float>& model, size_t site, const std::vector<float>& gates)
-      : table_(model.gates().value(static_cast<int>(site))), kept_(gates_of(model, site)) {
-    std::copy(gates.begin(), gates.end(), table_.data());
-  }
-  ~SiteGates() { std::copy(kept_.begin(), kept_.end(), table_.data()); }
-  SiteGates(const SiteGates&) = delete;
-  SiteGates& operator=(const SiteGates&) = delete;
-
- private:
-  Tensor<float> table_;
-  std::vector<float> kept_;
-};
-
 // Translates the split under gate settings of one site at a time, each distinct table once: the
 // model's own is the unmasked translation, and a table met again (layer-only of two heads gated
 // 0) is reused. Decoder and cross sites decode from the encoder's output of the unmasked run.
@@ -58,7 +42,7 @@ class Ablator {
     }
     for (const auto& [table, translation] : seen_)
       if (table == gates) return compare(*translation, false);
-    const SiteGates set(model_, site, gates);
+    const ScopedSiteGates<float> set(model_, site, gates);
     const bool reuse = options_.reuse_encoder && sites_[site].kind != AttentionKind::enc;
     decoded_.push_back(std::make_unique<SplitTranslation>(decode(reuse ? &encoded_ : nullptr)));
     seen_.push_back({gates, decoded_.back().get()});

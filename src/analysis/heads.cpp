@@ -94,24 +94,15 @@ struct MaskedSums {
         example_loss(static_cast<size_t>(n_heads)) {}
 };
 
-// Sets the gates of one site to 0 where off[h], and puts them back when it goes out of scope
-// (an error in the forward leaves the model's gates as they were).
+// The gates of site `site` with the heads where off[h] set to 0.
 template <typename T>
-class SiteGatesOff {
- public:
-  SiteGatesOff(Model<T>& model, int64_t site, const std::vector<uint8_t>& off)
-      : gates_(model.gates().value(static_cast<int>(site))), saved_(gates_.data(), gates_.data() + gates_.numel()) {
-    for (int64_t h = 0; h < gates_.numel(); ++h)
-      if (off[h]) gates_.data()[h] = T(0);
-  }
-  ~SiteGatesOff() { std::copy(saved_.begin(), saved_.end(), gates_.data()); }
-  SiteGatesOff(const SiteGatesOff&) = delete;
-  SiteGatesOff& operator=(const SiteGatesOff&) = delete;
-
- private:
-  Tensor<T> gates_;
-  std::vector<T> saved_;
-};
+std::vector<T> gates_without(const Model<T>& model, int64_t site, const std::vector<uint8_t>& off) {
+  const Tensor<T> g = model.gates().value(static_cast<int>(site));
+  std::vector<T> gates(g.data(), g.data() + g.numel());
+  for (size_t h = 0; h < gates.size(); ++h)
+    if (off[h]) gates[h] = T(0);
+  return gates;
+}
 
 // One masked forward per head, site_of(k)'s heads gated as `mask` says, on the batch whose
 // unmasked forward gave `unmasked` and `saved`. A mask that gates no head with a nonzero gate
@@ -144,7 +135,7 @@ void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const
                                                 tape.constant(saved.attention_without(tape.arena(), l, off)));
           example_stats(model, m.logits.value(), in, scratch);
         } else {
-          SiteGatesOff<T> gated(model, l, off);
+          const ScopedSiteGates<T> gated(model, static_cast<size_t>(l), gates_without(model, l, off));
           example_stats(model, model.forward(tape, logits_only, {}).logits.value(), in, scratch);
         }
         tape.reset();

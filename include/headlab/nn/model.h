@@ -20,12 +20,14 @@
 //   ModelOutput<float> out = model.forward(tape, input, {.training = true, .dropout_seed = s});
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "headlab/autograd/tape.h"
+#include "headlab/common/error.h"
 #include "headlab/nn/model_kinds.h"
 #include "headlab/nn/parameters.h"
 
@@ -276,6 +278,26 @@ class Model {
   ParamIndex index_;  // parameter positions, so forward() does no name lookups (and no allocation)
   Buffer sinusoid_;   // [max_seq_len, d_model] when positions = sinusoidal
   std::vector<Var<T>> attention_outputs_, block_inputs_;  // capacity kept across steps: no per-step allocation
+};
+
+// One attention site's gates set to `gates` for a scope (a masked forward or decoding); the
+// model's own are put back at its end, also when the forward throws.
+template <typename T>
+class ScopedSiteGates {
+ public:
+  ScopedSiteGates(Model<T>& model, size_t site, const std::vector<T>& gates)
+      : table_(model.gates().value(static_cast<int>(site))), kept_(table_.data(), table_.data() + table_.numel()) {
+    HEADLAB_CHECK(static_cast<int64_t>(gates.size()) == table_.numel(),
+                  "site " << site << " has " << table_.numel() << " heads, got " << gates.size() << " gates");
+    std::copy(gates.begin(), gates.end(), table_.data());
+  }
+  ~ScopedSiteGates() { std::copy(kept_.begin(), kept_.end(), table_.data()); }
+  ScopedSiteGates(const ScopedSiteGates&) = delete;
+  ScopedSiteGates& operator=(const ScopedSiteGates&) = delete;
+
+ private:
+  Tensor<T> table_;
+  std::vector<T> kept_;
 };
 
 // A block parameter's name: block_name(1, "attn/gates") = "blocks/1/attn/gates".
