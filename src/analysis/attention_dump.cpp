@@ -121,11 +121,8 @@ std::vector<uint8_t> example_gold_alignment(const Dataset& dataset, Split split,
                                             const Batch& row) {
   const TranslationDataset* data = dataset.translation();
   if (!data) return {};
-  const std::span<const int64_t> rows = data->batch_sentences(split, example / batch_size);
-  HEADLAB_CHECK(
-      example % batch_size < static_cast<int64_t>(rows.size()),
-      "gold alignment: example " << example << " is row " << example % batch_size << " of a batch of " << rows.size());
-  const int64_t sentence = rows[static_cast<size_t>(example % batch_size)];
+  const Dataset::ExamplePosition at = data->example_position(split, example, batch_size);
+  const int64_t sentence = data->batch_sentences(split, at.batch)[static_cast<size_t>(at.row)];
   const TranslationSentence& s = data->sentences(split)[static_cast<size_t>(sentence)];
   if (s.pair.source_tags.empty() && s.pair.target_tags.empty()) return {};  // plain parallel files
   // The row attention_example filled holds this verse: <s> y1..yn and x1..xm </s>, then padding.

@@ -457,17 +457,12 @@ AttentionExample attention_of_row(Model<T>& model, Batch row) {
 template <typename T>
 AttentionExample attention_example(Model<T>& model, const Dataset& dataset, Split split, int64_t example,
                                    int64_t batch_size) {
-  HEADLAB_CHECK(example >= 0, "analyze: example " << example << " must be >= 0");
-  HEADLAB_CHECK(batch_size > 0, "analyze: batch_size=" << batch_size << " must be positive");
-  const int64_t covering = dataset.eval_batches(split, batch_size), b = example % batch_size;
-  HEADLAB_CHECK(covering == 0 || example / batch_size < covering,
-                "analyze: example " << example << " is past the end of the " << split_name(split) << " split ("
-                                    << covering * batch_size << " rows)");
+  const Dataset::ExamplePosition at = dataset.example_position(split, example, batch_size);
   Batch batch = dataset.make_batch(batch_size);
-  dataset.fill_batch(split, example / batch_size, batch);
+  dataset.fill_batch(split, at.batch, batch);
   Batch row = dataset.make_batch(1);
   if (row.layout.variable_shape) row.reshape("analyze", {1, batch.seq_len, batch.source_len}, row.layout);
-  copy_row(batch, b, row, 0);
+  copy_row(batch, at.row, row, 0);
   return attention_of_row(model, std::move(row));
 }
 

@@ -200,10 +200,11 @@ int run_analyze(int argc, char** argv) {
   const std::vector<int64_t> dump =
       args.count("dump-example") ? args["dump-example"].as<std::vector<int64_t>>() : std::vector<int64_t>{};
   for (int64_t example : dump) {  // before the long part
-    const int64_t covering = dataset->eval_batches(split, o.batch_size);
-    HEADLAB_CHECK(example >= 0 && (covering == 0 || example < covering * o.batch_size),
-                  "--dump-example " << example << " is outside the " << split_arg << " split (0 .. "
-                                    << covering * o.batch_size - 1 << ")");
+    try {
+      dataset->example_position(split, example, o.batch_size);
+    } catch (const Error& e) {
+      throw Error(concat("--dump-example ", example, ": ", e.what()));
+    }
   }
   fs::create_directories(out);
 

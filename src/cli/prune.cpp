@@ -2,11 +2,13 @@
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
-//                          [--lambda X] [--l0-steps N] [--l0-lr X] [--out DIR] [--set train.key=value]...
+//                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze] [--only enc|dec|cross]...
+//                          [--beam N] [--lenpen X] [--sentences N] [--no-bleu] [--out DIR] [--set train.key=value]...
 // Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
 // after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint, with the
 // optimizer state fine-tuning continued, so `train --init` of it continues it too).
-// DIR defaults to <run folder>/prune/<prune_run_name()>. docs/pruning-verb.md.
+// DIR defaults to <run folder>/prune/<prune_run_name()>. A translation model's rounds are also
+// scored in BLEU and chrF (beam 5 unless --beam says otherwise). docs/pruning-verb.md.
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -50,10 +52,16 @@ int run_prune(int argc, char** argv) {
                                  cxxopts::value<int64_t>())("lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
+      "l0-freeze", "l0: train only the gates, the model's parameters frozen (default: both train)")(
+      "only", "prune only these kinds of an encoder_decoder's attention: enc, dec, cross (comma list or repeated)",
+      cxxopts::value<std::vector<std::string>>())(
+      "sentences", "translation: BLEU of every round over the split's first N sentences (default all)",
+      cxxopts::value<int64_t>())("no-bleu", "translation: no BLEU, the loss only")(
       "out", "output folder (default: <run folder>/prune/<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>])",
       cxxopts::value<std::string>())(
       "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
+  add_search_options(options, 5);
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -87,11 +95,25 @@ int run_prune(int argc, char** argv) {
   if (l0) o.lambda = args["lambda"].as<double>();
   o.l0_steps = *count_option<int64_t>(args, "l0-steps", 1);
   o.l0_lr = args["l0-lr"].as<double>();
+  HEADLAB_CHECK(l0 || !args.count("l0-freeze"), "--l0-freeze applies only to --strategy l0");
+  o.l0_freeze = args.count("l0-freeze") > 0;
+  if (args.count("only")) o.only = parse_attention_kinds(args["only"].as<std::vector<std::string>>());
+  o.bleu = !args.count("no-bleu");
+  for (const char* option : {"beam", "lenpen", "sentences"})
+    HEADLAB_CHECK(o.bleu || !args.count(option), "--" << option << " decodes for BLEU, which --no-bleu turns off");
+  o.search = search_options(args);
+  o.bleu_sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
   validate(o);
   const std::vector<std::string> overrides = checkpoint_overrides(args, {"train.", "data."});
   const std::string path = resolve_checkpoint(args["checkpoint"].as<std::string>());
   HEADLAB_CHECK(fs::is_regular_file(path), "checkpoint " << path << " does not exist");
   OpenedCheckpoint opened = open_checkpoint(path, overrides);
+  const bool translation = opened.dataset->translation() != nullptr;
+  for (const char* option : {"beam", "lenpen", "sentences", "no-bleu"})
+    HEADLAB_CHECK(translation || !args.count(option), "--" << option << ": " << path
+                                                           << " models data.task = " << opened.config.data.task
+                                                           << "; BLEU is measured on translation models only");
+  validate(o, opened.model->spec());
   set_num_threads(resolved_threads(opened.config));
   const fs::path out = args.count("out") ? fs::path(args["out"].as<std::string>())
                                          : fs::path(checkpoint_run_folder(path)) / "prune" / prune_run_name(o);
@@ -110,11 +132,13 @@ int run_prune(int argc, char** argv) {
       [&](const std::vector<PruneRound>& done) {
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
         const PruneRound& r = done.back();
-        std::string layers;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
-        for (int64_t c : r.heads_per_layer) layers.append(" ").append(std::to_string(c));
-        std::printf("round %lld: %s pruned, heads per layer%s, %s loss %.4f\n", static_cast<long long>(r.round),
-                    counted(static_cast<int64_t>(r.pruned.size()), "head").c_str(), layers.c_str(), split_arg.c_str(),
-                    r.metric.loss);
+        std::string sites;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
+        for (int64_t c : r.heads_per_site) sites.append(" ").append(std::to_string(c));
+        std::printf("round %lld: %s pruned, heads per %s%s, %s loss %.4f", static_cast<long long>(r.round),
+                    counted(static_cast<int64_t>(r.pruned.size()), "head").c_str(), translation ? "site" : "layer",
+                    sites.c_str(), split_arg.c_str(), r.metric.loss);
+        if (r.bleu >= 0) std::printf(", BLEU %.2f, chrF %.2f", r.bleu, r.chrf);
+        std::printf("\n");
         std::fflush(stdout);
       });
   RunProgress progress = opened.progress;

@@ -109,6 +109,15 @@ int64_t Dataset::eval_batches(Split, int64_t) const {
   return 0;
 }
 
+Dataset::ExamplePosition Dataset::example_position(Split split, int64_t example, int64_t batch_size) const {
+  HEADLAB_CHECK(batch_size > 0, "batch size " << batch_size << " must be positive");
+  const int64_t covering = eval_batches(split, batch_size);
+  HEADLAB_CHECK(example >= 0 && (covering == 0 || example < covering * batch_size),
+                "example " << example << " is outside the " << split_name(split) << " split (0 .. "
+                           << covering * batch_size - 1 << ")");
+  return {example / batch_size, example % batch_size};
+}
+
 int64_t Dataset::batches_to_score(Split split, int64_t requested, int64_t batch_size, const char* caller) const {
   const int64_t covering = eval_batches(split, batch_size);
   if (covering > 0 && (requested <= 0 || requested > covering)) requested = covering;

@@ -262,6 +262,18 @@ int64_t TranslationDataset::eval_batches(Split split, int64_t) const {
   return split == Split::train ? 0 : static_cast<int64_t>(splits_[index(split)].plans.size());
 }
 
+Dataset::ExamplePosition TranslationDataset::example_position(Split split, int64_t example, int64_t) const {
+  const SplitData& d = splits_[index(split)];
+  HEADLAB_CHECK(split != Split::train && example >= 0 && example < static_cast<int64_t>(d.sentences.size()),
+                "example " << example << " is outside the " << split_name(split) << " split (0 .. "
+                           << static_cast<int64_t>(d.sentences.size()) - 1 << ", its sentences in corpus order)");
+  const auto k = std::find(d.order.begin(), d.order.end(), example) - d.order.begin();
+  for (size_t b = 0; b < d.plans.size(); ++b)
+    if (k >= d.plans[b].begin && k < d.plans[b].begin + d.plans[b].rows)
+      return {static_cast<int64_t>(b), k - d.plans[b].begin};
+  throw Error(concat(kWho, ": sentence ", example, " of ", split_name(split), " is in no batch"));
+}
+
 // Train batch i is batch permuted(i mod n) of epoch i / n; val/test batch i is batch i.
 const TranslationDataset::Plan& TranslationDataset::plan(Split split, int64_t batch_index) const {
   const std::vector<Plan>& plans = splits_[index(split)].plans;

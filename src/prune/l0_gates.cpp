@@ -11,10 +11,14 @@ namespace headlab {
 
 namespace {
 
+// One table per gate table, named after it: ".../gates" -> ".../log_alpha".
 std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec) {
-  std::vector<ParamSpec> specs;
-  for (int64_t l = 0; l < spec.n_layers; ++l)
-    specs.push_back({block_name(l, "attn/log_alpha"), {spec.heads_in_layer(l)}, Init::zeros, 0.0, ParamKind::bias});
+  std::vector<ParamSpec> specs = gate_specs(spec);
+  for (ParamSpec& p : specs) {
+    p.name = p.name.substr(0, p.name.rfind('/') + 1) + "log_alpha";
+    p.init = Init::zeros;
+    p.kind = ParamKind::bias;  // never decayed (its Adam has no weight decay either)
+  }
   return specs;
 }
 
@@ -32,6 +36,8 @@ L0Gates::L0Gates(const Model<float>& model, const L0Options& options)
       options_(options),
       log_alpha_(log_alpha_specs(model.spec())),
       optimizer_(log_alpha_, log_alpha_adam()) {
+  HEADLAB_CHECK(options.sites.empty() || static_cast<int>(options.sites.size()) == log_alpha_.size(),
+                "L0 gates: " << options.sites.size() << " sites chosen, the model has " << log_alpha_.size());
   for (int i = 0; i < log_alpha_.size(); ++i) log_alpha_.value(i).fill(static_cast<float>(options.init));
   log_alpha_.zero_grad();
   leaves_.reserve(static_cast<size_t>(log_alpha_.size()));
@@ -43,6 +49,10 @@ const Var<float>* L0Gates::sample(Tape<float>& tape, int64_t step, int64_t micro
   gates_.clear();
   const uint64_t step_seed = micro_batch_seed(options_.seed, step, micro);
   for (int l = 0; l < log_alpha_.size(); ++l) {
+    if (!gated(l)) {
+      gates_.push_back(tape.constant(model_.gates().value(l)));
+      continue;
+    }
     leaves_.push_back(tape.leaf(log_alpha_.value(l), log_alpha_.grad(l)));
     const Var<float> g = hard_concrete(leaves_.back(), hash_combine(step_seed, static_cast<uint64_t>(l)));
     gates_.push_back(mul(g, tape.constant(model_.gates().value(l))));
@@ -59,6 +69,7 @@ Var<float> L0Gates::penalty(Tape<float>& tape) {
 
 void L0Gates::binarise_into(Model<float>& model) const {
   for (int l = 0; l < log_alpha_.size(); ++l) {
+    if (!gated(l)) continue;
     const Tensor<float> gates = model.gates().value(l), log_alpha = log_alpha_.value(l);
     for (int64_t h = 0; h < gates.numel(); ++h)
       gates(h) *= static_cast<float>(hard_concrete_eval_gate(static_cast<double>(log_alpha(h))));

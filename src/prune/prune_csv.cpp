@@ -61,10 +61,11 @@ PruneStrategy parse_prune_strategy(const std::string& name) {
 
 const char* const kPruneCsvHeader =
     "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-    "val_loss,val_accuracy,val_bpb,pruned_heads";
+    "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf";
 
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options) {
   const bool l0 = options.strategy == PruneStrategy::l0;
+  const std::string only = joined(options.only, [](AttentionKind k) { return std::string(attention_kind_name(k)); });
   CsvWriter csv(split_csv_line(kPruneCsvHeader));
   for (const PruneRound& r : rounds) {
     const int64_t kept = r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
@@ -74,11 +75,11 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
              std::to_string(l0 ? options.l0_steps : options.finetune_steps), options.recompute ? "1" : "0",
              l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), std::to_string(pruned),
              csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)), std::to_string(kept),
-             joined(r.heads_per_layer, [](int64_t c) { return std::to_string(c); }), csv_number("%.9g", m.loss),
+             joined(r.heads_per_site, [](int64_t c) { return std::to_string(c); }), csv_number("%.9g", m.loss),
              m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
-             m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", joined(r.pruned, [](const LayerHead& x) {
-               return std::to_string(x.layer) + ":" + std::to_string(x.head);
-             })});
+             m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "",
+             joined(r.pruned, [](const SiteHead& x) { return std::to_string(x.site) + ":" + std::to_string(x.head); }),
+             only, r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : ""});
   }
   return csv.text();
 }
@@ -86,11 +87,13 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
 std::string prune_run_name(const PruneOptions& options) {
   const bool l0 = options.strategy == PruneStrategy::l0;
   std::string name = prune_strategy_name(options.strategy);
+  for (AttentionKind k : options.only) name.append("_").append(attention_kind_name(k));
   if (!l0 && options.finetune_steps > 0) name += "_ft" + std::to_string(options.finetune_steps);
   if (!l0 && options.recompute) name += "_recompute";
   if (options.strategy == PruneStrategy::random || options.finetune_steps > 0 || l0)
     name += "_seed" + std::to_string(options.seed);
   if (l0) name += "_lambda" + csv_number("%g", options.lambda);
+  if (l0 && options.l0_freeze) name += "_frozen";
   return name;
 }
 

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "headlab/analysis/heads.h"
+#include "headlab/decode/translate_split.h"
 #include "headlab/common/hash.h"
 #include "headlab/optim/schedule.h"
 #include "headlab/prune/l0_gates.h"
@@ -58,26 +59,56 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
   return scores;
 }
 
-// heads_with_nonzero_gates flattened: index layer * n_heads + head (the loop's models are uniform).
+// The model's heads numbered site by site (heads.csv's order): the site of each, and whether
+// `only` lets it be pruned (empty = every kind).
+struct HeadNumbering {
+  std::vector<int64_t> site_of;
+  std::vector<uint8_t> prunable;
+  int64_t n_sites = 0;
+
+  HeadNumbering(const Model<float>& model, const std::vector<AttentionKind>& only) {
+    const std::vector<AttentionSite> sites = model.spec().attention_sites();
+    n_sites = static_cast<int64_t>(sites.size());
+    for (int64_t l = 0; l < n_sites; ++l) {
+      const bool kind_ok = only.empty() || std::find(only.begin(), only.end(), sites[l].kind) != only.end();
+      for (int64_t h = 0; h < model.gates().value(static_cast<int>(l)).numel(); ++h) {
+        site_of.push_back(l);
+        prunable.push_back(kind_ok);
+      }
+    }
+  }
+  int64_t total() const { return static_cast<int64_t>(site_of.size()); }
+  int64_t prunable_count() const { return std::count(prunable.begin(), prunable.end(), 1); }
+  SiteHead site_head(int64_t k) const {
+    return {site_of[k], k - (std::find(site_of.begin(), site_of.end(), site_of[k]) - site_of.begin())};
+  }
+};
+
+// heads_with_nonzero_gates flattened, site by site.
 std::vector<uint8_t> active_heads(const Model<float>& model) {
   std::vector<uint8_t> active;
-  for (const std::vector<bool>& layer : heads_with_nonzero_gates(model))
-    active.insert(active.end(), layer.begin(), layer.end());
+  for (const std::vector<bool>& site : heads_with_nonzero_gates(model))
+    active.insert(active.end(), site.begin(), site.end());
   return active;
 }
 
 // A round's record from the model's gates (the pruned list keeps the order heads went in).
-PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const std::vector<LayerHead>& pruned,
-                        PruningEvaluation& curve, Tape<float>& tape) {
-  const int64_t L = model.spec().n_layers, H = model.spec().n_heads;
-  const std::vector<uint8_t> active = active_heads(model);
+PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const std::vector<SiteHead>& pruned,
+                        PruningEvaluation& curve, Tape<float>& tape, const Dataset& dataset,
+                        const PruneOptions& options) {
   PruneRound r;
   r.round = round;
   r.step = step;
   r.pruned = pruned;
-  for (int64_t l = 0; l < L; ++l)
-    r.heads_per_layer.push_back(std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1));
+  for (const std::vector<bool>& site : heads_with_nonzero_gates(model))
+    r.heads_per_site.push_back(std::count(site.begin(), site.end(), true));
   r.metric = curve.evaluate(model, tape);
+  if (options.bleu && dataset.translation() != nullptr) {
+    const SplitTranslation t =
+        translate_split(model, *dataset.translation(), options.split, options.search, options.bleu_sentences);
+    r.bleu = t.bleu.score;
+    r.chrf = t.chrf.score;
+  }
   return r;
 }
 
@@ -90,10 +121,11 @@ ScheduleOptions finetune_schedule(double lr) {
 }
 
 // Rounds an iterative strategy takes from `active`: the none control fine-tunes as often.
-int64_t pruning_round_count(std::vector<uint8_t> active, int64_t n_heads, int64_t per_round) {
+int64_t pruning_round_count(std::vector<uint8_t> active, const HeadNumbering& heads, int64_t per_round) {
   const std::vector<double> any_order(active.size(), 0.0);
   int64_t rounds = 0;
-  for (std::vector<int64_t> chosen; !(chosen = heads_to_prune(any_order, active, n_heads, per_round)).empty(); ++rounds)
+  for (std::vector<int64_t> chosen;
+       !(chosen = heads_to_prune(any_order, active, heads.site_of, per_round, heads.prunable)).empty(); ++rounds)
     for (int64_t k : chosen) active[k] = 0;
   return rounds;
 }
@@ -105,7 +137,7 @@ double finetune_rate(const Config& config, const PruneOptions& options, int64_t 
 }
 
 int64_t PruneRound::heads_total() const {
-  return std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0});
+  return std::accumulate(heads_per_site.begin(), heads_per_site.end(), int64_t{0});
 }
 
 void validate(const PruneOptions& o) {
@@ -123,11 +155,45 @@ void validate(const PruneOptions& o) {
   HEADLAB_CHECK(o.l0_steps > 0, "--l0-steps must be positive, got " << o.l0_steps);
   HEADLAB_CHECK(o.l0_lr > 0 && std::isfinite(o.l0_lr), "--l0-lr must be positive, got " << o.l0_lr);
   HEADLAB_CHECK(std::isfinite(o.l0_init), "--l0-init must be finite, got " << o.l0_init);
+  HEADLAB_CHECK(!o.l0_freeze || o.strategy == PruneStrategy::l0, "--l0-freeze applies only to --strategy l0");
+  HEADLAB_CHECK(o.bleu_sentences >= 0, "--sentences must be positive, got " << o.bleu_sentences);
+  HEADLAB_CHECK(o.search.beam >= 1, "--beam must be positive, got " << o.search.beam);
+}
+
+std::vector<AttentionKind> parse_attention_kinds(const std::vector<std::string>& names) {
+  std::vector<std::string> split;  // "enc,cross" as well as --only enc --only cross
+  for (const std::string& list : names)
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(',', start), list.size());
+      split.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  std::vector<AttentionKind> kinds;
+  for (const std::string& name : split) {
+    const AttentionKind all[] = {AttentionKind::enc, AttentionKind::dec, AttentionKind::cross};
+    const AttentionKind* k =
+        std::find_if(std::begin(all), std::end(all), [&](AttentionKind x) { return name == attention_kind_name(x); });
+    HEADLAB_CHECK(k != std::end(all), "--only: '" << name << "' is not a kind of attention (enc, dec or cross)");
+    HEADLAB_CHECK(std::find(kinds.begin(), kinds.end(), *k) == kinds.end(), "--only: '" << name << "' is given twice");
+    kinds.push_back(*k);
+  }
+  return kinds;
+}
+
+void validate(const PruneOptions& options, const ModelSpec& spec) {
+  HEADLAB_CHECK(spec.layer_heads.empty(),
+                "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
+                "checkpoint it came from, whose gates mask heads instead");
+  HEADLAB_CHECK(options.only.empty() || model_kind_info(spec.kind).source,
+                "--only: a " << model_kind_info(spec.kind).name
+                             << " model has one kind of attention; --only picks among an encoder_decoder's enc, dec "
+                                "and cross heads");
 }
 
 std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options) {
-  const int64_t n = model.spec().n_layers * model.spec().n_heads;
+  const HeadNumbering heads(model, {});
+  const int64_t n = heads.total();
   std::vector<double> scores;
   if (options.strategy == PruneStrategy::random) {
     for (int64_t k = 0; k < n; ++k)
@@ -143,30 +209,32 @@ std::vector<double> head_scores(Model<float>& model, const Config& config, const
   a.similarity = false;
   a.pad_token = dataset.unkeyed_pad_token();
   const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
-  scores = strategy_scores(analyze_heads(model, dataset, Split::train, batches, a), options.strategy);
+  const HeadScores s = analyze_heads(model, dataset, Split::train, batches, a);
+  scores = strategy_scores(s, options.strategy);
   const std::vector<uint8_t> active = active_heads(model);
   for (int64_t k = 0; k < n; ++k)
-    HEADLAB_CHECK(!active[k] || std::isfinite(scores[k]),
-                  "prune: " << prune_strategy_name(options.strategy) << " has no score for layer "
-                            << k / model.spec().n_heads << " head " << k % model.spec().n_heads
-                            << " (no attention rows counted?)");
+    HEADLAB_CHECK(!active[k] || std::isfinite(scores[k]), "prune: " << prune_strategy_name(options.strategy)
+                                                                    << " has no score for head " << head_label(s, k)
+                                                                    << " (no attention rows counted?)");
   return scores;
 }
 
 std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
-                                    int64_t n_heads, int64_t count) {
+                                    const std::vector<int64_t>& site_of, int64_t count,
+                                    const std::vector<uint8_t>& prunable) {
   const int64_t n = static_cast<int64_t>(active.size());
-  std::vector<int64_t> order, per_layer(static_cast<size_t>(n / n_heads)), chosen;
+  const int64_t n_sites = site_of.empty() ? 0 : *std::max_element(site_of.begin(), site_of.end()) + 1;
+  std::vector<int64_t> order, per_site(static_cast<size_t>(n_sites)), chosen;
   for (int64_t k = 0; k < n; ++k)
     if (active[k]) {
-      order.push_back(k);
-      ++per_layer[k / n_heads];
+      ++per_site[site_of[k]];
+      if (prunable.empty() || prunable[k]) order.push_back(k);
     }
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
   for (int64_t k : order) {
     if (static_cast<int64_t>(chosen.size()) == count) break;
-    if (per_layer[k / n_heads] <= 1) continue;  // the layer's last head stays
-    --per_layer[k / n_heads];
+    if (per_site[site_of[k]] <= 1) continue;  // the site's last head stays
+    --per_site[site_of[k]];
     chosen.push_back(k);
   }
   return chosen;
@@ -176,10 +244,9 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                                         const Dataset& dataset, const PruneOptions& options, int64_t start_step,
                                         const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
-  HEADLAB_CHECK(model.spec().layer_heads.empty(),
-                "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
-                "checkpoint it came from, whose gates mask heads instead");
-  const int64_t H = model.spec().n_heads, n = model.spec().n_layers * H;
+  validate(options, model.spec());
+  const HeadNumbering heads(model, options.only);
+  const int64_t n = heads.total();
   Arena arena;
   Tape<float> tape(arena);
   const int64_t eval_batches = options.eval_batches > 0
@@ -191,16 +258,16 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
   std::vector<PruneRound> rounds;
   int64_t step = start_step;  // fine-tuning steps continue the checkpoint's numbering
   int64_t evaluated_at = start_step;
-  auto finish_round = [&](int64_t round, const std::vector<LayerHead>& pruned) {
+  auto finish_round = [&](int64_t round, const std::vector<SiteHead>& pruned) {
     if (step != evaluated_at) curve.forget();  // training steps changed the parameters
     evaluated_at = step;
-    rounds.push_back(record_round(model, round, step, pruned, curve, tape));
+    rounds.push_back(record_round(model, round, step, pruned, curve, tape, dataset, options));
     if (on_round) on_round(rounds);
   };
-  std::vector<LayerHead> pruned;
+  std::vector<SiteHead> pruned;
   std::vector<uint8_t> active = active_heads(model);
   for (int64_t k = 0; k < n; ++k)
-    if (!active[k]) pruned.push_back({k / H, k % H});  // already masked in the checkpoint
+    if (!active[k]) pruned.push_back(heads.site_head(k));  // already masked in the checkpoint
   finish_round(0, pruned);
 
   // Fine-tuning: the optimizer holds model.params() only; the gates are a separate Parameters
@@ -223,8 +290,13 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     l0_options.lr = options.l0_lr;
     l0_options.init = options.l0_init;
     l0_options.seed = options.seed;
+    const std::vector<AttentionSite> sites = model.spec().attention_sites();
+    for (const AttentionSite& site : sites)
+      l0_options.sites.push_back(options.only.empty() ||
+                                 std::find(options.only.begin(), options.only.end(), site.kind) != options.only.end());
     L0Gates l0(model, l0_options);
     ctx.gate_sampler = &l0;
+    ctx.update_parameters = !options.l0_freeze;
     for (int64_t i = 0; i < options.l0_steps; ++i, ++step) {
       l0.zero_grad();
       train_step(ctx, step);
@@ -233,19 +305,15 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     l0.binarise_into(model);
     const std::vector<uint8_t> open = active_heads(model);
     for (int64_t k = 0; k < n; ++k)
-      if (active[k] && !open[k]) pruned.push_back({k / H, k % H});
+      if (active[k] && !open[k]) pruned.push_back(heads.site_head(k));
     finish_round(1, pruned);
     return rounds;
   }
 
-  const int64_t per_round = std::max<int64_t>(1, std::llround(options.step_frac * static_cast<double>(n)));
-  auto some_layer_has_two = [&] {
-    for (int64_t l = 0; l < n / H; ++l)
-      if (std::count(active.begin() + l * H, active.begin() + (l + 1) * H, 1) > 1) return true;
-    return false;
-  };
+  const int64_t per_round =
+      std::max<int64_t>(1, std::llround(options.step_frac * static_cast<double>(heads.prunable_count())));
   if (options.strategy == PruneStrategy::none) {
-    const int64_t rounds_total = options.rounds > 0 ? options.rounds : pruning_round_count(active, H, per_round);
+    const int64_t rounds_total = options.rounds > 0 ? options.rounds : pruning_round_count(active, heads, per_round);
     for (int64_t round = 1; round <= rounds_total; ++round) {
       for (int64_t i = 0; i < options.finetune_steps; ++i, ++step) train_step(ctx, step);
       finish_round(round, pruned);
@@ -253,13 +321,15 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     return rounds;
   }
   std::vector<double> scores = head_scores(model, config, dataset, options);
-  for (int64_t round = 1; some_layer_has_two(); ++round) {
+  // Until every prunable site is down to one head (which heads can go does not depend on scores).
+  for (int64_t round = 1; !heads_to_prune(scores, active, heads.site_of, 1, heads.prunable).empty(); ++round) {
     if (options.recompute && round > 1) scores = head_scores(model, config, dataset, options);
-    const std::vector<int64_t> chosen = heads_to_prune(scores, active, H, per_round);
+    const std::vector<int64_t> chosen = heads_to_prune(scores, active, heads.site_of, per_round, heads.prunable);
     for (int64_t k : chosen) {
-      model.gates().value(static_cast<int>(k / H))(k % H) = 0.0f;
+      const SiteHead x = heads.site_head(k);
+      model.gates().value(static_cast<int>(x.site))(x.head) = 0.0f;
       active[k] = 0;
-      pruned.push_back({k / H, k % H});
+      pruned.push_back(x);
     }
     for (int64_t i = 0; i < options.finetune_steps; ++i, ++step) train_step(ctx, step);
     finish_round(round, pruned);

@@ -81,6 +81,9 @@ int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const 
 }
 
 EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
+  // forward_from restarts one stack of blocks; an encoder_decoder's three attentions run whole.
+  if (model_kind_info(model.spec().kind).source)
+    return headlab::evaluate(model, dataset_, split_, n_batches_, batch_, tape);
   const int64_t L = model.spec().n_layers;
   if (saved_.empty()) {
     const int64_t per_batch = SavedForward<float>::bytes(model.spec(), batch_.batch_size, batch_.seq_len);

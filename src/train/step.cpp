@@ -107,7 +107,7 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
   HEADLAB_CHECK(std::isfinite(stats.grad_norm),
                 "training diverged: gradient norm is " << stats.grad_norm << " at step " << step);
   clock.lap(&StepPhases::clip);
-  ctx.optimizer.step(stats.lr);
+  if (ctx.update_parameters) ctx.optimizer.step(stats.lr);
   clock.lap(&StepPhases::optimizer);
   return stats;
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -156,6 +157,17 @@ TEST_CASE("prune of a GQA model writes pruned.h5 and says in one line why there 
   // The reason is nn's one check of physical removal (prune_problem), not a copy of it.
   CHECK_THAT(prune.output, Catch::Contains("\nno pruned_small.h5: physical removal needs multi-head attention "
                                            "(n_kv_heads=n_heads), got n_kv_heads=1, n_heads=2"));
+  // A decoder has one kind of attention and no BLEU: refused before anything is written.
+  for (const auto& [option, value, message] : std::vector<std::array<std::string, 3>>{
+           {"--only", "dec", "--only: a decoder model has one kind of attention"},
+           {"--beam", "3", "models data.task = text; BLEU is measured on translation models only"}}) {
+    const auto refused = run_headlab(
+        {"prune", run.string(), "--strategy", "random", option, value, "--out", (s.dir / "no").string()}, s.dir / "r");
+    CHECK(refused.code == 2);
+    CHECK(count_lines(refused.output) == 1);
+    CHECK_THAT(refused.output, Catch::Contains(message));
+  }
+  CHECK_FALSE(fs::exists(s.dir / "no"));
 }
 
 TEST_CASE("a corrupt or missing checkpoint is one line and exit code 2 for every verb that reads one", "[cli]") {
@@ -509,6 +521,20 @@ TEST_CASE(
   const auto masked_eval = run_headlab({"eval", run.string(), "--mask", "cross.L0H0", "--batches", "1"}, s.dir / "e");
   INFO(masked_eval.output);
   CHECK(masked_eval.code == 0);
+
+  // prune --only cross: the cross site loses a head, enc and dec keep theirs; BLEU every round.
+  const auto pruned = run_headlab({"prune", run.string(), "--strategy", "random", "--only", "cross", "--batches", "1",
+                                   "--beam", "1", "--sentences", "2", "--out", (s.dir / "prune").string()},
+                                  s.dir / "prune.log");
+  INFO(pruned.output);
+  CHECK(pruned.code == 0);
+  CHECK_THAT(pruned.output, Catch::Contains("round 1: 1 head pruned, heads per site 2 2 1, val loss "));
+  CHECK_THAT(pruned.output, Catch::Contains(", BLEU "));
+  const CsvTable prune_csv = read_csv(s.dir / "prune" / "prune.csv");
+  REQUIRE(prune_csv.rows.size() == 2);
+  CHECK(prune_csv.rows[1][prune_csv.column("only")] == "cross");
+  CHECK(prune_csv.rows[1][prune_csv.column("pruned_heads")].rfind("2:", 0) == 0);  // site 2 is cross.L0
+  CHECK(!prune_csv.rows[1][prune_csv.column("val_bleu")].empty());
 
   // --bleu: every head's ablation in BLEU beside the loss; the masked head changes nothing.
   const fs::path bleu_dir = s.dir / "bleu";

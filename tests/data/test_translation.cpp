@@ -211,6 +211,16 @@ TEST_CASE("translation val and test hold every pair exactly once, long ones trun
     CHECK(seen.size() == data.sentences(split).size());
     CHECK(std::set<int64_t>(seen.begin(), seen.end()).size() == seen.size());
     CHECK_THROWS_WITH(data.fill_batch(split, data.eval_batches(split, 1), b), Catch::Contains("outside the split"));
+    // Example e is sentence e in corpus order, wherever the length-sorted batches put it; the
+    // batch size plays no part (the batches are cut by the token budget).
+    const auto n = static_cast<int64_t>(data.sentences(split).size());
+    for (int64_t e = 0; e < n; ++e) {
+      const Dataset::ExamplePosition at = data.example_position(split, e, 7);
+      CHECK(data.batch_sentences(split, at.batch)[static_cast<size_t>(at.row)] == e);
+    }
+    CHECK_THROWS_WITH(data.example_position(split, n, 7), "example 20 is outside the " +
+                                                              std::string(split_name(split)) +
+                                                              " split (0 .. 19, its sentences in corpus order)");
   }
   for (const TranslationSentence& t : data.sentences(Split::train)) {
     CHECK(static_cast<int64_t>(t.target_ids.size()) + 1 <= 24);

@@ -77,10 +77,10 @@ TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts a
   CHECK(rounds[0].metric.loss == unpruned.loss);  // exactly: the same batches, the same model
   CHECK(rounds[0].metric.accuracy == unpruned.accuracy);
   CHECK(rounds[0].pruned.empty());
-  CHECK(rounds[0].heads_per_layer == std::vector<int64_t>{4, 4});
+  CHECK(rounds[0].heads_per_site == std::vector<int64_t>{4, 4});
   for (size_t r = 0; r < rounds.size(); ++r) {
     CHECK(rounds[r].round == static_cast<int64_t>(r));
-    for (int64_t c : rounds[r].heads_per_layer) CHECK(c >= 1);
+    for (int64_t c : rounds[r].heads_per_site) CHECK(c >= 1);
     CHECK(rounds[r].heads_total() + static_cast<int64_t>(rounds[r].pruned.size()) == 8);
     if (r > 0) {
       CHECK(rounds[r].pruned.size() == rounds[r - 1].pruned.size() + 2);
@@ -88,12 +88,12 @@ TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts a
       CHECK(std::equal(rounds[r - 1].pruned.begin(), rounds[r - 1].pruned.end(), rounds[r].pruned.begin()));
     }
   }
-  CHECK(rounds.back().heads_per_layer == std::vector<int64_t>{1, 1});
+  CHECK(rounds.back().heads_per_site == std::vector<int64_t>{1, 1});
   CHECK(rounds.back().metric.loss != unpruned.loss);
   // The model is left with exactly the last round's mask.
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) {
-      const bool pruned = std::find(rounds.back().pruned.begin(), rounds.back().pruned.end(), LayerHead{l, h}) !=
+      const bool pruned = std::find(rounds.back().pruned.begin(), rounds.back().pruned.end(), SiteHead{l, h}) !=
                           rounds.back().pruned.end();
       CHECK(p.checkpoint.model->gates().value(static_cast<int>(l))(h) == (pruned ? 0.0f : 1.0f));
     }
@@ -125,8 +125,8 @@ TEST_CASE("fine-tuning between rounds trains the model but never reopens a prune
   CHECK(tuned.rounds[1].pruned == plain.rounds[1].pruned);  // round 1 uses the unpruned scores either way
   CHECK(tuned.rounds[1].metric.loss != plain.rounds[1].metric.loss);
   const Model<float>& model = *tuned.checkpoint.model;
-  for (const LayerHead& x : tuned.rounds.back().pruned)
-    CHECK(model.gates().value(static_cast<int>(x.layer))(x.head) == 0.0f);
+  for (const SiteHead& x : tuned.rounds.back().pruned)
+    CHECK(model.gates().value(static_cast<int>(x.site))(x.head) == 0.0f);
   float open_sum = 0;
   for (int l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) open_sum += model.gates().value(l)(h);
@@ -141,13 +141,27 @@ TEST_CASE("heads are chosen by ascending score, ties by index, never a layer's l
   // 2 layers x 3 heads; layer 0 holds the three lowest scores.
   const std::vector<double> scores = {0.1, 0.2, 0.3, 0.5, 0.2, 0.9};
   const std::vector<uint8_t> all(6, 1);
-  CHECK(heads_to_prune(scores, all, 3, 1) == std::vector<int64_t>{0});
-  CHECK(heads_to_prune(scores, all, 3, 2) == std::vector<int64_t>{0, 1});
-  CHECK(heads_to_prune(scores, all, 3, 3) == std::vector<int64_t>{0, 1, 4});  // 2 would empty layer 0
-  CHECK(heads_to_prune(scores, all, 3, 10) == std::vector<int64_t>{0, 1, 4, 3});
+  const std::vector<int64_t> layer_of = {0, 0, 0, 1, 1, 1};
+  CHECK(heads_to_prune(scores, all, layer_of, 1) == std::vector<int64_t>{0});
+  CHECK(heads_to_prune(scores, all, layer_of, 2) == std::vector<int64_t>{0, 1});
+  CHECK(heads_to_prune(scores, all, layer_of, 3) == std::vector<int64_t>{0, 1, 4});  // 2 would empty layer 0
+  CHECK(heads_to_prune(scores, all, layer_of, 10) == std::vector<int64_t>{0, 1, 4, 3});
   const std::vector<uint8_t> some = {0, 1, 1, 1, 0, 1};
-  CHECK(heads_to_prune(scores, some, 3, 10) == std::vector<int64_t>{1, 3});
-  CHECK(heads_to_prune(scores, {0, 0, 1, 0, 0, 1}, 3, 10).empty());
+  CHECK(heads_to_prune(scores, some, layer_of, 10) == std::vector<int64_t>{1, 3});
+  CHECK(heads_to_prune(scores, {0, 0, 1, 0, 0, 1}, layer_of, 10).empty());
+}
+
+TEST_CASE("heads_to_prune takes sites of any size and leaves heads outside `prunable` alone", "[prune]") {
+  // Three sites of 2, 3 and 1 heads (an encoder_decoder's enc, dec, cross of different widths).
+  const std::vector<double> scores = {0.4, 0.1, 0.2, 0.3, 0.05, 0.0};
+  const std::vector<uint8_t> all(6, 1);
+  const std::vector<int64_t> site_of = {0, 0, 1, 1, 1, 2};
+  CHECK(heads_to_prune(scores, all, site_of, 10) == std::vector<int64_t>{4, 1, 2});  // 5 is site 2's only head
+  // Only the middle site (--only dec): its two lowest go, never its last.
+  const std::vector<uint8_t> only_site_1 = {0, 0, 1, 1, 1, 0};
+  CHECK(heads_to_prune(scores, all, site_of, 10, only_site_1) == std::vector<int64_t>{4, 2});
+  CHECK(heads_to_prune(scores, all, site_of, 1, only_site_1) == std::vector<int64_t>{4});
+  CHECK(heads_to_prune(scores, all, site_of, 10, {0, 0, 0, 0, 0, 1}).empty());
 }
 
 TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", "[prune][l0]") {
@@ -186,10 +200,12 @@ TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pru
   std::getline(in, line);
   CHECK(line ==
         "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-        "val_loss,val_accuracy,val_bpb,pruned_heads");
+        "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf");
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,0,0,0,8,4 4,", 0) == 0);
-  CHECK(line.substr(line.size() - 2) == ",,");  // k_relation: accuracy but no bits per byte; nothing pruned
+  // k_relation: accuracy but no bits per byte; nothing pruned; every kind; no BLEU.
+  CHECK(line.substr(line.size() - 6) != ",,,,,,");
+  CHECK(line.substr(line.size() - 5) == ",,,,,");
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,1,2,0.25,6,", 0) == 0);
   CHECK(count_lines(csv) == 5);
@@ -197,6 +213,10 @@ TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pru
   o.lambda = 0.5;
   CHECK(prune_csv(p.rounds, o).find("\nl0,0,200,0,0.5,0,") != std::string::npos);
   CHECK(prune_run_name(o) == "l0_seed0_lambda0.5");
+  o.only = {AttentionKind::enc, AttentionKind::cross};
+  o.l0_freeze = true;
+  CHECK(prune_run_name(o) == "l0_enc_cross_seed0_lambda0.5_frozen");
+  CHECK(prune_csv(p.rounds, o).find(",enc cross,,\n") != std::string::npos);
   CHECK(prune_run_name(fast_options(PruneStrategy::entropy)) == "entropy");
   PruneOptions tuned = fast_options(PruneStrategy::random);
   tuned.finetune_steps = 5;

@@ -120,6 +120,14 @@ class Dataset {
   // whose targets are all -1); 0 when the split is unbounded and the trainer picks the count.
   // A variable-shape dataset ignores batch_size (its batches are cut by a token budget).
   virtual int64_t eval_batches(Split split, int64_t batch_size) const;
+  // Where example `example` of a val/test split sits when the split is read in batches of
+  // batch_size: row e mod B of batch e div B. A variable-shape dataset numbers its examples in
+  // corpus order (translation: sentence e of the split) and finds the token-budget batch holding
+  // it. Throws one line past the split's end.
+  struct ExamplePosition {
+    int64_t batch = 0, row = 0;
+  };
+  virtual ExamplePosition example_position(Split split, int64_t example, int64_t batch_size) const;
   // How many batches evaluation and analysis score: `requested`, clamped to eval_batches() (and
   // all of them when requested <= 0); for an unbounded split a positive `requested` is needed,
   // else a headlab::Error naming `caller` ("evaluate", "analyze").

@@ -91,6 +91,8 @@ class TranslationDataset : public Dataset {
   BatchShape batch_capacity(int64_t batch_size) const override;
   std::string token_label(int32_t token) const override { return tokenizer_->token_label(token); }
   int64_t eval_batches(Split split, int64_t batch_size) const override;  // 0 for train
+  // Example e is sentence e of the split in corpus order (batch_size plays no part).
+  ExamplePosition example_position(Split split, int64_t example, int64_t batch_size) const override;
   // Every token of every training row as batches hold it: source side and decoder input.
   std::vector<int64_t> train_token_counts() const override;
   void fill_batch(Split split, int64_t batch_index, Batch& out) const override;

@@ -2,9 +2,11 @@
 // (ops/hard_concrete.h), resampled for every micro-batch, trained with the model so that
 //   loss = cross-entropy + lambda * sum over heads of P(g_h != 0)
 // and then binarised: gate = 1 where g_h != 0 is more probable than g_h = 0, else 0.
-// log_alpha lives in its own Parameters ("blocks/<l>/attn/log_alpha" [n_heads]), updated by its
-// own Adam (no weight decay); the model's optimizer never sees it. The sampled gates multiply
-// the model's fixed gates, so a head already pruned in the checkpoint stays pruned.
+// log_alpha lives in its own Parameters, one [heads] table per attention site named as the
+// gates' ("blocks/<l>/attn/log_alpha", "enc/<l>/attn/log_alpha", "blocks/<l>/cross/log_alpha"),
+// updated by its own Adam (no weight decay); the model's optimizer never sees it. The sampled
+// gates multiply the model's fixed gates, so a head already pruned in the checkpoint stays
+// pruned. Sites left out (L0Options::sites) keep the model's gates and add no penalty.
 //   L0Gates l0(model, {.lambda = 0.01, .lr = 0.1, .init = 3.0, .seed = 1});
 //   ctx.gate_sampler = &l0;  for (...) { l0.zero_grad(); train_step(ctx, step); l0.step(); }
 //   l0.binarise_into(model);
@@ -24,6 +26,8 @@ struct L0Options {
   double lr = 0.1;    // Adam learning rate of log_alpha
   double init = 3.0;  // initial log_alpha of every head
   uint64_t seed = 0;  // noise: u of (step, micro-batch, layer, head) is a hash of this seed
+  // Per attention site (spec.attention_sites()), whether its heads get L0 gates; empty = all.
+  std::vector<bool> sites;
 };
 
 class L0Gates final : public GateSampler {
@@ -42,6 +46,8 @@ class L0Gates final : public GateSampler {
   const Parameters<float>& log_alpha() const { return log_alpha_; }
 
  private:
+  bool gated(int site) const { return options_.sites.empty() || options_.sites[static_cast<size_t>(site)]; }
+
   const Model<float>& model_;
   L0Options options_;
   Parameters<float> log_alpha_;

@@ -1,15 +1,21 @@
 // Head pruning by masks: a pruned head's gate is set to 0 (no head is removed from the tensors).
+// Heads are numbered site by site (spec.attention_sites(): a layer of a decoder or encoder; an
+// encoder_decoder's encoder layers, then each decoder layer's self- and cross-attention), as in
+// heads.csv. `only` restricts pruning to some kinds of attention (Michel et al.'s Fig. 4: enc,
+// dec or cross alone); the other kinds keep every head.
 //   iterative (importance, random, entropy, confidence, ablation): round 0 is the model as
-//     loaded; each round prunes the max(1, round(F * total heads)) active heads with the lowest
-//     score (never a layer's last active head), fine-tunes K steps with the gates fixed,
-//     evaluates, and optionally recomputes the scores, until every layer has one head left;
-//   l0 (Voita et al. 2019): round 0, then round 1 after fine-tuning with Hard Concrete gates and
-//     an L0 penalty (prune/l0_gates.h), gates binarised;
+//     loaded; each round prunes the max(1, round(F * prunable heads)) active heads with the
+//     lowest score (never a site's last active head), fine-tunes K steps with the gates fixed,
+//     evaluates, and optionally recomputes the scores, until every prunable site has one head left;
+//   l0 (Voita et al. 2019): round 0, then round 1 after fine-tuning with Hard Concrete gates on the
+//     prunable sites and an L0 penalty (prune/l0_gates.h), gates binarised; the model's
+//     parameters train with the gates, or stay frozen (l0_freeze);
 //   none (the control): the same rounds of fine-tuning with no head pruned, so a pruned curve can
 //     be compared with the unpruned model trained for the same extra steps at the same rate.
 // Fine-tuning continues the optimizer it is given (the checkpoint's moments, when it has them)
 // at a constant rate: by default the rate the checkpoint's own schedule had reached at its step.
-// Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare.
+// Every round is evaluated on the same fixed batches 0..n-1 of one split, so curves compare; a
+// translation model is also decoded and scored in BLEU and chrF on the split's first sentences.
 // Deterministic: same checkpoint, options, seed and thread count give bit-identical rounds.
 //   std::vector<PruneRound> rounds = iterative_prune(model, *optimizer, config, *dataset, options, step);
 //   write_file_atomically(dir / "prune.csv", prune_csv(rounds, options));
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "headlab/data/batch.h"
+#include "headlab/decode/search.h"
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
@@ -51,22 +58,39 @@ struct PruneOptions {
   int64_t l0_steps = 200;  // fine-tuning steps with the stochastic gates
   double l0_lr = 0.1;      // Adam learning rate of log_alpha
   double l0_init = 3.0;    // initial log_alpha: P(g != 0) = 0.98, the gates start open
+  bool l0_freeze = false;  // train only the gates, the model's parameters fixed (else both train)
+  // The kinds of attention whose heads may be pruned; empty = every kind. Only an
+  // encoder_decoder has more than one kind.
+  std::vector<AttentionKind> only;
+  // Translation: each round's BLEU and chrF, decoded with `search` from the split's first
+  // bleu_sentences sentences (0 = all). bleu = false skips the decoding.
+  bool bleu = true;
+  SearchOptions search{};
+  int64_t bleu_sentences = 0;
 };
+
+// "enc,cross" -> {enc, cross}: --only's kinds; throws one line on a name that is none of enc,
+// dec, cross, or on one given twice.
+std::vector<AttentionKind> parse_attention_kinds(const std::vector<std::string>& names);
 
 // Throws headlab::Error (one line naming the option) on options outside their range.
 void validate(const PruneOptions& options);
+// ... or that do not fit a model of `spec` (--only on a one-stack model; a physically pruned spec).
+void validate(const PruneOptions& options, const ModelSpec& spec);
 
-struct LayerHead {
-  int64_t layer = 0, head = 0;
-  bool operator==(const LayerHead&) const = default;
+// A head by its attention site (the gates' table; a layer of a one-stack model) and index there.
+struct SiteHead {
+  int64_t site = 0, head = 0;
+  bool operator==(const SiteHead&) const = default;
 };
 
 struct PruneRound {
   int64_t round = 0;
-  int64_t step = 0;                      // the model's training step after the round (fine-tuning counts)
-  std::vector<int64_t> heads_per_layer;  // active (gate != 0) heads per layer
-  std::vector<LayerHead> pruned;         // every head with gate 0 so far, in pruning order
-  EvalStats metric;                      // on options.split
+  int64_t step = 0;                     // the model's training step after the round (fine-tuning counts)
+  std::vector<int64_t> heads_per_site;  // active (gate != 0) heads per attention site
+  std::vector<SiteHead> pruned;         // every head with gate 0 so far, in pruning order
+  EvalStats metric;                     // on options.split
+  double bleu = -1, chrf = -1;          // translation with options.bleu; else -1
   int64_t heads_total() const;
 };
 
@@ -83,21 +107,24 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
 // at `start_step` (after the last step: train.lr * min_lr_ratio), where training left the model.
 double finetune_rate(const Config& config, const PruneOptions& options, int64_t start_step);
 
-// One score per head (index layer * n_heads + head) of the model as it is; the lowest is pruned
-// first (the sign conventions are in prune_loop.cpp). Not for l0.
+// One score per head (numbered site by site, as heads.csv) of the model as it is; the lowest is
+// pruned first (the sign conventions are in prune_loop.cpp). Not for l0.
 std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options);
 
-// The `count` heads to prune next: active heads in ascending (score, index) order, skipping any
-// whose layer would be left without an active head. Fewer when fewer can go.
+// The `count` heads to prune next: heads that are active and prunable, in ascending (score,
+// index) order, skipping any whose site (site_of[k]) would be left without an active head.
+// Fewer when fewer can go. prunable empty = every head.
 std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
-                                    int64_t n_heads, int64_t count);
+                                    const std::vector<int64_t>& site_of, int64_t count,
+                                    const std::vector<uint8_t>& prunable = {});
 
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>]": the default output folder's name. The
-// seed appears where it changes the result (random order, fine-tuning, L0).
+// "<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_frozen]": the default output
+// folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears where it changes
+// the result (random order, fine-tuning, L0).
 std::string prune_run_name(const PruneOptions& options);
 
 }  // namespace headlab

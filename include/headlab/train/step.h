@@ -58,7 +58,10 @@ struct TrainingContext {
   uint64_t seed = 0;                    // train.seed
   double label_smoothing = 0;           // train.label_smoothing: of the training loss only
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
-  StepPhases* phases = nullptr;         // non-null: train_step times its parts into it
+  // false: the step computes the loss and the gradients (a gate sampler's) but leaves the
+  // model's parameters and optimizer as they are (L0 gates trained on a frozen model).
+  bool update_parameters = true;
+  StepPhases* phases = nullptr;  // non-null: train_step times its parts into it
   // Kept across steps so that a warmed-up step allocates nothing.
   MicroBatchSum gradient_sum{};
   std::vector<double> rank_losses{}, step_losses{};  // this rank's micro-batch losses; all ranks'
