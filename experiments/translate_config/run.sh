@@ -38,10 +38,9 @@ score test_beam5 --split test --beam 5
 score val_greedy --split val
 score test_copy --split test --baseline copy
 score test_strongs --split test --baseline strongs --hypotheses "$DATA/test_strongs.hyp"
-# Every cross-attention head as a word aligner against the Strong's gold of the test verses,
-# beside the diagonal and IBM Model 1 (issue 28 item 4; not timed).
-"$HEADLAB" analyze "$OUT/run" --alignment --split test > /dev/null
-cp "$OUT/run/alignment.csv" "$DATA/alignment_test.csv"
+# Every head of the three kinds, in loss and BLEU, and the cross heads as word aligners against
+# the Strong's gold of the test verses (issue 28; not timed).
+HEADLAB=$HEADLAB OUT=$OUT PY=$PY experiments/translate_config/heads.sh
 cp "$OUT/run/metrics.csv" "$DATA/metrics.csv"
 max_load=$(awk '{ if ($2 > m) m = $2 } END { print m + 0 }' "$OUT/load.txt")
 {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The trained translation model's heads (issue 28), all three kinds of attention on the test
+# split (Mark): heads.csv (importance, ablation in loss and in BLEU/chrF with the paired
+# bootstrap's p, attention statistics, Voita's positional share and rare-token agreement) and
+# every cross-attention head as a word aligner against the Strong's gold (alignment.csv). The
+# BLEU ablation decodes greedily (one decoding of the whole test split per head, 37 of them):
+# beam 5 would take about 5 times as long. Not timed: nothing here is a speed result.
+# run.sh calls it after training; alone, on the run folder run.sh made, from a clean checkout:
+#   experiments/translate_config/heads.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HEADLAB=${HEADLAB:-build/headlab}
+OUT=${OUT:-runs/translate_config}
+PY=${PY:-/usr/bin/python3}
+DATA=experiments/translate_config/data
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "heads.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
+  exit 2
+fi
+[ -d "$OUT/run" ] || { echo "heads.sh: no trained run in $OUT/run (run.sh trains it)" >&2; exit 2; }
+commit=$(git rev-parse HEAD)
+rm -rf "$OUT/heads"
+"$HEADLAB" analyze "$OUT/run" --split test --bleu --beam 1 --out "$OUT/heads" > "$OUT/heads.log"
+"$HEADLAB" analyze "$OUT/run" --alignment --split test --out "$OUT/heads" > /dev/null
+cp "$OUT/heads/heads.csv" "$DATA/heads_test.csv"
+cp "$OUT/heads/alignment.csv" "$DATA/alignment_test.csv"
+gzip -9n < "$OUT/heads/bleu_ablation.csv" > "$DATA/bleu_ablation_test.csv.gz"
+# The analysis' commit, and the commit and step of the checkpoint it read (training's, data/run.csv).
+model=$("$HEADLAB" info "$OUT/run" --json | "$PY" -c 'import json, sys
+c = json.load(sys.stdin)["checkpoint"]
+print(c["written_by"]["headlab_commit"] + "," + str(c["step"]))')
+{
+  echo "commit,model_commit,model_step"
+  echo "$commit,$model"
+} > "$DATA/heads_run.csv"
