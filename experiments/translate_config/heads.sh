@@ -24,7 +24,7 @@ rm -rf "$OUT/heads"
 "$HEADLAB" analyze "$OUT/run" --alignment --split test --out "$OUT/heads" > /dev/null
 cp "$OUT/heads/heads.csv" "$DATA/heads_test.csv"
 cp "$OUT/heads/alignment.csv" "$DATA/alignment_test.csv"
-gzip -9n < "$OUT/heads/bleu_ablation.csv" > "$DATA/bleu_ablation_test.csv.gz"
+cp "$OUT/heads/bleu_ablation.csv" "$DATA/bleu_ablation_test.csv"  # per head; the per-sentence statistics (.h5) stay in the run
 # The analysis' commit, and the commit and step of the checkpoint it read (training's, data/run.csv).
 model=$("$HEADLAB" info "$OUT/run" --json | "$PY" -c 'import json, sys
 c = json.load(sys.stdin)["checkpoint"]
