@@ -35,7 +35,8 @@ METRICS = {
     "val_loss": ("validation loss", "nats/token"),
     "val_accuracy": ("validation accuracy", "fraction correct"),
     "val_bpb": ("validation bits per byte", "bits/byte"),
-    "val_bleu": ("validation BLEU (greedy)", "BLEU"),
+    "val_bleu": ("validation BLEU", "BLEU"),  # metrics.csv: greedy; prune.csv: the prune run's --beam
+    "val_chrf": ("validation chrF", "chrF"),
 }
 X_AXES = {"tokens": "training tokens seen", "step": "optimizer steps"}
 KEY_NAMES = {

@@ -25,7 +25,7 @@ PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
     "none": ("nothing pruned, fine-tuned only (the control)", "black"),
 }
 UNSCORED = ("random", "l0", "none")  # strategies without a score to recompute
-PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss")
+PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss", "val_bleu", "val_chrf")  # BLEU, chrF: translation only
 
 
 def find_prune_files(folder):
@@ -53,6 +53,7 @@ def read_prune(path):
             row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round", "heads_pruned", "heads_kept")}
             row.update({k: float(r[k]) for k in ("fraction_pruned", "val_loss")})
             row.update({k: number(r[k]) for k in ("lambda", "val_accuracy", "val_bpb")})
+            row.update({k: number(r.get(k)) for k in ("val_bleu", "val_chrf")})  # absent before translation
             row["heads_per_layer"] = [int(n) for n in r["heads_per_layer"].split()]
         except (TypeError, ValueError):
             fail(f"{path}: line {i} has a malformed number")

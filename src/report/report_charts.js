@@ -281,7 +281,7 @@ function similarityMap(sim) {
 // ---- pruning curves (prune/*/prune.csv) --------------------------------------------------------
 function pruneCurves(prune) {
   let out = "";
-  for (const metric of ["val_loss", "val_accuracy", "val_bpb"]) {
+  for (const metric of ["val_loss", "val_accuracy", "val_bpb", "val_bleu", "val_chrf"]) {  // BLEU, chrF: translation
     const series = prune.filter(p => hasValues(column(p.csv, metric))).map((p, i) => {
       const order = column(p.csv, "round").map((r, k) => [r, k]).sort((a, b) => a[0] - b[0]).map(a => a[1]);
       const pick = name => order.map(k => column(p.csv, name)[k]);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -236,6 +237,22 @@ TEST_CASE("plotting prune results draws a curve per strategy and the heads left 
   INFO(r.output);
   REQUIRE(r.code == 0);
   check_png(one / "plots" / "prune_val_loss.png");
+  CHECK(!fs::exists(one / "plots" / "prune_val_bleu.png"));  // no BLEU columns: written before translation
+}
+
+TEST_CASE("a translation model's prune.csv gets BLEU and chrF curves", "[plot]") {
+  Scratch s;
+  const fs::path dir = s.dir / "translation_prune", log = s.dir / "log.txt";
+  fs::create_directories(dir);
+  std::ofstream(dir / "prune.csv") << std::string(kPruneHeader, std::strlen(kPruneHeader) - 1)
+                                   << ",only,val_bleu,val_chrf\n"
+                                   << "importance,0,0,0,,0,0,0,6,2 2 2,3.1,,,,cross,12.5,40.1\n"
+                                   << "importance,0,0,0,,1,1,0.166667,5,2 2 1,3.3,,,2:1,cross,10.25,38.0\n";
+  const auto r = run_plot({dir.string()}, log);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  for (const char* name : {"prune_val_bleu.png", "prune_val_chrf.png", "prune_val_loss.png"})
+    check_png(dir / "plots" / name);
 }
 
 TEST_CASE("a malformed prune.csv is one line and exit code 2", "[plot]") {
