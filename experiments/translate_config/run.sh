@@ -40,7 +40,7 @@ score test_copy --split test --baseline copy
 score test_strongs --split test --baseline strongs --hypotheses "$DATA/test_strongs.hyp"
 # Every cross-attention head as a word aligner against the Strong's gold of the test verses,
 # beside the diagonal and IBM Model 1 (issue 28 item 4; not timed).
-"$HEADLAB" analyze "$OUT/run" --alignment --split test > /dev/null
+"$HEADLAB" analyze "$OUT/run" --alignment-only --split test > /dev/null
 cp "$OUT/run/alignment.csv" "$DATA/alignment_test.csv"
 cp "$OUT/run/metrics.csv" "$DATA/metrics.csv"
 max_load=$(awk '{ if ($2 > m) m = $2 } END { print m + 0 }' "$OUT/load.txt")
