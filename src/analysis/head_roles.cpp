@@ -28,14 +28,21 @@ std::string role_name(int role) {
   if (role < 0) return "";
   std::string out;
   for (const HeadRole& r : head_roles())
-    if (role & r.bit) out += (out.empty() ? "" : "+") + std::string(r.name);
+    if (role & r.bit) {
+      if (!out.empty()) out += '+';
+      out += r.name;
+    }
   return out.empty() ? "none" : out;
 }
 
 std::string role_bits() {
   std::string out;
-  for (const HeadRole& r : head_roles())
-    out += (out.empty() ? "" : ",") + std::string(r.name) + "=" + std::to_string(r.bit);
+  for (const HeadRole& r : head_roles()) {
+    if (!out.empty()) out += ',';
+    out += r.name;
+    out += '=';
+    out += std::to_string(r.bit);
+  }
   return out;
 }
 

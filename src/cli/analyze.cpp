@@ -132,7 +132,8 @@ int run_analyze(int argc, char** argv) {
       "translation: also each head's ablation in BLEU and chrF (and with --layer-only each head alone in its "
       "site), decoded with --beam (default 5, as Michel et al.), with a paired bootstrap over sentences: heads.csv's "
       "BLEU columns, bleu_ablation.csv and bleu_ablation.h5")(
-      "sentences", "--alignment, --bleu: the split's first N sentences (default all)", cxxopts::value<int64_t>())(
+      "sentences", "--alignment(-only), --bleu: the split's first N sentences (default all)",
+      cxxopts::value<int64_t>())(
       "mask",
       "switch these heads off (gate 0) first, named as heads.csv's label column does: L1H0,... (or LAYER:HEAD,...), "
       "in a translation model KIND.L<layer>H<head>,... (enc.L0H3,cross.L1H2)",

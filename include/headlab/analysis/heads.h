@@ -10,7 +10,8 @@
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
 //                on delimiters, how often the most-attended token is a gold relation or the
 //                rarest token, and the relative position it sits at most often (Voita et al.'s
-//                positional heads); per relation, the best positional baseline (a data property);
+//                positional heads); per relation, the best positional baseline and chance (a
+//                data property); and from these each head's role (analysis/head_roles.h);
 //   similarity   Jensen-Shannon distance between heads' rows on the same queries and keys, [N, N].
 // The statistics underneath, on probability tensors, are in analysis/attention_stats.h.
 // Heads are numbered by attention site (ModelSpec::attention_sites(), the gates' order: for
