@@ -8,7 +8,7 @@
 data/: run.csv (commit, start, train wall time, cores, peak load), metrics.csv (the run's),
 info.json (headlab info --json of the run), and one headlab eval --json line per score:
 test_greedy, test_beam5, val_greedy, test_copy, test_strongs (.json); alignment_test.csv (headlab
-analyze --alignment --split test: every cross-attention head, each layer's mean and the two
+analyze --alignment-only --split test: every cross-attention head, each layer's mean and the two
 baselines as word aligners against the Strong's gold). The reference numbers from
 the issue (a PyTorch nn.Transformer on the same data and machine) are constants below, named so.
 """

@@ -113,6 +113,22 @@ AlignmentReport score_alignment_heads(Model<float>& model, const TranslationData
   return report;
 }
 
+void add_alignment_columns(const AlignmentReport& report, HeadScores& scores) {
+  int64_t cross = 0, scored = 0;
+  for (int64_t l = 0; l < scores.n_sites; ++l)
+    if (scores.site(l).kind == AttentionKind::cross) cross += scores.heads_at(l);
+  for (const AlignmentRow& r : report.rows) scored += r.head >= 0;
+  HEADLAB_CHECK(scored == cross, "alignment: " << scored << " heads scored as aligners, " << cross
+                                               << " cross heads in the head analysis: not the same model");
+  for (const AlignmentRow& r : report.rows) {
+    if (r.head < 0) continue;  // a layer's mean, a baseline
+    const int64_t k = scores.index_of({AttentionKind::cross, r.layer}, r.head, "alignment");
+    scores.alignment_aer[k] = r.counts.aer();
+    scores.alignment_precision[k] = r.counts.precision();
+    scores.alignment_recall[k] = r.counts.recall();
+  }
+}
+
 void write_alignment_csv(const std::string& path, const AlignmentReport& report) {
   CsvWriter csv(
       {"method", "layer", "head", "predicted", "gold", "correct", "precision", "recall", "aer", "alignment_head"});

@@ -237,7 +237,8 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
   for (auto* v : {&scores.entropy, &scores.distance, &scores.confidence, &scores.delimiter_mass,
                   &scores.previous_token_agreement, &scores.positional_offset, &scores.positional_share,
                   &scores.syntactic_head_agreement, &scores.dependent_agreement, &scores.antecedent_agreement,
-                  &scores.delimiter_agreement, &scores.rare_token_agreement, &scores.js_nearest})
+                  &scores.delimiter_agreement, &scores.rare_token_agreement, &scores.js_nearest,
+                  &scores.syntactic_head_rows, &scores.dependent_rows, &scores.rare_token_rows})
     resize(*v);
   for (int64_t i = 0; i < N; ++i) {
     const double rows = sums.rows[i];
@@ -252,6 +253,10 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
     scores.antecedent_agreement[i] = rate(sums.antecedent_hit[i], sums.antecedent_n[i]);
     scores.delimiter_agreement[i] = rate(sums.delimiter_hit[i], sums.delimiter_n[i]);
     scores.rare_token_agreement[i] = rate(sums.rare_hit[i], sums.rare_n[i]);
+    auto rows_of = [](int64_t n) { return n > 0 ? static_cast<double>(n) : kNaN; };
+    scores.syntactic_head_rows[i] = rows_of(sums.head_n[i]);
+    scores.dependent_rows[i] = rows_of(sums.dependent_n[i]);
+    scores.rare_token_rows[i] = rows_of(sums.rare_n[i]);
     if (sums.positioned[i] > 0) {
       const OffsetMode mode = most_frequent_offset(sums.argmax_offsets[i]);
       scores.positional_offset[i] = static_cast<double>(mode.offset);
@@ -264,11 +269,13 @@ void finish_attention_stats(const AttentionSums& sums, HeadScores& scores) {
     const OffsetMode mode = most_frequent_offset(relation.key_offsets);
     baseline.offset = static_cast<double>(mode.offset);
     baseline.agreement = static_cast<double>(mode.rows) / static_cast<double>(relation.rows);
+    baseline.chance = relation.chance / static_cast<double>(relation.rows);
     return baseline;
   };
   scores.syntactic_head_baseline = baseline_of(sums.syntactic_head);
   scores.dependent_baseline = baseline_of(sums.dependent);
   scores.antecedent_baseline = baseline_of(sums.antecedent);
+  scores.rare_token_baseline = baseline_of(sums.rare_token);
   scores.js_distance.clear();
   if (sums.js_rows == 0) return;
   scores.js_distance.resize(static_cast<size_t>(N * N));

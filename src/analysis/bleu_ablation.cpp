@@ -134,13 +134,8 @@ void add_bleu_columns(const BleuAblation& result, HeadScores& scores) {
   const auto n = static_cast<int64_t>(result.heads.size());
   HEADLAB_CHECK(n == scores.n_total(), "BLEU ablation: " << n << " heads scored in BLEU, " << scores.n_total()
                                                          << " in the head analysis: not the same model");
-  for (int64_t k = 0; k < n; ++k) {
-    const HeadBleu& h = result.heads[static_cast<size_t>(k)];
-    const int64_t site = scores.site_of(k);
-    HEADLAB_CHECK(h.site.kind == scores.site(site).kind && h.site.layer == scores.site(site).layer &&
-                      h.head == k - scores.first_head(site),
-                  "BLEU ablation: head " << k << " is " << head_label(h.site, h.head, false)
-                                         << " in BLEU but not in the head analysis");
+  for (const HeadBleu& h : result.heads) {
+    const int64_t k = scores.index_of(h.site, h.head, "BLEU ablation");
     scores.ablation_bleu_delta[k] = h.masked.bleu_delta;
     scores.ablation_chrf_delta[k] = h.masked.chrf_delta;
     scores.ablation_bleu_p[k] = h.masked.bootstrap.p_value;

@@ -3,12 +3,14 @@
 // token more often than the relation's most frequent relative position does. For each relation,
 // over exactly the rows its agreement counts, the baseline counts the rows with a key of the
 // relation at each offset t - s; the best offset's share of the rows is the agreement a head that
-// always attends to that one offset would score (docs/analysis.md).
+// always attends to that one offset would score (docs/analysis.md). The rare token is scored the
+// same way, and every relation's chance too: the agreement of a head attending uniformly at random.
 #include "gold_relations.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "headlab/common/error.h"
 
@@ -61,17 +63,28 @@ OffsetMode most_frequent_offset(const OffsetRows& rows) {
 void accumulate_positional_baselines(const AttentionBatchInfo& info, AttentionSums& sums) {
   const GoldRelations gold(info);
   const int64_t B = info.batch_size, T_ = info.seq_len;
+  std::vector<int64_t> visible;  // the keys row t sees
+  // A relation whose keys in row t are the visible s with is_key(s): one row more, one at each
+  // key's offset, and its share of the visible keys towards chance.
+  auto add = [&](AttentionSums::Relation& relation, int64_t t, auto is_key) {
+    int64_t keys = 0;
+    for (int64_t s : visible)
+      if (is_key(s)) keys++, relation.key_offsets[t - s]++;
+    relation.rows++;
+    relation.chance += static_cast<double>(keys) / static_cast<double>(visible.size());
+  };
   for (int64_t b = 0; b < B; ++b)
     for (int64_t t = 0; t < T_; ++t) {
       if (info.query_rows && !info.query_rows[b * T_ + t]) continue;
+      visible.clear();
+      for (int64_t s = 0; s < T_; ++s)
+        if (gold.visible(b, t, s)) visible.push_back(s);
       if (const int64_t g = gold.syntactic_head(b, t); g >= 0)
-        sums.syntactic_head.rows++, sums.syntactic_head.key_offsets[t - g]++;
-      if (const int64_t g = gold.antecedent(b, t); g >= 0) sums.antecedent.rows++, sums.antecedent.key_offsets[t - g]++;
-      if (gold.has_dependent(b, t)) {
-        sums.dependent.rows++;
-        for (int64_t s = 0; s < T_; ++s)
-          if (gold.is_dependent(b, t, s) && gold.visible(b, t, s)) sums.dependent.key_offsets[t - s]++;
-      }
+        add(sums.syntactic_head, t, [&](int64_t s) { return s == g; });
+      if (const int64_t g = gold.antecedent(b, t); g >= 0) add(sums.antecedent, t, [&](int64_t s) { return s == g; });
+      if (gold.has_dependent(b, t)) add(sums.dependent, t, [&](int64_t s) { return gold.is_dependent(b, t, s); });
+      if (const int64_t rarest = gold.rarest_count(b, t); rarest >= 0)
+        add(sums.rare_token, t, [&](int64_t s) { return gold.train_count(b, s) == rarest; });
     }
 }
 

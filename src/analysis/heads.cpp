@@ -22,6 +22,7 @@
 
 #include "headlab/analysis/heads.h"
 #include "headlab/analysis/attention_stats.h"
+#include "headlab/analysis/head_roles.h"
 #include "headlab/common/error.h"
 #include "headlab/data/model_input.h"
 #include "headlab/nn/saved_forward.h"
@@ -187,6 +188,18 @@ int64_t HeadScores::site_of(int64_t k) const {
   return l;
 }
 
+int64_t HeadScores::index_of(AttentionSite site, int64_t head, const char* who) const {
+  for (int64_t l = 0; l < n_sites; ++l)
+    if (this->site(l).kind == site.kind && this->site(l).layer == site.layer) {
+      HEADLAB_CHECK(head >= 0 && head < heads_at(l), who << ": head " << head_label(site, head, false)
+                                                         << " is not in the head analysis (" << heads_at(l)
+                                                         << " heads at that site): not the same model");
+      return index(l, head);
+    }
+  throw Error(std::string(who) + ": no site " + attention_kind_name(site.kind) + ".L" + std::to_string(site.layer) +
+              " in the head analysis: not the same model");
+}
+
 bool HeadScores::one_stack() const {
   return std::all_of(sites.begin(), sites.end(), [](const AttentionSite& a) { return a.kind == AttentionKind::dec; });
 }
@@ -216,6 +229,9 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     }
   const int64_t N = s.n_total();
   s.n_batches = n_batches;
+  // The data's baselines are counted on one kind's rows: the source's in an encoder_decoder (the
+  // encoder heads Voita et al. give roles to), else the only stack's.
+  s.baseline_kind = model_kind_info(spec.kind).source ? AttentionKind::enc : AttentionKind::dec;
   for (auto& column : head_columns()) (s.*column.values).assign(static_cast<size_t>(N), kNaN);
   bool zero_gate = false;
   for (int64_t l = 0; l < L; ++l)
@@ -311,7 +327,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
         if (options.attention) {
           for (size_t j = 0; j < g.sites.size(); ++j)
             accumulate_attention_stats(probs[j], g.first_slots[j], info, sums);
-          if (kind == AttentionKind::dec) accumulate_positional_baselines(info, sums);
+          if (kind == s.baseline_kind) accumulate_positional_baselines(info, sums);
         }
         if (options.similarity) accumulate_js_distance(probs, info, sums, g.first_slots);
         // Rows of the target's self-attention (or the only stack's): what n_query_rows counts.
@@ -398,6 +414,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
                   s.example_layer_only_loss);
   // Unmeasured columns stay NaN: sums without rows divide to NaN, and no JS rows leave no matrix.
   finish_attention_stats(sums, s);
+  if (options.attention) assign_roles(s);
   return s;
 }
 

@@ -1,11 +1,12 @@
 // The per-head column table and the files `headlab analyze` writes (docs/analysis.md):
-//   heads.csv             layer,head,<one column per head_columns() entry>,attention,label;
+//   heads.csv             layer,head,<one column per head_columns() entry>,role,attention,label;
 //                         NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
 //   heads.h5              heads/<column> float64 [sites,H], similarity/js_distance [N, N],
 //                         examples/... per-example arrays, site_layer [sites] and the
 //                         site_kinds attribute, provenance and the positional baselines
-//                         (baseline_<relation>_agreement, _offset) as root attributes
+//                         (baseline_<relation>_agreement, _offset, chance_<relation>_agreement),
+//                         as root attributes; heads/role the roles' bits
 // N heads in all, numbered by attention site (for decoder and encoder models a site is a layer,
 // so [sites, H] is the [L, H] it always was); when sites differ in heads (a pruned model, an
 // encoder_decoder's kinds) H is the widest site's, the [.., sites, H, ..] arrays hold NaN for the
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <string>
 
+#include "headlab/analysis/head_roles.h"
 #include "headlab/analysis/heads.h"
 #include "headlab/common/files.h"
 #include "headlab/common/error.h"
@@ -57,6 +59,13 @@ const std::vector<HeadColumn>& head_columns() {
        "BLEU with every other head of the site masked - BLEU (--bleu --layer-only), points"},
       {"layer_only_chrf_delta", &HeadScores::layer_only_chrf_delta, "the same in chrF (--bleu --layer-only)"},
       {"layer_only_bleu_p", &HeadScores::layer_only_bleu_p, "paired bootstrap p of layer_only_bleu_delta"},
+      {"syntactic_head_rows", &HeadScores::syntactic_head_rows, "rows syntactic_head_agreement counts"},
+      {"dependent_rows", &HeadScores::dependent_rows, "rows dependent_agreement counts"},
+      {"rare_token_rows", &HeadScores::rare_token_rows, "rows rare_token_agreement counts"},
+      {"alignment_aer", &HeadScores::alignment_aer,
+       "cross heads: alignment error rate against the Strong's gold (--alignment)"},
+      {"alignment_precision", &HeadScores::alignment_precision, "cross heads: alignment precision (--alignment)"},
+      {"alignment_recall", &HeadScores::alignment_recall, "cross heads: alignment recall (--alignment)"},
   };
   return columns;
 }
@@ -66,14 +75,20 @@ const std::vector<BaselineField>& positional_baselines() {
       {"syntactic_head", &HeadScores::syntactic_head_baseline},
       {"dependent", &HeadScores::dependent_baseline},
       {"antecedent", &HeadScores::antecedent_baseline},
+      {"rare_token", &HeadScores::rare_token_baseline},
   };
   return baselines;
 }
 
 namespace {
 
-std::string format_value(double v) {  // NaN (not measured) is an empty cell
-  return std::isnan(v) ? "" : csv_number("%.6g", v);
+std::string format_value(double v) {  // NaN (not measured) is an empty cell; counts in full
+  if (std::isnan(v)) return "";
+  return std::abs(v) < 1e15 && v == std::round(v) ? csv_number("%.0f", v) : csv_number("%.6g", v);
+}
+
+std::string role_of(const HeadScores& s, int64_t k) {
+  return k < static_cast<int64_t>(s.role.size()) ? role_name(s.role[static_cast<size_t>(k)]) : "";
 }
 
 // Values laid out [outer, N, inner] in head order as [outer, sites, H, inner], NaN where site l
@@ -100,14 +115,15 @@ void write_heads_csv(const std::string& path, const HeadScores& s) {
   // The label columns go last, so that readers of the older layer,head,<columns> keep their places.
   std::vector<std::string> header = {"layer", "head"};
   for (const HeadColumn& c : head_columns()) header.push_back(c.name);
-  header.insert(header.end(), {"attention", "label"});
+  header.insert(header.end(), {"role", "attention", "label"});
   CsvWriter csv(header);
   for (int64_t l = 0; l < s.n_sites; ++l)
     for (int64_t h = 0; h < s.heads_at(l); ++h) {
       const AttentionSite site = s.site(l);
       std::vector<std::string> fields = {std::to_string(site.layer), std::to_string(h)};
       for (const HeadColumn& c : head_columns()) fields.push_back(format_value((s.*c.values)[s.index(l, h)]));
-      fields.insert(fields.end(), {attention_kind_name(site.kind), head_label(s, s.index(l, h))});
+      fields.insert(fields.end(),
+                    {role_of(s, s.index(l, h)), attention_kind_name(site.kind), head_label(s, s.index(l, h))});
       csv.row(fields);
     }
   write_file_atomically(path, csv.text());
@@ -133,6 +149,11 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
   CheckpointWriter w(FileKind::heads);
   for (const HeadColumn& c : head_columns())
     w.add_array("heads/" + std::string(c.name), by_site(s, s.*c.values, 1, 1).data(), {L, H});
+  if (static_cast<int64_t>(s.role.size()) == N) {  // role bits as a float64 column: NaN = no role assessed
+    std::vector<double> role;
+    for (int r : s.role) role.push_back(r < 0 ? std::nan("") : static_cast<double>(r));
+    w.add_array("heads/role", by_site(s, role, 1, 1).data(), {L, H});
+  }
   if (!s.site_heads.empty()) w.add_array("layer_heads", s.site_heads);  // the name readers know
   std::vector<int64_t> site_layer;
   std::string site_kinds;  // "enc,enc,dec,cross,..." (HDF5 attributes hold no list of strings here)
@@ -174,7 +195,10 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
     const std::string prefix = std::string("baseline_") + f.relation;
     w.set_double_attr(prefix + "_agreement", (s.*f.baseline).agreement);
     w.set_double_attr(prefix + "_offset", (s.*f.baseline).offset);
+    w.set_double_attr(std::string("chance_") + f.relation + "_agreement", (s.*f.baseline).chance);
   }
+  w.set_string_attr("baseline_attention", attention_kind_name(s.baseline_kind));
+  w.set_string_attr("role_bits", role_bits());
   w.commit(path);
 }
 

@@ -1,6 +1,8 @@
 // headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
 //                            [--mask HEADS] [--threads N] [--bleu [--beam N] [--lenpen X] [--sentences N]]
+//                            [--alignment [--sentences N]]
+// headlab analyze CHECKPOINT|RUN --alignment-only [--split S] [--sentences N]
 // headlab analyze CHECKPOINT --prompt TEXT | --prompt-file FILE [--mask HEADS] [--out DIR]
 // Per-head importance, ablation, attention statistics and similarity over a data split, written
 // to the run folder (the parent of the checkpoint's checkpoints/ folder, or --out):
@@ -10,7 +12,9 @@
 // heads of all three kinds (enc, dec, cross) are scored alike, named as heads.csv labels them; its
 // dumps hold the encoder's and cross maps too, and a Bible verse's gold alignment. --bleu adds the
 // translation's BLEU ablation (analysis/bleu_ablation.h): heads.csv's BLEU columns, and
-// bleu_ablation.csv and bleu_ablation.h5 with every head's per-sentence statistics.
+// bleu_ablation.csv and bleu_ablation.h5 with every head's per-sentence statistics; --alignment
+// scores the cross heads as word aligners (analysis/alignment_heads.h): heads.csv's alignment
+// columns and alignment.csv (--alignment-only: alignment.csv alone, without the head analysis).
 // docs/analysis.md.
 #include <cmath>
 #include <cstdio>
@@ -21,8 +25,10 @@
 
 #include <cxxopts.hpp>
 
+#include "headlab/analysis/alignment_heads.h"
 #include "headlab/analysis/attention_dump.h"
 #include "headlab/analysis/bleu_ablation.h"
+#include "headlab/analysis/head_roles.h"
 #include "headlab/analysis/heads.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
@@ -33,7 +39,6 @@
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/setup.h"
 #include "options.h"
-#include "headlab/analysis/alignment_heads.h"
 #include "prompt.h"
 #include "verbs.h"
 
@@ -65,15 +70,16 @@ std::string cell(double v, const char* format, int width) {
 }
 
 void print_summary(const HeadScores& s) {
-  bool gold = false, rare = false, bleu = false;
+  bool gold = false, rare = false, bleu = false, aligned = false;
   for (double v : s.syntactic_head_agreement) gold = gold || !std::isnan(v);
   for (double v : s.rare_token_agreement) rare = rare || !std::isnan(v);
   for (double v : s.ablation_bleu_delta) bleu = bleu || !std::isnan(v);
+  for (double v : s.alignment_aer) aligned = aligned || !std::isnan(v);
   std::printf(
       "      head  gate importance (norm)  ablation_dloss  entropy  distance  confidence  prev_token"
-      "  offset (share)%s%s%s\n",
+      "  offset (share)%s%s%s%s  role\n",
       gold ? "  syntactic_head  dependent  antecedent" : "", rare ? "  rare_token" : "",
-      bleu ? "  ablation_dBLEU (p)" : "");
+      bleu ? "  ablation_dBLEU (p)" : "", aligned ? "  alignment_AER" : "");
   for (int64_t k = 0; k < s.n_total(); ++k) {
     char label[32];
     std::snprintf(label, sizeof label, "%10s", head_label(s, k).c_str());
@@ -87,13 +93,16 @@ void print_summary(const HeadScores& s) {
               cell(s.antecedent_agreement[k], "%.3f", 12);
     if (rare) line += cell(s.rare_token_agreement[k], "%.3f", 12);
     if (bleu) line += cell(s.ablation_bleu_delta[k], "%+.2f", 15) + cell(s.ablation_bleu_p[k], "(%.3f)", 8);
-    std::printf("%s\n", line.c_str());
+    if (aligned) line += cell(s.alignment_aer[k], "%.4f", 15);
+    const std::string role = k < static_cast<int64_t>(s.role.size()) ? role_name(s.role[k]) : "";
+    std::printf("%s  %s\n", line.c_str(), role.empty() ? "-" : role.c_str());
   }
   for (const BaselineField& f : positional_baselines()) {
     const PositionalBaseline& b = s.*f.baseline;
     if (!std::isnan(b.agreement))
-      std::printf("positional baseline of %s_agreement: %.3f (rows whose key is at offset %+.0f)\n", f.relation,
-                  b.agreement, b.offset);
+      std::printf(
+          "positional baseline of %s_agreement (%s heads): %.3f (rows whose key is at offset %+.0f), chance %.3f\n",
+          f.relation, attention_kind_name(s.baseline_kind), b.agreement, b.offset, b.chance);
   }
 }
 
@@ -115,13 +124,16 @@ int run_analyze(int argc, char** argv) {
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
       "alignment",
-      "only score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
-      "(translation on the Bible; beside the diagonal and IBM Model 1): alignment.csv")(
+      "also score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
+      "(translation on the Bible; beside the diagonal and IBM Model 1): heads.csv's alignment_aer, "
+      "alignment_precision and alignment_recall, and alignment.csv")(
+      "alignment-only", "--alignment without the head analysis: alignment.csv alone")(
       "bleu",
       "translation: also each head's ablation in BLEU and chrF (and with --layer-only each head alone in its "
       "site), decoded with --beam (default 5, as Michel et al.), with a paired bootstrap over sentences: heads.csv's "
       "BLEU columns, bleu_ablation.csv and bleu_ablation.h5")(
-      "sentences", "--alignment, --bleu: the split's first N sentences (default all)", cxxopts::value<int64_t>())(
+      "sentences", "--alignment(-only), --bleu: the split's first N sentences (default all)",
+      cxxopts::value<int64_t>())(
       "mask",
       "switch these heads off (gate 0) first, named as heads.csv's label column does: L1H0,... (or LAYER:HEAD,...), "
       "in a translation model KIND.L<layer>H<head>,... (enc.L0H3,cross.L1H2)",
@@ -175,18 +187,25 @@ int run_analyze(int argc, char** argv) {
     return 0;
   }
 
-  if (args.count("alignment")) {
+  // Alignment first: its errors (no Strong's numbers, not a translation model) come before the long part.
+  std::optional<AlignmentReport> alignment;
+  HEADLAB_CHECK(!args.count("alignment-only") || (!args.count("alignment") && !args.count("bleu")),
+                "--alignment-only runs no head analysis: give --alignment for both, or leave out --bleu");
+  if (args.count("alignment") || args.count("alignment-only")) {
+    const char* flag = args.count("alignment-only") ? "--alignment-only" : "--alignment";
     HEADLAB_CHECK(dataset->translation() != nullptr,
-                  "--alignment: " << path << " models data.task = " << config.data.task
-                                  << "; alignment heads are a translation model's cross-attention heads");
+                  flag << ": " << path << " models data.task = " << config.data.task
+                       << "; alignment heads are a translation model's cross-attention heads");
     AlignmentOptions ao;
     ao.max_sentences = count_option<int64_t>(args, "sentences", 1).value_or(0);
-    const AlignmentReport r = score_alignment_heads(model, *dataset->translation(), split, ao);
+    alignment = score_alignment_heads(model, *dataset->translation(), split, ao);
+    print_alignment(*alignment, split_arg);
     fs::create_directories(out);
-    write_alignment_csv((out / "alignment.csv").string(), r);
-    print_alignment(r, split_arg);
-    std::printf("wrote %s\n", (out / "alignment.csv").string().c_str());
-    return 0;
+    if (args.count("alignment-only")) {
+      write_alignment_csv((out / "alignment.csv").string(), *alignment);
+      std::printf("wrote %s\n", (out / "alignment.csv").string().c_str());
+      return 0;
+    }
   }
 
   AnalysisOptions o;
@@ -236,6 +255,11 @@ int run_analyze(int argc, char** argv) {
     std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
   else
     std::printf("loss %.4f\n", s.loss);
+
+  if (alignment) {
+    add_alignment_columns(*alignment, s);
+    write_alignment_csv((out / "alignment.csv").string(), *alignment);
+  }
   print_summary(s);
 
   write_heads_csv((out / "heads.csv").string(), s);
@@ -247,8 +271,8 @@ int run_analyze(int argc, char** argv) {
   info.step = progress.step;
   info.batch_size = o.batch_size;
   write_heads_h5((out / "heads.h5").string(), s, info);
-  std::printf("wrote %s/heads.csv%s and heads.h5\n", out.string().c_str(),
-              o.similarity ? ", heads_similarity.csv" : "");
+  std::printf("wrote %s/heads.csv%s%s and heads.h5\n", out.string().c_str(),
+              o.similarity ? ", heads_similarity.csv" : "", alignment ? ", alignment.csv" : "");
 
   if (!dump.empty()) {
     for (int64_t example : dump) {

@@ -177,6 +177,9 @@ HEAD_COLUMNS = {  # heads.csv column -> colourbar label with unit (docs/analysis
     "delimiter_agreement": "fraction of rows whose argmax is a delimiter",
     "rare_token_agreement": "fraction of rows whose argmax is the rarest visible token (training counts)",
     "js_nearest": "JS distance to the nearest other head (0 = same attention)",
+    "alignment_aer": "alignment error rate against the Strong's gold (cross heads)",
+    "alignment_precision": "alignment precision against the Strong's gold (cross heads)",
+    "alignment_recall": "alignment recall against the Strong's gold (cross heads)",
 }
 
 

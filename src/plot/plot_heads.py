@@ -29,7 +29,9 @@ def plot_heads(run_dir, out_dir, title_prefix, written):
     layers = [f"{k}.L{l}" if by_kind else str(l) for k, l in sites]
     heads = sorted({int(r["head"]) for r in rows})
     skipped = []
-    for column in [c for c in rows[0] if c not in ("layer", "head", "attention", "label")]:
+    # Not per-head measures: the names (role: a word per head) and the rows counted (a data property).
+    names = ("layer", "head", "role", "attention", "label")
+    for column in [c for c in rows[0] if c not in names and not c.endswith("_rows")]:
         values = [[math.nan] * len(heads) for _ in layers]
         for r in rows:
             v = number(r[column])

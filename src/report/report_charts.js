@@ -179,6 +179,9 @@ const HEAD_COLUMNS = {  // as src/plot/headlab_plot.py and docs/analysis.md desc
   delimiter_agreement: "fraction of rows whose argmax is a delimiter",
   rare_token_agreement: "fraction of rows whose argmax is the rarest visible token",
   js_nearest: "JS distance to the nearest other head",
+  alignment_aer: "alignment error rate against the Strong's gold (cross heads)",
+  alignment_precision: "alignment precision against the Strong's gold",
+  alignment_recall: "alignment recall against the Strong's gold",
 };
 // The colour legend under a heatmap: the scale as a bar of 40 steps (not an SVG gradient, which
 // would be referred to by URL, and the page has none), its ends written, and 0 when centred.
@@ -212,8 +215,10 @@ function headHeatmaps(heads, ri) {
   const cell = Math.max(10, Math.min(24, Math.floor(190 / H))), left = byKind ? 44 : 24, top = 14;
   let out = "";
   const constant = [];  // columns with one value for every head: a grid of one colour says nothing
+  const roles = column(heads, "role");  // Voita et al.'s roles, a word per head: in each cell's tip
   for (const name of heads.columns) {
-    if (["layer", "head", "attention", "label"].includes(name)) continue;
+    // Not per-head measures: the names, and the rows an agreement counted (a data property).
+    if (["layer", "head", "role", "attention", "label"].includes(name) || name.endsWith("_rows")) continue;
     const values = column(heads, name);
     if (!hasValues(values)) continue;
     const nums = values.filter(v => typeof v === "number");
@@ -230,7 +235,8 @@ function headHeatmaps(heads, ri) {
     });
     values.forEach((v, i) => {
       const l = layers[i], h = headIds[i], r = sites.indexOf(siteKey(i)), has = typeof v === "number";
-      const where = byKind ? `${kinds[i]} layer ${l}, head ${h}` : `layer ${l}, head ${h}`;
+      const role = roles && typeof roles[i] === "string" && roles[i] ? ` (${roles[i]})` : "";
+      const where = (byKind ? `${kinds[i]} layer ${l}, head ${h}` : `layer ${l}, head ${h}`) + role;
       svg += `<rect class="cell" data-cell="" data-run="${ri}" data-column="${esc(name)}" data-attention="${esc(kinds[i])}" ` +
              `data-layer="${l}" data-head="${h}" ` +
              `data-value="${has ? v : ""}" x="${left + h * cell}" y="${top + r * cell}" width="${cell - 1}" height="${cell - 1}" ` +

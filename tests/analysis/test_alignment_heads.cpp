@@ -1,13 +1,20 @@
 // Alignment heads (analysis/alignment_heads.h) on the Bible's val verses with an untrained model:
 // one row per cross head, per layer mean and per baseline, every method aligning the same target
-// words, the baselines equal to the word_alignment functions run by hand; and the one-line
-// refusal of a corpus without Strong's numbers.
+// words, the baselines equal to the word_alignment functions run by hand; the one-line
+// refusal of a corpus without Strong's numbers; and the alignment columns of heads.csv through
+// its readers (read_csv, the report's gather_report, heads.h5).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <string>
 #include <vector>
 
 #include "headlab/analysis/alignment_heads.h"
+#include "headlab/analysis/head_roles.h"
 #include "headlab/common/error.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
+#include "headlab/report/report.h"
 #include "support/random.h"
 #include "support/scratch.h"
 #include "support/skip.h"
@@ -92,4 +99,93 @@ TEST_CASE("alignment needs gold alignments: two plain files are one error line",
   spec.max_seq_len = 64;
   Model<float> model(spec);
   CHECK_THROWS_WITH(score_alignment_heads(model, data, Split::val, {}), Catch::Contains("carry no Strong's numbers"));
+}
+
+TEST_CASE("heads.csv's alignment columns hold each cross head's scores and read back through the readers",
+          "[analysis][alignment]") {
+  // An encoder_decoder's scores by hand: enc.L0, dec.L0, cross.L0 and cross.L1 of 2 heads each.
+  HeadScores s;
+  s.n_sites = 4;
+  s.n_heads = 2;
+  s.sites = {{AttentionKind::enc, 0}, {AttentionKind::dec, 0}, {AttentionKind::cross, 0}, {AttentionKind::cross, 1}};
+  s.baseline_kind = AttentionKind::enc;
+  for (const HeadColumn& c : head_columns()) (s.*c.values).assign(8, std::nan(""));
+  s.gate.assign(8, 1.0);
+  s.positional_share = {0.95, 0.2, 0.3, 0.4, std::nan(""), std::nan(""), std::nan(""), std::nan("")};
+  assign_roles(s);
+  // The report as score_alignment_heads lays it out: heads and a mean per layer, then baselines.
+  AlignmentReport r;
+  auto row = [](const std::string& method, int64_t layer, int64_t head, int64_t predicted, int64_t correct) {
+    AlignmentRow a;
+    a.method = method;
+    a.layer = layer;
+    a.head = head;
+    a.counts.predicted = predicted;
+    a.counts.gold = 20;
+    a.counts.correct = correct;
+    return a;
+  };
+  r.rows = {row("cross.L0H0", 0, 0, 10, 5), row("cross.L0H1", 0, 1, 10, 2), row("cross.L0 mean", 0, -1, 10, 4),
+            row("cross.L1H0", 1, 0, 10, 9), row("cross.L1H1", 1, 1, 10, 0), row("cross.L1 mean", 1, -1, 10, 6),
+            row("diagonal", -1, -1, 10, 3), row("ibm1", -1, -1, 10, 4)};
+  add_alignment_columns(r, s);
+
+  test::ScratchDir dir("alignment_columns");
+  write_heads_csv((dir.dir / "heads.csv").string(), s);
+  write_alignment_csv((dir.dir / "alignment.csv").string(), r);
+  const CsvTable heads = read_csv(dir.dir / "heads.csv");
+  const std::vector<std::string> last(heads.header.end() - 3, heads.header.end());
+  CHECK(last == std::vector<std::string>{"role", "attention", "label"});
+  const CsvTable alignment = read_csv(dir.dir / "alignment.csv");
+  REQUIRE(heads.rows.size() == 8);
+  int64_t cross = 0;
+  for (const std::vector<std::string>& h : heads.rows) {
+    const std::string label = h[heads.column("label")];
+    INFO(label);
+    if (h[heads.column("attention")] != "cross") {
+      for (const char* column : {"alignment_aer", "alignment_precision", "alignment_recall"})
+        CHECK(h[heads.column(column)].empty());
+      CHECK(!h[heads.column("role")].empty());
+      continue;
+    }
+    ++cross;
+    CHECK(h[heads.column("role")].empty());  // cross heads have no positions to give a role by
+    for (const std::vector<std::string>& a : alignment.rows)
+      if (a[alignment.column("method")] == label) {
+        CHECK(h[heads.column("alignment_aer")] == a[alignment.column("aer")]);
+        CHECK(h[heads.column("alignment_precision")] == a[alignment.column("precision")]);
+        CHECK(h[heads.column("alignment_recall")] == a[alignment.column("recall")]);
+      }
+  }
+  CHECK(cross == 4);
+  CHECK(heads.rows[0][heads.column("role")] == "positional");
+  CHECK(heads.rows[1][heads.column("role")] == "none");
+  // cross.L1H0: 9 of 10 predicted links correct, 9 of 20 gold found: AER 1 - 18/30.
+  CHECK(heads.rows[6][heads.column("alignment_aer")] == "0.4");
+  CHECK(heads.rows[6][heads.column("alignment_precision")] == "0.9");
+  CHECK(heads.rows[6][heads.column("alignment_recall")] == "0.45");
+
+  // The report reads the columns as numbers, the role as text.
+  const std::string report = gather_report(dir.dir.string(), {});
+  CHECK_THAT(report, Catch::Contains("\"alignment_aer\",\"alignment_precision\",\"alignment_recall\""));
+  CHECK_THAT(report, Catch::Contains("\"role\",\"attention\",\"label\"]"));
+  CHECK_THAT(report, Catch::Contains("\"positional\",\"enc\",\"enc.L0H0\"]"));
+
+  write_heads_h5((dir.dir / "heads.h5").string(), s, {});
+  const CheckpointReader h5((dir.dir / "heads.h5").string());
+  const std::vector<double> aer = h5.read_array<double>("heads/alignment_aer");  // [sites, H]
+  REQUIRE(aer.size() == 8);
+  CHECK(std::isnan(aer[0]));
+  CHECK(aer[6] == Approx(0.4));
+  const std::vector<double> role = h5.read_array<double>("heads/role");
+  CHECK(role[0] == 1.0);  // kRolePositional
+  CHECK(role[1] == 0);
+  CHECK(std::isnan(role[4]));
+  CHECK(h5.string_attr("role_bits") == "positional=1,syntactic=2,rare_token=4");
+  CHECK(h5.string_attr("baseline_attention") == "enc");
+  CHECK(std::isnan(h5.double_attr("chance_rare_token_agreement")));
+
+  // A report of another model's heads is refused in one line.
+  r.rows.erase(r.rows.begin() + 3, r.rows.begin() + 6);  // no cross.L1
+  CHECK_THROWS_WITH(add_alignment_columns(r, s), Catch::Contains("2 heads scored as aligners, 4 cross heads"));
 }

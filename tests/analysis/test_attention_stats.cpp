@@ -1,6 +1,6 @@
 // Voita et al.'s criteria on hand-built attention: positional offsets, the positional baselines
-// of the gold relations, and rare-token agreement. Every expected value is counted by hand in
-// the comments next to the data.
+// of the gold relations, rare-token agreement with its chance and baseline. Every expected value
+// is counted by hand in the comments next to the data.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "headlab/analysis/attention_stats.h"
+#include "headlab/analysis/head_roles.h"
 
 using namespace headlab;
 
@@ -325,4 +326,56 @@ TEST_CASE("cross-attention rows give entropy and confidence only, and JS distanc
   CHECK(s.js_distance[0] == 0.0);
   CHECK(s.js_nearest[1] == s.js_distance[1 * 3 + 2]);
   CHECK(std::isnan(s.js_nearest[0]));
+}
+
+TEST_CASE("rare-token chance and positional baseline, counted by hand, and the role they give", "[analysis][roles]") {
+  // Training counts of tokens 0..2. A causal row of tokens 0 1 2 1 0 (counts 100 5 50 5 100):
+  //   t  keys seen  rarest keys (count 5)  chance  their offsets t - s
+  //   0  1          - (one key: not counted)
+  //   1  2          s = 1                  1/2     0
+  //   2  3          s = 1                  1/3     1
+  //   3  4          s = 1, 3               2/4     2, 0
+  //   4  5          s = 1, 3               2/5     3, 1
+  // chance = (1/2 + 1/3 + 1/2 + 2/5) / 4 = 13/30; offsets 0 and 1 hold 2 rows each, the tie goes
+  // to 0: baseline 2/4 at offset 0. Gold heads 0 1 0 2 at t = 1..4: chance (1/2 + 1/3 + 1/4 + 1/5) / 4.
+  const std::vector<int64_t> counts = {100, 5, 50};
+  const std::vector<int32_t> row = {0, 1, 2, 1, 0};
+  const std::vector<int32_t> row_heads = {-1, 0, 1, 0, 2};
+  // Head 0 always attends to a rarest key (1, 1, 3, 3 at t = 1..4): 4 of 4. Head 1 attends to
+  // itself, the baseline's offset: hits at t = 1 and 3, 2 of 4, the baseline exactly.
+  const std::vector<int64_t> head0 = {0, 1, 1, 3, 3};
+  const int64_t T = 5;
+  for (const int64_t B : {1, 2}) {
+    INFO("B = " << B << " copies of the row");
+    std::vector<int32_t> tokens, gold;
+    for (int64_t b = 0; b < B; ++b) {
+      tokens.insert(tokens.end(), row.begin(), row.end());
+      gold.insert(gold.end(), row_heads.begin(), row_heads.end());
+    }
+    const auto probs =
+        peaked_probs(B, 2, T, true, {}, [&](int64_t, int64_t h, int64_t t) { return h == 0 ? head0[t] : t; });
+    AttentionBatchInfo info = batch_info(B, T, true);
+    info.tokens = tokens.data();
+    info.token_counts = counts.data();
+    info.vocab_size = static_cast<int64_t>(counts.size());
+    info.gold_head = gold.data();
+    AttentionSums sums(2);
+    accumulate_attention_stats(Tensor<double>(const_cast<double*>(probs.data()), {B, 2, T, T}), 0, info, sums);
+    accumulate_positional_baselines(info, sums);
+    HeadScores s = finished(sums, 2);
+    CHECK(s.rare_token_baseline.chance == Approx(13.0 / 30).epsilon(1e-15));
+    CHECK(s.rare_token_baseline.agreement == 0.5);
+    CHECK(s.rare_token_baseline.offset == 0);
+    CHECK(s.syntactic_head_baseline.chance == Approx((1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5) / 4).epsilon(1e-15));
+    CHECK(s.rare_token_agreement[0] == 1.0);
+    CHECK(s.rare_token_agreement[1] == 0.5);
+    CHECK(s.rare_token_rows[0] == 4 * B);
+    CHECK(s.rare_token_rows[1] == 4 * B);
+    CHECK(s.positional_share[1] == 1.0);  // offset 0 in every row, t = 0 included
+    CHECK(s.positional_share[0] == 3.0 / 5);
+    // Head 0's 4B of 4B against p0 = 1/2: p = 2^-4B, 0.0625 for one row (not rare), 0.0039 for two.
+    assign_roles(s);
+    CHECK(role_name(s.role[0]) == (B == 1 ? "none" : "rare_token"));
+    CHECK(role_name(s.role[1]) == "positional");  // at the baseline: not rare_token
+  }
 }

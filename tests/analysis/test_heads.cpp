@@ -266,7 +266,7 @@ TEST_CASE("headlab analyze writes heads.csv, heads_similarity.csv, a readable he
   std::getline(csv, header);
   std::string expected = "layer,head";
   for (const HeadColumn& c : head_columns()) expected += std::string(",") + c.name;
-  CHECK(header == expected + ",attention,label");
+  CHECK(header == expected + ",role,attention,label");
   CHECK(header.rfind("layer,head,gate,importance,importance_normalized,ablation_loss_delta,", 0) == 0);
   int rows = 0;
   while (std::getline(csv, line)) {

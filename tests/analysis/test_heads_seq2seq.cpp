@@ -285,4 +285,16 @@ TEST_CASE(
   CHECK(s.js_distance[cross * N + s.index(5, 1)] > 0);
   CHECK(s.js_distance[enc * N + s.index(1, 3)] > 0);
   for (int64_t k = 0; k < N; ++k) CHECK(!std::isnan(s.js_nearest[k]));
+  // Roles: the baselines are the source's, so enc heads are tested against them; cross heads have
+  // no positions and get no role.
+  CHECK(s.baseline_kind == AttentionKind::enc);
+  REQUIRE(s.role.size() == static_cast<size_t>(N));
+  CHECK(s.role[enc] >= 0);
+  CHECK(s.role[dec] >= 0);
+  CHECK(s.role[cross] == -1);
+  REQUIRE(!std::isnan(s.rare_token_agreement[enc]));
+  CHECK(s.rare_token_rows[enc] == s.rare_token_rows[s.index(1, 3)]);  // the same rows for every enc head
+  CHECK(s.rare_token_baseline.chance > 0);
+  CHECK(s.rare_token_baseline.chance < 1);
+  CHECK(s.rare_token_baseline.agreement >= s.rare_token_baseline.chance * 0.999);  // the best offset
 }

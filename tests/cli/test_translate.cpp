@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/cli_scratch.h"
 #include "headlab/analysis/attention_dump.h"
+#include "headlab/io/checkpoint.h"
+#include "headlab/io/csv.h"
 #include "support/json_reader.h"
 #include "support/scratch.h"
 #include "support/tiny_config.h"
@@ -186,4 +189,78 @@ TEST_CASE("analyze --alignment needs Strong's numbers: a run on two plain files 
   CHECK_THAT(r.output, Catch::Contains("carry no Strong's numbers"));
   CHECK(count_lines(r.output) == 1);
   CHECK_FALSE(fs::exists(run.run / "alignment.csv"));
+}
+
+TEST_CASE(
+    "analyze --alignment adds each cross head's AER, precision and recall to heads.csv, as alignment.csv has them",
+    "[cli][translate][alignment]") {
+  // A Bible run on tests/fixtures/bible_pairs_small (Strong's numbers on both sides), placed where
+  // the export of the default modules and books goes under XDG_CACHE_HOME.
+  test::ScratchDir s("alignment_cli");
+  const fs::path cache = s.dir / "cache";
+  fs::create_directories(cache / "headlab");
+  fs::copy(fs::path(HEADLAB_SOURCE_DIR) / "tests/fixtures/bible_pairs_small",
+           cache / "headlab" / "bible-pairs-engKJV2006eb-spaRV1909eb-val-Ruth-test-Mark", fs::copy_options::recursive);
+  const std::map<std::string, std::string> env = {{"XDG_CACHE_HOME", cache.string()}};
+  Config c = test::tiny_translate_config(s.dir / "unused.txt");
+  c.data.path = "bible";
+  c.data.target_path = "";
+  c.data.batch_tokens = 4 * 48;
+  c.train.steps = 2;
+  c.train.eval_every = 2;
+  c.train.checkpoint_every = 2;
+  c.train.eval_bleu_sentences = 0;
+  const fs::path run = s.dir / "run";
+  const auto train =
+      run_headlab({"train", s.write_config("bible.toml", c).string(), "--out", run.string()}, s.dir / "train.log", env);
+  INFO(train.output);
+  REQUIRE(train.code == 0);
+
+  const fs::path out = s.dir / "analysis";
+  const auto r = run_headlab({"analyze", run.string(), "--alignment", "--out", out.string()}, s.dir / "a.log", env);
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.output, Catch::Contains("alignment against the Strong's gold, val split: 3 verses scored"));
+  CHECK_THAT(r.output, Catch::Contains("positional baseline of rare_token_agreement (enc heads): "));
+  const CsvTable heads = read_csv(out / "heads.csv");
+  const CsvTable alignment = read_csv(out / "alignment.csv");
+  CHECK(std::vector<std::string>(heads.header.end() - 3, heads.header.end()) ==
+        std::vector<std::string>{"role", "attention", "label"});
+  REQUIRE(heads.rows.size() == 6);  // 2 heads each of enc.L0, dec.L0, cross.L0
+  int64_t compared = 0;
+  for (const std::vector<std::string>& h : heads.rows) {
+    const std::string label = h[heads.column("label")];
+    INFO(label);
+    const bool cross = h[heads.column("attention")] == "cross";
+    CHECK(h[heads.column("role")].empty() == cross);  // enc and dec heads get a role, "none" at least
+    if (!cross) {
+      for (const char* column : {"alignment_aer", "alignment_precision", "alignment_recall"})
+        CHECK(h[heads.column(column)].empty());
+      continue;
+    }
+    CHECK(!h[heads.column("alignment_aer")].empty());
+    for (const std::vector<std::string>& a : alignment.rows)
+      if (a[alignment.column("method")] == label) {
+        CHECK(h[heads.column("alignment_aer")] == a[alignment.column("aer")]);
+        CHECK(h[heads.column("alignment_precision")] == a[alignment.column("precision")]);
+        CHECK(h[heads.column("alignment_recall")] == a[alignment.column("recall")]);
+        ++compared;
+      }
+  }
+  CHECK(compared == 2);
+  const CheckpointReader h5((out / "heads.h5").string());
+  CHECK(h5.string_attr("baseline_attention") == "enc");
+  const double chance = h5.double_attr("chance_rare_token_agreement");
+  CHECK(chance > 0);
+  CHECK(chance < 1);
+  CHECK(h5.double_attr("baseline_rare_token_agreement") >= chance * 0.999);  // offset 0 scores chance exactly
+
+  // --alignment-only: alignment.csv alone, the same table.
+  const fs::path only = s.dir / "only";
+  const auto o =
+      run_headlab({"analyze", run.string(), "--alignment-only", "--out", only.string()}, s.dir / "o.log", env);
+  INFO(o.output);
+  REQUIRE(o.code == 0);
+  CHECK(test::read_file(only / "alignment.csv") == test::read_file(out / "alignment.csv"));
+  CHECK_FALSE(fs::exists(only / "heads.csv"));
 }

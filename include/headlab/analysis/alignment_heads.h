@@ -9,12 +9,14 @@
 // A head is an alignment head when its AER is below both baselines'.
 //   AlignmentReport r = score_alignment_heads(model, data, Split::test, {});
 //   write_alignment_csv("run/alignment.csv", r);
+//   add_alignment_columns(r, scores);  // heads.csv's alignment_aer, _precision, _recall
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "headlab/analysis/heads.h"
 #include "headlab/analysis/word_alignment.h"
 #include "headlab/data/translation.h"
 #include "headlab/nn/model.h"
@@ -45,6 +47,10 @@ struct AlignmentReport {
 // verses carry no Strong's tags (two plain files).
 AlignmentReport score_alignment_heads(Model<float>& model, const TranslationDataset& data, Split split,
                                       const AlignmentOptions& options);
+
+// Each cross head's AER, precision and recall into heads.csv's alignment_* columns (the way
+// add_bleu_columns adds BLEU's); throws headlab::Error when a head is not in the scores.
+void add_alignment_columns(const AlignmentReport& report, HeadScores& scores);
 
 // method,layer,head,predicted,gold,correct,precision,recall,aer,alignment_head
 void write_alignment_csv(const std::string& path, const AlignmentReport& report);

@@ -51,12 +51,14 @@ struct AttentionSums {
   std::vector<double> js_sum;              // [N, N]
   std::vector<int64_t> js_pair_rows;       // [N, N] rows each pair was compared on (0: never, other kinds)
   int64_t js_rows = 0;                     // rows compared, over all calls
-  // Per gold relation (not per head): the rows its agreement counts, and where its key sits.
+  // Per relation (not per head): the rows its agreement counts, where its key sits, and the
+  // chance a uniform head hits it.
   struct Relation {
     int64_t rows = 0;
-    OffsetRows key_offsets;  // rows with a key of the relation at t - offset (dependents: several)
+    OffsetRows key_offsets;  // rows with a key of the relation at t - offset (dependents, rare tokens: several)
+    double chance = 0;       // sum over rows of (visible keys of the relation) / (visible keys)
   };
-  Relation syntactic_head, dependent, antecedent;
+  Relation syntactic_head, dependent, antecedent, rare_token;
   explicit AttentionSums(int64_t n_total_heads = 0);
 };
 
@@ -65,7 +67,8 @@ struct AttentionSums {
 template <typename T>
 void accumulate_attention_stats(const Tensor<T>& probs, int64_t first_slot, const AttentionBatchInfo& info,
                                 AttentionSums& sums);
-// Adds the batch's gold relations to the positional baselines: call once per batch, not per layer.
+// Adds the batch's gold relations and rare tokens to the positional baselines and chances: call
+// once per batch, not per layer, with the info of HeadScores::baseline_kind's heads.
 void accumulate_positional_baselines(const AttentionBatchInfo& info, AttentionSums& sums);
 // Adds the JS distance of every pair of heads among `probs` (sites whose maps share queries and
 // keys: probs[l] is one site's A, sites may differ in H) on each counted query row. Site l's

@@ -10,7 +10,8 @@
 //   attention    mean entropy, distance and confidence (Voita et al.) of each head's rows, mass
 //                on delimiters, how often the most-attended token is a gold relation or the
 //                rarest token, and the relative position it sits at most often (Voita et al.'s
-//                positional heads); per relation, the best positional baseline (a data property);
+//                positional heads); per relation, the best positional baseline and chance (a
+//                data property); and from these each head's role (analysis/head_roles.h);
 //   similarity   Jensen-Shannon distance between heads' rows on the same queries and keys, [N, N].
 // The statistics underneath, on probability tensors, are in analysis/attention_stats.h.
 // Heads are numbered by attention site (ModelSpec::attention_sites(), the gates' order: for
@@ -53,13 +54,16 @@ struct AnalysisOptions {
   int32_t pad_token = -1;
 };
 
-// Voita et al.'s positional baseline of a gold relation: over the query rows the relation's
-// agreement counts, the relative offset t - s at which its key sits most often (ties: smaller
-// |offset|, then negative), and the share of those rows with a key there, i.e. the agreement of
-// a head that always attends to that offset. NaN when the data has no such relation.
+// Voita et al.'s positional baseline of a relation (a gold one, or the rare token): over the
+// query rows the relation's agreement counts, the relative offset t - s at which its key sits
+// most often (ties: smaller |offset|, then negative), and the share of those rows with a key
+// there, i.e. the agreement of a head that always attends to that offset; and chance, the
+// agreement of a head attending uniformly over each row's visible keys (the mean over rows of
+// the share of visible keys that are the relation's). NaN when the data has no such relation.
 struct PositionalBaseline {
   double agreement = std::numeric_limits<double>::quiet_NaN();
   double offset = std::numeric_limits<double>::quiet_NaN();
+  double chance = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct HeadScores {
@@ -90,9 +94,19 @@ struct HeadScores {
       delimiter_agreement, rare_token_agreement;
   std::vector<double> positional_offset, positional_share;  // most frequent t - argmax, its share of rows
   std::vector<double> js_nearest;                           // smallest JS distance to another head of its kind
+  // Rows each agreement was counted over (the binomial test of assign_roles needs n).
+  std::vector<double> syntactic_head_rows, dependent_rows, rare_token_rows;
+  // Cross heads as word aligners against the Strong's gold (analysis/alignment_heads.h:
+  // add_alignment_columns); NaN unless measured and for other kinds.
+  std::vector<double> alignment_aer, alignment_precision, alignment_recall;
+  // Voita et al.'s roles (analysis/head_roles.h: assign_roles), bits; -1 = not assessed; empty =
+  // never assigned (scores built by hand).
+  std::vector<int> role;
 
-  // Properties of the analysed data, not of a head (heads.h5 root attributes).
-  PositionalBaseline syntactic_head_baseline, dependent_baseline, antecedent_baseline;
+  // Properties of the analysed data, not of a head (heads.h5 root attributes), counted on the
+  // rows of baseline_kind's heads: dec in a one-stack model, the source (enc) in an encoder_decoder.
+  PositionalBaseline syntactic_head_baseline, dependent_baseline, antecedent_baseline, rare_token_baseline;
+  AttentionKind baseline_kind = AttentionKind::dec;
 
   // [N, N], symmetric, zero diagonal, NaN between heads whose maps do not share queries and keys
   // (different kinds); empty if not measured.
@@ -110,6 +124,9 @@ struct HeadScores {
   int64_t n_total() const { return first_head(n_sites); }
   int64_t index(int64_t site, int64_t head) const { return first_head(site) + head; }
   int64_t site_of(int64_t k) const;  // the site of head index k
+  // The index of `head` of the site of that kind and layer; throws headlab::Error (`who`: the
+  // caller, for the message) when the scores have no such head.
+  int64_t index_of(AttentionSite site, int64_t head, const char* who) const;
   AttentionSite site(int64_t l) const { return sites.empty() ? AttentionSite{AttentionKind::dec, l} : sites[l]; }
   bool one_stack() const;  // every site is `dec` (a decoder or encoder model): short labels
 };
@@ -121,8 +138,8 @@ struct HeadColumn {
   const char* doc;
 };
 const std::vector<HeadColumn>& head_columns();
-// The positional baselines, written as heads.h5 attributes baseline_<relation>_agreement and
-// baseline_<relation>_offset, in order, declared once.
+// The positional baselines and chances, written as heads.h5 attributes baseline_<relation>_agreement,
+// baseline_<relation>_offset and chance_<relation>_agreement, in order, declared once.
 struct BaselineField {
   const char* relation;  // "syntactic_head": the baseline of syntactic_head_agreement
   PositionalBaseline HeadScores::*baseline;
@@ -136,9 +153,9 @@ template <typename T>
 HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, int64_t n_batches,
                          const AnalysisOptions& options);
 
-// Files of a run folder: heads.csv (layer,head,<head_columns()>,attention,label; attention = the
-// site's kind, layer = within its stack, label = head_label; empty cell = NaN; one row per head
-// of each site), heads_similarity.csv (the JS matrix, rows and columns named by head_label) and
+// Files of a run folder: heads.csv (layer,head,<head_columns()>,role,attention,label; attention =
+// the site's kind, layer = within its stack, role = role_name, label = head_label; empty cell =
+// NaN; one row per head of each site), heads_similarity.csv (the JS matrix, rows and columns named by head_label) and
 // heads.h5 (per-head arrays [sites, n_heads], NaN where a site has fewer heads, with each site's
 // kind and layer).
 void write_heads_csv(const std::string& path, const HeadScores& scores);
