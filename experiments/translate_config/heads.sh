@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The trained translation model's heads (issue 28), all three kinds of attention on the test
 # split (Mark): heads.csv (importance, ablation in loss and in BLEU/chrF with the paired
-# bootstrap's p, attention statistics, Voita's positional share and rare-token agreement) and
-# every cross-attention head as a word aligner against the Strong's gold (alignment.csv). The
+# bootstrap's p, attention statistics, Voita's roles of the encoder heads, each cross head's AER)
+# and every cross-attention head as a word aligner against the Strong's gold (alignment.csv). The
 # BLEU ablation decodes greedily (one decoding of the whole test split per head, 37 of them):
 # beam 5 would take about 5 times as long. Not timed: nothing here is a speed result.
 # run.sh calls it after training; alone, on the run folder run.sh made, from a clean checkout:
@@ -20,8 +20,7 @@ fi
 [ -d "$OUT/run" ] || { echo "heads.sh: no trained run in $OUT/run (run.sh trains it)" >&2; exit 2; }
 commit=$(git rev-parse HEAD)
 rm -rf "$OUT/heads"
-"$HEADLAB" analyze "$OUT/run" --split test --bleu --beam 1 --out "$OUT/heads" > "$OUT/heads.log"
-"$HEADLAB" analyze "$OUT/run" --alignment --split test --out "$OUT/heads" > /dev/null
+"$HEADLAB" analyze "$OUT/run" --split test --bleu --beam 1 --alignment --out "$OUT/heads" > "$OUT/heads.log"
 cp "$OUT/heads/heads.csv" "$DATA/heads_test.csv"
 cp "$OUT/heads/alignment.csv" "$DATA/alignment_test.csv"
 cp "$OUT/heads/bleu_ablation.csv" "$DATA/bleu_ablation_test.csv"  # per head; the per-sentence statistics (.h5) stay in the run

@@ -85,7 +85,8 @@ double role_test_p(double agreement, double rows, const PositionalBaseline& base
 
 bool beats_baselines(double agreement, double rows, const PositionalBaseline& baseline) {
   const double p = role_test_p(agreement, rows, baseline);
-  return !std::isnan(p) && agreement > std::max(baseline.chance, baseline.agreement) && p < kRoleLevel;
+  const double bar = std::max(baseline.chance, baseline.agreement);
+  return !std::isnan(p) && agreement > bar && agreement >= kRoleMinRatio * bar && p < kRoleLevel;
 }
 
 void assign_roles(HeadScores& s) {

@@ -61,21 +61,22 @@ TEST_CASE("a head is positional at a share of 0.9 or more", "[analysis][roles]")
   CHECK(role_name(s.role[3]).empty());  // no positions: no role assessed
 }
 
-TEST_CASE("a rare-token head beats chance and the positional baseline, significantly", "[analysis][roles]") {
+TEST_CASE("a rare-token head beats chance and the positional baseline twice over, significantly", "[analysis][roles]") {
   HeadScores s = dec_scores(5);
   s.positional_share = {0.5, 0.5, 0.5, 0.5, 0.95};
-  s.rare_token_baseline = baseline(0.5, 0.3);  // the bar is 0.5
-  s.rare_token_rows = {1000, 1000, 100, 4, 1000};
-  // 0: 0.6 of 1000 rows; 1: below the baseline, though far above chance; 2: above the bar but 52
-  // of 100 is no evidence (p = 0.38); 3: 4 of 4, p = 0.5^4 = 0.0625; 4: rare and positional.
-  s.rare_token_agreement = {0.6, 0.45, 0.52, 1.0, 0.6};
+  s.rare_token_baseline = baseline(0.2, 0.1);  // the bar is 0.2; a role needs 0.4 and p < 0.01
+  s.rare_token_rows = {1000, 1000, 10, 2, 1000};
+  // 0: 0.6 of 1000 rows; 1: 0.3 of 1000, significant (p ~ 1e-15) but not twice the bar; 2: 5 of
+  // 10 is no evidence (p = 0.033); 3: 2 of 2, p = 0.2^2 = 0.04; 4: rare and positional.
+  s.rare_token_agreement = {0.6, 0.3, 0.5, 1.0, 0.6};
   assign_roles(s);
   CHECK(s.role == std::vector<int>{kRoleRareToken, 0, 0, 0, kRolePositional | kRoleRareToken});
   CHECK(role_name(s.role[4]) == "positional+rare_token");
-  CHECK(role_test_p(1.0, 4, s.rare_token_baseline) == Approx(0.0625).epsilon(1e-12));
-  CHECK(role_test_p(0.52, 100, s.rare_token_baseline) > 0.3);
+  CHECK(role_test_p(1.0, 2, s.rare_token_baseline) == Approx(0.04).epsilon(1e-12));
+  CHECK(role_test_p(0.5, 10, s.rare_token_baseline) == Approx(0.0327934976).epsilon(1e-9));
+  CHECK(role_test_p(0.3, 1000, s.rare_token_baseline) < 1e-10);
   // The bar is the larger of the two: a baseline below chance leaves chance to beat.
-  s.rare_token_baseline = baseline(0.2, 0.58);
+  s.rare_token_baseline = baseline(0.2, 0.35);
   assign_roles(s);
   CHECK(s.role == std::vector<int>{0, 0, 0, 0, kRolePositional});
 }
@@ -84,11 +85,11 @@ TEST_CASE("a syntactic head beats its relation's chance and baseline; no gold, n
           "[analysis][roles]") {
   HeadScores s = dec_scores(3);
   s.positional_share = {0.3, 0.3, 0.3};
-  s.syntactic_head_baseline = baseline(0.6, 0.1);
-  s.dependent_baseline = baseline(0.4, 0.15);
+  s.syntactic_head_baseline = baseline(0.3, 0.1);  // bar 0.3: a role needs 0.6
+  s.dependent_baseline = baseline(0.25, 0.15);     // bar 0.25: a role needs 0.5
   s.syntactic_head_rows = {500, 500, 500};
   s.dependent_rows = {300, 300, 300};
-  s.syntactic_head_agreement = {0.8, 0.55, 0.55};  // head 0 by its syntactic heads
+  s.syntactic_head_agreement = {0.8, 0.55, 0.55};  // head 0 by its syntactic heads; 0.55 is not twice 0.3
   s.dependent_agreement = {0.2, 0.3, 0.6};         // head 2 by its dependents
   assign_roles(s);
   CHECK(s.role == std::vector<int>{kRoleSyntactic, 0, kRoleSyntactic});
@@ -107,8 +108,8 @@ TEST_CASE("in an encoder_decoder only the encoder's heads are tested against the
   s.sites = {{AttentionKind::enc, 0}, {AttentionKind::dec, 0}, {AttentionKind::cross, 0}};
   s.baseline_kind = AttentionKind::enc;
   for (const HeadColumn& c : head_columns()) (s.*c.values).assign(3, kNaN);
-  s.positional_share = {0.5, 0.5, kNaN};  // cross heads have no positions
-  s.rare_token_baseline = baseline(0.4, 0.2);
+  s.positional_share = {0.5, 0.5, kNaN};       // cross heads have no positions
+  s.rare_token_baseline = baseline(0.3, 0.2);  // bar 0.3
   s.rare_token_rows = {800, 800, kNaN};
   s.rare_token_agreement = {0.7, 0.7, kNaN};  // the dec head's rows are the target's, not the baseline's
   assign_roles(s);

@@ -1,9 +1,9 @@
 // Voita et al.'s (2019) roles of heads, named from heads.csv's columns by fixed rules
 // (docs/analysis.md, "Roles: Voita et al.'s criteria, applied"):
 //   positional  positional_share >= kPositionalShare
-//   rare_token  rare_token_agreement above both chance_ and baseline_rare_token_agreement, and a
-//               one-sided exact binomial test of agreement > the larger of the two over the
-//               head's rare_token_rows gives p < kRoleLevel
+//   rare_token  rare_token_agreement at least kRoleMinRatio times the larger of chance_ and
+//               baseline_rare_token_agreement (the bar), and a one-sided exact binomial test of
+//               agreement > the bar over the head's rare_token_rows gives p < kRoleLevel
 //   syntactic   the same test for syntactic_head_agreement or dependent_agreement (gold data)
 // Only heads of scores.baseline_kind are tested against the baselines (they were counted on their
 // rows); a head without positions (cross, or no attention statistics) gets no role (-1).
@@ -21,6 +21,10 @@ namespace headlab {
 
 inline constexpr double kPositionalShare = 0.9;  // Voita et al.'s 90%
 inline constexpr double kRoleLevel = 0.01;       // the binomial tests' level
+// The effect a relation role needs besides significance: agreement >= this times the bar. Rows
+// of one sentence are not independent trials, so over a split of thousands of rows p alone calls
+// an excess of a few points significant.
+inline constexpr double kRoleMinRatio = 2.0;
 
 // The roles' bits in HeadScores::role, and their names in the order role_name joins them.
 enum : int { kRolePositional = 1, kRoleSyntactic = 2, kRoleRareToken = 4 };
@@ -39,7 +43,7 @@ double binomial_upper_tail(int64_t hits, int64_t n, double p);
 // larger of its chance and positional baseline: p = P(X >= agreement * rows), X ~ Binomial(rows,
 // bar). NaN when there is nothing to test (no rows, no baseline).
 double role_test_p(double agreement, double rows, const PositionalBaseline& baseline);
-// agreement > the bar and role_test_p < kRoleLevel.
+// agreement >= kRoleMinRatio * the bar (and > it) and role_test_p < kRoleLevel.
 bool beats_baselines(double agreement, double rows, const PositionalBaseline& baseline);
 
 // Fills scores.role (size n_total()) from the columns and the baselines.
