@@ -14,7 +14,11 @@ namespace {
 std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec) {
   std::vector<ParamSpec> specs;
   for (int64_t l = 0; l < spec.n_layers; ++l)
-    specs.push_back({block_name(l, "attn/log_alpha"), {spec.heads_in_layer(l)}, Init::zeros, 0.0, ParamKind::bias});
+    specs.push_back({block_name(l, "attn/log_alpha"),
+                     {spec.heads_at_site({AttentionKind::dec, l})},
+                     Init::zeros,
+                     0.0,
+                     ParamKind::bias});
   return specs;
 }
 
