@@ -84,12 +84,52 @@ def model_spec(config: dict) -> dict:
             if spec[kind]["heads"] % spec[kind]["kv_heads"]:
                 raise ValueError(f"model.{kind}_n_kv_heads={spec[kind]['kv_heads']} does not divide "
                                  f"model.{kind}_n_heads={spec[kind]['heads']}")
-        if layer_heads or spec["active_heads"]:
-            raise ValueError("model.layer_heads and model.active_heads are not supported by an encoder_decoder")
+        _check_site_lists(spec)
+        if layer_heads:  # the decoder's self-attention sites: E + 2 l
+            E = spec["n_encoder_layers"]
+            spec["heads"] = spec["kv_heads"] = [layer_heads[E + 2 * l] for l in range(n_layers)]
     for l, (h, hkv) in enumerate(zip(spec["heads"], spec["kv_heads"])):
         if h % hkv:
             raise ValueError(f"layer {l}: n_kv_heads={hkv} does not divide n_heads={h}")
     return spec
+
+
+def _check_site_lists(spec: dict) -> None:
+    """An encoder_decoder's layer_heads and active_heads: one entry per attention site, and
+    layer_heads only with multi-head attention in every kind (ModelSpec's spec_problem)."""
+    n_sites = spec["n_encoder_layers"] + 2 * spec["n_layers"]
+    for key in ("layer_heads", "active_heads"):
+        if spec[key] and len(spec[key]) != n_sites:
+            raise ValueError(f"model.{key} has {len(spec[key])} entries but an encoder_decoder has {n_sites} "
+                             f"attention sites ({spec['n_encoder_layers']} encoder layers, then self and cross "
+                             "per decoder layer), or [] for all heads")
+    if spec["layer_heads"]:
+        shapes = {"": (spec["n_heads"], spec["n_kv_heads"]), "enc_": (spec["enc"]["heads"], spec["enc"]["kv_heads"]),
+                  "cross_": (spec["cross"]["heads"], spec["cross"]["kv_heads"])}
+        for prefix, (h, hkv) in shapes.items():
+            if h != hkv:
+                raise ValueError(f"model.layer_heads needs multi-head attention (model.{prefix}n_kv_heads = "
+                                 f"model.{prefix}n_heads), got model.{prefix}n_kv_heads={hkv}, "
+                                 f"model.{prefix}n_heads={h}; mask GQA/MQA heads with gates instead")
+
+
+def site_index(spec: dict, kind: str, layer: int) -> int:
+    """A site's position in attention_sites() (and in layer_heads, active_heads, the gates)."""
+    if spec["kind"] != "encoder_decoder" or kind == "enc":
+        return layer
+    return spec["n_encoder_layers"] + 2 * layer + (kind == "cross")
+
+
+def attention_shape(spec: dict, kind: str, layer: int) -> tuple:
+    """(heads, kv_heads, d_head) of one attention site (ModelSpec::attention_shape): its kind's,
+    or, in a physically pruned model, its layer_heads entry as query and K/V heads (MHA)."""
+    if kind == "dec":
+        return spec["heads"][layer], spec["kv_heads"][layer], spec["d_head"]
+    k = spec[kind]
+    if spec["layer_heads"]:
+        h = spec["layer_heads"][site_index(spec, kind, layer)]
+        return h, h, k["d_head"]
+    return k["heads"], k["kv_heads"], k["d_head"]
 
 
 def attention_sites(spec: dict) -> list:
@@ -99,10 +139,11 @@ def attention_sites(spec: dict) -> list:
     layer its self-attention ("dec") and its cross-attention ("cross", l, "blocks/<l>/cross/gates")."""
     if spec["kind"] != "encoder_decoder":
         return [("dec", l, f"blocks/{l}/attn/gates", spec["heads"][l]) for l in range(spec["n_layers"])]
-    sites = [("enc", l, f"enc/{l}/attn/gates", spec["enc"]["heads"]) for l in range(spec["n_encoder_layers"])]
+    sites = [("enc", l, f"enc/{l}/attn/gates", attention_shape(spec, "enc", l)[0])
+             for l in range(spec["n_encoder_layers"])]
     for l in range(spec["n_layers"]):
         sites.append(("dec", l, f"blocks/{l}/attn/gates", spec["heads"][l]))
-        sites.append(("cross", l, f"blocks/{l}/cross/gates", spec["cross"]["heads"]))
+        sites.append(("cross", l, f"blocks/{l}/cross/gates", attention_shape(spec, "cross", l)[0]))
     return sites
 
 
@@ -129,24 +170,25 @@ def parameter_shapes(spec: dict) -> dict:
         linear(f"{prefix}/attn/qkv", (H + 2 * Hkv) * Dh, C)
         linear(f"{prefix}/attn/proj", C, H * Dh)
         if cross is not None:  # an encoder_decoder's decoder block: LN_c, q, kv, proj
+            XH, XHkv, XDh = cross
             norm(f"{prefix}/cross/ln")
-            linear(f"{prefix}/cross/q", cross["heads"] * cross["d_head"], C)
-            linear(f"{prefix}/cross/kv", 2 * cross["kv_heads"] * cross["d_head"], C)
-            linear(f"{prefix}/cross/proj", C, cross["heads"] * cross["d_head"])
+            linear(f"{prefix}/cross/q", XH * XDh, C)
+            linear(f"{prefix}/cross/kv", 2 * XHkv * XDh, C)
+            linear(f"{prefix}/cross/proj", C, XH * XDh)
         norm(f"{prefix}/ln2")
         linear(f"{prefix}/mlp/fc", F, C)
         linear(f"{prefix}/mlp/proj", C, F)
 
     seq2seq = spec["kind"] == "encoder_decoder"
     if seq2seq:
-        enc = spec["enc"]
         if spec["positions"] == "learned":
             shapes["enc/pos_emb/weight"] = (spec["max_seq_len"], C)
         for l in range(spec["n_encoder_layers"]):
-            block(f"enc/{l}", enc["heads"], enc["kv_heads"], enc["d_head"])
+            block(f"enc/{l}", *attention_shape(spec, "enc", l))
         norm("enc/ln_f")
     for l in range(spec["n_layers"]):
-        block(f"blocks/{l}", spec["heads"][l], spec["kv_heads"][l], Dh, spec["cross"] if seq2seq else None)
+        block(f"blocks/{l}", spec["heads"][l], spec["kv_heads"][l], Dh,
+              attention_shape(spec, "cross", l) if seq2seq else None)
     norm("ln_f")
     if spec["kind"] in ("decoder", "encoder_decoder"):
         if not spec["tie_embeddings"]:

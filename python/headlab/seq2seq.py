@@ -10,7 +10,7 @@ same math as the binary's forward:
 One token table embeds source and target (a joint vocabulary); positions are learned (pos_emb for
 the target, enc/pos_emb for the source) or the same sinusoids for both. Each attention kind has
 its own heads, K/V heads (GQA/MQA) and d_head (model_spec: spec["heads"], spec["enc"],
-spec["cross"]).
+spec["cross"]); a physically pruned one has model.layer_heads per attention site (attention_shape).
 
     model = headlab.load_model("runs/t/checkpoints/best.h5", torch.float64)  # an EncoderDecoder
     out = model(tokens, source=src, source_padding=sp, key_padding=kp, targets=y, return_attention=True)
@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .checkpoint import attention_sites, model_spec
+from .checkpoint import attention_shape, attention_sites, model_spec
 from .model import Block, CheckpointModule, LayerNorm, Linear, add_embeddings, attend
 
 
@@ -72,10 +72,9 @@ class CrossAttention(nn.Module):
 class DecoderBlock(Block):
     """Self-attention, cross-attention to the encoder's output, MLP."""
 
-    def __init__(self, spec, n_heads, n_kv_heads):
-        super().__init__(spec, n_heads, n_kv_heads)
-        c = spec["cross"]
-        self.cross = CrossAttention(spec["d_model"], c["heads"], c["kv_heads"], c["d_head"], spec["bias"],
+    def __init__(self, spec, layer):
+        super().__init__(spec, spec["heads"][layer], spec["kv_heads"][layer])
+        self.cross = CrossAttention(spec["d_model"], *attention_shape(spec, "cross", layer), spec["bias"],
                                     spec["norm_eps"])
 
     def forward(self, x, hidden, padded, gates, memory, cross_hidden, cross_gates):
@@ -91,12 +90,11 @@ class Encoder(nn.Module):
 
     def __init__(self, spec):
         super().__init__()
-        e = spec["enc"]
         if spec["positions"] == "learned":
             self.pos_emb = nn.Module()
             self.pos_emb.weight = nn.Parameter(torch.zeros(spec["max_seq_len"], spec["d_model"]))
         for l in range(spec["n_encoder_layers"]):
-            self.add_module(str(l), Block(spec, e["heads"], e["kv_heads"], e["d_head"]))
+            self.add_module(str(l), Block(spec, *attention_shape(spec, "enc", l)))
         self.ln_f = LayerNorm(spec["d_model"], spec["norm_eps"])
         self.n_layers = spec["n_encoder_layers"]
 
@@ -123,8 +121,7 @@ class EncoderDecoder(CheckpointModule):
         C, V = spec["d_model"], spec["vocab_size"]
         add_embeddings(self, spec)
         self.enc = Encoder(spec)
-        self.blocks = nn.ModuleList(DecoderBlock(spec, spec["heads"][l], spec["kv_heads"][l])
-                                    for l in range(spec["n_layers"]))
+        self.blocks = nn.ModuleList(DecoderBlock(spec, l) for l in range(spec["n_layers"]))
         self.ln_f = LayerNorm(C, spec["norm_eps"])
         if not spec["tie_embeddings"]:
             self.lm_head = nn.Module()

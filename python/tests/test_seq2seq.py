@@ -30,7 +30,7 @@ import torch
 
 import headlab
 from headlab.analysis import head_scores, split_loss
-from headlab.checkpoint import parameter_shapes
+from headlab.checkpoint import attention_shape, parameter_shapes
 from headlab.translation import TranslationData
 
 from conftest import ENV, SEQ2SEQ, headlab_binary, run_headlab
@@ -365,3 +365,52 @@ def test_importance_and_ablation_of_all_three_kinds_match_the_binary(variant, tr
     cross0 = py["sites"].index(("cross", 0))
     assert binary["gate"][cross0, 1] == 0 and binary["ablation_loss_delta"][cross0, 1] == 0
     assert py["ablation_loss_delta"][cross0][1] == 0
+
+
+def _cut_heads(params, spec, keep):
+    """The pruned model's tensors, cut here independently of the binary's prune_heads: at each
+    attention site the kept heads' Dh-row slices of every Q/K/V projection (block by block of
+    heads: qkv 3, cross q 1, cross kv 2; weight and bias) and Dh-column slices of proj, and gates."""
+    out = dict(params)
+    for i, (kind, l, gate_name, heads) in enumerate(headlab.attention_sites(spec)):
+        d_head = attention_shape(spec, kind, l)[2]
+        base = f"enc/{l}/attn" if kind == "enc" else f"blocks/{l}/attn" if kind == "dec" else f"blocks/{l}/cross"
+        row_tensors = [("qkv", 3)] if kind != "cross" else [("q", 1), ("kv", 2)]
+        kept = [h for h in range(heads) if keep[i][h]]
+        rows = lambda blocks: [(b * heads + h) * d_head + j for b in range(blocks) for h in kept for j in range(d_head)]
+        for name, blocks in row_tensors:
+            for part in ("weight", "bias"):
+                if f"{base}/{name}/{part}" in params:
+                    out[f"{base}/{name}/{part}"] = params[f"{base}/{name}/{part}"][rows(blocks)]
+        out[f"{base}/proj/weight"] = params[f"{base}/proj/weight"][:, rows(1)]
+        out[gate_name] = params[gate_name][kept]
+    return out
+
+
+def test_a_physically_pruned_checkpoint_with_per_site_heads_evaluates_as_the_masked_one(train_seq2seq, tmp_path):
+    # model.layer_heads per attention site (enc.L0, dec.L0, cross.L0, dec.L1, cross.L1), heads of
+    # each kind removed; the binary and Python both read the layout and give the masked model's loss
+    path = best(train_seq2seq("s2s_mha_learned"))
+    masked_model = headlab.load_model(path)
+    masked_model.set_head_mask([("enc", 0, 1), ("dec", 1, 0), ("dec", 1, 3), ("cross", 0, 0), ("cross", 0, 2),
+                                ("cross", 1, 3)])
+    masked = str(tmp_path / "masked.h5")
+    masked_model.save_checkpoint(masked)
+    ckpt = headlab.load_checkpoint(masked)
+    keep = [[bool(g != 0) for g in gates] for gates in ckpt.gates()]
+    ckpt.config["model"]["layer_heads"] = [sum(k) for k in keep]
+    assert ckpt.config["model"]["layer_heads"] == [3, 4, 2, 2, 3]
+    ckpt.params = _cut_heads(ckpt.params, headlab.load_checkpoint(masked).spec, keep)
+    pruned = str(tmp_path / "pruned.h5")
+    headlab.save_checkpoint(pruned, ckpt)
+    assert headlab.load_checkpoint(pruned).params["blocks/0/cross/kv/weight"].shape == (2 * 2 * 8, 32)
+    binary_masked, binary_pruned = eval_json(masked)["loss"], eval_json(pruned)["loss"]
+    assert abs(binary_pruned - binary_masked) <= 1e-5 * binary_masked
+    py = split_loss(headlab.load_model(pruned, torch.float64), headlab.eval_batches(ckpt, "val"))
+    assert abs(py - binary_pruned) <= LOSS_RTOL * binary_pruned
+    info = run_headlab("info", pruned).decode()
+    assert "layer heads  enc.L0 3 dec.L0 4 cross.L0 2 dec.L1 2 cross.L1 3 (of enc 4, dec 4, cross 4; 14 heads in all)" in info
+    # a list of the wrong length is one line, in Python as in the binary
+    ckpt.config["model"]["layer_heads"] = [3, 4, 2, 2]
+    with pytest.raises(ValueError, match="model.layer_heads has 4 entries but an encoder_decoder has 5 attention sites"):
+        headlab.model_spec(ckpt.config)

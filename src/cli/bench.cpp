@@ -16,7 +16,8 @@
 // tokens (fairseq's words per second), source_tokens_per_s the source side; flops_per_token is
 // null there (the formula is the decoder's).
 // --decode times decoding instead (bench_decode.cpp): --beam, --sentences, --source-len,
-// --target-len, --no-cache, --reps, --warmup.
+// --target-len, --no-cache, --reps, --warmup, --cross-heads-removed K (the full model, K cross
+// heads per decoder layer masked, and removed, timed alternately).
 // --gemm instead times one M = K = N sgemm through headlab::gemm (BLIS, `threads` threads), the
 // "what BLIS can do" reference of the speed targets.
 #include <algorithm>
@@ -141,7 +142,11 @@ int run_bench(int argc, char** argv) {
       "source-len", "source tokens per row (--decode, default 64; training an encoder_decoder, default T)",
       cxxopts::value<int>())("target-len", "--decode: target tokens per sentence, </s> included",
                              cxxopts::value<int>()->default_value("128"))(
-      "no-cache", "--decode: no KV cache, every step runs the whole model on the prefix")("h,help", "show this help");
+      "no-cache", "--decode: no KV cache, every step runs the whole model on the prefix")(
+      "cross-heads-removed",
+      "--decode: also time the model with the last K cross-attention heads of every decoder layer masked (gates 0) "
+      "and removed, alternating, with the sentences/s ratios",
+      cxxopts::value<int>())("h,help", "show this help");
   const auto parsed = parse_options(options, {"config"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -174,6 +179,7 @@ int run_bench(int argc, char** argv) {
     decode.reps = count_option<int>(args, "reps", 1).value_or(3);
     decode.warmup = args.count("warmup") ? warmup : 1;
     decode.tag = args["tag"].as<std::string>();
+    decode.cross_heads_removed = count_option<int>(args, "cross-heads-removed", 1).value_or(0);
     return run_decode_bench(config, decode);
   }
   const TrainConfig& tc = config.train;

@@ -12,6 +12,9 @@ struct DecodeBenchOptions {
   int64_t beam = 5, sentences = 32, source_len = 64, target_len = 128;
   bool use_cache = true;
   int reps = 3, warmup = 1;
+  // > 0: also time the full model with this many cross-attention heads per decoder layer masked,
+  // and removed (bench_decode.cpp).
+  int64_t cross_heads_removed = 0;
   std::string tag;
 };
 

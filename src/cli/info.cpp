@@ -78,6 +78,15 @@ std::string site_label(const ModelSpec& spec, int site) {
   return std::string(attention_kind_name(where.kind)) + ".L" + std::to_string(where.layer);
 }
 
+// The heads a site had before any was removed: "4", or "enc 4, dec 2, cross 4" in an encoder_decoder.
+std::string unpruned_heads(const ModelSpec& spec) {
+  if (!model_kind_info(spec.kind).source) return std::to_string(spec.n_heads);
+  std::string out;
+  for (const AttentionKind kind : {AttentionKind::enc, AttentionKind::dec, AttentionKind::cross})
+    out += concat(out.empty() ? "" : ", ", attention_kind_name(kind), " ", spec.kind_shape(kind).heads);
+  return out;
+}
+
 // The text tokenizer: kind and vocabulary (a checkpoint's stored one, else what the config makes).
 struct TokenizerInfo {
   std::string kind;
@@ -101,17 +110,19 @@ void print_model(const Config& config, const Model<float>& model, const std::opt
     std::printf("attention   ");
     for (const AttentionKind kind : {AttentionKind::enc, AttentionKind::dec, AttentionKind::cross}) {
       const int64_t layers = kind == AttentionKind::enc ? s.n_encoder_layers : s.n_layers;
-      const AttentionShape a = s.attention_shape({kind, 0});
+      const AttentionShape a = s.kind_shape(kind);
       std::printf(" %s %lld x %lld heads (%lld kv) x d_head %lld%s", attention_kind_name(kind), (long long)layers,
                   (long long)a.heads, (long long)a.kv_heads, (long long)a.d_head,
                   kind == AttentionKind::cross ? "" : ";");
     }
     std::printf("\n");
   }
-  if (!s.layer_heads.empty()) {  // a physically pruned model
+  if (!s.layer_heads.empty()) {  // a physically pruned model: heads left per attention site
     std::printf("layer heads ");
-    for (int64_t l = 0; l < s.n_layers; ++l) std::printf(" L%lld %lld", (long long)l, (long long)s.heads_in_layer(l));
-    std::printf(" (of %lld; %s in all)\n", (long long)s.n_heads, counted(s.total_heads(), "head").c_str());
+    const std::vector<AttentionSite> sites = s.attention_sites();
+    for (size_t i = 0; i < sites.size(); ++i)
+      std::printf(" %s %lld", site_label(s, static_cast<int>(i)).c_str(), (long long)s.heads_at_site(sites[i]));
+    std::printf(" (of %s; %s in all)\n", unpruned_heads(s).c_str(), counted(s.total_heads(), "head").c_str());
   }
   std::printf("data         task %s, seq_len %lld", config.data.task.c_str(), (long long)config.data.seq_len);
   if (tokenizer) std::printf(", tokenizer %s (vocab %lld)", tokenizer->kind.c_str(), (long long)tokenizer->vocab_size);

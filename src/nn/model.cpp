@@ -88,11 +88,122 @@ std::vector<AttentionSite> ModelSpec::attention_sites() const {
   return sites;
 }
 
-AttentionShape ModelSpec::attention_shape(AttentionSite site) const {
-  if (site.kind == AttentionKind::enc) return {enc_n_heads, enc_n_kv_heads, enc_d_head};
-  if (site.kind == AttentionKind::cross) return {cross_n_heads, cross_n_kv_heads, cross_d_head};
-  return {heads_in_layer(site.layer), kv_heads_in_layer(site.layer), d_head};
+int64_t ModelSpec::site_index(AttentionSite site) const {
+  if (!model_kind_info(kind).source || site.kind == AttentionKind::enc) return site.layer;
+  return n_encoder_layers + 2 * site.layer + (site.kind == AttentionKind::cross ? 1 : 0);
 }
+
+AttentionShape ModelSpec::kind_shape(AttentionKind k) const {
+  if (k == AttentionKind::enc) return {enc_n_heads, enc_n_kv_heads, enc_d_head};
+  if (k == AttentionKind::cross) return {cross_n_heads, cross_n_kv_heads, cross_d_head};
+  return {n_heads, n_kv_heads, d_head};
+}
+
+int64_t ModelSpec::heads_at_site(AttentionSite site) const {
+  return layer_heads.empty() ? kind_shape(site.kind).heads : layer_heads[static_cast<size_t>(site_index(site))];
+}
+
+int64_t ModelSpec::total_heads() const {
+  int64_t n = 0;
+  for (const AttentionSite& site : attention_sites()) n += heads_at_site(site);
+  return n;
+}
+
+AttentionShape ModelSpec::attention_shape(AttentionSite site) const {
+  AttentionShape a = kind_shape(site.kind);
+  // A site with removed heads keeps MHA (spec_problem requires it): one K/V head per query head.
+  if (!layer_heads.empty()) a.heads = a.kv_heads = heads_at_site(site);
+  return a;
+}
+
+namespace {
+
+std::optional<SpecProblem> make_problem(const std::string& prefix, std::string message,
+                                        std::initializer_list<std::string> fields) {
+  SpecProblem p{std::move(message), {}};
+  for (const std::string& field : fields) p.fields.push_back(prefix + field);
+  return p;
+}
+
+// The config keys of a kind's head counts: "n_heads", "enc_n_heads", "cross_n_heads" (and kv).
+std::string kind_key(AttentionKind kind, const char* key) {
+  return kind == AttentionKind::dec ? std::string(key) : concat(attention_kind_name(kind), "_", key);
+}
+
+// "" in a model with one stack, where site i is layer i; " (cross.L0)" in an encoder_decoder.
+std::string site_note(const ModelSpec& s, AttentionSite site) {
+  if (!model_kind_info(s.kind).source) return "";
+  return concat(" (", attention_kind_name(site.kind), ".L", site.layer, ")");
+}
+
+// A per-site list (layer_heads, active_heads) of the wrong length, or nullopt.
+std::optional<SpecProblem> site_count_problem(const ModelSpec& s, const std::string& prefix, const char* key,
+                                              size_t entries, const std::string& empty_means) {
+  const size_t sites = s.attention_sites().size();
+  if (entries == sites) return std::nullopt;
+  if (!model_kind_info(s.kind).source)
+    return make_problem(prefix,
+                        concat(prefix, key, " has ", entries, " entries but ", prefix, "n_layers=", s.n_layers,
+                               ": one per layer, or [] for ", empty_means),
+                        {key, "n_layers"});
+  return make_problem(
+      prefix,
+      concat(prefix, key, " has ", entries, " entries but an encoder_decoder has ", sites, " attention sites (",
+             s.n_encoder_layers, " encoder layers, then self and cross per decoder layer), or [] for all heads"),
+      {key, "n_encoder_layers", "n_layers"});
+}
+
+// layer_heads: one entry per site, each in [1, its kind's n_heads], and MHA in every kind (a
+// site cannot drop the K/V rows of a head that other query heads read).
+std::optional<SpecProblem> layer_heads_problem(const ModelSpec& s, const std::string& prefix) {
+  if (s.layer_heads.empty()) return std::nullopt;
+  const std::string f = prefix + "layer_heads";
+  if (auto p = site_count_problem(s, prefix, "layer_heads", s.layer_heads.size(), prefix + "n_heads in every layer"))
+    return p;
+  const std::vector<AttentionSite> sites = s.attention_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const int64_t heads = s.layer_heads[i], most = s.kind_shape(sites[i].kind).heads;
+    const std::string n_heads = kind_key(sites[i].kind, "n_heads");
+    if (heads < 1)
+      return make_problem(prefix, concat(f, "[", i, "] must be > 0, got ", heads, site_note(s, sites[i])),
+                          {"layer_heads"});
+    if (heads > most)
+      return make_problem(
+          prefix, concat(f, "[", i, "]=", heads, " exceeds ", prefix, n_heads, "=", most, site_note(s, sites[i])),
+          {"layer_heads", n_heads});
+  }
+  for (const AttentionSite& site : sites) {
+    const AttentionShape a = s.kind_shape(site.kind);
+    if (a.kv_heads == a.heads) continue;
+    const std::string heads = prefix + kind_key(site.kind, "n_heads"), kv = prefix + kind_key(site.kind, "n_kv_heads");
+    return make_problem(prefix,
+                        concat(f, " needs multi-head attention (", kv, " = ", heads, "), got ", kv, "=", a.kv_heads,
+                               ", ", heads, "=", a.heads, "; mask GQA/MQA heads with gates instead"),
+                        {"layer_heads", kind_key(site.kind, "n_kv_heads")});
+  }
+  return std::nullopt;
+}
+
+// active_heads: one entry per site, each in [0, the site's heads].
+std::optional<SpecProblem> active_heads_problem(const ModelSpec& s, const std::string& prefix) {
+  if (s.active_heads.empty()) return std::nullopt;
+  const std::string f = prefix + "active_heads";
+  if (auto p = site_count_problem(s, prefix, "active_heads", s.active_heads.size(), "every head")) return p;
+  const std::vector<AttentionSite> sites = s.attention_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const int64_t active = s.active_heads[i], heads = s.heads_at_site(sites[i]);
+    if (active < 0)
+      return make_problem(prefix, concat(f, "[", i, "] must be >= 0, got ", active, site_note(s, sites[i])),
+                          {"active_heads"});
+    const std::string note = site_note(s, sites[i]), whose = note.empty() ? "layer's" : "site's" + note;
+    if (active > heads)
+      return make_problem(prefix, concat(f, "[", i, "]=", active, " exceeds the ", whose, " ", heads, " heads"),
+                          {"active_heads", kind_key(sites[i].kind, "n_heads"), "layer_heads"});
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 // Each rule once; the order is the one a reader checks a spec in (sizes, heads, per-layer lists).
 std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& prefix) {
@@ -122,7 +233,7 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
       return problem(concat("an encoder_decoder needs ", f("n_encoder_layers"), " >= 1, got ", s.n_encoder_layers),
                      {"n_encoder_layers"});
     for (const char* kind : {"enc", "cross"}) {
-      const AttentionShape a = s.attention_shape({kind[0] == 'e' ? AttentionKind::enc : AttentionKind::cross, 0});
+      const AttentionShape a = s.kind_shape(kind[0] == 'e' ? AttentionKind::enc : AttentionKind::cross);
       const std::string heads = concat(kind, "_n_heads"), kv = concat(kind, "_n_kv_heads"),
                         d_head = concat(kind, "_d_head");
       if (!(a.heads > 0 && a.kv_heads > 0 && a.d_head > 0))
@@ -133,47 +244,9 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
         return problem(concat(f(kv.c_str()), "=", a.kv_heads, " does not divide ", f(heads.c_str()), "=", a.heads),
                        {kv.c_str(), heads.c_str()});
     }
-    // Per-layer head lists name the decoder-only layout; the three attentions of a translation
-    // model are pruned with gates until the head tools cover them.
-    if (!s.layer_heads.empty() || !s.active_heads.empty())
-      return problem(concat(f("layer_heads"), " and ", f("active_heads"), " are not supported by an encoder_decoder"),
-                     {"layer_heads", "active_heads", "kind"});
   }
-  if (!s.layer_heads.empty()) {
-    if (static_cast<int64_t>(s.layer_heads.size()) != s.n_layers)
-      return problem(concat(f("layer_heads"), " has ", s.layer_heads.size(), " entries but ", f("n_layers"), "=",
-                            s.n_layers, ": one per layer, or [] for ", f("n_heads"), " in every layer"),
-                     {"layer_heads", "n_layers"});
-    for (size_t l = 0; l < s.layer_heads.size(); ++l) {
-      if (s.layer_heads[l] < 1)
-        return problem(concat(f("layer_heads"), "[", l, "] must be > 0, got ", s.layer_heads[l]), {"layer_heads"});
-      if (s.layer_heads[l] > s.n_heads)
-        return problem(
-            concat(f("layer_heads"), "[", l, "]=", s.layer_heads[l], " exceeds ", f("n_heads"), "=", s.n_heads),
-            {"layer_heads", "n_heads"});
-    }
-    // With GQA/MQA several query heads read one K/V head, so a layer cannot drop a head's K/V rows.
-    if (s.n_kv_heads != s.n_heads)
-      return problem(concat(f("layer_heads"), " needs multi-head attention (", f("n_kv_heads"), " = ", f("n_heads"),
-                            "), got ", f("n_kv_heads"), "=", s.n_kv_heads, ", ", f("n_heads"), "=", s.n_heads,
-                            "; mask GQA/MQA heads with gates instead"),
-                     {"layer_heads", "n_kv_heads"});
-  }
-  if (!s.active_heads.empty()) {
-    if (static_cast<int64_t>(s.active_heads.size()) != s.n_layers)
-      return problem(concat(f("active_heads"), " has ", s.active_heads.size(), " entries but ", f("n_layers"), "=",
-                            s.n_layers, ": one per layer, or [] for every head"),
-                     {"active_heads", "n_layers"});
-    for (int64_t l = 0; l < s.n_layers; ++l) {
-      if (s.active_heads[l] < 0)
-        return problem(concat(f("active_heads"), "[", l, "] must be >= 0, got ", s.active_heads[l]), {"active_heads"});
-      if (s.active_heads[l] > s.heads_in_layer(l))
-        return problem(concat(f("active_heads"), "[", l, "]=", s.active_heads[l], " exceeds the layer's ",
-                              s.heads_in_layer(l), " heads"),
-                       {"active_heads", "n_heads", "layer_heads"});
-    }
-  }
-  return std::nullopt;
+  if (std::optional<SpecProblem> p = layer_heads_problem(s, prefix)) return p;
+  return active_heads_problem(s, prefix);
 }
 
 void validate(const ModelSpec& spec) {
@@ -308,7 +381,7 @@ ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64
   HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
                 "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
   const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
-  const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_in_layer(layer), spec_.d_head};
+  const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_at_site({AttentionKind::dec, layer}), spec_.d_head};
   HEADLAB_CHECK(x.shape() == x_shape,
                 "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got " << x.shape().str());
   HEADLAB_CHECK(!a.defined() || a.shape() == a_shape,

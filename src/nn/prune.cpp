@@ -1,15 +1,18 @@
-// Physical head pruning: copy a model's parameters into a smaller one, head by head. In layer l
-// (H heads before, H' after, kept old indices k_0 < ... < k_{H'-1}, MHA so Hkv = H):
-//   qkv weight [(3H) Dh, C] -> [(3H') Dh, C]: within each of the q, k and v blocks, new head j's
-//                              Dh rows are old head k_j's (the bias alike);
-//   proj weight [C, H Dh]   -> [C, H' Dh]: new head j's Dh columns are old head k_j's;
-//   gates [H]               -> [H']: gates[k_j].
+// Physical head pruning: copy a model's parameters into a smaller one, head by head. At attention
+// site i (H heads before, H' after, kept old indices k_0 < ... < k_{H'-1}, MHA so Hkv = H), every
+// projection whose output rows are heads keeps the kept heads' Dh-row slices (weight and bias),
+// block of heads by block of heads, and the output projection the kept heads' Dh columns:
+//   self-attention qkv [(3H) Dh, C] -> [(3H') Dh, C]   (q, k, v blocks; encoder and decoder alike)
+//   cross q            [H Dh, C]    -> [H' Dh, C]     (queries from the target stream)
+//   cross kv           [(2H) Dh, C] -> [(2H') Dh, C]  (k, v blocks, from the encoder's output)
+//   proj               [C, H Dh]    -> [C, H' Dh];    gates [H] -> [H']: gates[k_j].
 // Everything else (embeddings, norms, proj bias, MLP, heads) is copied unchanged.
 #include "headlab/nn/prune.h"
 
 #include <algorithm>
-#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "headlab/common/error.h"
 
@@ -29,6 +32,49 @@ void copy_kept_heads(const Tensor<T>& to, const Tensor<T>& from, int dim, int64_
           .copy_from(from.narrow(dim, (b * old_heads + kept[static_cast<size_t>(j)]) * width, width));
 }
 
+// The tensors of one site cut head by head: projections whose output rows are heads, with how
+// many blocks of heads each holds, and the output projection, whose input columns are heads.
+struct SiteHeadTensors {
+  std::vector<std::pair<LinearParams, int64_t>> rows;
+  LinearParams proj;
+};
+
+SiteHeadTensors site_head_tensors(const ParamIndex& index, AttentionSite site) {
+  const auto l = static_cast<size_t>(site.layer);
+  if (site.kind == AttentionKind::cross) {
+    const CrossParams& c = index.blocks[l].cross;
+    return {{{c.q, 1}, {c.kv, 2}}, c.proj};
+  }
+  const BlockParams& b = site.kind == AttentionKind::enc ? index.encoder_blocks[l] : index.blocks[l];
+  return {{{b.qkv, 3}}, b.proj};
+}
+
+// How messages name site i: "layer 2" in a one-stack model, "site 3 (cross.L0)" in an encoder_decoder.
+std::string site_name(const ModelSpec& spec, AttentionSite site, size_t i) {
+  if (!model_kind_info(spec.kind).source) return concat("layer ", i);
+  return concat("site ", i, " (", attention_kind_name(site.kind), ".L", site.layer, ")");
+}
+
+// With GQA/MQA several query heads read one K/V head, whose rows no single head can take along.
+std::string gqa_problem(const ModelSpec& spec) {
+  for (const AttentionSite& site : spec.attention_sites()) {
+    const AttentionShape a = spec.kind_shape(site.kind);
+    if (a.kv_heads == a.heads) continue;
+    const std::string kind = site.kind == AttentionKind::dec ? "" : concat(attention_kind_name(site.kind), "_");
+    return concat("physical removal needs multi-head attention (", kind, "n_kv_heads=", kind, "n_heads), got ", kind,
+                  "n_kv_heads=", a.kv_heads, ", ", kind, "n_heads=", a.heads,
+                  "; mask GQA/MQA heads with gates instead");
+  }
+  return "";
+}
+
+std::vector<int64_t> kept_heads(const std::vector<bool>& keep) {
+  std::vector<int64_t> kept;
+  for (size_t h = 0; h < keep.size(); ++h)
+    if (keep[h]) kept.push_back(static_cast<int64_t>(h));
+  return kept;
+}
+
 }  // namespace
 
 template <typename T>
@@ -44,28 +90,21 @@ HeadKeepMask heads_with_nonzero_gates(const Model<T>& model) {
 
 std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep) {
   validate(spec);
-  std::ostringstream why;
-  if (model_kind_info(spec.kind).source) return "physical removal of encoder_decoder heads is not supported yet";
-  if (spec.n_kv_heads != spec.n_heads) {
-    why << "physical removal needs multi-head attention (n_kv_heads=n_heads), got n_kv_heads=" << spec.n_kv_heads
-        << ", n_heads=" << spec.n_heads << "; mask GQA/MQA heads with gates instead";
-    return why.str();
-  }
-  if (static_cast<int64_t>(keep.size()) != spec.n_layers) {
-    why << "the keep mask has " << keep.size() << " layers, the model " << spec.n_layers;
-    return why.str();
-  }
-  for (int64_t l = 0; l < spec.n_layers; ++l) {
-    const std::vector<bool>& layer = keep[static_cast<size_t>(l)];
-    if (static_cast<int64_t>(layer.size()) != spec.heads_in_layer(l)) {
-      why << "the keep mask of layer " << l << " has " << layer.size() << " heads, the layer "
-          << spec.heads_in_layer(l);
-      return why.str();
-    }
-    if (std::none_of(layer.begin(), layer.end(), [](bool k) { return k; })) {
-      why << "layer " << l << " would keep no head (at least one per layer must remain)";
-      return why.str();
-    }
+  if (std::string why = gqa_problem(spec); !why.empty()) return why;
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  const bool one_stack = !model_kind_info(spec.kind).source;
+  if (keep.size() != sites.size())
+    return one_stack ? concat("the keep mask has ", keep.size(), " layers, the model ", sites.size())
+                     : concat("the keep mask has ", keep.size(), " sites, the model ", sites.size(),
+                              " attention sites (encoder layers, then self and cross per decoder layer)");
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const int64_t heads = spec.heads_at_site(sites[i]);
+    if (static_cast<int64_t>(keep[i].size()) != heads)
+      return concat("the keep mask of ", site_name(spec, sites[i], i), " has ", keep[i].size(), " heads, the ",
+                    one_stack ? "layer " : "site ", heads);
+    if (std::none_of(keep[i].begin(), keep[i].end(), [](bool k) { return k; }))
+      return concat(site_name(spec, sites[i], i), " would keep no head (at least one per ",
+                    one_stack ? "layer" : "attention site", " must remain)");
   }
   return "";
 }
@@ -76,10 +115,11 @@ ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep) {
   out.layer_heads.clear();
   out.active_heads.clear();  // the gates carry it; kept heads are the ones with non-zero gates
   bool all_full = true;
-  for (const std::vector<bool>& layer : keep) {
-    const auto kept = static_cast<int64_t>(std::count(layer.begin(), layer.end(), true));
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const auto kept = static_cast<int64_t>(std::count(keep[i].begin(), keep[i].end(), true));
     out.layer_heads.push_back(kept);
-    all_full = all_full && kept == spec.n_heads;
+    all_full = all_full && kept == spec.kind_shape(sites[i].kind).heads;
   }
   if (all_full) out.layer_heads.clear();  // an unpruned model keeps the plain spec
   validate(out);
@@ -93,21 +133,27 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
   const Parameters<T>& from = model.params();
   Parameters<T>& to = pruned.params();
   std::vector<bool> per_head(static_cast<size_t>(to.size()), false);  // the tensors copy_kept_heads fills
-  for (int64_t l = 0; l < spec.n_layers; ++l) {
-    std::vector<int64_t> kept;
-    for (size_t h = 0; h < keep[static_cast<size_t>(l)].size(); ++h)
-      if (keep[static_cast<size_t>(l)][h]) kept.push_back(static_cast<int64_t>(h));
-    const int64_t H = spec.heads_in_layer(l), Dh = spec.d_head;
-    const BlockParams &old_block = model.param_index().blocks[static_cast<size_t>(l)],
-                      &new_block = pruned.param_index().blocks[static_cast<size_t>(l)];
-    copy_kept_heads(to.value(new_block.qkv.weight), from.value(old_block.qkv.weight), 0, 3, Dh, kept, H);
-    if (new_block.qkv.bias >= 0)
-      copy_kept_heads(to.value(new_block.qkv.bias), from.value(old_block.qkv.bias), 0, 3, Dh, kept, H);
-    copy_kept_heads(to.value(new_block.proj.weight), from.value(old_block.proj.weight), 1, 1, Dh, kept, H);
-    copy_kept_heads(pruned.gates().value(static_cast<int>(l)), model.gates().value(static_cast<int>(l)), 0, 1, 1, kept,
+  auto cut = [&](int new_index, int old_index, int dim, int64_t blocks, int64_t Dh, const std::vector<int64_t>& kept,
+                 int64_t H) {
+    if (new_index < 0) return;  // no bias
+    copy_kept_heads(to.value(new_index), from.value(old_index), dim, blocks, Dh, kept, H);
+    per_head[static_cast<size_t>(new_index)] = true;
+  };
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const std::vector<int64_t> kept = kept_heads(keep[i]);
+    const int64_t H = spec.heads_at_site(sites[i]), Dh = spec.attention_shape(sites[i]).d_head;
+    const SiteHeadTensors old_site = site_head_tensors(model.param_index(), sites[i]),
+                          new_site = site_head_tensors(pruned.param_index(), sites[i]);
+    for (size_t r = 0; r < new_site.rows.size(); ++r) {
+      const auto& [new_params, blocks] = new_site.rows[r];
+      const LinearParams old_params = old_site.rows[r].first;
+      cut(new_params.weight, old_params.weight, 0, blocks, Dh, kept, H);
+      cut(new_params.bias, old_params.bias, 0, blocks, Dh, kept, H);
+    }
+    cut(new_site.proj.weight, old_site.proj.weight, 1, 1, Dh, kept, H);
+    copy_kept_heads(pruned.gates().value(static_cast<int>(i)), model.gates().value(static_cast<int>(i)), 0, 1, 1, kept,
                     H);
-    for (int i : {new_block.qkv.weight, new_block.qkv.bias, new_block.proj.weight})
-      if (i >= 0) per_head[static_cast<size_t>(i)] = true;
   }
   // The rest keep their shapes: copied by name (Parameters::index throws on a name `from` lacks).
   for (int i = 0; i < to.size(); ++i)

@@ -41,7 +41,8 @@ Tensor<T> SavedForward<T>::attention_without(Arena& arena, int64_t layer, const 
 template <typename T>
 int64_t SavedForward<T>::bytes(const ModelSpec& spec, int64_t batch_size, int64_t seq_len) {
   int64_t values = 0;
-  for (int64_t l = 0; l < spec.n_layers; ++l) values += spec.d_model + spec.heads_in_layer(l) * spec.d_head;
+  for (int64_t l = 0; l < spec.n_layers; ++l)
+    values += spec.d_model + spec.heads_at_site({AttentionKind::dec, l}) * spec.d_head;
   return values * batch_size * seq_len * static_cast<int64_t>(sizeof(T));
 }
 

@@ -79,7 +79,11 @@ Config pruned_config(const Config& config, const ModelSpec& spec) {
   Config c = config;
   c.model.layer_heads = spec.layer_heads;
   c.model.active_heads = spec.active_heads;
-  c.model.d_head = spec.d_head;  // n_heads stays the unpruned count, but say the width outright
+  c.model.d_head = spec.d_head;             // n_heads stays the unpruned count, but say the width outright
+  if (model_kind_info(spec.kind).source) {  // enc_n_heads and cross_n_heads alike
+    c.model.enc_d_head = spec.enc_d_head;
+    c.model.cross_d_head = spec.cross_d_head;
+  }
   validate(c);
   // Nothing but the head counts may differ: the parameter tables must agree name for name.
   const std::vector<ParamSpec> want = parameter_specs(spec), got = parameter_specs(model_spec(c));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -120,7 +121,7 @@ TEST_CASE("an encoder_decoder's target position sees earlier targets and real so
   }
 }
 
-TEST_CASE("an encoder_decoder refuses a missing source and per-layer head lists with one line",
+TEST_CASE("an encoder_decoder refuses a missing source and a bad cross-attention shape with one line",
           "[nn][model][encoder_decoder]") {
   ModelSpec spec = tiny_seq2seq_spec(2, 2, 2, 2);
   Model<double> model(spec);
@@ -131,9 +132,84 @@ TEST_CASE("an encoder_decoder refuses a missing source and per-layer head lists 
   Tape<double> tape(arena);
   REQUIRE_THROWS_WITH(model.forward(tape, no_source, {}),
                       "model: an encoder_decoder needs a source (source_tokens, source_len >= 1)");
-  spec.layer_heads = {2, 2};
-  REQUIRE_THROWS_WITH(validate(spec), "model: layer_heads and active_heads are not supported by an encoder_decoder");
-  spec.layer_heads = {};
   spec.cross_n_kv_heads = 3;
   REQUIRE_THROWS_WITH(validate(spec), "model: cross_n_kv_heads=3 does not divide cross_n_heads=2");
+}
+
+TEST_CASE("an encoder_decoder's layer_heads give each attention site its heads, in gate order",
+          "[nn][model][encoder_decoder]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 4, 4, 4);  // sites enc.L0 enc.L1 dec.L0 cross.L0 dec.L1 cross.L1
+  spec.layer_heads = {1, 4, 2, 3, 1, 2};
+  validate(spec);
+  CHECK(spec.total_heads() == 13);
+  CHECK(spec.attention_shape({AttentionKind::cross, 1}) == AttentionShape{2, 2, 2});
+  CHECK(spec.attention_shape({AttentionKind::dec, 1}) == AttentionShape{1, 1, 4});
+  const std::vector<ParamSpec> params = parameter_specs(spec);
+  auto shape_of = [&](const std::string& name) {
+    for (const ParamSpec& p : params)
+      if (p.name == name) return p.shape;
+    FAIL("no parameter " << name);
+    return Shape{};
+  };
+  CHECK(shape_of("enc/0/attn/qkv/weight") == Shape{3 * 1 * 2, 8});
+  CHECK(shape_of("enc/0/attn/proj/weight") == Shape{8, 1 * 2});
+  CHECK(shape_of("blocks/0/cross/q/weight") == Shape{3 * 2, 8});
+  CHECK(shape_of("blocks/0/cross/kv/weight") == Shape{2 * 3 * 2, 8});
+  CHECK(shape_of("blocks/0/cross/proj/weight") == Shape{8, 3 * 2});
+  CHECK(shape_of("blocks/1/attn/qkv/weight") == Shape{3 * 1 * 4, 8});
+  std::vector<std::string> gates;
+  for (const ParamSpec& g : gate_specs(spec)) gates.push_back(g.name + " " + g.shape.str());
+  CHECK(gates == std::vector<std::string>{"enc/0/attn/gates [1]", "enc/1/attn/gates [4]", "blocks/0/attn/gates [2]",
+                                          "blocks/0/cross/gates [3]", "blocks/1/attn/gates [1]",
+                                          "blocks/1/cross/gates [2]"});
+  Model<double> model(spec);  // and its forward runs on the ragged sites
+  randomize(model, 3);
+  CHECK(logits_of(model, TinyBatch(spec, 2).input()).size() == 2 * 5 * 11);
+}
+
+TEST_CASE("an encoder_decoder's active_heads switch on the first heads of each attention site",
+          "[nn][model][encoder_decoder]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 4, 4, 2);  // GQA cross-attention: gates only, no layer_heads
+  spec.active_heads = {4, 1, 0, 2, 2, 4};
+  const Model<float> model(spec);
+  const std::vector<std::vector<float>> want = {{1, 1, 1, 1}, {1, 0, 0, 0}, {0, 0}, {1, 1, 0, 0}, {1, 1}, {1, 1, 1, 1}};
+  for (size_t site = 0; site < want.size(); ++site) {
+    const Tensor<float> g = model.gates().value(static_cast<int>(site));
+    INFO("site " << site);
+    CHECK(std::vector<float>(g.data(), g.data() + g.numel()) == want[site]);
+  }
+}
+
+TEST_CASE("an encoder_decoder's per-site head lists refuse a bad layout with one line naming the key",
+          "[nn][model][encoder_decoder]") {
+  ModelSpec spec = tiny_seq2seq_spec(2, 4, 4, 4);
+  auto problem = [](const ModelSpec& s) {
+    const std::optional<SpecProblem> p = spec_problem(s, "model.");
+    return p ? p->message : std::string("none");
+  };
+  spec.layer_heads = {2, 2, 2, 2, 2};
+  CHECK(problem(spec) ==
+        "model.layer_heads has 5 entries but an encoder_decoder has 6 attention sites (2 encoder layers, then self "
+        "and cross per decoder layer), or [] for all heads");
+  spec.layer_heads = {2, 2, 2, 0, 2, 2};
+  CHECK(problem(spec) == "model.layer_heads[3] must be > 0, got 0 (cross.L0)");
+  spec.layer_heads = {2, 2, 3, 2, 2, 2};
+  CHECK(problem(spec) == "model.layer_heads[2]=3 exceeds model.n_heads=2 (dec.L0)");
+  spec.layer_heads = {5, 2, 2, 2, 2, 2};
+  CHECK(problem(spec) == "model.layer_heads[0]=5 exceeds model.enc_n_heads=4 (enc.L0)");
+  spec.layer_heads = {2, 2, 2, 2, 2, 2};
+  spec.active_heads = {2, 2, 2, 3, 2, 2};
+  CHECK(problem(spec) == "model.active_heads[3]=3 exceeds the site's (cross.L0) 2 heads");
+  spec.active_heads = {1, 1};
+  CHECK(problem(spec) ==
+        "model.active_heads has 2 entries but an encoder_decoder has 6 attention sites (2 encoder layers, then self "
+        "and cross per decoder layer), or [] for all heads");
+  spec.active_heads = {};
+  spec.cross_n_kv_heads = 2;  // GQA in one kind: its heads can only be masked
+  CHECK(problem(spec) ==
+        "model.layer_heads needs multi-head attention (model.cross_n_kv_heads = model.cross_n_heads), got "
+        "model.cross_n_kv_heads=2, model.cross_n_heads=4; mask GQA/MQA heads with gates instead");
+  CHECK(spec_problem(spec, "model.")->fields.front() == "model.layer_heads");
+  spec.layer_heads = {};
+  CHECK(problem(spec) == "none");
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "headlab/decode/search.h"
+#include "headlab/nn/kv_cache.h"
 #include "headlab/nn/prune.h"
 #include "support/tiny_model.h"
 
@@ -171,7 +173,7 @@ TEST_CASE("switch_off_heads zeroes the named heads' gates and refuses a list of 
                     Catch::Equals("switch_off_heads: the list has 1 heads in layer 1, the model 4"));
 }
 
-TEST_CASE("an encoder_decoder's heads are switched off per attention site, and not yet removed", "[nn][prune]") {
+TEST_CASE("an encoder_decoder's heads are switched off per attention site", "[nn][prune]") {
   Model<double> model(test::tiny_seq2seq_spec(2, 4, 2, 1));  // sites enc 4, enc 4, dec 2, cross 2, dec 2, cross 2
   randomize(model, 4);
   HeadKeepMask named = heads_with_nonzero_gates(model);
@@ -188,6 +190,142 @@ TEST_CASE("an encoder_decoder's heads are switched off per attention site, and n
   CHECK_FALSE(keep[1][3]);
   CHECK_FALSE(keep[3][1]);
   CHECK(keep[2][1]);
-  CHECK(prune_problem(model.spec(), keep) == "physical removal of encoder_decoder heads is not supported yet");
-  CHECK_THROWS_WITH(prune_heads(model, keep), Catch::Contains("not supported yet"));
+}
+
+namespace {
+
+// An encoder_decoder with MHA in all three kinds (enc 4 heads of width 2, dec 2 of width 4, cross
+// 4 of width 2), non-trivial parameters and gates, and heads of every kind gated to 0, per site
+// (enc.L0, enc.L1, dec.L0, cross.L0, dec.L1, cross.L1): 1, 2, 0, 2, 1 and 1 heads.
+const std::vector<std::vector<int64_t>> kSeq2seqMasked = {{1}, {0, 3}, {}, {0, 2}, {0}, {3}};
+
+template <typename T>
+Model<T> masked_seq2seq() {
+  Model<T> model(test::tiny_seq2seq_spec(2, 4, 4, 4));
+  randomize(model, 31);
+  for (size_t site = 0; site < kSeq2seqMasked.size(); ++site)
+    for (int64_t h : kSeq2seqMasked[site]) model.gates().value(static_cast<int>(site))(h) = T(0);
+  return model;
+}
+
+template <typename T>
+double loss_of(Model<T>& model, const TinyBatch& batch) {
+  Arena arena;
+  Tape<T> tape(arena);
+  NoGradGuard<T> no_grad(tape);
+  return static_cast<double>(model.forward(tape, batch.input(), {}).loss.value()(0));
+}
+
+// Cached decoding of the batch's targets one token at a time: every step's logits, and the floats
+// the cache holds for the cross-attention's K/V (the sources' part of the cache's buffers).
+struct CachedDecoding {
+  std::vector<double> logits;
+  int64_t cross_floats = 0;
+};
+
+CachedDecoding decode_cached(Model<double>& model, const TinyBatch& batch) {
+  KvCache<double> cache(model.spec(), batch.B, batch.T, batch.S);
+  Arena arena;
+  Tape<double> tape(arena);
+  NoGradGuard<double> no_grad(tape);
+  model.start_decoding(tape, batch.input(), cache);
+  tape.reset();
+  CachedDecoding out;
+  for (int64_t l = 0; l < model.spec().n_layers; ++l)
+    out.cross_floats += cache.cross_keys(l).numel() + cache.cross_values(l).numel();
+  for (int64_t t = 0; t < batch.T; ++t) {
+    std::vector<int32_t> tokens;
+    for (int64_t b = 0; b < batch.B; ++b) tokens.push_back(batch.tokens[static_cast<size_t>(b * batch.T + t)]);
+    const Tensor<double> l =
+        model.decode_step(tape, {batch.B, 1, tokens.data(), nullptr, nullptr}, cache).logits.value();
+    out.logits.insert(out.logits.end(), l.data(), l.data() + l.numel());
+    tape.reset();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("an encoder_decoder with heads of each kind masked and its physically pruned twin agree",
+          "[nn][prune][encoder_decoder]") {
+  const TinyBatch batch(test::tiny_seq2seq_spec(2, 4, 4, 4), 5);
+  Model<double> masked = masked_seq2seq<double>();
+  Model<double> pruned = prune_heads(masked, heads_with_nonzero_gates(masked));
+  CHECK(pruned.spec().layer_heads == std::vector<int64_t>{3, 2, 2, 2, 1, 3});
+  // Each removed head took 3 Dh rows of its Q/K/V projections (self: qkv; cross: q and kv), their
+  // biases and Dh columns of proj: 4 Dh C + 3 Dh values, Dh = 2 (enc, cross) or 4 (dec).
+  const int64_t C = 8, removed_enc = 3, removed_dec = 1, removed_cross = 3;
+  auto per_head = [&](int64_t Dh) { return 4 * Dh * C + 3 * Dh; };
+  CHECK(masked.params().count() - pruned.params().count() ==
+        (removed_enc + removed_cross) * per_head(2) + removed_dec * per_head(4));
+  // Surviving gates are copied: cross.L0 keeps heads 1 and 3.
+  CHECK(pruned.gates().value(3)(0) == masked.gates().value(3)(1));
+  CHECK(pruned.gates().value(3)(1) == masked.gates().value(3)(3));
+  CHECK(pruned.gates().value(1)(1) == masked.gates().value(1)(2));
+
+  SECTION("teacher-forced logits and loss") {
+    const double double_diff = max_abs_difference(logits_of(masked, batch), logits_of(pruned, batch));
+    INFO("double: max |masked - pruned| = " << double_diff);
+    CHECK(double_diff <= 1e-13);
+    CHECK(std::abs(loss_of(masked, batch) - loss_of(pruned, batch)) <= 1e-13);
+    Model<float> masked_f = masked_seq2seq<float>();
+    Model<float> pruned_f = prune_heads(masked_f, heads_with_nonzero_gates(masked_f));
+    const double float_diff = max_abs_difference(logits_of(masked_f, batch), logits_of(pruned_f, batch));
+    INFO("float: max |masked - pruned| = " << float_diff);
+    CHECK(float_diff <= 1e-5);
+    CHECK(std::abs(loss_of(masked_f, batch) - loss_of(pruned_f, batch)) <= 1e-5);
+  }
+  SECTION("cached decoding: the same logits step by step, from a smaller cross K/V cache") {
+    const CachedDecoding full = decode_cached(masked, batch), small = decode_cached(pruned, batch);
+    CHECK(max_abs_difference(full.logits, small.logits) <= 1e-13);
+    // B = 2 sources of S = 6 tokens; 3 cross heads of width 2 gone, each with its K and V.
+    CHECK(full.cross_floats - small.cross_floats == removed_cross * 2 * batch.B * batch.S * 2);
+    CHECK(small.cross_floats == (8 - removed_cross) * 2 * batch.B * batch.S * 2);
+  }
+}
+
+TEST_CASE("greedy and beam translation of a cross-pruned encoder_decoder give the masked model's tokens",
+          "[nn][prune][encoder_decoder]") {
+  Model<float> masked = masked_seq2seq<float>();
+  Model<float> pruned = prune_heads(masked, heads_with_nonzero_gates(masked));
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<int32_t>> sources(6);
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (size_t t = 0; t < 2 + i % 4; ++t) sources[i].push_back(4 + static_cast<int32_t>(rng() % 7));
+    sources[i].push_back(3);  // </s>
+  }
+  SearchOptions search;
+  search.beam = GENERATE(1, 3);
+  search.max_len_a = 0;
+  search.max_len_b = 7;
+  search.batch_sentences = 4;
+  const SpecialIds ids{.bos = 2, .eos = 3, .pad = 0};
+  const std::vector<std::vector<int32_t>> want = translate(masked, sources, ids, search);
+  int64_t tokens = 0;
+  for (const std::vector<int32_t>& t : want) tokens += static_cast<int64_t>(t.size());
+  INFO("beam " << search.beam << ", " << tokens << " target tokens");
+  CHECK(tokens > 0);
+  CHECK(translate(pruned, sources, ids, search) == want);
+}
+
+TEST_CASE("an encoder_decoder's keep mask that empties a site, has the wrong shape or meets GQA is one line",
+          "[nn][prune][encoder_decoder]") {
+  const ModelSpec spec = test::tiny_seq2seq_spec(2, 4, 4, 4);
+  Model<float> model(spec);
+  HeadKeepMask keep = heads_with_nonzero_gates(model);
+  keep[3].assign(4, false);
+  CHECK(prune_problem(spec, keep) ==
+        "site 3 (cross.L0) would keep no head (at least one per attention site must remain)");
+  CHECK_THROWS_WITH(prune_heads(model, keep), Catch::Equals("prune_heads: " + prune_problem(spec, keep)));
+  keep.pop_back();
+  CHECK(
+      prune_problem(spec, keep) ==
+      "the keep mask has 5 sites, the model 6 attention sites (encoder layers, then self and cross per decoder layer)");
+  keep = heads_with_nonzero_gates(model);
+  keep[2].push_back(true);
+  CHECK(prune_problem(spec, keep) == "the keep mask of site 2 (dec.L0) has 3 heads, the site 2");
+  const ModelSpec gqa = test::tiny_seq2seq_spec(2, 4, 4, 2);
+  CHECK(prune_problem(gqa, heads_with_nonzero_gates(Model<float>(gqa))) ==
+        "physical removal needs multi-head attention (cross_n_kv_heads=cross_n_heads), got cross_n_kv_heads=2, "
+        "cross_n_heads=4; mask GQA/MQA heads with gates instead");
 }

@@ -36,6 +36,7 @@ SKIPPED = [
     (r"^perf ", "needs linux-perf and a profiling session"),
     (r"compare_torch\.py", "a benchmark against PyTorch: minutes"),
     (r"bench_prune", "a benchmark: minutes"),
+    (r"--cross-heads-removed 2 --reps 9", "a benchmark for a quiet machine: minutes"),
     (r"build-fuzz|long_run\.sh", "the fuzzers: .ci/test-fuzz runs them"),
     (r"moved/run", "a run whose corpus moved: tests/cli/test_cli.cpp moves one and runs it"),
 ]

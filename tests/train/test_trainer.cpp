@@ -278,6 +278,37 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
                     Catch::Contains("does not describe this model"));
 }
 
+TEST_CASE("an encoder_decoder's pruned checkpoint round-trips with per-site layer_heads and the same loss",
+          "[train][checkpoint][prune][encoder_decoder]") {
+  test::ScratchDir s("pruned_seq2seq");
+  const Config c = test::tiny_translate_config(s.write_parallel_corpus(200));
+  Model<float> masked(model_spec(c));  // sites enc.L0, dec.L0, cross.L0: 2 heads each
+  masked.params().init(3);
+  masked.gates().value(0)(1) = 0.0f;  // enc.L0H1
+  masked.gates().value(2)(0) = 0.0f;  // cross.L0H0
+  const Model<float> pruned = prune_heads(masked, heads_with_nonzero_gates(masked));
+  const std::string path = (s.dir / "pruned.h5").string();
+  save_pruned_checkpoint(path, c, pruned, 9, nullptr);
+
+  const Config saved = checkpoint_config(path);
+  CHECK(saved.model.layer_heads == std::vector<int64_t>{1, 2, 1});
+  CHECK(saved.model.cross_d_head == c.model.d_model / c.model.n_heads);  // explicit, not 0
+  Model<float> loaded(model_spec(saved));
+  CHECK(load_training_checkpoint(path, loaded, nullptr).step == 9);
+  REQUIRE(loaded.params().slab_size() == pruned.params().slab_size());
+  CHECK(std::equal(pruned.params().values(), pruned.params().values() + pruned.params().slab_size(),
+                   loaded.params().values()));
+  CHECK(loaded.gates().value(2)(0) == masked.gates().value(2)(1));
+
+  auto dataset = make_dataset(c);
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset->make_batch(8);
+  const EvalStats want = evaluate(masked, *dataset, Split::val, 2, batch, tape);
+  const EvalStats got = evaluate(loaded, *dataset, Split::val, 2, batch, tape);
+  CHECK(got.loss == Approx(want.loss).epsilon(1e-5));
+}
+
 TEST_CASE("train --init fine-tunes a pruned checkpoint from step 0 with zero optimizer moments",
           "[train][checkpoint][prune]") {
   Scratch s;

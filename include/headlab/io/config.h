@@ -43,11 +43,11 @@ using IntList = std::vector<int64_t>;
   X(cross_d_head, int64_t, 0, non_negative(),                                                                         \
     "encoder_decoder: head width of the cross-attention; 0 = d_model / cross_n_heads")                                \
   X(layer_heads, IntList, (IntList{}), positive(),                                                                    \
-    "query heads of each layer, one entry per layer (a physically pruned model, MHA only); [] = n_heads in every "    \
-    "layer")                                                                                                          \
+    "query heads of each layer (encoder_decoder: of each attention site, in order the encoder layers, then self and " \
+    "cross per decoder layer; a physically pruned model, MHA only); [] = n_heads everywhere")                         \
   X(active_heads, IntList, (IntList{}), non_negative(),                                                               \
-    "heads switched on in each layer, the first n (gate 1); the rest are gated to 0 from init on, so never trained; " \
-    "[] = all")                                                                                                       \
+    "heads switched on in each layer (encoder_decoder: each attention site), the first n (gate 1); the rest are "     \
+    "gated to 0 from init on, so never trained; [] = all")                                                            \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \

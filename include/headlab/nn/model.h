@@ -11,7 +11,7 @@
 // Attention runs n_heads query heads of width d_head over n_kv_heads K/V heads (GQA/MQA), with
 // one gate per head (1 = on, 0 = pruned) held in `gates()`, saved in checkpoints; the gates'
 // gradient is Michel et al.'s head importance. A physically pruned model (nn/prune.h) has fewer
-// heads in some layers: spec.layer_heads, read through heads_in_layer(l). What a valid spec is
+// heads at some attention sites: spec.layer_heads, read through heads_at_site(site). What a valid spec is
 // lives in spec_problem() alone (validate() throws it; the config reports it naming its keys).
 // Every parameter is declared once, in parameter_layout(), which also records where each sits
 // (ParamIndex), so nothing looks a parameter up by a name typed again; names are module paths
@@ -79,12 +79,14 @@ struct ModelSpec {
   double init_std = 0.02;  // GPT-2: N(0, 0.02); residual projections / sqrt(2 n_layers)
   int64_t n_classes = 2;   // encoder
   Pooling pooling = Pooling::first;
-  // Query heads of each layer (a pruned model); empty = n_heads in every layer. Only with MHA
-  // (n_kv_heads == n_heads): each layer then has as many K/V heads as query heads.
+  // Query heads of each attention site (attention_sites() order: a decoder's or encoder's layers;
+  // an encoder_decoder's encoder layers, then self and cross per decoder layer), a physically
+  // pruned model; empty = each kind's n_heads everywhere. Only with MHA (n_kv_heads == n_heads,
+  // per kind): each site then has as many K/V heads as query heads.
   std::vector<int64_t> layer_heads;
-  // Heads switched on per layer (the first active_heads[l]); the others start with gate 0 and,
-  // gated, get no gradient: a layout trained from scratch, emptied layers included, which
-  // layer_heads cannot express. Empty = all on. Only the initial gates depend on it.
+  // Heads switched on per site, in the same order (the first active_heads[i]); the others start
+  // with gate 0 and, gated, get no gradient: a layout trained from scratch, emptied sites
+  // included, which layer_heads cannot express. Empty = all on. Only the initial gates depend on it.
   std::vector<int64_t> active_heads;
   // encoder_decoder only: the encoder's blocks (n_layers counts the decoder's), and the shapes of
   // the encoder's self-attention (enc_) and of the cross-attention (cross_); the decoder's
@@ -93,18 +95,18 @@ struct ModelSpec {
   int64_t enc_n_heads = 0, enc_n_kv_heads = 0, enc_d_head = 0;
   int64_t cross_n_heads = 0, cross_n_kv_heads = 0, cross_d_head = 0;
 
-  int64_t heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_heads : layer_heads[layer]; }
-  int64_t kv_heads_in_layer(int64_t layer) const { return layer_heads.empty() ? n_kv_heads : layer_heads[layer]; }
-  int64_t total_heads() const {
-    int64_t n = 0;
-    for (int64_t l = 0; l < n_layers; ++l) n += heads_in_layer(l);
-    return n;
-  }
+  // The one answer to "how many query heads": layer_heads at the site's index, else its kind's.
+  int64_t heads_at_site(AttentionSite site) const;
+  int64_t total_heads() const;  // over every attention site
   // The attention layers in gate order (Model::gates() holds one [heads] table per site): the
   // blocks' self-attention, layer by layer; an encoder_decoder has the encoder's first, then
   // each decoder layer's self- and cross-attention.
   std::vector<AttentionSite> attention_sites() const;
-  // The shape of a site's attention (layer_heads applies to decoder self-attention).
+  // A site's position in attention_sites() (and in layer_heads, active_heads, Model::gates()).
+  int64_t site_index(AttentionSite site) const;
+  // A kind's shape before any head was removed: n_heads, n_kv_heads, d_head; enc_..., cross_...
+  AttentionShape kind_shape(AttentionKind kind) const;
+  // The shape of a site's attention: its kind's, with heads_at_site query and K/V heads.
   AttentionShape attention_shape(AttentionSite site) const;
 };
 

@@ -1,12 +1,14 @@
 // Physical head pruning: a model without some attention heads, as opposed to masking them with
-// a gate of 0. Layer l keeps H'_l of its H_l heads; the new model's spec has layer_heads = H'
-// and its parameters are the old ones with the removed heads' rows of the fused Q/K/V projection
-// (weight and bias) and columns of the output projection cut out, surviving gates copied. It
-// computes what the masked model computes (a gate-0 head adds exactly 0 to the output
-// projection), with fewer flops. MHA only (n_kv_heads == n_heads): with GQA/MQA several query
-// heads read one K/V head, so heads can only be masked. Every layer keeps at least one head.
-// Decoder and encoder models only for now: an encoder_decoder's heads can be masked (its gates,
-// one table per attention site), not yet removed.
+// a gate of 0. Attention site i (spec.attention_sites(): a layer of a decoder or encoder; an
+// encoder_decoder's encoder self-attention, decoder self- and cross-attention) keeps H'_i of its
+// H_i heads; the new model's spec has layer_heads = H' and its parameters are the old ones with
+// the removed heads' rows of the site's Q/K/V projections (the fused qkv; cross-attention's query
+// projection and fused K/V projection of the encoder's output; weight and bias) and columns of
+// its output projection cut out, surviving gates copied. It computes what the masked model
+// computes (a gate-0 head adds exactly 0 to the output projection), with fewer flops and, for
+// cross heads, a smaller cross K/V cache. MHA only, in every kind (n_kv_heads == n_heads): with
+// GQA/MQA several query heads read one K/V head, so heads can only be masked. Every site keeps at
+// least one head.
 //   HeadKeepMask keep = heads_with_nonzero_gates(model);   // keep[site][h], true = keep
 //   Model<float> small = prune_heads(model, keep);          // save: train/checkpointing.h
 #pragma once
@@ -26,14 +28,14 @@ using HeadKeepMask = std::vector<std::vector<bool>>;
 template <typename T>
 HeadKeepMask heads_with_nonzero_gates(const Model<T>& model);
 
-// Why `keep` cannot be cut out of a model of `spec`, or "" when it can: an encoder_decoder, a
-// GQA/MQA spec, a mask of the wrong shape, a layer left without heads. The one check of physical removal: pruned_spec
+// Why `keep` cannot be cut out of a model of `spec`, or "" when it can: a GQA/MQA kind of
+// attention, a mask of the wrong shape, a site left without heads. The one check of physical removal: pruned_spec
 // throws it ("prune_heads: <reason>"), and headlab prune asks it before writing pruned_small.h5.
 // An invalid spec throws as validate() does.
 std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep);
 
-// The spec of the pruned model: layer_heads[l] = kept heads of layer l, or empty when every layer
-// keeps all n_heads. Throws one line when prune_problem names one.
+// The spec of the pruned model: layer_heads[i] = kept heads of site i, or empty when every site
+// keeps all its kind's heads. Throws one line when prune_problem names one.
 ModelSpec pruned_spec(const ModelSpec& spec, const HeadKeepMask& keep);
 
 // The pruned model; `model` is unchanged.

@@ -50,8 +50,9 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
 Config checkpoint_config(const std::string& path, const std::vector<std::string>& overrides = {});
 
 // A physically pruned model (nn/prune.h) as an ordinary checkpoint that eval, sample, info,
-// analyze and `train --init` load: `config` (the unpruned model's) gets model.layer_heads and an
-// explicit model.d_head from the model's spec; no optimizer state is written (the moments of the
+// analyze and `train --init` load: `config` (the unpruned model's) gets model.layer_heads (one
+// entry per attention site) and explicit head widths (d_head; an encoder_decoder's enc_d_head and
+// cross_d_head too) from the model's spec; no optimizer state is written (the moments of the
 // unpruned shapes mean nothing here; a run started from it with --init begins with zero moments);
 // `step` records the step of the model it was pruned from. Throws if config and model disagree
 // on anything but the head counts.
