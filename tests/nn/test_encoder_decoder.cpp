@@ -20,6 +20,14 @@ using test::TinyBatch;
 
 namespace {
 
+// The shape of the parameter named `name` among `specs` (a test failure when there is none).
+Shape shape_named(const std::vector<ParamSpec>& specs, const std::string& name) {
+  for (const ParamSpec& p : specs)
+    if (p.name == name) return p.shape;
+  FAIL("no parameter " << name);
+  return Shape{};
+}
+
 // Logits [B*T, V] of a no-grad forward, as a vector.
 std::vector<double> logits_of(Model<double>& model, const ModelInput& input) {
   Arena arena;
@@ -46,13 +54,7 @@ TEST_CASE("an encoder_decoder has an encoder, and cross-attention in every decod
           "[nn][model][encoder_decoder]") {
   ModelSpec spec = tiny_seq2seq_spec(2, 4, 4, 2);
   spec.n_encoder_layers = 3;
-  const std::vector<ParamSpec> params = parameter_specs(spec);
-  auto shape_of = [&](const std::string& name) {
-    for (const ParamSpec& p : params)
-      if (p.name == name) return p.shape;
-    FAIL("no parameter " << name);
-    return Shape{};
-  };
+  const auto shape_of = [specs = parameter_specs(spec)](const std::string& name) { return shape_named(specs, name); };
   // Encoder: 4 heads of width 2 (qkv 3 * 4 * 2), three blocks, its own final LayerNorm.
   CHECK(shape_of("enc/2/attn/qkv/weight") == Shape{24, 8});
   CHECK(shape_of("enc/ln_f/weight") == Shape{8});
@@ -144,13 +146,7 @@ TEST_CASE("an encoder_decoder's layer_heads give each attention site its heads, 
   CHECK(spec.total_heads() == 13);
   CHECK(spec.attention_shape({AttentionKind::cross, 1}) == AttentionShape{2, 2, 2});
   CHECK(spec.attention_shape({AttentionKind::dec, 1}) == AttentionShape{1, 1, 4});
-  const std::vector<ParamSpec> params = parameter_specs(spec);
-  auto shape_of = [&](const std::string& name) {
-    for (const ParamSpec& p : params)
-      if (p.name == name) return p.shape;
-    FAIL("no parameter " << name);
-    return Shape{};
-  };
+  const auto shape_of = [specs = parameter_specs(spec)](const std::string& name) { return shape_named(specs, name); };
   CHECK(shape_of("enc/0/attn/qkv/weight") == Shape{3 * 1 * 2, 8});
   CHECK(shape_of("enc/0/attn/proj/weight") == Shape{8, 1 * 2});
   CHECK(shape_of("blocks/0/cross/q/weight") == Shape{3 * 2, 8});
