@@ -4,8 +4,9 @@
 # bootstrap's p, attention statistics, Voita's roles of the encoder heads, each cross head's AER),
 # heads.h5's numeric root attributes (the data's chance levels and positional baselines), and
 # every cross-attention head as a word aligner against the Strong's gold (alignment.csv). The BLEU
-# ablation decodes greedily (one decoding of the whole test split per head, 37 of them): beam 5
-# would take about 5 times as long. Not timed: nothing here is a speed result.
+# ablation decodes by beam 5, as Michel et al.: the whole test split once per head masked alone,
+# and once per head kept alone in its layer (--layer-only). Not timed: nothing here is a speed
+# result.
 # run.sh calls it after training; alone, on the run folder run.sh made, from a clean checkout:
 #   experiments/translate_config/heads.sh
 set -euo pipefail
@@ -21,7 +22,7 @@ fi
 [ -d "$OUT/run" ] || { echo "heads.sh: no trained run in $OUT/run (run.sh trains it)" >&2; exit 2; }
 commit=$(git rev-parse HEAD)
 rm -rf "$OUT/heads"
-"$HEADLAB" analyze "$OUT/run" --split test --bleu --beam 1 --alignment --out "$OUT/heads" > "$OUT/heads.log"
+"$HEADLAB" analyze "$OUT/run" --split test --bleu --beam 5 --layer-only --alignment --out "$OUT/heads" > "$OUT/heads.log"
 cp "$OUT/heads/heads.csv" "$DATA/heads_test.csv"
 cp "$OUT/heads/alignment.csv" "$DATA/alignment_test.csv"
 # heads.h5's root attributes that are numbers (the data's baselines and chance levels, counts).
