@@ -7,7 +7,8 @@
 - the page ran to the end (body data-ready="1") and #js-errors is empty;
 - with --heads-csv: every column of heads.csv with differing values has a heatmap with one cell per row and a colour
   scale bar from the column's minimum to its maximum (-m..m, m = the largest magnitude, when
-  centred at 0); a column with one value for every head has no heatmap, and a note names it;
+  centred at 0); a column with one value for every head has no heatmap, and a note names it
+  (role, a word per head, and the *_rows counts are not drawn);
 - the examples of the run have distinct names;
 - with --example: the viewer shows that example, layer and head; its data-sum (the sum of the
   bytes it drew) equals the sum of the selected head's bytes decoded here from the JSON embedded
@@ -82,7 +83,10 @@ def check_heatmaps(dom, heads_csv):
     with open(heads_csv, newline="") as f:
         rows = list(csv.DictReader(f))
     labels = ("layer", "head", "attention", "label")  # which head a row is, not a value
-    columns = [c for c in rows[0] if c not in labels and any(r[c] != "" for r in rows)]
+    # role is a word per head (in each cell's tip) and *_rows count a statistic's rows: no heatmaps
+    not_drawn = ("role",)
+    columns = [c for c in rows[0] if c not in labels + not_drawn and not c.endswith("_rows")
+               and any(r[c] != "" for r in rows)]
     cells = [a for tag, a in dom.elements if tag == "rect" and "data-cell" in a]
     bars = {a["data-scale-column"]: a for tag, a in dom.elements if tag == "svg" and "data-scale-column" in a}
     constant = " ".join(a["data-constant"] for tag, a in dom.elements if "data-constant" in a).split()
