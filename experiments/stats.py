@@ -8,7 +8,12 @@ checks each against SciPy or a hand-worked case). Pure Python and NumPy: SciPy i
   Paired, holm_paired        B - A over seeds: mean, 95% t-interval, paired t-test; Holm over several
   paired_t, significant      per-example paired differences, normal approximation (pruning)
   ranks, spearman            Spearman's rank correlation, ties as mean ranks
-  permutation_p              a one-sided permutation test of a group's rate against the rest
+  sign_test_p                the exact two-sided sign test (binomial, p = 1/2) of paired differences
+  wilcoxon_p                 the exact two-sided Wilcoxon signed-rank test (all 2^n sign flips)
+  fisher_exact_p             Fisher's exact test of a 2 x 2 table (hypergeometric, math.comb)
+  permuted_labels,           a one-sided permutation test of a group's rate against the rest,
+  permutation_p              labels permuted within each model, or within each stratum (layer)
+verdicts.py turns these into verdicts (levels, practical thresholds, the papers' criteria).
 """
 import math
 
@@ -186,14 +191,110 @@ def spearman(x, y):
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
+# ---- exact tests over few units (seeds, solved runs) ---------------------------------------------------
+
+
+def _nonzero(diffs):
+    """The paired differences that are neither 0 nor NaN (exact tests drop zero differences)."""
+    return [float(d) for d in diffs if not math.isnan(d) and d != 0.0]
+
+
+def sign_test_p(diffs):
+    """Exact two-sided sign test of paired differences (zeros and NaN left out): with k of the n
+    non-zero differences positive, p = min(1, 2 min(P(X <= k), P(X >= k))), X ~ Binomial(n, 1/2).
+    NaN when no difference is non-zero. The smallest p it can give is 2 / 2^n: 0.25 at n = 3,
+    0.0625 at n = 5, 0.03125 at n = 6."""
+    d = _nonzero(diffs)
+    n, k = len(d), sum(x > 0 for x in d)
+    if n == 0:
+        return math.nan
+    low = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    high = sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+    return min(1.0, 2.0 * min(low, high))
+
+
+WILCOXON_MAX_N = 20  # 2^20 sign patterns: the exact enumeration's limit
+
+
+def wilcoxon_p(diffs):
+    """Exact two-sided Wilcoxon signed-rank test of paired differences (zeros and NaN left out, as
+    Wilcoxon's original): W+ = the sum of the ranks of |d| (ties as mean ranks) of the positive
+    differences, its null distribution enumerated over all 2^n sign patterns (exact with ties too,
+    conditional on the ranks); p = P(|W+ - n(n+1)/4| >= observed), at most 1. NaN when no
+    difference is non-zero; ValueError above WILCOXON_MAX_N differences. Its smallest p is
+    2 / 2^n, as the sign test's: 0.0625 at n = 5."""
+    d = _nonzero(diffs)
+    n = len(d)
+    if n == 0:
+        return math.nan
+    if n > WILCOXON_MAX_N:
+        raise ValueError(f"wilcoxon_p: {n} differences, more than the exact enumeration's {WILCOXON_MAX_N}")
+    r = ranks([abs(x) for x in d]) + 1.0
+    centre = float(r.sum()) / 2.0
+    observed = abs(sum(float(rank) for rank, x in zip(r, d) if x > 0) - centre)
+    # W+ over every sign pattern: the distribution of sums of subsets of the ranks (doubled to integers).
+    counts = {0: 1}
+    for rank in (int(round(2 * v)) for v in r):
+        nxt = dict(counts)
+        for w, c in counts.items():
+            nxt[w + rank] = nxt.get(w + rank, 0) + c
+        counts = nxt
+    extreme = sum(c for w, c in counts.items() if abs(w / 2.0 - centre) >= observed - 1e-9)
+    return min(1.0, extreme / 2 ** n)
+
+
+def hypergeom_pmf(k, total, successes, draws):
+    """P(k successes in `draws` draws without replacement from `total` holding `successes`)."""
+    if k < max(0, draws - (total - successes)) or k > min(draws, successes):
+        return 0.0
+    return math.comb(successes, k) * math.comb(total - successes, draws - k) / math.comb(total, draws)
+
+
+def fisher_exact_p(table, alternative="two-sided"):
+    """Fisher's exact test of the 2 x 2 table [[a, b], [c, d]] (rows: arms; columns: solved, not
+    solved), conditional on the margins: a is hypergeometric. 'two-sided': the sum of the
+    probabilities of the tables no more probable than the observed one (relative tolerance 1e-7,
+    as R and SciPy); 'greater': P(a' >= a), the first row solves more often; 'less': P(a' <= a)."""
+    (a, b), (c, d) = table
+    if min(a, b, c, d) < 0:
+        raise ValueError(f"fisher_exact_p: negative count in {table}")
+    total, row, col = a + b + c + d, a + b, a + c
+    lo, hi = max(0, row - (total - col)), min(row, col)
+    pmf = {k: hypergeom_pmf(k, total, col, row) for k in range(lo, hi + 1)}
+    if alternative == "greater":
+        return min(1.0, sum(p for k, p in pmf.items() if k >= a))
+    if alternative == "less":
+        return min(1.0, sum(p for k, p in pmf.items() if k <= a))
+    if alternative != "two-sided":
+        raise ValueError(f"fisher_exact_p: alternative {alternative!r}")
+    observed = pmf[a]
+    return min(1.0, sum(p for p in pmf.values() if p <= observed * (1 + 1e-7)))
+
+
 # ---- permutation test --------------------------------------------------------------------------------
 
 
-def permutation_p(runs, group, permutations, seed=0):
+def permuted_labels(labels, strata, rng):
+    """One draw of the labels permuted within each stratum (strata: [N] keys, e.g. each head's layer;
+    None: one stratum, the whole array). A label never leaves its stratum."""
+    if strata is None:
+        return rng.permutation(labels)
+    out = np.array(labels, copy=True)
+    strata = np.asarray(strata)
+    for key in sorted(set(strata.tolist())):
+        idx = np.flatnonzero(strata == key)
+        out[idx] = rng.permutation(out[idx])
+    return out
+
+
+def permutation_p(runs, group, permutations, seed=0, strata=None):
     """runs: [(labels [N], outcome [N] 0/1)], one per model. One-sided p that the units whose label
     is in `group` have outcome 1 more often than the rest, the labels permuted within each model
     (`permutations` draws of default_rng(seed); p = (1 + draws at least as extreme) / (1 + draws));
-    and the observed rates of the group and of the rest. NaN p where either side is empty."""
+    and the observed rates of the group and of the rest. NaN p where either side is empty.
+    strata: None, or one [N] array per run (each unit's layer, say): the labels are then permuted
+    only within each stratum of each model, so a group that sits in one layer is compared with
+    that layer's other units only. strata=None draws exactly what it drew before strata existed."""
     def stat(rs):
         inside = np.concatenate([k[np.isin(r, group)] for r, k in rs])
         rest = np.concatenate([k[~np.isin(r, group)] for r, k in rs])
@@ -203,8 +304,11 @@ def permutation_p(runs, group, permutations, seed=0):
     observed, group_rate, rest_rate = stat(runs)
     if math.isnan(observed):
         return math.nan, group_rate, rest_rate
+    if strata is not None and len(strata) != len(runs):
+        raise ValueError(f"permutation_p: {len(strata)} strata arrays for {len(runs)} runs")
+    per_run = strata if strata is not None else [None] * len(runs)
     rng = np.random.default_rng(seed)
     count = 0
     for _ in range(permutations):
-        count += stat([(rng.permutation(r), k) for r, k in runs])[0] >= observed
+        count += stat([(permuted_labels(r, st, rng), k) for (r, k), st in zip(runs, per_run)])[0] >= observed
     return (1 + count) / (1 + permutations), group_rate, rest_rate
