@@ -99,18 +99,18 @@ def significant_with_effect(p, effect, *, level, threshold, direction=0, interva
     significant, large = p < level, abs(effect) >= threshold
     right_way = direction == 0 or (effect > 0) == (direction > 0)
     if significant and large and right_way:
-        return Verdict(HOLDS, f"{_p_text(p)} < {level:g} and |effect| {abs(effect):.4g} >= {threshold:g}", **kw)
+        return Verdict(HOLDS, f"{_p_text(p)} < {level:g} and the effect {effect:+.4g} is at least {threshold:g} in size", **kw)
     if significant and large:
         return Verdict(DOES_NOT_HOLD, f"significant the other way ({_p_text(p)}, effect {effect:+.4g})", **kw)
     if interval is not None and -threshold < interval[0] and interval[1] < threshold:
         return Verdict(DOES_NOT_HOLD, f"the interval [{interval[0]:+.4g}, {interval[1]:+.4g}] lies within "
                                       f"±{threshold:g}", **kw)
     if significant and interval is not None:
-        return Verdict(INCONCLUSIVE, f"significant ({_p_text(p)}) with |effect| {abs(effect):.4g} below {threshold:g}, "
+        return Verdict(INCONCLUSIVE, f"significant ({_p_text(p)}) with the effect {effect:+.4g} below {threshold:g} in size, "
                                      f"but the interval [{interval[0]:+.4g}, {interval[1]:+.4g}] reaches it", **kw)
     if significant:
-        return Verdict(DOES_NOT_HOLD, f"significant ({_p_text(p)}) but |effect| {abs(effect):.4g} is below the "
-                                      f"practical threshold {threshold:g}", **kw)
+        return Verdict(DOES_NOT_HOLD, f"significant ({_p_text(p)}) but the effect {effect:+.4g} is below the "
+                                      f"practical threshold {threshold:g} in size", **kw)
     return Verdict(INCONCLUSIVE, f"not significant ({_p_text(p)} >= {level:g}); nothing shows the effect is below "
                                  f"{threshold:g}", **kw)
 
@@ -318,8 +318,9 @@ PAPER_HEADER = ["claim", "ours", "paper", "test", "level; threshold", "verdict"]
 def paper_row(claim, ours, paper, verdict):
     """One "ours vs paper" row: the claim, our value, the paper's value with its table or figure
     (a PaperValue, or text already citing it), the test, the level and threshold, the verdict."""
-    return [claim, ours, paper.text() if isinstance(paper, PaperValue) else paper, verdict.test or "–",
-            verdict.settings(), verdict.words()]
+    cells = [claim, ours, paper.text() if isinstance(paper, PaperValue) else paper, verdict.test or "–",
+             verdict.settings(), verdict.words()]
+    return [str(c).replace("|", "\\|") for c in cells]  # a | would end the Markdown cell
 
 
 def paper_table(rows):

@@ -350,3 +350,10 @@ def test_paper_rows():
     assert row[2] == "text citing itself (Voita et al. 2019, Fig. 8)" and row[4] == "level 0.05; threshold 0.05"
     table = V.paper_table([row])
     assert table.splitlines()[0] == "| " + " | ".join(V.PAPER_HEADER) + " |" and len(table.splitlines()) == 3
+
+
+def test_paper_row_cells_cannot_break_the_table():
+    v = V.significant_with_effect(0.001, 0.3, level=0.01, threshold=0.1, test="a | b")
+    row = V.paper_row("x | y", "1", "p", v)
+    assert row[0] == "x \\| y" and row[3] == "a \\| b" and "|" not in v.reason
+    assert len(V.paper_table([row]).splitlines()[2].replace("\\|", "").split("|")) == len(V.PAPER_HEADER) + 2
