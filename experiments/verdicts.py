@@ -99,15 +99,16 @@ def significant_with_effect(p, effect, *, level, threshold, direction=0, interva
     significant, large = p < level, abs(effect) >= threshold
     right_way = direction == 0 or (effect > 0) == (direction > 0)
     if significant and large and right_way:
-        return Verdict(HOLDS, f"{_p_text(p)} < {level:g} and the effect {effect:+.4g} is at least {threshold:g} in size", **kw)
+        return Verdict(HOLDS, f"{_p_text(p)} < {level:g} and the effect {effect:+.4g} is at least {threshold:g} "
+                              "in size", **kw)
     if significant and large:
         return Verdict(DOES_NOT_HOLD, f"significant the other way ({_p_text(p)}, effect {effect:+.4g})", **kw)
     if interval is not None and -threshold < interval[0] and interval[1] < threshold:
         return Verdict(DOES_NOT_HOLD, f"the interval [{interval[0]:+.4g}, {interval[1]:+.4g}] lies within "
                                       f"±{threshold:g}", **kw)
     if significant and interval is not None:
-        return Verdict(INCONCLUSIVE, f"significant ({_p_text(p)}) with the effect {effect:+.4g} below {threshold:g} in size, "
-                                     f"but the interval [{interval[0]:+.4g}, {interval[1]:+.4g}] reaches it", **kw)
+        return Verdict(INCONCLUSIVE, f"significant ({_p_text(p)}) with the effect {effect:+.4g} below {threshold:g} "
+                                     f"in size, but the interval [{interval[0]:+.4g}, {interval[1]:+.4g}] reaches it", **kw)
     if significant:
         return Verdict(DOES_NOT_HOLD, f"significant ({_p_text(p)}) but the effect {effect:+.4g} is below the "
                                       f"practical threshold {threshold:g} in size", **kw)
