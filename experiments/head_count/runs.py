@@ -234,8 +234,10 @@ def cmd_collect(out, binary):
     version = " ".join(info[0].split()[1:]) if info and info[0].startswith("headlab") else ""
     kernels = next((" ".join(x.split()[2:]) for x in info if x.startswith("blis kernels")), "")
     sha = hashlib.sha256(open(binary, "rb").read()).hexdigest()
+    # the commit the binary says it was built from ("-dirty": from a tree with uncommitted changes)
+    built_from = next((x.split()[1] for x in info if x.startswith("commit") and len(x.split()) > 1), "")
     m = re.search(r"headlab-([0-9a-f]{7,40})$", os.path.basename(binary))
-    built_from = m.group(1) if m else os.environ.get("HEADLAB_COMMIT", commit)
+    built_from = built_from or (m.group(1) if m else os.environ.get("HEADLAB_COMMIT", commit))
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     # every run.sh invocation that contributed (a resumed regeneration has several)
     prov = [
