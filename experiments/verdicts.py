@@ -12,7 +12,8 @@ them).
   most, share_text, most_claim       "most" is more than half; shares with the paper's beside
   removal_class, removal_counts      Michel Table 1: each head hurts / helps / no practical change
   smallest_p, seed_claim             paired seeds: exact sign, exact Wilcoxon or paired t, >= 5 seeds
-  solve_rate_claim                   bimodal accuracies: Fisher's exact test on runs solved
+  solve_rate_claim, solve_rate_test  bimodal accuracies: Fisher's exact test on runs solved
+  Claim, paired_t_test, holm_claims  a family of claims, Holm-adjusted together, each with its threshold
   stratified_permutation_claim       a group's rate against the rest, permuted within each layer
   noticeable                         Michel's "no noticeable impact", a drop within a threshold
   PaperValue, PAPER, paper_row,      "ours vs paper" rows: our value, the paper's with its table or
@@ -22,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from common import md_table
-from stats import Paired, fisher_exact_p, permutation_p, sign_test_p, wilcoxon_p
+from stats import Paired, fisher_exact_p, holm, permutation_p, sign_test_p, wilcoxon_p
 
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE = "holds", "does not hold", "inconclusive"
 
@@ -244,25 +245,83 @@ def _median(values):
 # ---- bimodal accuracies: solved or not ---------------------------------------------------------------------
 
 
+def _accuracies(x):
+    return [v for v in (x.values() if isinstance(x, dict) else x) if not math.isnan(v)]
+
+
+def solve_rate_test(a, b, *, solved_at, threshold):
+    """Arm B's solve rate against arm A's as a Claim (not yet a verdict): the runs solved
+    (accuracy >= solved_at) in each arm, Fisher's exact test, two-sided, on the 2 x 2 table
+    (stats.fisher_exact_p; the arms are not paired); the effect is B's rate minus A's. a, b: the
+    runs' accuracies (a list, or {seed: accuracy}); NaN left out; n is the smaller arm."""
+    a, b = _accuracies(a), _accuracies(b)
+    sa, sb = sum(x >= solved_at for x in a), sum(x >= solved_at for x in b)
+    words = (f"Fisher's exact test, two-sided, on runs solved (accuracy >= {solved_at:g}): "
+             f"{sb} of {len(b)} against {sa} of {len(a)}")
+    if not a or not b:
+        return Claim(math.nan, math.nan, threshold, n=min(len(a), len(b)), test=words)
+    p = fisher_exact_p([[sb, len(b) - sb], [sa, len(a) - sa]])
+    return Claim(p, sb / len(b) - sa / len(a), threshold, n=min(len(a), len(b)), test=words)
+
+
 def solve_rate_claim(a, b, *, solved_at, level, threshold, direction=0, min_seeds=MIN_SEEDS):
     """The claim "arm B solves the task more often (direction +1), less often (-1) or differently
     (0) than arm A, by at least `threshold` in solve rate". For accuracies that are bimodal (a run
     solves the task or stays on a plateau, as k = 3 does), a t-test on the accuracies fits badly;
-    this counts the runs solved (accuracy >= solved_at) in each arm and tests the 2 x 2 table with
-    Fisher's exact test, two-sided (stats.fisher_exact_p; the arms are not paired). a, b: the runs'
-    accuracies (a list, or {seed: accuracy}); NaN left out; each arm needs min_seeds runs. The
-    effect is B's solve rate minus A's."""
-    a = [x for x in (a.values() if isinstance(a, dict) else a) if not math.isnan(x)]
-    b = [x for x in (b.values() if isinstance(b, dict) else b) if not math.isnan(x)]
-    sa, sb = sum(x >= solved_at for x in a), sum(x >= solved_at for x in b)
-    words = (f"Fisher's exact test, two-sided, on runs solved (accuracy >= {solved_at:g}): "
-             f"{sb} of {len(b)} against {sa} of {len(a)}")
-    if min(len(a), len(b)) < min_seeds:
-        return Verdict(INCONCLUSIVE, f"{len(a)} and {len(b)} runs: each arm needs at least {min_seeds}",
-                       test=words, level=level, threshold=threshold, n=len(a) + len(b))
-    p = fisher_exact_p([[sb, len(b) - sb], [sa, len(a) - sa]])
-    return significant_with_effect(p, sb / len(b) - sa / len(a), level=level, threshold=threshold,
-                                   direction=direction, test=words, n=len(a) + len(b))
+    this is solve_rate_test's Fisher test with significant_with_effect. Each arm needs min_seeds
+    runs."""
+    c = solve_rate_test(a, b, solved_at=solved_at, threshold=threshold)
+    sizes = (len(_accuracies(a)), len(_accuracies(b)))
+    if min(sizes) < min_seeds:
+        return Verdict(INCONCLUSIVE, f"{sizes[0]} and {sizes[1]} runs: each arm needs at least {min_seeds}",
+                       test=c.test, level=level, threshold=threshold, n=sum(sizes))
+    return significant_with_effect(c.p, c.effect, level=level, threshold=threshold, direction=direction,
+                                   test=c.test, n=sum(sizes))
+
+
+# ---- families of claims, Holm-corrected together -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One test's result before its family's correction: p, the effect (B - A), the practical
+    threshold it is judged against, the interval of the effect when the test gives one (it can show
+    the effect small), the number of units (seeds, runs of the smaller arm) and the test in words."""
+    p: float
+    effect: float
+    threshold: float
+    interval: tuple = None
+    n: int = 0
+    test: str = ""
+
+
+def paired_t_test(a, b, *, threshold):
+    """B - A over seeds paired by number ({seed: value} each) as a Claim: stats.Paired's two-sided
+    paired t-test, its mean difference and 95% t-interval."""
+    c = Paired(a, b)
+    interval = None if math.isnan(c.lo) else (c.lo, c.hi)
+    return Claim(c.p, c.mean, threshold, interval=interval, n=c.n, test=f"two-sided paired t-test over {c.n} seeds")
+
+
+def holm_claims(claims, *, level, min_units=MIN_SEEDS):
+    """One family of claims decided together ({key: Claim} -> {key: Verdict}): the p values are
+    Holm-adjusted over the family (a NaN p is left out of it), then each claim is
+    significant_with_effect(adjusted p, effect, its threshold, its interval) in either direction;
+    the Verdict's p is the adjusted one. A claim resting on fewer than min_units units is
+    inconclusive. One family per question means two rows of a table can never contradict each
+    other: a pair compared twice (against the reference and against the best) is one claim."""
+    keys = [k for k, c in claims.items() if not math.isnan(c.p)]
+    adjusted = dict(zip(keys, holm([claims[k].p for k in keys])))
+    out = {}
+    for k, c in claims.items():
+        test = f"{c.test}, Holm over {len(keys)}" if len(keys) > 1 else c.test
+        if c.n < min_units:
+            out[k] = Verdict(INCONCLUSIVE, f"only {c.n} units: a claim needs at least {min_units}", test=test,
+                             level=level, threshold=c.threshold, p=adjusted.get(k, math.nan), effect=c.effect, n=c.n)
+            continue
+        out[k] = significant_with_effect(adjusted.get(k, math.nan), c.effect, level=level, threshold=c.threshold,
+                                         interval=c.interval, test=test, n=c.n)
+    return out
 
 
 # ---- Voita: a group's rate against the rest, within each layer -------------------------------------------------
@@ -309,6 +368,12 @@ PAPER = {
     "michel_table2": PaperValue("5 of 18 layers change BLEU significantly with only their best head kept; the "
                                 "largest drop -13.56 BLEU (the last Enc-Dec layer)", "Michel et al. 2019, Table 2",
                                 count=5, total=18),
+    "vaswani_table3a": PaperValue("at fixed d_model, newstest2013 dev BLEU: 1 head 24.9, 4 heads 25.5, 8 heads 25.8, "
+                                  "16 heads 25.8, 32 heads 25.4 (one head 0.9 BLEU below the best; too many heads "
+                                  "lose quality)", "Vaswani et al. 2017, Table 3 rows (A)"),
+    "mqa": PaperValue("one shared K/V head (MQA) loses little quality against MHA with a K/V cache n_heads times "
+                      "smaller", "Shazeer 2019"),
+    "gqa": PaperValue("grouped K/V heads (GQA) come close to MHA's quality, nearer than MQA", "Ainslie et al. 2023"),
     "michel_figure5": PaperValue("from epoch 10 of 40, about 40% of heads prunable at 85-90% of the unpruned BLEU; "
                                  "importance order only, no random order", "Michel et al. 2019, Section 6, Figure 5"),
 }

@@ -1,10 +1,17 @@
 """experiments/head_count: the values of results.template.md's {{placeholders}}, every one built
 from data/ (tables, sentences, verdicts, the table of the sources' claims)."""
-from common import fmt_p, md_table, mean_std, number, pm, signed
-from stats import Paired, holm_paired
+import os
 
+from common import fmt_p, md_table, mean_std, number, pm, read_csv, signed
+from stats import Paired
+from verdicts import MIN_SEEDS, PAPER, PRACTICAL, holm_claims, paired_t_test
+
+from .runs import DATA
 from .studies import Study
-from .sweeps import LR_STUDIES, TITLES, Sweep, by_seed, key_label, steps_to, values, word
+from .sweeps import ACCURACY_THRESHOLD, ALPHA, LR_STUDIES, NO_DIFFERENCE, NOT_RESOLVED, TITLES, Sweep, by_seed, claim, key_label, steps_to, values, \
+    verdict_word
+
+STEPS_THRESHOLD = 0.1  # the practical threshold on steps to 99%: a tenth of the budget
 
 
 def fields(data):
@@ -26,6 +33,19 @@ def fields(data):
                        f"{int(prov['run_sh_wall_s']) / 60:.0f} min of wall time while other work shared the machine "
                        f"(load average {prov['load_average_mean']} on average)")
     f["n_runs"] = prov["runs"]
+    f["rules"] = (f"Two settings of a sweep are compared over the same seeds, and every comparison a sweep makes "
+                  f"(each point against the reference and, for head counts, the largest count against the best "
+                  f"mean) is **one family**, Holm-corrected at "
+                  f"{ALPHA:g}. On the **accuracy tasks** (k-relation, induction) a run either solves the task or "
+                  f"stays on a plateau, so the test is on **runs solved** (test accuracy >= {ACCURACY_THRESHOLD:g}): "
+                  f"Fisher's exact test, two-sided, with a practical threshold of {PRACTICAL['solve_rate']:g} in the "
+                  f"share solved. On the **loss tasks** (grammar, text) it is the two-sided paired t-test, with a "
+                  f"practical threshold of {PRACTICAL['relative_loss']:.0%} of the reference's mean loss or bits/byte. "
+                  "**better** / **worse**: the adjusted p is below the level *and* the effect is at least the "
+                  f"threshold. **{NO_DIFFERENCE}**: the 95% interval lies within ± the threshold, or the effect is "
+                  f"significant but smaller than it. **{NOT_RESOLVED}**: neither, with these seeds. Every claim rests "
+                  f"on at least {MIN_SEEDS} seeds (fewer: not resolved). A headline names a best setting only when "
+                  "another is shown worse than it.")
 
     sweeps = {}
     for study in ("k_relation_2", "k_relation_3", "induction", "grammar", "grammar_fixed_d_head", "text", "text_fixed_d_head"):
@@ -41,24 +61,27 @@ def fields(data):
         f[f"seeds {study}"] = str(len(s.seeds))
 
     # explanations that only fit some outcomes
-    if sweeps["induction"].pattern() in ("one wide head is best", "splitting too finely hurts"):
+    if sweeps["induction"].pattern().startswith("splitting hurts"):
         f["note induction"] = (" A plausible reason: the induction head's query-key product must match token identities "
                                "among 64 symbols, and a 4- or 8-dimensional query/key space is small for that match.")
     else:
         f["note induction"] = ""
 
-    # k = 2: speed to 99% (paired over seeds, one head against each other count)
+    # k = 2: speed to 99% (paired over seeds, one head against each other count, one Holm family)
     k2 = sweeps["k_relation_2"]
+    budget = int(k2.points[1][0]["steps"])
     reached = {h: {int(r["seed"]): steps_to(data.curve(r)) for r in rows} for h, rows in k2.points.items()}
     all_reached = all(s is not None for h in reached for s in reached[h].values())
-    steps = {h: {s: float(v if v is not None else int(k2.points[h][0]["steps"]) + 1) for s, v in d.items()} for h, d in reached.items()}
+    steps = {h: {s: float(v if v is not None else budget + 1) for s, v in d.items()} for h, d in reached.items()}
     cmp = {h: Paired(steps[1], steps[h]) for h in steps if h != 1}
-    holm_paired(list(cmp.values()))
+    vd = holm_claims({h: paired_t_test(steps[1], steps[h], threshold=STEPS_THRESHOLD * budget) for h in cmp},
+                     level=ALPHA)
     f["k2 speed"] = ("Every run of every head count reached 99% val accuracy" if all_reached else
                      "Not every run reached 99% val accuracy (those that did not count as the budget + 1)") + \
-        "; steps to 99%, each head count minus one head (paired, Holm): " + "; ".join(
-            f"{h} heads {signed(c.mean, 0)} [{signed(c.lo, 0)}, {signed(c.hi, 0)}], {fmt_p(c.p_holm)} ({word(c, -1)})"
-            for h, c in cmp.items()) + "."
+        f"; steps to 99%, each head count minus one head (paired t-test, Holm, threshold {STEPS_THRESHOLD:.0%} of the " \
+        f"{budget}-step budget): " + "; ".join(
+            f"{h} heads {signed(c.mean, 0)} [{signed(c.lo, 0)}, {signed(c.hi, 0)}], Holm {fmt_p(vd[h].p)} "
+            f"({verdict_word(vd[h], -1)})" for h, c in cmp.items()) + "."
 
     studies = {n: Study(data, n) for n in LR_STUDIES}
     for n, st in studies.items():
@@ -78,20 +101,23 @@ def fields(data):
         [[f"{len_l} layer{'s' if len_l > 1 else ''} x 8 heads", f"{int(rows[0]['params']):,}"]
          + [f"{number(r['test_accuracy']):.3f}" for r in sorted(rows, key=lambda r: int(r["seed"]))]
          + [pm(*mean_std(values(rows, "test_accuracy")), 3)] for len_l, rows in ((1, one), (2, two))])
-    w = {"better": "better than", "worse": "worse than", "level": "level with"}[word(c, +1)]
-    f["two_layers verdict"] = (f"Two layers are {w} one layer in test accuracy "
-                               f"({signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired t-test over {c.n} seeds, {fmt_p(c.p)})")
+    v = holm_claims({0: claim(by_seed(one, "test_accuracy"), by_seed(two, "test_accuracy"), True, 0.0)},
+                    level=ALPHA)[0]
+    f["two_layers verdict"] = (f"Two layers against one layer: {verdict_word(v, +1)} ({v.test}, {fmt_p(v.p)}; "
+                               f"test accuracy {signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired over "
+                               f"{c.n} seeds)")
     f["two_layers steps"] = two[0]["steps"]
 
     p6 = Sweep(data, "k_relation_3_p6")
-    c = p6.vs_ref[3]
     f["p6 table"] = p6.table()
-    w = word(c, +1)  # three heads against one head
+    w = p6.word(3)  # three heads against one head
     f["p6 verdict"] = {"worse": "one wide head beats three narrow ones here too",
                        "better": "three narrow heads beat one wide head here: the opposite of the pair-target note",
-                       "level": "one wide head and three narrow ones are not distinguishable here"}[w] + \
-        f" (three heads minus one head: {p6.comparison(3)}, paired over {c.n} seeds)"
+                       NO_DIFFERENCE: "one wide head and three narrow ones are within the practical threshold here",
+                       }.get(w, "one wide head and three narrow ones are not resolved from each other here") + \
+        f" (three heads minus one head: {p6.comparison(3)}, over {len(p6.seeds)} seeds)"
 
+    f["what changed"] = what_changed(sweeps, studies)
     f["claims"] = claims_table(sweeps, studies)
     return f
 
@@ -102,57 +128,82 @@ def solved_words(study):
     if not solved or not solved[0]:
         return ""
     return (f", though {len(solved[0])} of {solved[1]} one-head runs at {study.long_steps} steps solved it "
-            "(one head can represent it: the gap is learnability, not capacity)")
+            "(an existence proof that one head can represent it, so the gap is in learnability)")
 
 
 def claims_table(sweeps, studies):
-    """Against the sources' claims: every cell built from the comparisons."""
+    """Against the sources' claims: the paper's number, ours, and a verdict built from the
+    comparisons (the sweeps' families: docs/verdicts.md)."""
     rows = []
     # Vaswani Table 3 (A): more heads help, up to a point
-    parts = []
-    for study in ("text", "k_relation_3", "induction", "grammar"):
-        s = sweeps[study]
-        parts.append(f"{TITLES[study]}: {s.pattern()} (best {key_label('heads', s.best)}; worse than it: "
-                     + (", ".join(str(v) for v in s.worse_than_best()) or "none") + ")")
-    agree = [st for st in ("text", "k_relation_3", "induction", "grammar")
-             if sweeps[st].pattern() == "more heads help up to a point, then hurt"]
-    head = ("**Agrees on " + ", ".join(TITLES[a] for a in agree) + "**" if agree else "**Not reproduced on any task**")
-    rows.append(["More heads help, up to a point (Vaswani et al. 2017, Table 3 rows A: 1 head 0.9 BLEU worse than 8, "
-                 "16 heads level with 8, 32 heads 0.4 worse)", head + ". " + "; ".join(parts) + "."])
+    tasks = ("text", "k_relation_3", "induction", "grammar")
+    parts = [f"{TITLES[t]}: {sweeps[t].pattern()}" for t in tasks]
+    both = [t for t in tasks if sweeps[t].pattern().startswith("more heads help up to a point, then hurt")]
+    helps = [t for t in tasks if t not in both and sweeps[t].resolved("better")]
+    verdict = ("holds on " + (", ".join(TITLES[t] for t in both) or "no task") + "; the first half only (more heads "
+               "better than one, too many not shown worse than the best) on " +
+               (", ".join(TITLES[t] for t in helps) or "no other task"))
+    rows.append(["More heads help, up to a point", PAPER["vaswani_table3a"].text(), "; ".join(parts) + ".", verdict])
     # d_head
     parts = []
     for study in ("text", "induction", "k_relation_3"):
         s = sweeps[study]
-        ok = [s.best] + s.level_with_best()
-        dh = {v: int(s.points[v][0]["d_head"]) for v in s.points}
-        parts.append(f"{TITLES[study]}: best d_head {dh[s.best]}, smallest d_head not distinguishable from the best "
-                     f"{min(dh[v] for v in ok)}")
-    rows.append(["d_head around 64-128 at scale", "; ".join(parts) + ". At d_model 64-128 we cannot test 64 against 128 "
-                 "with more than one or two heads."])
+        parts.append(f"{TITLES[study]}: best mean at d_head {s.points[s.best][0]['d_head']}")
+    rows.append(["d_head around 64-128 at scale", "Vaswani et al. 2017, Table 3 (base model d_head 64)",
+                 "; ".join(parts) + ".", "not testable: at d_model 64-128, d_head 64 or 128 leaves one or two heads"])
     # one wide head
     k3, tx = studies["k_relation_3_long"], studies["text_long"]
     top3, toptx = max(k3.heads), min(h for h in tx.heads if h > 1)
     k2 = sweeps["k_relation_2"]
-    k2_word = [k2.word(v) for v in k2.vs_ref]
+    k2_words = {v: k2.word(v) for v in k2.points if v != 1}
+    here = (f"k = 3: {top3} heads against one head: {k3.base.word(top3)} at {k3.base_steps} steps "
+            f"({k3.base.comparison(top3)}), {k3.long.word(top3)} at {k3.long_steps} steps with each count's best "
+            f"rate ({k3.long.comparison(top3)})" + solved_words(k3) + ". k = 2, against one head: "
+            + ", ".join(f"{v} heads {w}" for v, w in k2_words.items())
+            + f". Text: {toptx} heads against one: {tx.base.word(toptx)} at {tx.base_steps} steps "
+            f"({tx.base.comparison(toptx)}), {tx.long.word(toptx)} at {tx.long_steps} ({tx.long.comparison(toptx)}).")
+    better = [f"{name} at {st.long_steps} steps" for name, st, h in (("k = 3", k3, top3), ("text", tx, toptx))
+              if st.long.word(h) == "better"]
     rows.append(["One wide head is not equivalent to several (the \"why multi-head\" argument)",
-                 f"k = 3: {top3} heads against one head are {k3.base.word(top3)} at {k3.base_steps} steps "
-                 f"({k3.base.comparison(top3)}) and {k3.long.word(top3)} at {k3.long_steps} steps with each count's best rate "
-                 f"({k3.long.comparison(top3)})" + solved_words(k3) + ". k = 2: more heads are "
-                 + ("level with one head in test accuracy at every count" if set(k2_word) == {"level"} else
-                    ", ".join(f"{v}: {w}" for v, w in zip(k2.vs_ref, k2_word)))
-                 + f". Text: {toptx} heads against one are {tx.base.word(toptx)} at {tx.base_steps} steps ({tx.base.comparison(toptx)}) "
-                 f"and {tx.long.word(toptx)} at {tx.long_steps} ({tx.long.comparison(toptx)})."])
+                 "Vaswani et al. 2017, Section 3.2.2 (an argument, no experiment beyond Table 3)", here,
+                 "several heads better than one on " + (", ".join(better) or "neither task") + " (at the longer budget)"])
     # MQA / GQA
-    parts = []
-    for study in ("text_kv_heads", "grammar_kv_heads"):
-        s = sweeps[study]
-        ref = mean_std(values(s.points[8], s.metric))[0]
-        for v in (1, 4):
-            m = mean_std(values(s.points[v], s.metric))[0]
-            w = {"better": "better than", "worse": "worse than", "level": "level with"}[s.word(v)]
-            parts.append(f"{TITLES[study].split(',')[0]}, {key_label('kv_heads', v)}: {(m - ref) / ref:+.1%} "
-                         f"({w} MHA, {s.comparison(v)})")
-    rows.append(["MQA/GQA keep most of MHA's quality with a much smaller KV cache (Shazeer 2019; Ainslie et al. 2023)",
-                 "; ".join(parts) + " (relative change of the test metric against MHA; the cache is 8x and 2x smaller)."])
-    return md_table(["claim", "here"], rows)
+    for v, paper in ((1, PAPER["mqa"]), (4, PAPER["gqa"])):
+        parts, kept = [], []
+        for study in ("text_kv_heads", "grammar_kv_heads"):
+            s = sweeps[study]
+            ref, m = s.means[8], s.means[v]
+            w = s.word(v)
+            kept.append(w)
+            parts.append(f"{TITLES[study].split(',')[0]}: {(m - ref) / ref:+.1%} against MHA, {w} "
+                         f"({s.comparison(v)})")
+        verdict = ("holds: within the practical threshold of MHA on both" if set(kept) == {NO_DIFFERENCE} else
+                   "does not hold: worse than MHA on " + " and ".join(
+                       t for t, w in zip(("text", "grammar"), kept) if w == "worse") if "worse" in kept else
+                   "not resolved on " + " and ".join(t for t, w in zip(("text", "grammar"), kept) if w != NO_DIFFERENCE))
+        rows.append([f"{key_label('kv_heads', v)} keeps MHA's quality with a K/V cache {8 // v}x smaller",
+                     paper.text(), "; ".join(parts) + " (relative change of the test metric).", verdict])
+    return md_table(["claim", "paper", "here", "verdict"], rows, align="---")
 
+
+def what_changed(sweeps, studies):
+    """Each comparison's verdict before issue 29 (data/before/verdicts.csv: the old data and the old
+    rule, a Holm-corrected paired t-test with no threshold, "level" for anything not significant)
+    beside the verdict now (this data/, the rules of docs/verdicts.md)."""
+    rows = []
+    for b in read_csv(os.path.join(DATA, "before", "verdicts.csv")):
+        study = b["study"]
+        if study in studies:
+            s, label = studies[study].long, f"{TITLES[study]}, {studies[study].long_steps} steps"
+        else:
+            s, label = sweeps[study], TITLES[study]
+        if b["kind"] == "headline":
+            rows.append([label, "headline", f"{b['word']} ({b['seeds']} seeds)", f"{s.pattern()} ({len(s.seeds)} seeds)"])
+            continue
+        a, v = int(b["a"]), int(b["b"])
+        before = (f"{b['word']}: {signed(number(b['mean']), s.digits)} [{signed(number(b['lo']), s.digits)}, "
+                  f"{signed(number(b['hi']), s.digits)}], Holm {fmt_p(number(b['p_holm']))} ({b['seeds']} seeds)")
+        now = f"{s.word(v)}: {s.comparison(v)} ({len(s.seeds)} seeds)" if a == s.reference else "–"
+        rows.append([label, f"{key_label(s.key, v)} vs {key_label(s.key, a)}", before, now])
+    return md_table(["sweep", "comparison", "before (no practical threshold)", "now (docs/verdicts.md)"],
+                    rows, align="---")

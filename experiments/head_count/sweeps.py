@@ -4,12 +4,18 @@ import math
 import os
 
 from common import fmt_p, md_table, mean_std, number, pm, signed
-from stats import Paired, holm_paired
+from stats import Paired
+from verdicts import DOES_NOT_HOLD, HOLDS, LEVEL_SEEDS, PRACTICAL, SOLVED_AT, holm_claims, paired_t_test, \
+    solve_rate_test
 
 from .runs import DATA, read_csv
 
 LR_STUDIES = ("k_relation_3_long", "text_long")
-ALPHA = 0.05  # two-sided, after Holm's correction within a family of comparisons
+ALPHA = LEVEL_SEEDS  # two-sided, after Holm's correction within a sweep's family of comparisons
+# The words of a comparison (docs/verdicts.md): "better" / "worse" when the claim of a practical
+# difference holds; NO_DIFFERENCE when it does not hold (shown within the threshold, or significant
+# but smaller); NOT_RESOLVED when inconclusive (with these seeds, neither).
+NO_DIFFERENCE, NOT_RESOLVED = "no practical difference", "not resolved"
 
 # study -> what the task is, in words (titles and tables)
 TITLES = {
@@ -36,7 +42,7 @@ METRICS = {
     "text": ("test_bpb", -1, "test bits/byte", 3),
 }
 VAL_METRIC = {"k_relation": "val_accuracy", "induction": "val_accuracy", "grammar": "val_loss", "text": "val_bpb"}
-ACCURACY_THRESHOLD = 0.99
+ACCURACY_THRESHOLD = SOLVED_AT  # a run solves an accuracy task at this accuracy
 # "flat": over the last quarter of training the val metric moved by less than this in every seed,
 # relative for loss and bits/byte (False), absolute for accuracy (True)
 PLATEAU_TOLERANCE = {False: 0.01, True: 0.01}
@@ -79,10 +85,12 @@ def steps_to(curve, threshold=ACCURACY_THRESHOLD):
     return None
 
 
-def delta_text(c, digits):
+def delta_text(c, digits, sign=+1):
+    """'+0.044 [-0.146, +0.234]': the mean difference and its 95% t-interval (sign -1: of A - B)."""
     if c.n < 2:
         return "–"
-    return f"{signed(c.mean, digits)} [{signed(c.lo, digits)}, {signed(c.hi, digits)}]"
+    lo, hi = sorted((sign * c.lo, sign * c.hi))
+    return f"{signed(sign * c.mean, digits)} [{signed(lo, digits)}, {signed(hi, digits)}]"
 
 
 def key_label(key, v, n=None):
@@ -96,11 +104,21 @@ def metric_of(data, study):
     return METRICS[task]
 
 
-def word(c, direction):
-    """'better', 'worse' or 'level' for B against A (direction +1: higher is better)."""
-    if c.n < 2 or math.isnan(c.p_holm) or c.p_holm >= ALPHA:
-        return "level"
-    return "better" if c.mean * direction > 0 else "worse"
+def claim(a, b, task_is_accuracy, reference_mean):
+    """B against A ({seed: value} each) as a verdicts.Claim, by the rule of docs/verdicts.md: on an
+    accuracy task the runs solved (Fisher's exact test, threshold PRACTICAL["solve_rate"]), since
+    the accuracies are bimodal (solved, or stuck on a plateau); on a loss task the paired t-test
+    over seeds, threshold PRACTICAL["relative_loss"] of the reference's mean."""
+    if task_is_accuracy:
+        return solve_rate_test(a, b, solved_at=ACCURACY_THRESHOLD, threshold=PRACTICAL["solve_rate"])
+    return paired_t_test(a, b, threshold=PRACTICAL["relative_loss"] * abs(reference_mean))
+
+
+def verdict_word(verdict, sign):
+    """The word for a verdict on B - A; sign: +1 when a positive effect is better (after orienting)."""
+    if verdict.outcome == HOLDS:
+        return "better" if verdict.effect * sign > 0 else "worse"
+    return NO_DIFFERENCE if verdict.outcome == DOES_NOT_HOLD else NOT_RESOLVED
 
 
 class Sweep:
@@ -112,64 +130,90 @@ class Sweep:
         if only is not None:
             self.points = {k: v for k, v in self.points.items() if k in only}
         self.metric, self.direction, self.metric_words, self.digits = metric_of(data, study)
+        self.accuracy = self.metric == "test_accuracy"
         self.reference = reference if reference is not None else min(self.points)
-        ref = by_seed(self.points[self.reference], self.metric)
-        self.vs_ref = {v: Paired(ref, by_seed(rows, self.metric)) for v, rows in self.points.items() if v != self.reference}
-        holm_paired(list(self.vs_ref.values()))
-        means = {v: mean_std(values(rows, self.metric))[0] for v, rows in self.points.items()}
-        self.best = max(means, key=lambda v: (means[v] * self.direction, -v))
-        best = by_seed(self.points[self.best], self.metric)
-        self.vs_best = {v: Paired(best, by_seed(rows, self.metric)) for v, rows in self.points.items() if v != self.best}
-        holm_paired(list(self.vs_best.values()))
+        self.means = {v: mean_std(values(rows, self.metric))[0] for v, rows in self.points.items()}
+        self.best = max(self.means, key=lambda v: (self.means[v] * self.direction, -v))
         self.seeds = sorted({int(r["seed"]) for rows in self.points.values() for r in rows})
+        # One family per sweep, each pair once: every point against the reference and, for head
+        # counts, the largest count against the best (Vaswani's "too many heads hurt"). Nothing
+        # else is tested, so the family stays small enough for 5 runs an arm to resolve a gap
+        # (Fisher's smallest p at 5 against 5 is 0.008: 0.04 after Holm over 5).
+        pairs = [(self.reference, v) for v in self.points if v != self.reference]
+        self.top = max(self.points) if key == "heads" and self.best not in (self.reference, max(self.points)) else None
+        if self.top is not None:
+            pairs.append((self.best, self.top))
+        self.paired = {(a, b): Paired(*(by_seed(self.points[x], self.metric) for x in (a, b))) for a, b in pairs}
+        self.verdicts = holm_claims({(a, b): claim(*(by_seed(self.points[x], self.metric) for x in (a, b)),
+                                                   self.accuracy, self.means[a]) for a, b in pairs}, level=ALPHA)
+
+    def pair(self, a, b):
+        """(Paired, Verdict, sign) for B against A, whichever way round the family holds the pair
+        (sign -1: it holds A - B)."""
+        if (a, b) in self.verdicts:
+            return self.paired[(a, b)], self.verdicts[(a, b)], +1
+        return self.paired[(b, a)], self.verdicts[(b, a)], -1
+
+    def against(self, which):
+        return self.reference if which == "ref" else self.best
 
     def ms(self, v, metric=None, digits=None):
         return pm(*mean_std(values(self.points[v], metric or self.metric)), self.digits if digits is None else digits)
 
     def comparison(self, v, against="ref"):
-        c = (self.vs_ref if against == "ref" else self.vs_best)[v]
-        return f"{delta_text(c, self.digits)}, {fmt_p(c.p_holm)}"
+        """'+0.044 [-0.146, +0.234]; solved 5 of 5 vs 3 of 5; Holm p = 1.000': v minus the point
+        it is compared with, the runs solved on accuracy tasks, the family's adjusted p."""
+        c, verdict, sign = self.pair(self.against(against), v)
+        delta = delta_text(c, self.digits, sign)
+        solved = f"; solved {self.solved(v)} vs {self.solved(self.against(against))}" if self.accuracy else ""
+        return f"{delta}{solved}, Holm {fmt_p(verdict.p)}"
+
+    def solved(self, v):
+        runs = values(self.points[v], self.metric)
+        return f"{sum(x >= ACCURACY_THRESHOLD for x in runs)} of {len(runs)}"
 
     def word(self, v, against="ref"):
-        return word((self.vs_ref if against == "ref" else self.vs_best)[v], self.direction)
+        """v against the reference (or the best): better, worse, NO_DIFFERENCE or NOT_RESOLVED."""
+        _, verdict, sign = self.pair(self.against(against), v)
+        return verdict_word(verdict, sign * self.direction)
 
-    def worse_than_best(self):
-        return [v for v in self.vs_best if self.word(v, "best") == "worse"]
+    def threshold_words(self):
+        if self.accuracy:
+            return (f"{PRACTICAL['solve_rate']:g} in the share of runs solved (test accuracy >= "
+                    f"{ACCURACY_THRESHOLD:g}), Fisher's exact test")
+        return f"{PRACTICAL['relative_loss']:.0%} of the reference's mean {self.metric_words}, paired t-test"
 
-    def level_with_best(self):
-        return [v for v in self.vs_best if self.word(v, "best") == "level"]
+    def resolved(self, word):
+        """The points whose comparison with the reference got this word."""
+        return [v for v in self.points if v != self.reference and self.word(v) == word]
+
+    def top_word(self):
+        """The largest head count against the best (None when the best is the reference or the largest)."""
+        return None if self.top is None else self.word(self.top, "best")
 
     def pattern(self):
-        """A headline derived from the comparisons with the best point."""
-        worse = self.worse_than_best()
-        lo, hi = min(self.points), max(self.points)
-        if not worse:
-            # Nothing is resolved from the best, but the reference family can still resolve some
-            # points from the reference (a different Holm family): say so rather than "flat".
-            ref_label = key_label(self.key, self.reference)
-            beat = [v for v in self.vs_ref if self.word(v) == "better"]
-            lose = [v for v in self.vs_ref if self.word(v) == "worse"]
-            if beat and not lose:
-                return (f"{self.unit_list(beat)} better than {ref_label}, "
-                        "but no setting is resolved from the best")
-            if lose and not beat:
-                return (f"{self.unit_list(lose)} worse than {ref_label}, "
-                        "but no setting is resolved from the best")
-            return "flat: no setting is distinguishable from the best"
+        """A headline derived from the family's comparisons alone."""
+        better, worse = self.resolved("better"), self.resolved("worse")
+        ref_label = key_label(self.key, self.reference)
+        if all(self.word(v) == NO_DIFFERENCE for v in self.points if v != self.reference):
+            return f"flat: every setting is within the practical threshold of {ref_label}"
         if self.key == "kv_heads":
-            return "sharing K/V costs quality" if self.best == hi else "sharing K/V does not cost quality"
-        if self.best == lo:
-            return "one wide head is best"
-        if self.best == hi:
-            return "more heads are better"
-        if lo in worse and hi in worse:
-            return "more heads help up to a point, then hurt"
-        if lo in worse:
-            return "more heads help (one head is worse than the best)"
-        return "splitting too finely hurts"
+            if worse:
+                return f"sharing K/V costs quality ({self.unit_list(worse)} worse than {ref_label})"
+            return (f"not resolved: no K/V sharing shown worse than {ref_label} (within the threshold: "
+                    f"{self.unit_list(self.resolved(NO_DIFFERENCE))}; not resolved: "
+                    f"{self.unit_list(self.resolved(NOT_RESOLVED))})")
+        if better and self.top_word() == "worse":
+            return (f"more heads help up to a point, then hurt ({self.unit_list(better)} better than one head; "
+                    f"{self.top} heads worse than the best, {self.best} heads)")
+        if better:
+            return f"more heads help ({self.unit_list(better)} better than one head)"
+        if worse:
+            return f"splitting hurts ({self.unit_list(worse)} worse than one head)"
+        return f"not resolved: no setting is shown better or worse than {ref_label}"
 
     def table(self):
-        has_acc = self.metric == "test_accuracy"
+        has_acc = self.accuracy
         header = ["KV heads" if self.key == "kv_heads" else "heads", "d_head", "params"]
         if self.key == "kv_heads":
             header.append("KV cache / token")
@@ -177,7 +221,8 @@ class Sweep:
         if has_acc:
             header.append(f"val steps to {ACCURACY_THRESHOLD:.0%} (runs that got there)")
         ref_label = key_label(self.key, self.reference)
-        header += [f"Δ vs {ref_label} [95% CI], Holm p", "against " + ref_label, "seeds"]
+        header += [f"Δ vs {ref_label} [95% CI]" + ("; runs solved" if has_acc else "") + ", Holm p",
+                   "against " + ref_label, "seeds"]
         rows = []
         for v, runs in self.points.items():
             r = runs[0]
@@ -201,9 +246,10 @@ class Sweep:
 
     def vs_ref_sentence(self):
         ref_label = key_label(self.key, self.reference)
-        parts = [f"{key_label(self.key, v)} {self.word(v)} ({self.comparison(v)})" for v in self.vs_ref]
-        return (f"Against {ref_label} (paired over {len(self.seeds)} seeds, Holm over {len(self.vs_ref)} comparisons), "
-                f"in {self.metric_words}: " + "; ".join(parts) + ".")
+        others = [v for v in self.points if v != self.reference]
+        parts = [f"{key_label(self.key, v)} {self.word(v)} ({self.comparison(v)})" for v in others]
+        return (f"Against {ref_label} (over {len(self.seeds)} seeds; threshold {self.threshold_words()}; Holm over "
+                f"the sweep's {len(self.verdicts)} comparisons), in {self.metric_words}: " + "; ".join(parts) + ".")
 
     def unit_list(self, vs):
         """'4, 8, 16 heads' (or KV heads); 'none' when empty."""
@@ -211,10 +257,8 @@ class Sweep:
         return (", ".join(str(v) for v in vs) + " " + unit) if vs else "none"
 
     def best_sentence(self):
-        level = self.level_with_best()
-        worse = self.worse_than_best()
-        lab = self.unit_list
-        return (f"Best mean {self.metric_words}: {key_label(self.key, self.best)} ({self.ms(self.best)}); "
-                f"not distinguishable from it: {lab(level)}; worse than it: {lab(worse)} "
-                f"(paired, Holm over {len(self.vs_best)}).")
-
+        best = f"Best mean {self.metric_words}: {key_label(self.key, self.best)} ({self.ms(self.best)})"
+        if self.top is None:
+            return best + "."
+        return (f"{best}; the largest count, {self.top} heads, against it: {self.top_word()} "
+                f"({self.comparison(self.top, 'best')}; the same family).")

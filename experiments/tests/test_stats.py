@@ -13,6 +13,7 @@ from scipy import stats as sp
 EXPERIMENTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, EXPERIMENTS)
 import stats  # noqa: E402
+import verdicts as V  # noqa: E402
 from head_count import runs as head_count_runs  # noqa: E402
 from head_count import sweeps as head_count_sweeps  # noqa: E402
 from pruning import analysis as pruning  # noqa: E402
@@ -220,8 +221,20 @@ def test_head_count_rate_choice_and_words_by_hand():
             [("1", "0.003", "2.0"), ("1", "0.001", "2.0"), ("1", "0.01", "2.5"), ("4", "0.01", "1.9"),
              ("4", "0.003", "1.95")]]
     assert head_count_runs.choose_rates(rows) == {1: 0.001, 4: 0.01}  # a tie goes to the lower rate
-    a, b = {s: 1.0 + 0.01 * s for s in range(5)}, {s: 1.5 + 0.02 * s for s in range(5)}
-    c = stats.Paired(a, b)
-    assert head_count_sweeps.word(c, +1) == "better" and head_count_sweeps.word(c, -1) == "worse"
-    c.p_holm = head_count_sweeps.ALPHA  # not below the level
-    assert head_count_sweeps.word(c, +1) == "level"
+    # a loss task: paired t-test with a threshold of 1% of the reference's mean
+    a = {s: 2.0 + 0.01 * s for s in range(5)}
+    big = {s: a[s] + 0.05 + 0.001 * (s % 2) for s in range(5)}    # +2.5%, tight: worse (lower is better)
+    small = {s: a[s] + 0.005 + 0.001 * (s % 2) for s in range(5)}  # +0.25%, tight: within the threshold
+    noisy = {s: a[s] + (0.3 if s % 2 else -0.25) for s in range(5)}  # wide interval: neither
+    v = V.holm_claims({k: head_count_sweeps.claim(a, x, False, 2.02) for k, x in
+                       (("big", big), ("small", small), ("noisy", noisy))}, level=head_count_sweeps.ALPHA)
+    assert head_count_sweeps.verdict_word(v["big"], -1) == "worse"
+    assert head_count_sweeps.verdict_word(v["big"], +1) == "better"
+    assert head_count_sweeps.verdict_word(v["small"], -1) == head_count_sweeps.NO_DIFFERENCE
+    assert head_count_sweeps.verdict_word(v["noisy"], -1) == head_count_sweeps.NOT_RESOLVED
+    # an accuracy task: runs solved, Fisher; 5 of 5 against 0 of 5 resolves even after Holm over 5
+    solved, stuck = {s: 1.0 for s in range(5)}, {s: 0.3 for s in range(5)}
+    claims = {k: head_count_sweeps.claim(stuck, solved, True, 0.3) for k in range(5)}
+    assert all(x.outcome == V.HOLDS for x in V.holm_claims(claims, level=0.05).values())
+    claims.update({5: claims[0], 6: claims[0]})  # seven comparisons: 7 x 2/252 > 0.05, nothing can be resolved
+    assert all(x.outcome == V.INCONCLUSIVE for x in V.holm_claims(claims, level=0.05).values())

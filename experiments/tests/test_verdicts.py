@@ -357,3 +357,27 @@ def test_paper_row_cells_cannot_break_the_table():
     row = V.paper_row("x | y", "1", "p", v)
     assert row[0] == "x \\| y" and row[3] == "a \\| b" and "|" not in v.reason
     assert len(V.paper_table([row]).splitlines()[2].replace("\\|", "").split("|")) == len(V.PAPER_HEADER) + 2
+
+
+def test_holm_claims_adjusts_together_and_keeps_each_threshold():
+    claims = {"a": V.Claim(0.01, 0.5, 0.2, n=5), "b": V.Claim(0.02, 0.5, 0.2, n=5),
+              "c": V.Claim(0.04, 0.05, 0.2, interval=(-0.1, 0.15), n=5), "short": V.Claim(0.001, 0.9, 0.2, n=3),
+              "nan": V.Claim(math.nan, 0.3, 0.2, n=5)}
+    v = V.holm_claims(claims, level=0.05)
+    adjusted = stats.holm([0.01, 0.02, 0.04, 0.001])  # the NaN is left out of the family
+    assert [v[k].p for k in ("a", "b", "c", "short")] == pytest.approx(adjusted)
+    assert v["a"].outcome == V.HOLDS and v["b"].outcome == V.HOLDS  # 0.04, 0.04 after Holm over 4
+    assert v["c"].outcome == V.DOES_NOT_HOLD  # not significant after Holm, the interval within +-0.2
+    assert v["short"].outcome == V.INCONCLUSIVE and "only 3 units" in v["short"].reason
+    assert v["nan"].outcome == V.INCONCLUSIVE
+    assert "Holm over 4" in v["a"].test
+
+
+def test_paired_t_test_and_solve_rate_test_are_the_claims_the_rules_use():
+    a, b = {s: 1.0 + 0.1 * s for s in range(5)}, {s: 1.3 + 0.1 * s + 0.01 * (s % 2) for s in range(5)}
+    c, p = V.paired_t_test(a, b, threshold=0.1), stats.Paired(a, b)
+    assert (c.p, c.effect, c.interval, c.n) == (p.p, p.mean, (p.lo, p.hi), 5)
+    s = V.solve_rate_test([0.2, 0.995, 0.3, 0.1, 0.2], [1.0, 0.99, 0.98, 1.0, 1.0], solved_at=0.99, threshold=0.2)
+    assert s.effect == pytest.approx(4 / 5 - 1 / 5)
+    assert s.p == pytest.approx(sp.fisher_exact([[4, 1], [1, 4]])[1])
+    assert "4 of 5 against 1 of 5" in s.test
