@@ -28,10 +28,14 @@ def fields(data):
         ["load average while it ran", f"mean {prov['load_average_mean']}, max {prov['load_average_max']} (sampled each minute)"],
     ])
     cpu_min = (float(prov["run_sh_cpu_user_s"]) + float(prov["run_sh_cpu_sys_s"])) / 60
-    f["regen_time"] = (f"about {cpu_min / 2:.0f} minutes on 2 idle cores (the runs' CPU time, at least "
-                       f"{cpu_min:.0f} min, over two one-thread runs at a time); the last regeneration took "
-                       f"{int(prov['run_sh_wall_s']) / 60:.0f} min of wall time while other work shared the machine "
-                       f"(load average {prov['load_average_mean']} on average)")
+    wall_min = int(prov["run_sh_wall_s"]) / 60
+    load = float(prov["load_average_mean"]) if prov["load_average_mean"] else float("nan")
+    # Two one-thread runs at a time keep a 2-core machine's load near 2: above that, other work shared it.
+    quiet = int(prov["jobs"]) <= 2 and load <= int(prov["machine_nproc"]) + 0.5
+    f["regen_time"] = (f"the last regeneration took {wall_min:.0f} min of wall time on {prov['machine_nproc']} cores, "
+                       + ("with nothing else running" if quiet else "while other work shared the machine")
+                       + f" (load average {prov['load_average_mean']} on average; the runs' CPU time at least "
+                       f"{cpu_min:.0f} min, {prov['jobs']} one-thread runs at a time)")
     f["n_runs"] = prov["runs"]
     f["rules"] = (f"Two settings of a sweep are compared over the same seeds, and every comparison a sweep makes "
                   f"(each point against the reference and, for head counts, the largest count against the best "
