@@ -33,7 +33,7 @@ def fields(data):
     # Two one-thread runs at a time keep a 2-core machine's load near 2: above that, other work shared it.
     quiet = int(prov["jobs"]) <= 2 and load <= int(prov["machine_nproc"]) + 0.5
     f["regen_time"] = (f"the last regeneration took {wall_min:.0f} min of wall time on {prov['machine_nproc']} cores, "
-                       + ("with nothing else running" if quiet else "while other work shared the machine")
+                       + ("on an otherwise quiet machine" if quiet else "while other work shared the machine")
                        + f" (load average {prov['load_average_mean']} on average; the runs' CPU time at least "
                        f"{cpu_min:.0f} min, {prov['jobs']} one-thread runs at a time)")
     f["n_runs"] = prov["runs"]
