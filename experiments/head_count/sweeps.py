@@ -1,6 +1,5 @@
 """experiments/head_count, the rendering side: what data/ holds (Data), and one sweep's points and
 their paired comparisons (Sweep), with the constants that turn numbers into words."""
-import math
 import os
 
 from common import fmt_p, md_table, mean_std, number, pm, signed
