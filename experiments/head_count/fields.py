@@ -8,8 +8,10 @@ from verdicts import MIN_SEEDS, PAPER, PRACTICAL, holm_claims, paired_t_test
 
 from .runs import DATA
 from .studies import Study
-from .sweeps import ACCURACY_THRESHOLD, ALPHA, LR_STUDIES, NO_DIFFERENCE, NOT_RESOLVED, TITLES, Sweep, by_seed, claim, key_label, steps_to, values, \
-    verdict_word
+from .sweeps import (
+    ACCURACY_THRESHOLD, ALPHA, LR_STUDIES, NO_DIFFERENCE, NOT_RESOLVED, TITLES, Data, Sweep, by_seed, claim, key_label,
+    steps_to, values, verdict_word
+)
 
 STEPS_THRESHOLD = 0.1  # the practical threshold on steps to 99%: a tenth of the budget
 
@@ -122,6 +124,11 @@ def fields(data):
         f" (three heads minus one head: {p6.comparison(3)}, over {len(p6.seeds)} seeds)"
 
     f["what changed"] = what_changed(sweeps, studies)
+    same, both = same_runs(data)
+    old_prov = Data(os.path.join(DATA, "before")).prov
+    f["rerun"] = (f"The rerun's runs are not the old ones: the val and test metrics are the same in {same} of the {both} "
+                  f"runs (study, head count, seed) present in both. The old data came from binary `{old_prov['binary_built_from_commit']}` "
+                  f"on {old_prov['machine_cpu']}, the new from `{prov['binary_built_from_commit']}` on {prov['machine_cpu']}")
     f["claims"] = claims_table(sweeps, studies)
     return f
 
@@ -135,6 +142,12 @@ def solved_words(study):
             "(an existence proof that one head can represent it, so the gap is in learnability)")
 
 
+def too_many_hurt(s):
+    """Vaswani's second half: the largest head count is worse than the best (the reference, when
+    the reference is best)."""
+    return s.top_word() == "worse" if s.top is not None else max(s.points) in s.resolved("worse")
+
+
 def claims_table(sweeps, studies):
     """Against the sources' claims: the paper's number, ours, and a verdict built from the
     comparisons (the sweeps' families: docs/verdicts.md)."""
@@ -142,11 +155,13 @@ def claims_table(sweeps, studies):
     # Vaswani Table 3 (A): more heads help, up to a point
     tasks = ("text", "k_relation_3", "induction", "grammar")
     parts = [f"{TITLES[t]}: {sweeps[t].pattern()}" for t in tasks]
-    both = [t for t in tasks if sweeps[t].pattern().startswith("more heads help up to a point, then hurt")]
-    helps = [t for t in tasks if t not in both and sweeps[t].resolved("better")]
-    verdict = ("holds on " + (", ".join(TITLES[t] for t in both) or "no task") + "; the first half only (more heads "
-               "better than one, too many not shown worse than the best) on " +
-               (", ".join(TITLES[t] for t in helps) or "no other task"))
+    first = [t for t in tasks if sweeps[t].resolved("better")]  # some count better than one head
+    second = [t for t in tasks if too_many_hurt(sweeps[t])]
+
+    def names(ts):
+        return ", ".join(TITLES[t] for t in ts) or "no task"
+    verdict = (f"both halves hold on {names([t for t in first if t in second])}; more heads better than one on "
+               f"{names(first)}; the largest count worse than the best on {names(second)}")
     rows.append(["More heads help, up to a point", PAPER["vaswani_table3a"].text(), "; ".join(parts) + ".", verdict])
     # d_head
     parts = []
@@ -192,22 +207,34 @@ def claims_table(sweeps, studies):
 
 def what_changed(sweeps, studies):
     """Each comparison's verdict before issue 29 (data/before/verdicts.csv: the old data and the old
-    rule, a Holm-corrected paired t-test with no threshold, "level" for anything not significant)
-    beside the verdict now (this data/, the rules of docs/verdicts.md)."""
+    rule, a Holm-corrected paired t-test with no threshold, "level" for anything not significant),
+    the new rules on the old data (what the rules alone change), and the new rules on this data/."""
+    old_data = Data(os.path.join(DATA, "before"))
     rows = []
     for b in read_csv(os.path.join(DATA, "before", "verdicts.csv")):
         study = b["study"]
         if study in studies:
             s, label = studies[study].long, f"{TITLES[study]}, {studies[study].long_steps} steps"
+            o = Study(old_data, study).long
         else:
             s, label = sweeps[study], TITLES[study]
+            o = Sweep(old_data, study, key=s.key, reference=s.reference)
         if b["kind"] == "headline":
-            rows.append([label, "headline", f"{b['word']} ({b['seeds']} seeds)", f"{s.pattern()} ({len(s.seeds)} seeds)"])
+            rows.append([label, "headline", f"{b['word']} ({b['seeds']} seeds)", f"{o.pattern()} ({len(o.seeds)} seeds)",
+                         f"{s.pattern()} ({len(s.seeds)} seeds)"])
             continue
         a, v = int(b["a"]), int(b["b"])
         before = (f"{b['word']}: {signed(number(b['mean']), s.digits)} [{signed(number(b['lo']), s.digits)}, "
                   f"{signed(number(b['hi']), s.digits)}], Holm {fmt_p(number(b['p_holm']))} ({b['seeds']} seeds)")
-        now = f"{s.word(v)}: {s.comparison(v)} ({len(s.seeds)} seeds)" if a == s.reference else "–"
-        rows.append([label, f"{key_label(s.key, v)} vs {key_label(s.key, a)}", before, now])
-    return md_table(["sweep", "comparison", "before (no practical threshold)", "now (docs/verdicts.md)"],
-                    rows, align="---")
+        rows.append([label, f"{key_label(s.key, v)} vs {key_label(s.key, a)}", before,
+                     f"{o.word(v)}: {o.comparison(v)}", f"{s.word(v)}: {s.comparison(v)} ({len(s.seeds)} seeds)"])
+    return md_table(["sweep", "comparison", "before: old data, old rule", "old data, new rules",
+                     "now: new data, new rules"], rows, align="---")
+
+
+def same_runs(data):
+    """(runs in both data/ and data/before/ with identical val and test metrics, runs in both)."""
+    old = {(r["study"], r["run"]): r for r in Data(os.path.join(DATA, "before")).runs}
+    keys = ("val_loss", "val_accuracy", "val_bpb", "test_loss", "test_accuracy", "test_bpb")
+    both = [(old[(r["study"], r["run"])], r) for r in data.runs if (r["study"], r["run"]) in old]
+    return sum(all(o[k] == r[k] for k in keys) for o, r in both), len(both)

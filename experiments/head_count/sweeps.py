@@ -48,12 +48,16 @@ PLATEAU_TOLERANCE = {False: 0.01, True: 0.01}
 
 
 class Data:
-    def __init__(self):
-        self.runs = read_csv(os.path.join(DATA, "runs.csv"))
+    """A data folder: runs.csv, provenance.csv and (when it has one) curves.csv; data/before/ has
+    no curves, so only the comparisons can be made from it."""
+
+    def __init__(self, folder=DATA):
+        self.runs = read_csv(os.path.join(folder, "runs.csv"))
         self.curves = {}
-        for c in read_csv(os.path.join(DATA, "curves.csv")):
-            self.curves.setdefault((c["study"], c["run"]), []).append(c)
-        self.prov = {r["key"]: r["value"] for r in read_csv(os.path.join(DATA, "provenance.csv"))}
+        if os.path.exists(os.path.join(folder, "curves.csv")):
+            for c in read_csv(os.path.join(folder, "curves.csv")):
+                self.curves.setdefault((c["study"], c["run"]), []).append(c)
+        self.prov = {r["key"]: r["value"] for r in read_csv(os.path.join(folder, "provenance.csv"))}
 
     def rows(self, study, **eq):
         return [r for r in self.runs if r["study"] == study and all(r[k] == str(v) for k, v in eq.items())]
