@@ -392,3 +392,50 @@ def paper_row(claim, ours, paper, verdict):
 def paper_table(rows):
     """The rows under PAPER_HEADER as a Markdown table (common.md_table)."""
     return md_table(PAPER_HEADER, rows, align="---")
+
+
+# ---- additions for experiments/pruning (issue 29) -------------------------------------------------------
+
+# Practical thresholds the pruning experiment needs beyond the ones above: a fraction of all heads
+# prunable (one round of `headlab prune` at run.sh's STEP_FRAC masks this share), and a difference
+# of two shares of heads kept by L0 (the same scale as a solve rate's).
+PRACTICAL["prune_fraction"] = 0.05
+PRACTICAL["kept_rate"] = 0.2
+
+PAPER["voita_figure7"] = PaperValue(
+    "encoder heads pruned with L0 gates (WMT EN-RU): about 29.6 BLEU with all 48, 29.5 with 10, 29.0 with 5, 28.25 "
+    "with 2; 38 of 48 pruned for 0.15 BLEU", "Voita et al. 2019, Section 6.2, Figure 7", count=38, total=48)
+PAPER["voita_scratch"] = PaperValue(
+    "the pruned model's heads trained from scratch (the same layout) do worse than the pruned model, by 0.15-0.5 BLEU",
+    "Voita et al. 2019, Section 6.2")
+# The numbers of PAPER entries a rule compares with (not only prints): Michel et al.'s Figure 5 prunes
+# the checkpoint of epoch 10 of 40 and keeps 85-90% of the unpruned BLEU with about 40% of the heads
+# pruned.
+PAPER_NUMBERS = {"michel_figure5": {"epoch": 10, "epochs": 40, "fraction_pruned": 0.40, "retained": (0.85, 0.90)}}
+
+
+def removal_class_interval(p, delta, interval, *, level, threshold, higher_is_better):
+    """removal_class with the effect's interval (at confidence 1 - level): a removal that is not
+    significant but whose interval lies inside ±threshold is NO_CHANGE (shown small), where
+    removal_class, which has p only, calls it UNRESOLVED. Over ~1000 examples most heads that do
+    nothing are shown small this way; Michel count every non-significant head as unchanged."""
+    v = significant_with_effect(p, delta, level=level, threshold=threshold, interval=interval)
+    if v.holds:
+        return HELPS if (delta > 0) == higher_is_better else HURTS
+    return NO_CHANGE if v.outcome == DOES_NOT_HOLD else UNRESOLVED
+
+
+def reaches_claim(values, target, *, level, threshold, test, min_seeds=MIN_SEEDS):
+    """The claim "the per-seed values ({seed: value}) reach a paper's number": holds when they are
+    shown not below `target` by `threshold` or more (seed_claim of "below the target by at least the
+    threshold" does not hold: the values are significantly above it, or the interval lies within
+    ±threshold of it, or significantly below by less than the threshold); does not hold when they
+    are shown below it by at least the threshold; else inconclusive (fewer than min_seeds seeds)."""
+    v = seed_claim({s: target for s in values}, values, level=level, threshold=threshold, test=test, direction=-1,
+                   min_seeds=min_seeds)
+    kw = dict(test=v.test, level=level, threshold=threshold, p=v.p, effect=v.effect, n=v.n)
+    if v.holds:
+        return Verdict(DOES_NOT_HOLD, f"below {target:g} by at least {threshold:g}: {v.reason}", **kw)
+    if v.outcome == DOES_NOT_HOLD:
+        return Verdict(HOLDS, f"not below {target:g} by {threshold:g} or more: {v.reason}", **kw)
+    return Verdict(INCONCLUSIVE, v.reason, **kw)
