@@ -274,8 +274,8 @@ def claim_scratch(d):
         word = seed_word(v, "scratch worse (as Voita)", "scratch better (the opposite of Voita)",
                          small="within the threshold")
         if word == "not resolved":
-            word += f" (scratch {'better' if better > worse else 'worse' if worse > better else 'mixed'} in " \
-                    f"{max(worse, better)} of {len(drops)} seeds)"
+            word += (f" (scratch {'better' if better > worse else 'worse'} in {max(worse, better)} of {len(drops)} "
+                     "seeds)" if worse != better else f" (scratch better in {better}, worse in {worse} of {len(drops)} seeds)")
         c.rows.append(Row(task, ours, v.words(), word))
     return c
 
