@@ -16,7 +16,7 @@ Statistics (experiments/stats.py computes them, experiments/verdicts.py decides;
   - one head (Table 1) or one layer's reduction (Table 2) against the full model: a paired test
     over evaluation examples (E about 1024; normal approximation, two-sided) on the task metric
     (per-example accuracy where examples.h5 holds it, else loss), at LEVEL_MICHEL uncorrected, and
-    removal_class_interval with a practical threshold (PRACTICAL);
+    removal_class with a practical threshold (PRACTICAL);
   - fraction prunable: no noticeable() drop (NOTICEABLE); L0's lambda on val by the same rule;
   - across seeds: seed_claim / reaches_claim (paired t-test, LEVEL_SEEDS, at least MIN_SEEDS);
   - head roles (Voita): the thresholds POSITIONAL_SHARE, SYNTACTIC_MARGIN, RARE_SHARE and the

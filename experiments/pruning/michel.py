@@ -1,7 +1,7 @@
 """experiments/pruning: Michel et al. 2019's Tables 1 and 2 on the task metric, by the shared rules
 (docs/verdicts.md): each head removed alone (Table 1), each layer reduced to its best head (Table
 2), a paired test over the analysed examples at LEVEL_MICHEL, uncorrected as Michel's, and
-removal_class_interval with a practical threshold: hurts / helps / no practical change /
+removal_class with a practical threshold: hurts / helps / no practical change /
 unresolved."""
 import math
 from statistics import NormalDist
@@ -9,7 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from stats import paired_t
-from verdicts import HELPS, HURTS, LEVEL_MICHEL, NO_CHANGE, PRACTICAL, UNRESOLVED, removal_class_interval, \
+from verdicts import HELPS, HURTS, LEVEL_MICHEL, NO_CHANGE, PRACTICAL, UNRESOLVED, removal_class, \
     removal_counts
 
 CLASSES = (HURTS, HELPS, NO_CHANGE, UNRESOLVED)
@@ -36,9 +36,9 @@ def effects(diffs, full, kind, level=LEVEL_MICHEL):
 
 
 def classify(effect, p, lo, hi, kind, level=LEVEL_MICHEL):
-    """[K] removal classes of removal_class_interval at `level` with the task metric's threshold."""
-    return [removal_class_interval(float(pi), float(e), (float(a), float(b)), level=level,
-                                   threshold=threshold_of(kind), higher_is_better=kind == "accuracy")
+    """[K] removal classes of removal_class at `level` with the task metric's threshold."""
+    return [removal_class(float(pi), float(e), level=level, threshold=threshold_of(kind),
+                          higher_is_better=kind == "accuracy", interval=(float(a), float(b)))
             for e, pi, a, b in zip(effect, p, lo, hi)]
 
 

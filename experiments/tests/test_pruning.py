@@ -1,5 +1,5 @@
 """experiments/pruning's verdict logic against hand-computed cases: the verdicts.py additions it
-uses (removal_class_interval, reaches_claim), Michel's per-head classes (michel.py), the fraction
+uses (removal_class, reaches_claim), Michel's per-head classes (michel.py), the fraction
 prunable without a noticeable drop and Figure 5's retained share (analysis.py), the task metric's
 fallback to loss (loading.py) and the words of claims.py. Run: python3 -m pytest experiments/tests."""
 import math
@@ -21,20 +21,20 @@ from pruning.loading import Data  # noqa: E402
 # ---- verdicts.py additions ----------------------------------------------------------------------------
 
 
-def test_removal_class_interval_by_hand():
+def test_removal_class_by_hand():
     kw = dict(level=0.01, threshold=0.01)
     # Significant, at least the threshold: by the sign and the metric's direction.
-    assert V.removal_class_interval(0.001, -0.02, (-0.03, -0.01), higher_is_better=True, **kw) == V.HURTS
-    assert V.removal_class_interval(0.001, +0.02, (0.01, 0.03), higher_is_better=True, **kw) == V.HELPS
-    assert V.removal_class_interval(0.001, +0.02, (0.01, 0.03), higher_is_better=False, **kw) == V.HURTS
+    assert V.removal_class(0.001, -0.02, interval=(-0.03, -0.01), higher_is_better=True, **kw) == V.HURTS
+    assert V.removal_class(0.001, +0.02, interval=(0.01, 0.03), higher_is_better=True, **kw) == V.HELPS
+    assert V.removal_class(0.001, +0.02, interval=(0.01, 0.03), higher_is_better=False, **kw) == V.HURTS
     # Not significant, the interval inside ±0.01: shown small (removal_class, without it, cannot say).
-    assert V.removal_class_interval(0.5, 0.001, (-0.004, 0.006), higher_is_better=True, **kw) == V.NO_CHANGE
+    assert V.removal_class(0.5, 0.001, interval=(-0.004, 0.006), higher_is_better=True, **kw) == V.NO_CHANGE
     assert V.removal_class(0.5, 0.001, higher_is_better=True, **kw) == V.UNRESOLVED
     # Not significant, the interval reaching the threshold: unresolved.
-    assert V.removal_class_interval(0.5, 0.001, (-0.02, 0.02), higher_is_better=True, **kw) == V.UNRESOLVED
+    assert V.removal_class(0.5, 0.001, interval=(-0.02, 0.02), higher_is_better=True, **kw) == V.UNRESOLVED
     # Significant, below the threshold, the interval inside: no practical change; reaching it: unresolved.
-    assert V.removal_class_interval(0.001, 0.005, (0.002, 0.008), higher_is_better=True, **kw) == V.NO_CHANGE
-    assert V.removal_class_interval(0.001, 0.005, (0.001, 0.012), higher_is_better=True, **kw) == V.UNRESOLVED
+    assert V.removal_class(0.001, 0.005, interval=(0.002, 0.008), higher_is_better=True, **kw) == V.NO_CHANGE
+    assert V.removal_class(0.001, 0.005, interval=(0.001, 0.012), higher_is_better=True, **kw) == V.UNRESOLVED
 
 
 def test_reaches_claim_by_hand():
