@@ -33,7 +33,10 @@ LEVEL_SEEDS = 0.05      # two-sided level of a seed-level claim
 LEVEL_MICHEL = 0.01     # Michel et al. 2019's level per head (Table 1) and per layer (Table 2), uncorrected
 # Practical thresholds: the smallest effect a verdict calls a change. Accuracy in points (fraction),
 # loss and bits/byte relative to the reference model's, BLEU in BLEU points, solve rates as fractions.
-PRACTICAL = {"accuracy": 0.01, "relative_loss": 0.01, "bleu": 0.5, "solve_rate": 0.2}
+# prune_fraction: a share of all heads prunable (one round of run.sh's pruning masks this share);
+# kept_rate: a difference of two shares of heads kept by L0 (the scale of a solve rate).
+PRACTICAL = {"accuracy": 0.01, "relative_loss": 0.01, "bleu": 0.5, "solve_rate": 0.2, "prune_fraction": 0.05,
+             "kept_rate": 0.2}
 NOTICEABLE = {"accuracy": 0.01, "relative_loss": 0.01, "bleu": 0.5}  # "no noticeable impact" (Michel Section 4)
 SOLVED_AT = 0.99        # a run "solves" an accuracy task at this test accuracy (head_count's ACCURACY_THRESHOLD)
 PERMUTATIONS = 10000
@@ -166,13 +169,15 @@ def most_claim(count, total, *, what, paper=None):
 HURTS, HELPS, NO_CHANGE, UNRESOLVED = "hurts", "helps", "no practical change", "unresolved"
 
 
-def removal_class(p, delta, *, level, threshold, higher_is_better):
+def removal_class(p, delta, *, level, threshold, higher_is_better, interval=None):
     """One head's removal, Michel et al. Table 1's question with a practical threshold: delta is the
     task metric with the head removed minus without (BLEU, accuracy; loss where the task metric is
     a loss, with higher_is_better False). HURTS or HELPS when significant_with_effect holds (by the
-    sign), NO_CHANGE when it does not hold (significant but small, or shown small), UNRESOLVED when
-    inconclusive. Michel count heads whose change is significant, and report those that help."""
-    v = significant_with_effect(p, delta, level=level, threshold=threshold)
+    sign), NO_CHANGE when it does not hold (significant but small, or, given the effect's interval
+    at confidence 1 - level, shown small), UNRESOLVED when inconclusive. Without an interval a
+    non-significant head is UNRESOLVED; over ~1000 examples the interval shows most heads that do
+    nothing to be small. Michel count heads whose change is significant, and report those that help."""
+    v = significant_with_effect(p, delta, level=level, threshold=threshold, interval=interval)
     if v.holds:
         return HELPS if (delta > 0) == higher_is_better else HURTS
     return NO_CHANGE if v.outcome == DOES_NOT_HOLD else UNRESOLVED
@@ -376,6 +381,11 @@ PAPER = {
     "gqa": PaperValue("grouped K/V heads (GQA) come close to MHA's quality, nearer than MQA", "Ainslie et al. 2023"),
     "michel_figure5": PaperValue("from epoch 10 of 40, about 40% of heads prunable at 85-90% of the unpruned BLEU; "
                                  "importance order only, no random order", "Michel et al. 2019, Section 6, Figure 5"),
+    "voita_figure7": PaperValue("encoder heads pruned with L0 gates (WMT EN-RU): about 29.6 BLEU with all 48, 29.5 "
+                                "with 10, 29.0 with 5, 28.25 with 2; 38 of 48 pruned for 0.15 BLEU",
+                                "Voita et al. 2019, Section 6.2, Figure 7", count=38, total=48),
+    "voita_scratch": PaperValue("the pruned model's heads trained from scratch (the same layout) do worse than the "
+                                "pruned model, by 0.15-0.5 BLEU", "Voita et al. 2019, Section 6.2"),
 }
 
 PAPER_HEADER = ["claim", "ours", "paper", "test", "level; threshold", "verdict"]
@@ -392,3 +402,27 @@ def paper_row(claim, ours, paper, verdict):
 def paper_table(rows):
     """The rows under PAPER_HEADER as a Markdown table (common.md_table)."""
     return md_table(PAPER_HEADER, rows, align="---")
+
+
+# ---- additions for experiments/pruning (issue 29) -------------------------------------------------------
+
+# The numbers of PAPER entries a rule compares with (not only prints): Michel et al.'s Figure 5 prunes
+# the checkpoint of epoch 10 of 40 and keeps 85-90% of the unpruned BLEU with about 40% of the heads
+# pruned.
+PAPER_NUMBERS = {"michel_figure5": {"epoch": 10, "epochs": 40, "fraction_pruned": 0.40, "retained": (0.85, 0.90)}}
+
+
+def reaches_claim(values, target, *, level, threshold, test, min_seeds=MIN_SEEDS):
+    """The claim "the per-seed values ({seed: value}) reach a paper's number": holds when they are
+    shown not below `target` by `threshold` or more (seed_claim of "below the target by at least the
+    threshold" does not hold: the values are significantly above it, or the interval lies within
+    ±threshold of it, or significantly below by less than the threshold); does not hold when they
+    are shown below it by at least the threshold; else inconclusive (fewer than min_seeds seeds)."""
+    v = seed_claim({s: target for s in values}, values, level=level, threshold=threshold, test=test, direction=-1,
+                   min_seeds=min_seeds)
+    kw = dict(test=v.test, level=level, threshold=threshold, p=v.p, effect=v.effect, n=v.n)
+    if v.holds:
+        return Verdict(DOES_NOT_HOLD, f"below {target:g} by at least {threshold:g}: {v.reason}", **kw)
+    if v.outcome == DOES_NOT_HOLD:
+        return Verdict(HOLDS, f"not below {target:g} by {threshold:g} or more: {v.reason}", **kw)
+    return Verdict(INCONCLUSIVE, v.reason, **kw)

@@ -1,14 +1,17 @@
-"""experiments/pruning: the rules that turn the data into numbers and words (the constants, fixed
-before the final run) and what the tables and verdicts are computed from: pruning curves and the
-fraction prunable, the L0 lambda chosen on val, the per-head and per-layer tests, the dynamics,
-Voita's head roles and their survival under L0, the layouts retrained from scratch."""
+"""experiments/pruning: the rules that turn the data into numbers (the constants, fixed before the
+final run, and the shared verdict rules' thresholds of experiments/verdicts.py) and what the tables
+and verdicts are computed from: pruning curves and the fraction prunable without a noticeable drop,
+the L0 lambda chosen on val, the score orders per seed, the dynamics (Michel's Figure 5 measure),
+Voita's head roles and their survival under L0, the layouts retrained from scratch. Michel's Tables
+1 and 2 are michel.py's."""
 import math
 import re
 
 import numpy as np
 
 from common import number
-from stats import permutation_p, significant, spearman
+from stats import spearman
+from verdicts import NOTICEABLE, PAPER_NUMBERS, PERMUTATIONS, PRACTICAL, noticeable, stratified_permutation_claim
 
 # task -> (title, the prune metric: a column of prune.csv)
 TASKS = {
@@ -18,11 +21,11 @@ TASKS = {
     "text": ("real text (KJV bytes)", "val_bpb"),
     "classify": ("classification (encoder)", "val_accuracy"),
 }
-ALPHA = 0.01           # family-wise level of the Holm-corrected per-head and per-layer tests
-TOLERANCE = 0.05       # the drop that counts as "prunable": relative (loss, bpb) or points (accuracy)
-TOLERANCE_LOW = 0.01
+TEST_KEY = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}  # evals.csv's column of a metric
+LEVEL_SURVIVAL = 0.01  # level of the one-sided permutation test of Voita's specialised heads (as before issue 29)
 RHO_THRESHOLD = 0.9
-PERMUTATIONS = 10000
+FIGURE5 = PAPER_NUMBERS["michel_figure5"]
+EARLY = FIGURE5["epoch"] / FIGURE5["epochs"]  # Michel's Figure 5 checkpoint, as a fraction of training
 # Voita et al. 2019's criteria; fixed before the final run (issue 12).
 POSITIONAL_SHARE = 0.9   # one relative offset holds the head's argmax at least this often
 SYNTACTIC_MARGIN = 0.10  # agreement with a relation at least this far above its positional baseline
@@ -38,6 +41,20 @@ ORDER_TITLES = {"importance": "importance (l2 per layer)", "importance_raw": "im
                 "ablation": "ablation score", "entropy": "entropy", "confidence": "confidence", "random": "random"}
 
 
+def noticeable_threshold(metric):
+    """NOTICEABLE's threshold for a prune metric: accuracy points, or relative loss / bits per byte."""
+    return NOTICEABLE["accuracy"] if metric == "val_accuracy" else NOTICEABLE["relative_loss"]
+
+
+def practical_threshold(metric):
+    """PRACTICAL's threshold for a difference of a prune metric (drop() units)."""
+    return PRACTICAL["accuracy"] if metric == "val_accuracy" else PRACTICAL["relative_loss"]
+
+
+def unit(metric):
+    return "points" if metric == "val_accuracy" else "%"
+
+
 # ---- pruning curves ------------------------------------------------------------------------------
 
 
@@ -46,16 +63,30 @@ def drop(metric, base, value):
     return base - value if metric == "val_accuracy" else (value - base) / base
 
 
-def prunable(metric, rows, tolerance=TOLERANCE, control=None):
-    """The largest fraction pruned before the first round whose drop exceeds the tolerance,
-    against round 0, or against the control's metric at the same round (fine-tuned arms)."""
+def relative_drop(metric, base, value):
+    """Loss of quality relative to the base, accuracy too (Michel's Figure 5: "85-90% of BLEU")."""
+    return (base - value) / base if metric == "val_accuracy" else (value - base) / base
+
+
+def prunable(metric, rows, control=None, worse=None):
+    """The largest fraction pruned before the first round whose drop is noticeable (NOTICEABLE;
+    Michel's "without noticeable impact"), against round 0, or against the control's metric at
+    the same round (fine-tuned arms). worse(base, value) -> bool replaces the rule (Figure 5)."""
+    if worse is None:
+        worse = lambda b, v: noticeable(drop(metric, b, v), threshold=noticeable_threshold(metric))  # noqa: E731
     best = 0.0
     for i, r in enumerate(rows[1:], start=1):
         base = number((control[i] if control else rows[0])[metric])
-        if drop(metric, base, number(r[metric])) > tolerance:
+        if worse(base, number(r[metric])):
             break
         best = number(r["fraction_pruned"])
     return best
+
+
+def retained_prunable(metric, rows, retained):
+    """Michel's Figure 5 measure: the fraction pruned before the metric first falls below
+    `retained` of the unpruned (relative_drop > 1 - retained)."""
+    return prunable(metric, rows, worse=lambda b, v: relative_drop(metric, b, v) > 1 - retained + 1e-12)
 
 
 def at_half(metric, rows):
@@ -69,14 +100,19 @@ def random_arms(d, task, seed, step=None, finetuned=False):
     return [d.arm(task, seed, a, step) for a in d.arms(task, seed, step) if re.fullmatch(pattern, a)]
 
 
-def order_prunable(d, task, seed, order, tolerance=TOLERANCE, step=None):
+def order_prunable(d, task, seed, order, step=None):
     """Fraction prunable of a score order without fine-tuning; random: mean over its seeds."""
     metric = TASKS[task][1]
     if order == "random":
         runs = random_arms(d, task, seed, step)
-        return float(np.mean([prunable(metric, r, tolerance) for r in runs])) if runs else math.nan
+        return float(np.mean([prunable(metric, r) for r in runs])) if runs else math.nan
     rows = d.arm(task, seed, order, step)
-    return prunable(metric, rows, tolerance) if rows else math.nan
+    return prunable(metric, rows) if rows else math.nan
+
+
+def by_seed(d, task, f):
+    """{seed: f(seed)} over the task's seeds."""
+    return {s: f(s) for s in d.seeds[task]}
 
 
 def ft_name(d, task, seed, base):
@@ -95,7 +131,7 @@ def l0_points(d, task, seed):
     control = d.arm(task, seed, "none_l0")
     if not control:
         return []
-    test_key = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}[metric]
+    test_key = TEST_KEY[metric]
     control_test = d.eval(task, seed, "none_l0", "test")
     points = []
     for arm in d.arms(task, seed):
@@ -111,82 +147,52 @@ def l0_points(d, task, seed):
 
 
 def l0_selected(d, task, seed):
-    """The lambda chosen on val: most heads pruned with a val drop (vs the control) within the
-    tolerance; else the smallest val drop. None without L0 runs."""
+    """The lambda chosen on val: most heads pruned with no noticeable val drop against the control
+    (NOTICEABLE, as prunable()); else the smallest val drop. None without L0 runs."""
     points = l0_points(d, task, seed)
     if not points:
         return None
-    ok = [p for p in points if p[3] <= TOLERANCE]
+    threshold = noticeable_threshold(TASKS[task][1])
+    ok = [p for p in points if not noticeable(p[3], threshold=threshold)]
     return max(ok, key=lambda p: (p[1], -p[0])) if ok else min(points, key=lambda p: p[3])
 
 
-# ---- Michel: single heads, layers reduced to one head, score orders, dynamics ------------------------
+# ---- Michel Section 4 and 6: score orders per seed, dynamics ------------------------------------------
 
 
-def table1_counts(d, task, seed):
-    h, ex = d.head_table(task, seed), d.examples(task, seed)
-    L, H = h["gate"].shape
-    diffs = ex["ablation_loss"].reshape(L * H, -1) - ex["loss"][None, :]
-    worse, better = significant(diffs, ALPHA)
-    return h, worse.reshape(L, H), better.reshape(L, H)
+def orders_by_seed(d, task, orders=("importance", "importance_raw", "ablation", "random")):
+    """{order: {seed: fraction prunable}} without fine-tuning."""
+    return {o: by_seed(d, task, lambda s, o=o: order_prunable(d, task, s, o)) for o in orders}
 
 
-def table2_rows(d, task):
-    """Per seed: per layer (best head, loss delta, accuracy delta, worse, better), Holm over layers."""
-    result = []
-    for seed in d.seeds[task]:
-        h, ex = d.head_table(task, seed), d.examples(task, seed)
-        delta, acc = h["layer_only_loss_delta"], h["layer_only_accuracy_delta"]
-        best = [int(np.nanargmin(delta[layer])) for layer in range(delta.shape[0])]
-        diffs = np.stack([ex["layer_only_loss"][layer, b] - ex["loss"] for layer, b in enumerate(best)])
-        worse, better = significant(diffs, ALPHA)
-        result.append([(b, float(delta[layer, b]), float(acc[layer, b]), bool(worse[layer]), bool(better[layer]))
-                       for layer, b in enumerate(best)])
-    return result
-
-
-def orders_verdict(d):
-    """Per comparison, the tasks where one order prunes more in every seed. Tasks where neither
-    importance nor ablation can prune anything are left out."""
-    out = {"spare": [], "ab_better": [], "ab_worse": [], "raw_better": [], "raw_worse": [], "raw_vs_ab": {}}
-    for task in d.tasks:
-        seeds = d.seeds[task]
-        imp = [order_prunable(d, task, s, "importance") for s in seeds]
-        abl = [order_prunable(d, task, s, "ablation") for s in seeds]
-        raw = [order_prunable(d, task, s, "importance_raw") for s in seeds]
-        if max(imp + abl) == 0:
-            continue  # nothing can be pruned by either: no comparison
-        out["spare"].append(task)
-        if all(a > i for a, i in zip(abl, imp)):
-            out["ab_better"].append(task)
-        if all(a < i for a, i in zip(abl, imp)):
-            out["ab_worse"].append(task)
-        if all(r > i for r, i in zip(raw, imp)):
-            out["raw_better"].append(task)
-        if all(r < i for r, i in zip(raw, imp)):
-            out["raw_worse"].append(task)
-        out["raw_vs_ab"][task] = (float(np.mean(raw)), float(np.mean(abl)))
-    return out
-
-
-def dynamics_rows(d, task):
-    """{fraction of training: ([importance prunable per seed], [random per seed], [unpruned metric])}."""
+def dynamics_rows(d, task, retained=None):
+    """{fraction of training: ({seed: importance prunable}, {seed: random}, {seed: unpruned metric})};
+    prunable without a noticeable drop, or (retained: a share, Figure 5) keeping that share of the
+    checkpoint's own unpruned metric."""
     metric = TASKS[task][1]
+
+    def fraction(rows):
+        return prunable(metric, rows) if retained is None else retained_prunable(metric, rows, retained)
     out = {}
     for s in d.seeds[task]:
         final = d.final_step[(task, s)]
         for step in d.checkpoint_steps(task, s):
             imp = d.arm(task, s, "importance", step)
-            rnd = random_arms(d, task, s, step)
-            rnd = [r for r in rnd if r]
+            rnd = [r for r in random_arms(d, task, s, step) if r]
             if not imp or not rnd:
                 continue
-            f = round(step / final, 3)
-            slot = out.setdefault(f, ([], [], []))
-            slot[0].append(prunable(metric, imp))
-            slot[1].append(float(np.mean([prunable(metric, r) for r in rnd])))
-            slot[2].append(number(imp[0][metric]))
+            slot = out.setdefault(round(step / final, 3), ({}, {}, {}))
+            slot[0][s] = fraction(imp)
+            slot[1][s] = float(np.mean([fraction(r) for r in rnd]))
+            slot[2][s] = number(imp[0][metric])
     return out
+
+
+def early_fraction(d, task):
+    """The checkpoint fraction of training nearest EARLY (Michel's epoch 10 of 40), or None."""
+    rows = dynamics_rows(d, task)
+    early = [f for f in rows if f < 1.0]
+    return min(early, key=lambda f: (abs(f - EARLY), f)) if early else None
 
 
 def spearman_runs(d, task):
@@ -201,30 +207,13 @@ def spearman_runs(d, task):
     return result
 
 
-def early_verdict(d):
-    """Michel Section 6 in their terms: does importance order beat random early in training?"""
-    early_ok, total = 0, 0
-    for task in d.tasks:
-        rows = dynamics_rows(d, task)
-        early = [f for f in rows if f <= 0.5]
-        if not early:
-            continue
-        imp, rnd, _ = rows[min(early, key=lambda f: abs(f - 0.25))]
-        total += 1
-        early_ok += all(i >= r for i, r in zip(imp, rnd)) and np.mean(imp) > np.mean(rnd)
-    return early_ok, total
-
-
-def finetune_gain(d, task):
-    """Per seed: fraction prunable with fine-tuning + re-scoring (vs control) minus without (vs round 0)."""
+def finetuned_prunable(d, task, seed):
+    """Fraction prunable with fine-tuning + re-scoring every round, against the control at the same
+    round (NaN without the arms)."""
     metric = TASKS[task][1]
-    out = []
-    for s in d.seeds[task]:
-        name, control = ft_name(d, task, s, "importance_FT_recompute"), d.arm(task, s, ft_name(d, task, s, "none_FT") or "")
-        rows, plain = (d.arm(task, s, name) if name else None), d.arm(task, s, "importance")
-        out.append(prunable(metric, rows, control=control) - prunable(metric, plain)
-                   if rows and control and plain else math.nan)
-    return out
+    name, control = ft_name(d, task, seed, "importance_FT_recompute"), d.arm(task, seed, ft_name(d, task, seed, "none_FT") or "")
+    rows = d.arm(task, seed, name) if name else None
+    return prunable(metric, rows, control=control) if rows and control else math.nan
 
 
 # ---- Voita: head roles, their survival under L0; the layouts retrained from scratch --------------------
@@ -253,7 +242,7 @@ def head_roles(d, task, seed):
 
 
 def survival(d, task):
-    """Per seed at the val-chosen lambda: (roles [N], kept [N] bool) of the L0 model."""
+    """Per seed at the val-chosen lambda: (roles [N], kept [N] bool, layer [N]) of the L0 model."""
     out = []
     for s in d.seeds[task]:
         roles, chosen = head_roles(d, task, s), l0_selected(d, task, s)
@@ -262,25 +251,57 @@ def survival(d, task):
         gone = {tuple(int(x) for x in p.split(":")) for p in chosen[5]["pruned_heads"].split()}
         L, H = roles.shape
         kept = np.array([(layer, head) not in gone for layer in range(L) for head in range(H)])
-        out.append((roles.ravel(), kept))
+        out.append((roles.ravel(), kept, np.repeat(np.arange(L), H)))
     return out
 
 
-def survival_p(runs):
-    """One-sided permutation p that specialised heads (SPECIALISED roles) survive L0 more often than
-    the rest, roles permuted within each model; and the two observed survival rates."""
-    return permutation_p(runs, SPECIALISED, PERMUTATIONS)
+_survival_cache = {}
+
+
+def survival_claim(runs):
+    """Voita: specialised heads (SPECIALISED roles) are kept by L0 more often than the other heads
+    of their layer: stratified_permutation_claim (roles permuted within each layer of each model,
+    one-sided) at LEVEL_SURVIVAL with PRACTICAL["kept_rate"] on the kept-rate difference; and the
+    two observed kept rates (specialised, the rest; NaN where a side is empty)."""
+    key = tuple((tuple(r), tuple(k), tuple(layer)) for r, k, layer in runs)
+    if key in _survival_cache:
+        return _survival_cache[key]
+    pairs = [(r, k.astype(float)) for r, k, _ in runs]
+    inside = np.concatenate([k[np.isin(r, SPECIALISED)] for r, k in pairs]) if pairs else np.array([])
+    rest = np.concatenate([k[~np.isin(r, SPECIALISED)] for r, k in pairs]) if pairs else np.array([])
+    rates = (float(inside.mean()) if len(inside) else math.nan, float(rest.mean()) if len(rest) else math.nan)
+    v = stratified_permutation_claim(pairs, [layer for _, _, layer in runs], SPECIALISED, level=LEVEL_SURVIVAL,
+                                     threshold=PRACTICAL["kept_rate"], permutations=PERMUTATIONS, seed=0)
+    _survival_cache[key] = v, rates
+    return v, rates
+
+
+def scratch_pair(d, task, seed):
+    """(the L0 point whose layout was retrained from scratch, whether it is the lambda chosen on val
+    now) or None. The layouts were retrained for the choice run.sh made when it ran (make_results.py
+    --l0-layouts); a rule changed since may choose another lambda, and then the from-scratch model
+    is compared with the L0 model it was trained to match, said so where it is printed."""
+    trained = d.scratch_layout(task, seed)
+    if trained is None:
+        return None
+    chosen = l0_selected(d, task, seed)
+    layout = lambda p: " ".join(str(x) for x in p[2])  # noqa: E731
+    if chosen and layout(chosen) == trained:
+        return chosen, True
+    same = [p for p in l0_points(d, task, seed) if layout(p) == trained]
+    return (min(same, key=lambda p: p[0]), False) if same else None
 
 
 def scratch_drops(d, task):
-    """Per seed, what training the L0 layout from scratch loses against the L0-pruned model on
-    test (drop(): relative for losses, points for accuracy; negative = scratch is better)."""
+    """{seed: what training the L0 layout from scratch loses against the L0-pruned model of that
+    layout, on test} (drop(): relative for losses, points for accuracy; negative = scratch is
+    better); seeds without both left out."""
     metric = TASKS[task][1]
-    key = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}[metric]
-    out = []
+    key = TEST_KEY[metric]
+    out = {}
     for s in d.seeds[task]:
-        chosen, sc = l0_selected(d, task, s), d.eval(task, s, "scratch_l0", "test")
-        pruned = d.eval(task, s, chosen[6], "test") if chosen else None
+        pair, sc = scratch_pair(d, task, s), d.eval(task, s, "scratch_l0", "test")
+        pruned = d.eval(task, s, pair[0][6], "test") if pair else None
         if sc and pruned:
-            out.append(drop(metric, number(pruned[key]), number(sc[key])))
+            out[s] = drop(metric, number(pruned[key]), number(sc[key]))
     return out

@@ -1,235 +1,293 @@
-"""experiments/pruning: {{claim_NAME}} (what the data say against each source's claim) and
-{{verdict_NAME}} (agrees or not, by the rules in analysis.py) of results.template.md."""
-import math
+"""experiments/pruning: each source's claim judged by the shared rules (experiments/verdicts.py,
+docs/verdicts.md), per task: CLAIMS[key](d) -> Claim (the claim, the paper's number, one Row per
+task: our numbers, the verdict and its short word). claims_text.py renders them."""
+from dataclasses import dataclass, field
 
 from common import cell, seeds_list
-
-from .analysis import (
-    ALPHA, TASKS, TOLERANCE, early_verdict, finetune_gain, ft_name, l0_selected, order_prunable, orders_verdict,
-    prunable, scratch_drops, survival, survival_p, table1_counts, table2_rows
+from verdicts import (
+    DOES_NOT_HOLD, HOLDS, LEVEL_SEEDS, NO_CHANGE, PAPER, PRACTICAL, PaperValue, Verdict, most,
+    most_claim, noticeable, reaches_claim, seed_claim, share_text
 )
 
+from .analysis import (
+    EARLY, FIGURE5, TASKS, dynamics_rows, early_fraction, finetuned_prunable, l0_selected, noticeable_threshold,
+    order_prunable, orders_by_seed, practical_threshold, scratch_drops, scratch_pair, survival, survival_claim,
+    unit
+)
+from .michel import table1, table2
 
-def names(tasks):
-    return ", ".join(tasks) or "no task"
-
-
-def claim_orders(d):
-    o = orders_verdict(d)
-    return (f"tasks with heads to spare: {names(o['spare'])}. In every seed, the ablation order prunes more than "
-            f"importance (l2 per layer) on {names(o['ab_better'])}, less on {names(o['ab_worse'])}; raw importance "
-            f"prunes more than the per-layer normalised one on {names(o['raw_better'])}, less on "
-            f"{names(o['raw_worse'])}")
-
-
-def verdict_orders(d):
-    o = orders_verdict(d)
-    better, worse = o["ab_better"], o["ab_worse"]
-    if better and not worse:
-        words = (f"**Disagrees** with Michel: ordering by each head's ablation score prunes more than the importance "
-                 f"order in every seed on {names(better)}, and importance does so on no task")
-    elif worse and not better:
-        words = (f"**Agrees** with Michel: importance prunes more than the ablation order in every seed on "
-                 f"{names(worse)}, and the ablation order does so on no task")
-    elif better and worse:
-        words = f"**Mixed**: the ablation order wins on {names(better)}, importance on {names(worse)}"
-    else:
-        words = "**Undecided**: neither order prunes more in every seed on any task"
-    if not o["raw_better"]:
-        return words + ". Per-layer normalisation is not the cause: the raw order does no better in every seed."
-    gap = "; ".join(f"{t} {o['raw_vs_ab'][t][0]:.2f} vs {o['raw_vs_ab'][t][1]:.2f}" for t in better)
-    return (words + f". Per-layer l2 normalisation is much of the cause: without it, importance prunes more in every "
-            f"seed on {names(o['raw_better'])}" + (f", and comes to (mean fraction, raw importance vs ablation) {gap}"
-                                                   if gap else "") + ".")
+SEED_TEST = "t"  # seed-level claims: the paired t-test over seeds (docs/verdicts.md: 5 seeds can pass it)
+NOT_A_PAPER = "not a paper's claim: a control this project adds"
+OWN_QUESTION = "this project's question (Michel et al. do no fine-tuning; Voita et al. fine-tune with L0 only)"
 
 
-def claim_early(d):
-    ok, total = early_verdict(d)
-    return (f"tasks where, at the checkpoint nearest a quarter of training, pruning by that checkpoint's importance "
-            f"keeps at least as many heads as random order in every seed, and more on average: {ok} of {total}")
+@dataclass
+class Row:
+    task: str
+    ours: str
+    verdict: str  # Markdown: the verdict and its reason
+    word: str     # the verdict in a few words (summary and "What changed" tables)
 
 
-def verdict_early(d):
-    ok, total = early_verdict(d)
-    if total == 0:
-        return "–"
-    if ok == total:
-        return "**Agrees**: by a quarter of training importance already orders the heads better than random"
-    if ok == 0:
-        return "**Disagrees**: early in training importance order is no better than random"
-    return f"**Partly**: on {ok} of {total} tasks"
+@dataclass
+class Claim:
+    title: str
+    paper: str
+    rule: str
+    rows: list = field(default_factory=list)
+
+
+def per_seed(values, digits=2, scale=1.0):
+    """'0.25, 0.50, 0.31' from {seed: value}, in seed order."""
+    return seeds_list([values[s] * scale for s in sorted(values)], digits)
+
+
+def mean_sd(values, digits=2, scale=1.0):
+    return cell((v * scale for v in values.values()), digits)
+
+
+def seed_word(v, positive, negative, *, small="no practical difference"):
+    """A seed_claim verdict in a few words: `positive` / `negative` by the effect's sign when it
+    holds, or when it does not hold because the effect is significant and large the other way;
+    `small` when it does not hold otherwise (shown within the threshold); 'not resolved' when
+    inconclusive."""
+    other_way = v.outcome == DOES_NOT_HOLD and v.p < v.level and abs(v.effect) >= v.threshold
+    if v.outcome == HOLDS or other_way:
+        return positive if v.effect > 0 else negative
+    return small if v.outcome == DOES_NOT_HOLD else "not resolved"
+
+
+def count_word(verdicts):
+    """Per-model verdicts, one per seed, counted: 'holds in 2 of 3 seeds'."""
+    k = sum(v.holds for v in verdicts)
+    return f"holds in {k} of {len(verdicts)} seeds"
+
+
+def seed_verdicts_text(verdicts, seeds):
+    return "; ".join(f"seed {s}: {v.outcome} ({v.reason})" for s, v in zip(seeds, verdicts))
+
+
+# ---- Michel Tables 1 and 2 ----------------------------------------------------------------------------
+
+
+def unchanged_paper(key, what):
+    """Michel's count turned to ours: the units whose removal changes nothing significantly."""
+    p = PAPER[key]
+    return PaperValue(f"{p.total - p.count} of {p.total} {what} with no significant change", p.citation,
+                      count=p.total - p.count, total=p.total)
+
+
+def classes_text(t):
+    c = t.counts
+    return (f"{c['hurts']} hurt, {c['helps']} help, {c[NO_CHANGE]} no practical change, {c['unresolved']} unresolved "
+            f"of {t.total}")
 
 
 def claim_single_heads(d):
-    parts = []
+    paper = unchanged_paper("michel_table1", "Enc-Enc heads")
+    c = Claim("Most heads can be removed alone without a practical change (Michel Table 1)",
+              PAPER["michel_table1"].text(),
+              "per seed, most_claim: heads whose removal_class is 'no practical change', more than half")
     for task in d.tasks:
-        counts = [int(table1_counts(d, task, s)[1].sum()) for s in d.seeds[task]]
-        total = d.head_table(task, d.seeds[task][0])["gate"].size
-        parts.append(f"{task}: {', '.join(str(c) for c in counts)} of {total}")
-    return "heads significantly worse to remove (Holm), per seed: " + "; ".join(parts)
+        seeds = d.seeds[task]
+        ts = [table1(d, task, s) for s in seeds]
+        vs = [most_claim(t.counts[NO_CHANGE], t.total, what="heads with no practical change") for t in ts]
+        ours = "; ".join(f"seed {s}: {classes_text(t)}" for s, t in zip(seeds, ts)) + \
+            f" (on {ts[0].kind}); Michel: {share_text(paper.count, paper.total)} unchanged"
+        c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))
+    return c
 
 
 def claim_layer_one_head(d):
-    parts = []
+    paper = unchanged_paper("michel_table2", "layers")
+    c = Claim("For most layers, one head is enough (Michel Table 2)", PAPER["michel_table2"].text(),
+              "per seed, most_claim: layers reduced to their best head with 'no practical change', more than half")
     for task in d.tasks:
-        runs = table2_rows(d, task)
-        ok = sum(not layer[3] for run in runs for layer in run)
-        parts.append(f"{task}: {ok}/{sum(len(r) for r in runs)}")
-    return "layers (x seeds) reducible to one head without a significant loss increase: " + "; ".join(parts)
+        seeds = d.seeds[task]
+        ts = [table2(d, task, s) for s in seeds]
+        vs = [most_claim(t.counts[NO_CHANGE], t.total, what="layers with no practical change") for t in ts]
+        ours = "; ".join(f"seed {s}: {classes_text(t)}" for s, t in zip(seeds, ts)) + \
+            f" (on {ts[0].kind}); Michel: {share_text(paper.count, paper.total)} unchanged"
+        c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))
+    return c
+
+
+# ---- score orders, fine-tuning (seed-level claims) ---------------------------------------------------
+
+
+def seed_rule(threshold_words):
+    return (f"seed_claim: {SEED_TEST}-test over seeds, level {LEVEL_SEEDS:g}, at least the seeds verdicts.py asks for, "
+            f"threshold {threshold_words}")
+
+
+def fraction_claim(a, b, direction=0):
+    return seed_claim(a, b, level=LEVEL_SEEDS, threshold=PRACTICAL["prune_fraction"], test=SEED_TEST,
+                      direction=direction)
+
+
+def claim_orders(d):
+    c = Claim("Importance-ordered pruning does at least as well as the ablation-score order (Michel Section 4)",
+              "I_h as a cheap proxy of each head's ablation effect (Michel et al. 2019, Section 4)",
+              seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads (fraction prunable without a noticeable "
+                        "drop)"))
+    for task in d.tasks:
+        o = orders_by_seed(d, task)
+        v = fraction_claim(o["importance"], o["ablation"])
+        diff = {s: o["ablation"][s] - o["importance"][s] for s in o["importance"]}
+        ours = (f"importance {mean_sd(o['importance'])}, ablation {mean_sd(o['ablation'])}; ablation − importance "
+                f"per seed {per_seed(diff)}")
+        c.rows.append(Row(task, ours, v.words(), seed_word(v, "ablation order prunes more", "importance prunes more")))
+    return c
+
+
+def claim_normalisation(d):
+    c = Claim("Michel's per-layer l2 normalisation of I_h does not cost prunable heads", OWN_QUESTION.split(" (")[0],
+              seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads"))
+    for task in d.tasks:
+        o = orders_by_seed(d, task)
+        v = fraction_claim(o["importance"], o["importance_raw"])
+        diff = {s: o["importance_raw"][s] - o["importance"][s] for s in o["importance"]}
+        ours = (f"per-layer {mean_sd(o['importance'])}, raw {mean_sd(o['importance_raw'])}; raw − per-layer per seed "
+                f"{per_seed(diff)}")
+        c.rows.append(Row(task, ours, v.words(), seed_word(v, "raw prunes more", "per-layer prunes more")))
+    return c
 
 
 def claim_importance_vs_random(d):
-    parts = []
+    c = Claim("Importance-ordered pruning beats random order", NOT_A_PAPER,
+              seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads; importance − random, direction +1"))
     for task in d.tasks:
-        seeds = d.seeds[task]
-        parts.append(f"{task}: {cell([order_prunable(d, task, s, 'importance') for s in seeds], 2)} vs "
-                     f"{cell([order_prunable(d, task, s, 'random') for s in seeds], 2)}")
-    return f"fraction prunable within {TOLERANCE * 100:g}% (points), importance vs random: " + "; ".join(parts)
+        o = orders_by_seed(d, task)
+        v = fraction_claim(o["random"], o["importance"], direction=+1)
+        diff = {s: o["importance"][s] - o["random"][s] for s in o["importance"]}
+        ours = (f"importance {mean_sd(o['importance'])}, random {mean_sd(o['random'])}; importance − random per seed "
+                f"{per_seed(diff)}")
+        c.rows.append(Row(task, ours, v.words(), seed_word(v, "importance prunes more", "random prunes more")))
+    return c
 
 
 def claim_finetune(d):
-    parts = []
+    c = Claim("Fine-tuning and re-scoring let more heads be pruned, against the fine-tuned control", OWN_QUESTION,
+              seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads; with − without fine-tuning, direction +1"))
     for task in d.tasks:
-        metric = TASKS[task][1]
-        vals = []
-        for s in d.seeds[task]:
-            name, control = ft_name(d, task, s, "importance_FT_recompute"), d.arm(task, s, ft_name(d, task, s, "none_FT") or "")
-            rows = d.arm(task, s, name) if name else None
-            vals.append(prunable(metric, rows, control=control) if rows and control else math.nan)
-        parts.append(f"{task}: {cell(vals, 2)}")
-    return "fraction prunable with fine-tuning and re-scoring, against the control: " + "; ".join(parts)
+        plain = {s: order_prunable(d, task, s, "importance") for s in d.seeds[task]}
+        tuned = {s: finetuned_prunable(d, task, s) for s in d.seeds[task]}
+        v = fraction_claim(plain, tuned, direction=+1)
+        ours = (f"without {mean_sd(plain)}, with fine-tuning + re-scoring (against the control) {mean_sd(tuned)}; "
+                f"difference per seed {per_seed({s: tuned[s] - plain[s] for s in plain})}")
+        c.rows.append(Row(task, ours, v.words(), seed_word(v, "more prunable with fine-tuning",
+                                                              "fewer prunable with fine-tuning")))
+    return c
+
+
+# ---- L0, Figure 5 (early), Voita ------------------------------------------------------------------------
 
 
 def claim_l0(d):
-    parts = []
+    paper = PAPER["voita_figure7"]
+    c = Claim("L0 gates prune most heads without a noticeable cost on test (Voita)", paper.text(),
+              "per seed at the lambda chosen on val: most() of the heads pruned and no noticeable() test drop "
+              "against the control")
     for task in d.tasks:
-        chosen = [c for c in (l0_selected(d, task, s) for s in d.seeds[task]) if c]
-        if chosen:
-            parts.append(f"{task}: {cell((c[1] for c in chosen), 2)} pruned, test drop "
-                         f"{cell((c[4] * 100 for c in chosen), 2)}")
-    return "L0 at the lambda chosen on val, against its control: " + "; ".join(parts)
+        metric = TASKS[task][1]
+        threshold = noticeable_threshold(metric)
+        seeds = [s for s in d.seeds[task] if l0_selected(d, task, s)]
+        if not seeds:
+            continue
+        vs = []
+        for s in seeds:
+            ch = l0_selected(d, task, s)
+            pruned, total = int(ch[5]["heads_pruned"]), int(ch[5]["heads_pruned"]) + int(ch[5]["heads_kept"])
+            ok_most, ok_drop = most(pruned, total), not noticeable(ch[4], threshold=threshold)
+            vs.append(Verdict(HOLDS if ok_most and ok_drop else DOES_NOT_HOLD,
+                              f"{pruned} of {total} pruned ({'more' if ok_most else 'not more'} than half), test drop "
+                              f"{ch[4] * 100:+.2f} {unit(metric)} ({'not ' if ok_drop else ''}above {threshold * 100:g})",
+                              test="most() and noticeable()", threshold=threshold))
+        ours = (f"fraction pruned per seed {seeds_list([l0_selected(d, task, s)[1] for s in seeds], 2)}; test drop vs "
+                f"control ({unit(metric)}) {seeds_list([l0_selected(d, task, s)[4] * 100 for s in seeds], 2)}")
+        c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))
+    return c
+
+
+def claim_early(d):
+    lo, hi = FIGURE5["retained"]
+    target = FIGURE5["fraction_pruned"]
+    c = Claim(f"Important heads are determined early: at {FIGURE5['epoch']} of {FIGURE5['epochs']} epochs about "
+              f"{target:.0%} of heads prunable keeping {lo:.0%}-{hi:.0%} of the metric (Michel Section 6)",
+              PAPER["michel_figure5"].text(),
+              f"at the checkpoint nearest {EARLY:.0%} of training, importance order, that checkpoint's own unpruned "
+              f"metric: reaches_claim of the fraction prunable keeping {lo:.0%} of it against {target:g}, threshold "
+              f"{PRACTICAL['prune_fraction']:g}, {SEED_TEST}-test, level {LEVEL_SEEDS:g}")
+    for task in d.tasks:
+        f = early_fraction(d, task)
+        if f is None:
+            continue
+        keep_lo, keep_hi = dynamics_rows(d, task, lo)[f], dynamics_rows(d, task, hi)[f]
+        v = reaches_claim(keep_lo[0], target, level=LEVEL_SEEDS, threshold=PRACTICAL["prune_fraction"], test=SEED_TEST)
+        ours = (f"checkpoint at {f:.2f} of training: importance keeping {lo:.0%}: {mean_sd(keep_lo[0])} (per seed "
+                f"{per_seed(keep_lo[0])}), keeping {hi:.0%}: {mean_sd(keep_hi[0])}; random order keeping {lo:.0%} "
+                f"({NOT_A_PAPER.split(':')[0]}): {mean_sd(keep_lo[1])}")
+        word = {HOLDS: f"reaches {target:.0%}", DOES_NOT_HOLD: f"below {target:.0%}"}.get(v.outcome, "not resolved")
+        c.rows.append(Row(task, ours, v.words(), word))
+    return c
 
 
 def claim_voita(d):
-    parts = []
+    c = Claim("The specialised heads are the last to be pruned by L0 gates (Voita Section 6, Figure 8)",
+              "specialised (positional, syntactic, rare-token) heads are the last to be pruned (Voita et al. 2019, "
+              "Section 6.2, Figure 8)",
+              "stratified_permutation_claim: roles permuted within each layer of each model; kept-rate difference")
     for task in d.tasks:
         runs = survival(d, task)
-        if runs:
-            p, spec, rest = survival_p(runs)
-            parts.append(f"{task}: kept {spec:.2f} vs {rest:.2f}, p = {p:.3f}" if not math.isnan(p)
-                         else f"{task}: no specialised heads")
-    return "share of heads kept by L0, specialised vs the rest (permutation p): " + "; ".join(parts) if parts else "–"
-
-
-def verdict_voita(d):
-    sig = total = 0
-    for task in d.tasks:
-        runs = survival(d, task)
-        if runs:
-            p = survival_p(runs)[0]
-            if not math.isnan(p):
-                total += 1
-                sig += p < ALPHA
-    if total == 0:
-        return "–"
-    if sig == total:
-        return "**Agrees**: on every task with specialised heads, they survive L0 more often"
-    if sig == 0:
-        return "**Not supported**: on no task do specialised heads survive L0 significantly more often"
-    return f"**Partly**: specialised heads survive L0 significantly more often on {sig} of {total} tasks"
-
-
-def verdict_single_heads(d):
-    agree, disagree = [], []
-    for task in d.tasks:
-        shares = [table1_counts(d, task, s)[1].mean() for s in d.seeds[task]]
-        (agree if max(shares) < 0.5 else disagree if min(shares) >= 0.5 else []).append(task)
-    return (f"**Agrees** on {', '.join(agree) or 'no task'} (fewer than half the heads significantly worse to remove, "
-            f"every seed); **disagrees** on {', '.join(disagree) or 'no task'} (half or more, every seed)")
-
-
-def verdict_layer_one_head(d):
-    # Michel's claim is that *some* layers can: a seed agrees when at least one of its layers does.
-    def seeds_with_one(t):
-        return sum(any(not layer[3] for layer in run) for run in table2_rows(d, t)), len(table2_rows(d, t))
-    agree = [t for t in d.tasks if seeds_with_one(t)[0] == seeds_with_one(t)[1] > 0]
-    never = [t for t in d.tasks if seeds_with_one(t)[0] == 0]
-    some = [t for t in d.tasks if t not in agree and t not in never]
-    parts = [f"**Agrees** on {', '.join(agree) or 'no task'} (in every seed some layer keeps its loss with one head)"]
-    if some:
-        parts.append(f"in some seeds only on {', '.join(some)}")
-    if never:
-        parts.append(f"**disagrees** on {', '.join(never)} (no layer of any seed can)")
-    return "; ".join(parts)
-
-
-def verdict_importance_vs_random(d):
-    better = [t for t in d.tasks if all(order_prunable(d, t, s, "importance") > order_prunable(d, t, s, "random")
-                                        for s in d.seeds[t])]
-    return (f"**Agrees** on {', '.join(better) or 'no task'} (importance prunes more in every seed); "
-            f"not shown on {', '.join(t for t in d.tasks if t not in better) or 'any other'}")
-
-
-def verdict_finetune(d):
-    helps = [t for t in d.tasks if all(g > 0 for g in finetune_gain(d, t))]
-    return (f"**Agrees** on {', '.join(helps) or 'no task'} (more heads prunable with fine-tuning, against the control, "
-            f"than without, every seed); not shown on {', '.join(t for t in d.tasks if t not in helps) or 'any other'}")
-
-
-def verdict_l0(d):
-    ok = []
-    for t in d.tasks:
-        chosen = [c for c in (l0_selected(d, t, s) for s in d.seeds[t]) if c]
-        if chosen and all(c[4] <= TOLERANCE and c[1] >= 0.5 for c in chosen):
-            ok.append(t)
-    return (f"**Agrees** on {', '.join(ok) or 'no task'} (half the heads or more pruned within the tolerance on test, "
-            f"every seed); not on {', '.join(t for t in d.tasks if t not in ok) or 'any other'}")
+        if not runs:
+            continue
+        v, (spec, rest) = survival_claim(runs)
+        n_spec = sum(int(sum(r != "none" for r in roles)) for roles, _, _ in runs)
+        if n_spec == 0:
+            c.rows.append(Row(task, "no specialised heads", "–", "no specialised heads"))
+            continue
+        ours = f"{n_spec} specialised heads over {len(runs)} seeds; kept {spec:.2f} vs {rest:.2f} for the rest"
+        word = {HOLDS: "kept more", DOES_NOT_HOLD: "not kept more"}.get(v.outcome, "not resolved")
+        c.rows.append(Row(task, ours, v.words(), word))
+    return c
 
 
 def claim_scratch(d):
-    parts = [f"{t}: {seeds_list([x * 100 for x in scratch_drops(d, t)], 2)}" for t in d.tasks if scratch_drops(d, t)]
-    return ("test drop of the layout trained from scratch against the L0-pruned model, per seed (% or points): "
-            + "; ".join(parts)) if parts else "–"
-
-
-def verdict_scratch(d):
-    same, worse, better, mixed = [], [], [], []
-    for t in d.tasks:
-        drops = scratch_drops(d, t)
+    c = Claim("The L0 layout trained from scratch does worse than the L0-pruned model (Voita)",
+              PAPER["voita_scratch"].text(),
+              f"seed_claim on the test drop of the from-scratch model against the L0-pruned one (> 0: scratch worse), "
+              f"{SEED_TEST}-test, level {LEVEL_SEEDS:g}, either direction reported")
+    for task in d.tasks:
+        drops = scratch_drops(d, task)
         if not drops:
             continue
-        if all(abs(x) <= TOLERANCE for x in drops):
-            same.append(t)
-        elif all(x > TOLERANCE for x in drops):
-            worse.append(t)
-        elif all(x < -TOLERANCE for x in drops):
-            better.append(t)
-        else:
-            sign = "worse" if all(x > 0 for x in drops) else "better" if all(x < 0 for x in drops) else None
-            beyond = sum(abs(x) > TOLERANCE for x in drops)
-            mixed.append(f"{t} (from scratch {sign} in every seed, beyond the tolerance in {beyond} of {len(drops)})"
-                         if sign else f"{t} (seeds differ in sign)")
-    if not (same or worse or better or mixed):
-        return "–"
-    parts = []
-    if same:
-        parts.append(f"**the layout is enough** on {', '.join(same)} (within the tolerance, every seed)")
-    if worse:
-        parts.append(f"**the pruned weights matter** on {', '.join(worse)} (from scratch is worse beyond the "
-                     f"tolerance, every seed)")
-    if better:
-        parts.append(f"from scratch is better on {', '.join(better)}")
-    if mixed:
-        parts.append(f"unresolved on {', '.join(mixed)}")
-    return "; ".join(parts)
+        metric = TASKS[task][1]
+        v = seed_claim({s: 0.0 for s in drops}, drops, level=LEVEL_SEEDS, threshold=practical_threshold(metric),
+                       test=SEED_TEST)
+        worse, better = sum(x > 0 for x in drops.values()), sum(x < 0 for x in drops.values())
+        ours = (f"drop per seed ({unit(metric)}) {per_seed(drops, 2, 100)}: from scratch worse in {worse}, better in "
+                f"{better} of {len(drops)} seeds; mean {sum(drops.values()) / len(drops) * 100:+.2f} {unit(metric)}")
+        stale = [s for s in drops if not scratch_pair(d, task, s)[1]]
+        if stale:
+            ours += (f" (seeds {', '.join(map(str, stale))}: against the L0 model of the retrained layout, not the "
+                     "lambda chosen on val now)")
+        word = seed_word(v, "scratch worse (as Voita)", "scratch better (the opposite of Voita)",
+                         small="within the threshold")
+        if word == "not resolved":
+            word += (f" (scratch {'better' if better > worse else 'worse'} in {max(worse, better)} of {len(drops)} "
+                     "seeds)" if worse != better else f" (scratch better in {better}, worse in {worse} of {len(drops)} seeds)")
+        c.rows.append(Row(task, ours, v.words(), word))
+    return c
 
 
-CLAIMS = {"single_heads": claim_single_heads, "layer_one_head": claim_layer_one_head,
-          "importance_vs_random": claim_importance_vs_random, "orders": claim_orders, "finetune": claim_finetune,
-          "l0": claim_l0, "early": claim_early, "voita": claim_voita, "scratch": claim_scratch}
+CLAIMS = {"single_heads": claim_single_heads, "layer_one_head": claim_layer_one_head, "orders": claim_orders,
+          "normalisation": claim_normalisation, "importance_vs_random": claim_importance_vs_random,
+          "finetune": claim_finetune, "l0": claim_l0, "early": claim_early, "voita": claim_voita,
+          "scratch": claim_scratch}
 
 
-VERDICTS = {"orders": verdict_orders, "early": verdict_early, "voita": verdict_voita,
-            "single_heads": verdict_single_heads, "layer_one_head": verdict_layer_one_head,
-            "importance_vs_random": verdict_importance_vs_random, "finetune": verdict_finetune, "l0": verdict_l0,
-            "scratch": verdict_scratch}
+def all_claims(d):
+    """{key: Claim}, computed once per Data."""
+    if getattr(d, "_claims", None) is None:
+        d._claims = {k: f(d) for k, f in CLAIMS.items()}
+    return d._claims

@@ -5,7 +5,9 @@ import numpy as np
 
 from common import number, pyplot, save_figure
 
-from .analysis import ORDER_TITLES, SCORE_ORDERS, TASKS, dynamics_rows, ft_name, l0_points, random_arms
+from .analysis import (
+    ORDER_TITLES, SCORE_ORDERS, TASKS, TEST_KEY, dynamics_rows, ft_name, l0_points, l0_selected, random_arms
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,18 +33,26 @@ def figures(d):
     for task in d.tasks:
         title, metric = TASKS[task]
         seeds = d.seeds[task]
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+        fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+        (ax_orders, ax_random), (ax_ft, ax_l0) = axes
+        shown = []  # the y values of the val curves that set the shared y-limits (random order is not one)
         for order, style in zip(SCORE_ORDERS, ["-", "--", "-.", ":", ":", "-"]):
             runs = sum((random_arms(d, task, s) if order == "random" else [d.arm(task, s, order)] for s in seeds), [])
             runs = [r for r in runs if r]
-            if runs:
-                x, m, lo, hi = mean_curve(runs, metric)
-                line, = axes[0].plot(x, m, style, marker=".", label=ORDER_TITLES[order])
-                axes[0].fill_between(x, lo, hi, color=line.get_color(), alpha=0.12)
+            if not runs:
+                continue
+            x, m, lo, hi = mean_curve(runs, metric)
+            targets = [ax_random] if order == "random" else [ax_orders] + ([ax_random] if order == "importance" else [])
+            for ax in targets:
+                line, = ax.plot(x, m, style, marker=".", label=ORDER_TITLES[order])
+                ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.12)
+            if order != "random":
+                shown += list(lo) + list(hi)
         base = np.mean([number(d.arm(task, s, "importance")[0][metric]) for s in seeds if d.arm(task, s, "importance")])
-        for ax in axes:
+        for ax in (ax_orders, ax_random, ax_ft):
             ax.axhline(base, color="0.4", linestyle=":", linewidth=1, label="unpruned")
-        axes[0].set_title(f"{title}: score orders, no fine-tuning", fontsize=10)
+        ax_orders.set_title(f"{title}: score orders, no fine-tuning (val)", fontsize=10)
+        ax_random.set_title("random order (own y-axis), importance for scale (val)", fontsize=10)
         for base_arm, label in [("importance_FT_recompute", "importance, fine-tuned + re-scored"),
                                 ("importance_FT", "importance, fine-tuned"),
                                 ("none_FT", "control: fine-tuned, nothing pruned")]:
@@ -56,23 +66,31 @@ def figures(d):
                 n = min(len(r) for r in runs + ref)
                 x = [number(ref[0][i]["fraction_pruned"]) for i in range(n)]
                 y = np.array([[number(r[i][metric]) for i in range(n)] for r in runs])
-                axes[1].plot(x, y.mean(axis=0), color="0.2", linestyle="--", label=label)
-                axes[1].fill_between(x, y.min(axis=0), y.max(axis=0), color="0.2", alpha=0.1)
+                ax_ft.plot(x, y.mean(axis=0), color="0.2", linestyle="--", label=label)
+                ax_ft.fill_between(x, y.min(axis=0), y.max(axis=0), color="0.2", alpha=0.1)
+                shown += list(y.min(axis=0)) + list(y.max(axis=0))
                 continue
             x, m, lo, hi = mean_curve(runs, metric)
-            line, = axes[1].plot(x, m, marker=".", label=label)
-            axes[1].fill_between(x, lo, hi, color=line.get_color(), alpha=0.12)
-        pts = [(p[1], number(p[5][metric])) for s in seeds for p in l0_points(d, task, s)]
-        if pts:
-            axes[1].scatter(*zip(*pts), marker="x", color="k", label="L0 (each lambda, seed)", zorder=3)
-            ctl = [number(d.arm(task, s, "none_l0")[-1][metric]) for s in seeds if d.arm(task, s, "none_l0")]
-            axes[1].scatter([0] * len(ctl), ctl, marker="s", facecolors="none", edgecolors="k",
-                            label="L0's control (fine-tuned, nothing pruned)", zorder=3)
-        axes[1].set_title(f"{title}: with fine-tuning, and L0", fontsize=10)
-        for ax in axes:
+            line, = ax_ft.plot(x, m, marker=".", label=label)
+            ax_ft.fill_between(x, lo, hi, color=line.get_color(), alpha=0.12)
+            shown += list(lo) + list(hi)
+        ax_ft.set_title(f"{title}: with fine-tuning, against its control (val)", fontsize=10)
+        if shown:
+            lo_y, hi_y = min(shown + [base]), max(shown + [base])
+            pad = 0.05 * (hi_y - lo_y or abs(hi_y) or 1.0)
+            for ax in (ax_orders, ax_ft):
+                ax.set_ylim(lo_y - pad, hi_y + pad)
+        l0_panel(ax_l0, d, task, seeds, title)
+        limit = 1 - int(d.setup_of(task, seeds[0])["n_layers"]) / (
+            int(d.setup_of(task, seeds[0])["n_layers"]) * int(d.setup_of(task, seeds[0])["n_heads"]))
+        for ax in axes.ravel():
+            ax.axvline(limit, color="0.6", linewidth=0.8, linestyle="-.",
+                       label=f"iterative pruning stops here ({limit:.3f}: one head per layer)")
+            ax.set_xlim(-0.02, 1.0)
             ax.set_xlabel("fraction of heads pruned")
-            ax.legend(fontsize=7)
-        axes[0].set_ylabel(metric.replace("val_", "validation "))
+            ax.legend(fontsize=6)
+        ax_orders.set_ylabel(metric.replace("val_", "validation "))
+        ax_ft.set_ylabel(metric.replace("val_", "validation "))
         fig.suptitle(f"mean over {len(seeds)} seeds; bands: min-max over seeds", fontsize=8)
         save(fig, f"{task}_prune.png")
 
@@ -100,19 +118,52 @@ def figures(d):
             s = d.seeds[task][0]
             steps = d.checkpoint_steps(task, s)
             cmap = plt.get_cmap("viridis")
+            shown = []
             for i, step in enumerate(steps):
                 color = cmap(i / max(1, len(steps) - 1))
                 imp = d.arm(task, s, "importance", step)
                 rnd = [r for r in random_arms(d, task, s, step) if r]
                 if imp:
+                    shown += [number(r[metric]) for r in imp]
                     ax.plot([number(r["fraction_pruned"]) for r in imp], [number(r[metric]) for r in imp], color=color,
                             label=f"step {step}")
                 if rnd:
                     ax.plot([number(r["fraction_pruned"]) for r in rnd[0]], [number(r[metric]) for r in rnd[0]],
                             color=color, linestyle="--")
+            if shown:
+                pad = 0.05 * (max(shown) - min(shown) or 1.0)
+                ax.set_ylim(min(shown) - pad, max(shown) + pad)
             ax.set_title(f"{TASKS[task][0]}, seed {s}", fontsize=9)
+            ax.set_xlim(-0.02, 1.0)
             ax.set_xlabel("fraction of heads pruned")
             ax.set_ylabel(metric.replace("val_", ""))
             ax.legend(fontsize=6)
-        fig.suptitle("Pruning curves of checkpoints along training (solid: importance, dashed: random)", fontsize=9)
+        fig.suptitle("Pruning curves of checkpoints along training (solid: importance, dashed: random; the y-axis "
+                     "fits the importance curves, random ones beyond it are clipped)", fontsize=9)
         save(fig, "dynamics_curves.png")
+
+
+def l0_panel(ax, d, task, seeds, title):
+    """L0 on the test split: every lambda and seed (x: fraction pruned), the val-chosen ones ringed,
+    the control's test metric at 0 (squares)."""
+    key = TEST_KEY[TASKS[task][1]]
+    pts, chosen = [], []
+    for s in seeds:
+        pick = l0_selected(d, task, s)
+        for p in l0_points(d, task, s):
+            t = d.eval(task, s, p[6], "test")
+            if t:
+                pts.append((p[1], number(t[key])))
+                if pick and p[6] == pick[6]:
+                    chosen.append(pts[-1])
+    ctl = [number(d.eval(task, s, "none_l0", "test")[key]) for s in seeds if d.eval(task, s, "none_l0", "test")]
+    if pts:
+        ax.scatter(*zip(*pts), marker="x", color="k", label="L0 (each lambda, seed)", zorder=3)
+    if chosen:
+        ax.scatter(*zip(*chosen), s=120, facecolors="none", edgecolors="tab:red", label="lambda chosen on val", zorder=4)
+    if ctl:
+        ax.scatter([0] * len(ctl), ctl, marker="s", facecolors="none", edgecolors="k",
+                   label="control (fine-tuned, nothing pruned)", zorder=3)
+        ax.axhline(float(np.mean(ctl)), color="0.4", linestyle=":", linewidth=1)
+    ax.set_title(f"{title}: L0 gates (test)", fontsize=10)
+    ax.set_ylabel(key.replace("bpb", "bits/byte") + " (test)")

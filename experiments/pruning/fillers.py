@@ -1,16 +1,23 @@
 """experiments/pruning: the tables and paragraphs of results.template.md's {{NAME}} and
-{{NAME TASK}} placeholders (FILLERS[NAME](data, TASK)), every number from data/."""
+{{NAME TASK}} placeholders (FILLERS[NAME](data, TASK)), every number from data/. Michel's tables
+and the pruning curves here; L0 and Voita's in fillers_l0.py; the rules, the claims and "What
+changed" in claims_text.py."""
 import math
 
 import numpy as np
 
 from common import cell, md_table, mean_std, number, seeds_list
+from verdicts import PAPER, share_text
 
 from .analysis import (
-    ORDER_TITLES, RELATIONS, RHO_THRESHOLD, ROLE_ORDER, SCORE_ORDERS, SPECIALISED, TASKS, TOLERANCE, TOLERANCE_LOW,
-    at_half, drop, dynamics_rows, ft_name, head_roles, l0_points, l0_selected, order_prunable, prunable,
-    random_arms, scratch_drops, spearman_runs, survival, survival_p, table1_counts, table2_rows
+    EARLY, FIGURE5, ORDER_TITLES, RHO_THRESHOLD, SCORE_ORDERS, TASKS, at_half, drop, dynamics_rows, ft_name,
+    noticeable_threshold, order_prunable, prunable, random_arms, spearman_runs
 )
+from .claims_text import (
+    fill_claims_details, fill_claims_summary, fill_few_seeds, fill_figure5, fill_old_rules, fill_rules, fill_what_changed
+)
+from .fillers_l0 import FILLERS_L0
+from .michel import CLASSES, effect_unit, table1, table2
 
 
 def table(header, rows):
@@ -60,42 +67,54 @@ def fill_setup(d, _):
                   "val accuracy", "pruning metric"], rows)
 
 
+def effect_scale(kind):
+    """Effects as printed: accuracy points, or loss in % of the full model's."""
+    return 100.0, ("points" if kind == "accuracy" else "%")
+
+
 def fill_table1(d, task):
     if task not in d.tasks:
         return not_run(task)
-    per_layer, totals = {}, []
-    for seed in d.seeds[task]:
-        h, worse, better = table1_counts(d, task, seed)
-        delta = h["ablation_loss_delta"]
-        for layer in range(delta.shape[0]):
-            dl = np.sort(delta[layer][~np.isnan(delta[layer])])
-            per_layer.setdefault(layer, []).append((dl, int(worse[layer].sum()), int(better[layer].sum())))
-        totals.append((int(worse.sum()), int(better.sum()), delta.size))
-    rows = [[layer, cell((r[0][-1] for r in runs), 4), cell((float(np.median(r[0])) for r in runs), 4),
-             cell((r[0][0] for r in runs), 4), ", ".join(str(r[1]) for r in runs), ", ".join(str(r[2]) for r in runs),
-             len(runs[0][0])] for layer, runs in per_layer.items()]
-    rows.append(["all", "", "", "", ", ".join(str(t[0]) for t in totals), ", ".join(str(t[1]) for t in totals),
-                 totals[0][2]])
-    return table(["layer", "largest Δ loss", "median Δ loss", "smallest Δ loss",
-                  "heads significantly worse to remove, per seed", "significantly better, per seed", "heads"], rows)
+    seeds = d.seeds[task]
+    ts = [table1(d, task, s) for s in seeds]
+    scale, u = effect_scale(ts[0].kind)
+    worst = np.argmin if ts[0].kind == "accuracy" else np.argmax
+    rows = []
+    for layer in range(ts[0].effect.shape[0]):
+        rows.append([layer, cell((float(np.median(t.effect[layer])) * scale for t in ts), 2),
+                     cell((float(t.effect[layer][worst(t.effect[layer])]) * scale for t in ts), 2)] +
+                    [", ".join(str(int((t.cls[layer] == c).sum())) for t in ts) for c in CLASSES])
+    rows.append(["all", "", ""] + [", ".join(str(t.counts[c]) for t in ts) for c in CLASSES])
+    paper = PAPER["michel_table1"]
+    text = table(["layer", f"Δ {ts[0].kind}, median head ({u})", f"Δ, the head that matters most ({u})"] +
+                 [f"{c}, per seed" for c in CLASSES], rows)
+    return text + ("\n\nHeads with no practical change when removed, per seed: "
+                   + "; ".join(share_text(t.counts["no practical change"], t.total) for t in ts)
+                   + f". Michel et al.: {paper.total - paper.count} of {paper.total} unchanged, {paper.count} "
+                   f"significant ({PAPER['michel_table1_better'].count} of them for the better), {paper.citation}. "
+                   f"Δ is in {effect_unit(ts[0].kind)}.")
 
 
 def fill_table2(d, task):
     if task not in d.tasks:
         return not_run(task)
-    runs = table2_rows(d, task)
+    seeds = d.seeds[task]
+    ts = [table2(d, task, s) for s in seeds]
+    scale, u = effect_scale(ts[0].kind)
     rows = []
-    for layer in range(len(runs[0])):
-        cells = [r[layer] for r in runs]
-        rows.append([layer, ", ".join(f"H{c[0]}" for c in cells), cell((c[1] for c in cells), 4),
-                     cell((c[2] for c in cells), 4) if not math.isnan(cells[0][2]) else "–",
-                     f"{sum(c[3] for c in cells)}/{len(cells)}", f"{sum(c[4] for c in cells)}/{len(cells)}"])
-    return table(["layer", "best head, per seed", "Δ loss (layer reduced to it)", "Δ accuracy",
-                  "seeds significantly worse", "seeds significantly better"], rows)
+    for layer in range(ts[0].total):
+        rows.append([layer, ", ".join(f"H{t.best[layer]}" for t in ts), cell((t.effect[layer] * scale for t in ts), 2),
+                     ", ".join(t.cls[layer] for t in ts)])
+    paper = PAPER["michel_table2"]
+    return table(["layer", "best head, per seed", f"Δ {ts[0].kind}, layer reduced to it ({u})", "class, per seed"],
+                 rows) + ("\n\nLayers with no practical change, per seed: "
+                          + "; ".join(share_text(t.counts["no practical change"], t.total) for t in ts)
+                          + f". Michel et al.: {paper.total - paper.count} of {paper.total} layers without a "
+                          f"significant change, {paper.citation}.")
 
 
-def tol_label(metric, t):
-    return f"{t * 100:g}{' points' if metric == 'val_accuracy' else '%'}"
+def tol_label(metric):
+    return f"{noticeable_threshold(metric) * 100:g}{' points' if metric == 'val_accuracy' else '%'}"
 
 
 def fill_prune(d, task):
@@ -107,20 +126,19 @@ def fill_prune(d, task):
     seeds = d.seeds[task]
     rows = []
     for order in SCORE_ORDERS:
-        vals = {t: [order_prunable(d, task, s, order, t) for s in seeds] for t in (TOLERANCE_LOW, TOLERANCE)}
-        if all(math.isnan(v) for v in vals[TOLERANCE]):
+        vals = [order_prunable(d, task, s, order) for s in seeds]
+        if all(math.isnan(v) for v in vals):
             continue
         half = []
         for s in seeds:
             runs = random_arms(d, task, s) if order == "random" else [d.arm(task, s, order)]
             half.append(float(np.mean([at_half(metric, r) for r in runs if r])) if any(runs) else math.nan)
-        rows.append([ORDER_TITLES[order], cell(vals[TOLERANCE_LOW], 2), cell(vals[TOLERANCE], 2),
-                     seeds_list(vals[TOLERANCE], 2), cell(half, digits)])
+        rows.append([ORDER_TITLES[order], cell(vals, 2), seeds_list(vals, 2), cell(half, digits)])
     unpruned = [number(d.arm(task, s, "importance")[0][metric]) for s in seeds if d.arm(task, s, "importance")]
     name = metric.replace("val_", "")
     return (f"Unpruned {name}: {cell(unpruned, digits)}.\n\n" +
-            table(["order (no fine-tuning)", f"fraction prunable, drop ≤ {tol_label(metric, TOLERANCE_LOW)}",
-                   f"drop ≤ {tol_label(metric, TOLERANCE)}", "per seed", f"{name} at half the heads pruned"], rows))
+            table(["order (no fine-tuning)", f"fraction prunable, drop ≤ {tol_label(metric)}", "per seed",
+                   f"{name} at half the heads pruned"], rows))
 
 
 def fill_finetune(d, task):
@@ -155,7 +173,7 @@ def fill_finetune(d, task):
         control = d.arm(task, s, ft_name(d, task, s, "none_FT") or "")
         if control:
             drift.append(drop(metric, number(control[0][metric]), number(control[-1][metric])))
-    text = table(["arm", f"fraction prunable (drop ≤ {tol_label(metric, TOLERANCE)}) vs the unpruned model",
+    text = table(["arm", f"fraction prunable (drop ≤ {tol_label(metric)}) vs the unpruned model",
                   "vs the control at the same round", "per seed (the column before)"], rows)
     if drift:
         text += (f"\n\nThe control (`{ft_name(d, task, seeds[0], 'none_FT')}`: the same fine-tuning, nothing pruned) "
@@ -170,39 +188,14 @@ def fmt_drop(metric, m, s):
     return f"{m * scale:+.2f} ± {s * scale:.2f}{u}" if not math.isnan(s) else f"{m * scale:+.2f}{u}"
 
 
-def fill_l0(d, task):
-    if task not in d.tasks:
-        return not_run(task)
-    metric = TASKS[task][1]
-    seeds = d.seeds[task]
-    by_lambda = {}
-    for s in seeds:
-        for lam, frac, layout, vdrop, tdrop, _, _ in l0_points(d, task, s):
-            by_lambda.setdefault(lam, []).append((frac, vdrop, tdrop))
-    if not by_lambda:
-        return "*(no L0 runs)*"
-    rows = [[f"{lam:g}", cell((p[0] for p in pts), 2), f"{cell((p[1] * 100 for p in pts), 2)}",
-             f"{cell((p[2] * 100 for p in pts), 2)}"] for lam, pts in sorted(by_lambda.items())]
-    chosen = [l0_selected(d, task, s) for s in seeds]
-    chosen = [c for c in chosen if c]
-    u = "points" if metric == "val_accuracy" else "%"
-    text = table(["lambda", "fraction pruned", f"val drop vs control ({u})", f"test drop vs control ({u})"], rows)
-    text += ("\n\nChosen on val (most heads pruned within a "
-             f"{tol_label(metric, TOLERANCE)} val drop against the control), reported on test: lambda per seed "
-             f"{', '.join(f'{c[0]:g}' for c in chosen)}; fraction pruned {cell((c[1] for c in chosen), 2)}; "
-             f"test drop {cell((c[4] * 100 for c in chosen), 2)} {u}.")
-    return text
-
-
 def fill_orders(d, _):
     """Michel's question: which order prunes best, with the paired difference per seed."""
-    rows, wins = [], {}
+    rows = []
     for task in d.tasks:
         seeds = d.seeds[task]
         vals = {o: [order_prunable(d, task, s, o) for s in seeds] for o in ("importance", "importance_raw", "ablation", "random")}
         diff = [a - i for a, i in zip(vals["ablation"], vals["importance"])]
         diff_raw = [r - i for r, i in zip(vals["importance_raw"], vals["importance"])]
-        wins[task] = (sum(x > 0 for x in diff), sum(x < 0 for x in diff), len(diff))
         rows.append([task] + [cell(vals[o], 2) for o in ("importance", "importance_raw", "ablation", "random")] +
                     [seeds_list(diff, 2), seeds_list(diff_raw, 2)])
     return table(["task", "importance (l2 per layer)", "importance (raw)", "ablation score", "random",
@@ -210,17 +203,21 @@ def fill_orders(d, _):
 
 
 def fill_dynamics(d, _):
+    lo, hi = FIGURE5["retained"]
     rows = []
     for task in d.tasks:
         metric = TASKS[task][1]
         digits = 3 if metric == "val_bpb" else 4
-        for f, (imp, rnd, base) in sorted(dynamics_rows(d, task).items()):
-            gap = [i - r for i, r in zip(imp, rnd)]
-            rows.append([task, f"{f:.2f}", cell(base, digits), cell(imp, 2), cell(rnd, 2), seeds_list(gap, 2)])
+        plain, keep_lo, keep_hi = dynamics_rows(d, task), dynamics_rows(d, task, lo), dynamics_rows(d, task, hi)
+        for f, (imp, rnd, base) in sorted(plain.items()):
+            rows.append([task, f"{f:.2f}", cell(base.values(), digits), cell(imp.values(), 2), cell(rnd.values(), 2),
+                         cell(keep_hi[f][0].values(), 2), cell(keep_lo[f][0].values(), 2),
+                         cell(keep_lo[f][1].values(), 2)])
     if not rows:
         return "*(no checkpoints along training were pruned)*"
-    return table(["task", "fraction of training", "unpruned metric", "fraction prunable by importance",
-                  "by random order", "importance − random, per seed"], rows)
+    return table(["task", "fraction of training", "unpruned metric", "prunable by importance, no noticeable drop",
+                  "by random order", f"importance, keeping {hi:.0%} (Figure 5)", f"importance, keeping {lo:.0%}",
+                  f"random, keeping {lo:.0%}"], rows)
 
 
 def fill_spearman(d, _):
@@ -239,94 +236,6 @@ def fill_spearman(d, _):
                   f"first fraction with rho ≥ {RHO_THRESHOLD}"], rows) if rows else "*(no dynamics analyses)*"
 
 
-def fill_roles(d, _):
-    rows = []
-    for task in d.tasks:
-        counts = {r: [] for r in ROLE_ORDER}
-        imp_by, abl_by = {r: [] for r in ROLE_ORDER}, {r: [] for r in ROLE_ORDER}
-        n = 0
-        for s in d.seeds[task]:
-            roles = head_roles(d, task, s)
-            if roles is None:
-                continue
-            n += 1
-            h = d.head_table(task, s)
-            for r in ROLE_ORDER:
-                mask = roles == r
-                counts[r].append(int(mask.sum()))
-                imp_by[r] += list(h["importance_normalized"][mask])
-                abl_by[r] += list(h["ablation_loss_delta"][mask])
-        if n == 0:
-            continue
-        for r in ROLE_ORDER:
-            rows.append([task, r, ", ".join(str(c) for c in counts[r]),
-                         f"{np.mean(imp_by[r]):.3f}" if imp_by[r] else "–", f"{np.mean(abl_by[r]):.4f}" if abl_by[r] else "–"])
-    if not rows:
-        return "*(the analyses hold no role columns)*"
-    return table(["task", "role", "heads per seed", "importance (normalised), mean", "ablation Δ loss, mean"], rows)
-
-
-def baselines(d):
-    rows = []
-    for task in d.tasks:
-        for c in sum(RELATIONS.values(), []):
-            vals = [number(d.analysis(task, s).get(f"baseline_{c}", "")) for s in d.seeds[task] if d.analysis(task, s)]
-            offs = [d.analysis(task, s).get(f"baseline_{c.replace('_agreement', '')}_offset",
-                                            d.analysis(task, s).get(f"baseline_{c}_offset", "")) for s in d.seeds[task]]
-            if vals and not all(math.isnan(v) for v in vals):
-                rows.append([task, c.replace("_agreement", ""), f"{np.nanmean(vals):.3f}", ", ".join(sorted(set(offs)))])
-    return table(["task", "relation", "positional baseline (share at the best fixed offset)", "that offset"], rows) \
-        if rows else "*(no relation baselines in the analyses)*"
-
-
-def fill_survival(d, _):
-    rows = []
-    for task in d.tasks:
-        runs = survival(d, task)
-        if not runs:
-            continue
-        p, spec, rest = survival_p(runs)
-        n_spec = sum(int(np.isin(r, SPECIALISED).sum()) for r, _ in runs)
-        rows.append([task, len(runs), n_spec, "–" if math.isnan(spec) else f"{spec:.2f}",
-                     "–" if math.isnan(rest) else f"{rest:.2f}", "–" if math.isnan(p) else f"{p:.4f}"])
-    return table(["task", "seeds", "specialised heads (all seeds)", "share kept by L0 (specialised)",
-                  "share kept (the rest)", "permutation p (specialised kept more)"], rows) \
-        if rows else "*(no roles or no L0 runs)*"
-
-
-def fill_scratch(d, _):
-    rows = []
-    for task in d.tasks:
-        metric = TASKS[task][1]
-        key = {"val_loss": "loss", "val_accuracy": "accuracy", "val_bpb": "bpb"}[metric]
-        digits = 3 if metric == "val_bpb" else 4
-        pruned, scratch, control, layouts = [], [], [], []
-        for s in d.seeds[task]:
-            chosen = l0_selected(d, task, s)
-            sc = d.eval(task, s, "scratch_l0", "test")
-            if not chosen or not sc:
-                continue
-            layout = " ".join(str(x) for x in chosen[2])
-            trained = d.scratch_layout(task, s)
-            if trained != layout:
-                raise SystemExit(f"make_results: data/scratch.csv: {task} seed {s} retrained layout '{trained}', "
-                                 f"but L0 chose '{layout}' on val: rerun run.sh's scratch stage (ONLY_SCRATCH=1)")
-            layouts.append(layout)
-            t = d.eval(task, s, chosen[6], "test")
-            pruned.append(number(t[key]) if t else math.nan)
-            scratch.append(number(sc[key]))
-            control.append(number(d.eval(task, s, "none_l0", "test")[key]))
-        if not scratch:
-            continue
-        unit = "points" if metric == "val_accuracy" else "%"
-        rows.append([task, "; ".join(layouts), cell(control, digits), cell(pruned, digits), cell(scratch, digits),
-                     seeds_list([x * 100 for x in scratch_drops(d, task)], 2) + " " + unit])
-    return table(["task", "heads per layer kept (per seed)", "unpruned + fine-tuning (control), test",
-                  "L0-pruned, test", "same layout from scratch, test",
-                  "drop from scratch against L0-pruned, per seed (> 0: scratch worse)"], rows) \
-        if rows else "*(no layouts retrained)*"
-
-
 def fill_timings(d, _):
     kinds = {}
     for r in d.timings:
@@ -336,7 +245,8 @@ def fill_timings(d, _):
 
 
 FILLERS = {"provenance": fill_provenance, "setup": fill_setup, "table1": fill_table1, "table2": fill_table2,
-           "prune": fill_prune, "finetune": fill_finetune, "l0": fill_l0, "orders": fill_orders,
-           "dynamics": fill_dynamics, "spearman": fill_spearman, "roles": fill_roles,
-           "baselines": lambda d, _: baselines(d), "survival": fill_survival, "scratch": fill_scratch,
-           "timings": fill_timings}
+           "prune": fill_prune, "finetune": fill_finetune, "orders": fill_orders, "dynamics": fill_dynamics,
+           "spearman": fill_spearman, "timings": fill_timings, "rules": fill_rules,
+           "claims_summary": fill_claims_summary, "claims_details": fill_claims_details,
+           "what_changed": fill_what_changed, "early": lambda d, _: f"{EARLY:.0%}", "few_seeds": fill_few_seeds,
+           "figure5": fill_figure5, "old_rules": fill_old_rules, **FILLERS_L0}

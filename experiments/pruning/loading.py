@@ -1,4 +1,5 @@
-"""experiments/pruning: data/ (collect.py describes the files), read by column name."""
+"""experiments/pruning: data/ (collect.py describes the files), read by column name; the
+per-example task metric of examples.h5 (accuracy where collect.py stored it, else loss)."""
 import os
 
 import numpy as np
@@ -7,6 +8,18 @@ import common
 from common import fail, number
 
 from .analysis import TASKS
+
+
+# examples.h5's datasets of one seed, per kind of task metric: (the full model [E], one head removed
+# [L, H, E], one head alone in its layer [L, H, E]); each a list of the names accepted, first found wins.
+EXAMPLE_DATASETS = {
+    "accuracy": (["example_accuracy", "accuracy"], ["ablation_accuracy"], ["layer_only_accuracy"]),
+    "loss": (["loss"], ["ablation_loss"], ["layer_only_loss"]),
+}
+
+
+def _pick(examples, names):
+    return next((examples[n] for n in names if n in examples), None)
 
 
 class Data:
@@ -27,6 +40,7 @@ class Data:
         self.tasks = [t for t in TASKS if any(r["task"] == t for r in self.setup)]
         self.seeds = {t: sorted({int(r["seed"]) for r in self.setup if r["task"] == t}) for t in self.tasks}
         self.final_step = {(r["task"], int(r["seed"])): int(r["steps"]) for r in self.setup}
+        self._examples = {}
         self._arms = {}
         for r in self.prune:
             key = (r["task"], int(r["seed"]), int(r["checkpoint_step"]), r["arm"])
@@ -76,10 +90,31 @@ class Data:
                      and int(r["step"]) == step), None)
 
     def examples(self, task, seed):
-        import h5py
-        with h5py.File(self.examples_path, "r") as f:
-            g = f[f"{task}/seed{seed}"]
-            return {k: g[k][()] for k in g}
+        """examples.h5's datasets of one seed ({name: array}), read once."""
+        if (task, seed) not in self._examples:
+            import h5py
+            with h5py.File(self.examples_path, "r") as f:
+                g = f[f"{task}/seed{seed}"]
+                self._examples[(task, seed)] = {k: g[k][()] for k in g}
+        return self._examples[(task, seed)]
+
+    def metric_kind(self, task):
+        """'accuracy' when the task's prune metric is accuracy and every seed's examples hold the
+        per-example accuracy datasets (EXAMPLE_DATASETS); else 'loss' (the LM tasks' metric, and
+        the fallback of accuracy tasks collected before collect.py stored per-example accuracy)."""
+        if TASKS[task][1] != "val_accuracy":
+            return "loss"
+        ok = all(all(_pick(self.examples(task, s), names) is not None for names in EXAMPLE_DATASETS["accuracy"])
+                 for s in self.seeds[task])
+        return "accuracy" if ok else "loss"
+
+    def task_examples(self, task, seed):
+        """(kind, full [E], one head removed [L, H, E], one head alone in its layer [L, H, E]) of the
+        task metric metric_kind() names, as float64."""
+        kind = self.metric_kind(task)
+        ex = self.examples(task, seed)
+        full, ablated, alone = (np.asarray(_pick(ex, names), dtype=float) for names in EXAMPLE_DATASETS[kind])
+        return kind, full, ablated, alone
 
     def eval(self, task, seed, arm, split):
         r = next((r for r in self.evals if r["task"] == task and int(r["seed"]) == seed and r["arm"] == arm

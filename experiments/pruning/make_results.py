@@ -2,27 +2,30 @@
 """Builds experiments/pruning/RESULTS.md and figures/ from data/ alone (no training, no runs/).
 
 RESULTS.md is results.template.md with every `{{NAME}}` or `{{NAME TASK}}` replaced by what
-FILLERS[NAME] builds from the data (collect.py describes the files), and every `{{claim_NAME}}`
-and `{{verdict_NAME}}` by CLAIMS[NAME] and VERDICTS[NAME]. Every number in it, the verdicts
-included, comes from the data; the rules that turn numbers into words are the constants and
-functions of analysis.py.
+FILLERS[NAME] builds from the data (collect.py describes the files; data/before/ holds the
+verdicts of the code before issue 29, for "What changed"). Every number in it, the verdicts
+included, comes from the data; the rules that turn numbers into verdicts are the shared ones of
+experiments/verdicts.py (docs/verdicts.md), with the thresholds and levels named there.
 
   python3 experiments/pruning/make_results.py            # RESULTS.md and figures/
   python3 experiments/pruning/make_results.py --check    # exit 0 iff RESULTS.md is what data/ gives
   python3 experiments/pruning/make_results.py --l0-layouts   # run.sh: the L0 layouts to retrain
 
-Statistics, fixed before the final run (experiments/stats.py computes them):
-  - one head (Table 1) or one layer's reduction (Table 2) against the full model: a paired
-    t-test over evaluation examples (E >= 1024; normal approximation, two-sided), Holm-corrected
-    over the heads (or layers) of each model at ALPHA;
-  - across seeds (3 per task): mean ± sample std, and the seeds listed where a direction is
-    claimed (3 seeds cannot make a significance test);
+Statistics (experiments/stats.py computes them, experiments/verdicts.py decides; RESULTS.md's
+"Verdict rules" prints them with their constants):
+  - one head (Table 1) or one layer's reduction (Table 2) against the full model: a paired test
+    over evaluation examples (E about 1024; normal approximation, two-sided) on the task metric
+    (per-example accuracy where examples.h5 holds it, else loss), at LEVEL_MICHEL uncorrected, and
+    removal_class with a practical threshold (PRACTICAL);
+  - fraction prunable: no noticeable() drop (NOTICEABLE); L0's lambda on val by the same rule;
+  - across seeds: seed_claim / reaches_claim (paired t-test, LEVEL_SEEDS, at least MIN_SEEDS);
   - head roles (Voita): the thresholds POSITIONAL_SHARE, SYNTACTIC_MARGIN, RARE_SHARE and the
-    precedence ROLE_ORDER (analysis.py); L0 survival of specialised heads against
-    the rest: a permutation test of the roles within each model (PERMUTATIONS, default_rng(0)).
+    precedence ROLE_ORDER (analysis.py); L0 survival of specialised heads: the permutation test
+    with roles permuted within each layer (stratified_permutation_claim, default_rng(0)).
 
-The modules next to this script: loading.py (data/), analysis.py, fillers.py (the tables),
-claims.py (claims and verdicts), figures.py.
+The modules next to this script: loading.py (data/), analysis.py (curves, L0, dynamics, roles),
+michel.py (Tables 1 and 2), claims.py (the claims, judged), claims_text.py (the rules, the claims
+and "What changed" in Markdown), fillers.py and fillers_l0.py (the tables), figures.py.
 """
 import argparse
 import os
@@ -33,7 +36,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, and this folder as pruning
 from common import CsvError, fail, first_difference, read_text, write_atomically  # noqa: E402
 from pruning.analysis import TASKS, l0_selected  # noqa: E402
-from pruning.claims import CLAIMS, VERDICTS  # noqa: E402
 from pruning.fillers import FILLERS  # noqa: E402
 from pruning.loading import Data  # noqa: E402
 
@@ -51,10 +53,6 @@ def render(d):
 
     def replace(m):
         name, arg = m.group(1), m.group(2)
-        if name.startswith("claim_") and name[6:] in CLAIMS:
-            return CLAIMS[name[6:]](d)
-        if name.startswith("verdict_") and name[8:] in VERDICTS:
-            return VERDICTS[name[8:]](d)
         if name not in FILLERS:
             fail(f"unknown placeholder {m.group(0)} in results.template.md")
         if arg is not None and arg not in TASKS:

@@ -198,7 +198,8 @@ def test_permutation_p_by_hand():
     assert p == pytest.approx(1 / 1001)
     assert stats.permutation_p([(roles, 1 - kept_first)] * 3, pruning.SPECIALISED, 1000)[0] == 1.0
     assert math.isnan(stats.permutation_p([(np.array(["none"] * 8), np.ones(8))], pruning.SPECIALISED, 1000)[0])
-    assert pruning.survival_p(runs) == (pytest.approx(1 / (1 + pruning.PERMUTATIONS)), 1.0, 0.0)
+    v, rates = pruning.survival_claim([(r, k, np.zeros(len(r), dtype=int)) for r, k in runs])  # one stratum
+    assert v.p == pytest.approx(1 / (1 + pruning.PERMUTATIONS)) and rates == (1.0, 0.0)
 
 
 # ---- the experiments' rules on top -------------------------------------------------------------------
@@ -208,11 +209,11 @@ def test_pruning_drop_and_prunable_by_hand():
     assert pruning.drop("val_loss", 2.0, 2.1) == pytest.approx(0.05)  # relative
     assert pruning.drop("val_accuracy", 0.9, 0.8) == pytest.approx(0.1)  # points, as a fraction
     rows = [{"fraction_pruned": f, "val_loss": v} for f, v in
-            [("0", "2.0"), ("0.25", "2.05"), ("0.5", "2.09"), ("0.75", "2.2"), ("1", "2.0")]]
-    assert pruning.prunable("val_loss", rows) == 0.5  # stops at the first round beyond 5%, never resumes
-    control = [{"val_loss": v} for v in ("2.0", "2.0", "2.0", "2.1", "2.1")]
+            [("0", "2.0"), ("0.25", "2.01"), ("0.5", "2.018"), ("0.75", "2.2"), ("1", "2.0")]]
+    assert pruning.prunable("val_loss", rows) == 0.5  # stops at the first round beyond 1%, never resumes
+    control = [{"val_loss": v} for v in ("2.0", "2.0", "2.0", "2.19", "2.0")]
     assert pruning.prunable("val_loss", rows, control=control) == 1.0  # each round against the control's same round
-    assert pruning.at_half("val_loss", rows) == pytest.approx(2.09)
+    assert pruning.at_half("val_loss", rows) == pytest.approx(2.018)
     assert math.isnan(pruning.at_half("val_loss", rows[:2]))  # the curve stops before half
 
 
