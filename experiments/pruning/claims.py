@@ -83,33 +83,32 @@ def classes_text(t):
             f"of {t.total}")
 
 
-def claim_single_heads(d):
-    paper = unchanged_paper("michel_table1", "Enc-Enc heads")
-    c = Claim("Most heads can be removed alone without a practical change (Michel Table 1)",
-              PAPER["michel_table1"].text(),
-              "per seed, most_claim: heads whose removal_class is 'no practical change', more than half")
+def most_unchanged_claim(d, title, paper_key, units, rule, what, table_of):
+    """Michel's Tables 1 and 2 as one rule: per seed, most_claim on the units (heads removed alone,
+    or layers reduced to their best head) whose removal_class is 'no practical change'."""
+    paper = unchanged_paper(paper_key, units)
+    c = Claim(title, PAPER[paper_key].text(),
+              f"per seed, most_claim: {rule}, more than half")
     for task in d.tasks:
         seeds = d.seeds[task]
-        ts = [table1(d, task, s) for s in seeds]
-        vs = [most_claim(t.counts[NO_CHANGE], t.total, what="heads with no practical change") for t in ts]
+        ts = [table_of(d, task, s) for s in seeds]
+        vs = [most_claim(t.counts[NO_CHANGE], t.total, what=what) for t in ts]
         ours = "; ".join(f"seed {s}: {classes_text(t)}" for s, t in zip(seeds, ts)) + \
             f" (on {ts[0].kind}); Michel: {share_text(paper.count, paper.total)} unchanged"
         c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))
     return c
+
+
+def claim_single_heads(d):
+    return most_unchanged_claim(d, "Most heads can be removed alone without a practical change (Michel Table 1)",
+                                "michel_table1", "Enc-Enc heads", "heads whose removal_class is 'no practical change'",
+                                "heads with no practical change", table1)
 
 
 def claim_layer_one_head(d):
-    paper = unchanged_paper("michel_table2", "layers")
-    c = Claim("For most layers, one head is enough (Michel Table 2)", PAPER["michel_table2"].text(),
-              "per seed, most_claim: layers reduced to their best head with 'no practical change', more than half")
-    for task in d.tasks:
-        seeds = d.seeds[task]
-        ts = [table2(d, task, s) for s in seeds]
-        vs = [most_claim(t.counts[NO_CHANGE], t.total, what="layers with no practical change") for t in ts]
-        ours = "; ".join(f"seed {s}: {classes_text(t)}" for s, t in zip(seeds, ts)) + \
-            f" (on {ts[0].kind}); Michel: {share_text(paper.count, paper.total)} unchanged"
-        c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))
-    return c
+    return most_unchanged_claim(d, "For most layers, one head is enough (Michel Table 2)", "michel_table2", "layers",
+                                "layers reduced to their best head with 'no practical change'",
+                                "layers with no practical change", table2)
 
 
 # ---- score orders, fine-tuning (seed-level claims) ---------------------------------------------------
