@@ -124,45 +124,42 @@ def fraction_claim(a, b, direction=0):
                       direction=direction)
 
 
+def order_pair_claim(d, c, a, b, labels, words, direction=0):
+    """One row per task: the fraction prunable by order b against order a (fraction_claim over the
+    seeds), their means (in the order of `labels`: pairs of (key, words)), b - a per seed, and the
+    verdict's word (words: b more, a more)."""
+    for task in d.tasks:
+        o = orders_by_seed(d, task)
+        v = fraction_claim(o[a], o[b], direction=direction)
+        diff = {s: o[b][s] - o[a][s] for s in o[a]}
+        names = dict(labels)
+        ours = (", ".join(f"{name} {mean_sd(o[key])}" for key, name in labels) +
+                f"; {names[b]} − {names[a]} per seed {per_seed(diff)}")
+        c.rows.append(Row(task, ours, v.words(), seed_word(v, *words)))
+    return c
+
+
 def claim_orders(d):
     c = Claim("Importance-ordered pruning does at least as well as the ablation-score order (Michel Section 4)",
               "I_h as a cheap proxy of each head's ablation effect (Michel et al. 2019, Section 4)",
               seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads (fraction prunable without a noticeable "
                         "drop)"))
-    for task in d.tasks:
-        o = orders_by_seed(d, task)
-        v = fraction_claim(o["importance"], o["ablation"])
-        diff = {s: o["ablation"][s] - o["importance"][s] for s in o["importance"]}
-        ours = (f"importance {mean_sd(o['importance'])}, ablation {mean_sd(o['ablation'])}; ablation − importance "
-                f"per seed {per_seed(diff)}")
-        c.rows.append(Row(task, ours, v.words(), seed_word(v, "ablation order prunes more", "importance prunes more")))
-    return c
+    return order_pair_claim(d, c, "importance", "ablation", (("importance", "importance"), ("ablation", "ablation")),
+                            ("ablation order prunes more", "importance prunes more"))
 
 
 def claim_normalisation(d):
     c = Claim("Michel's per-layer l2 normalisation of I_h does not cost prunable heads", OWN_QUESTION.split(" (")[0],
               seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads"))
-    for task in d.tasks:
-        o = orders_by_seed(d, task)
-        v = fraction_claim(o["importance"], o["importance_raw"])
-        diff = {s: o["importance_raw"][s] - o["importance"][s] for s in o["importance"]}
-        ours = (f"per-layer {mean_sd(o['importance'])}, raw {mean_sd(o['importance_raw'])}; raw − per-layer per seed "
-                f"{per_seed(diff)}")
-        c.rows.append(Row(task, ours, v.words(), seed_word(v, "raw prunes more", "per-layer prunes more")))
-    return c
+    return order_pair_claim(d, c, "importance", "importance_raw", (("importance", "per-layer"), ("importance_raw", "raw")),
+                            ("raw prunes more", "per-layer prunes more"))
 
 
 def claim_importance_vs_random(d):
     c = Claim("Importance-ordered pruning beats random order", NOT_A_PAPER,
               seed_rule(f"{PRACTICAL['prune_fraction']:g} of the heads; importance − random, direction +1"))
-    for task in d.tasks:
-        o = orders_by_seed(d, task)
-        v = fraction_claim(o["random"], o["importance"], direction=+1)
-        diff = {s: o["importance"][s] - o["random"][s] for s in o["importance"]}
-        ours = (f"importance {mean_sd(o['importance'])}, random {mean_sd(o['random'])}; importance − random per seed "
-                f"{per_seed(diff)}")
-        c.rows.append(Row(task, ours, v.words(), seed_word(v, "importance prunes more", "random prunes more")))
-    return c
+    return order_pair_claim(d, c, "random", "importance", (("importance", "importance"), ("random", "random")),
+                            ("importance prunes more", "random prunes more"), direction=+1)
 
 
 def claim_finetune(d):
