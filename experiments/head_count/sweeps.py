@@ -146,9 +146,10 @@ class Sweep:
         self.top = max(self.points) if key == "heads" and self.best not in (self.reference, max(self.points)) else None
         if self.top is not None:
             pairs.append((self.best, self.top))
-        self.paired = {(a, b): Paired(*(by_seed(self.points[x], self.metric) for x in (a, b))) for a, b in pairs}
-        self.verdicts = holm_claims({(a, b): claim(*(by_seed(self.points[x], self.metric) for x in (a, b)),
-                                                   self.accuracy, self.means[a]) for a, b in pairs}, level=ALPHA)
+        seeds = {v: by_seed(rows, self.metric) for v, rows in self.points.items()}
+        self.paired = {(a, b): Paired(seeds[a], seeds[b]) for a, b in pairs}
+        self.verdicts = holm_claims({(a, b): claim(seeds[a], seeds[b], self.accuracy, self.means[a]) for a, b in pairs},
+                                    level=ALPHA)
 
     def pair(self, a, b):
         """(Paired, Verdict, sign) for B against A, whichever way round the family holds the pair
