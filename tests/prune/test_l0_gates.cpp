@@ -54,8 +54,8 @@ TEST_CASE("the L0 penalty's gradient matches central differences in every aggreg
   const std::vector<Tensor<double>> log_alpha = {random_tensor<double>(arena, {3}, 1, -3, 3),
                                                  random_tensor<double>(arena, {5}, 2, -3, 3),
                                                  random_tensor<double>(arena, {2}, 3, -3, 3)};
-  const auto r = gradcheck(
-      [&](Tape<double>&, const std::vector<Var<double>>& in) { return l0_penalty(in, mode, 0.7); }, log_alpha);
+  const auto r = gradcheck([&](Tape<double>&, const std::vector<Var<double>>& in) { return l0_penalty(in, mode, 0.7); },
+                           log_alpha);
   INFO(r.str());
   CHECK(r.checked == 10);
   CHECK(r.max_rel_error <= 1e-6);

@@ -56,11 +56,11 @@ struct PruneOptions {
   int64_t eval_batches = 0;    // batches 0..n-1 of `split`; 0 = default_eval_batches()
   int64_t score_batches = 0;   // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
   // l0 only.
-  double lambda = 0;       // penalty weight, >= 0
-  int64_t l0_steps = 200;  // fine-tuning steps with the stochastic gates
-  double l0_lr = 0.1;      // Adam learning rate of log_alpha
-  double l0_init = 3.0;    // initial log_alpha: P(g != 0) = 0.98, the gates start open
-  bool l0_freeze = false;  // train only the gates, the model's parameters fixed (else both train)
+  double lambda = 0;                           // penalty weight, >= 0
+  int64_t l0_steps = 200;                      // fine-tuning steps with the stochastic gates
+  double l0_lr = 0.1;                          // Adam learning rate of log_alpha
+  double l0_init = 3.0;                        // initial log_alpha: P(g != 0) = 0.98, the gates start open
+  bool l0_freeze = false;                      // train only the gates, the model's parameters fixed (else both train)
   L0Penalty l0_penalty = L0Options{}.penalty;  // by default Voita et al.'s code's (prune/l0_gates.h)
   // The kinds of attention whose heads may be pruned; empty = every kind. Only an
   // encoder_decoder has more than one kind.
