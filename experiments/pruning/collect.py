@@ -7,10 +7,19 @@ reads (run.sh calls it; nothing here trains or analyses):
   base_curves.csv  task,seed,step,...: the base runs' evaluation rows of metrics.csv
   analyses.csv     task,seed,step,...: each headlab analyze (final checkpoint and dynamics)
   heads.csv        task,seed,step,layer,head,<every per-head column of heads.h5>
-  examples.h5      <task>/seed<N>/{loss,ablation_loss,layer_only_loss}: per-example losses of
-                   the final analysis, the paired tests' input (float64, gzip)
+  examples.h5      <task>/seed<N>/...: per-example values of the final analysis, the paired
+                   tests' input (heads.h5's examples/ datasets under the same names; gzip):
+                     loss [E], ablation_loss [L,H,E], layer_only_loss [L,H,E]  (float64)
+                     n_targets [E] (int64): each example's scored targets, the weights that pool
+                       the per-example values back into analyze's loss and accuracy
+                     accuracy [E], ablation_accuracy [L,H,E], layer_only_accuracy [L,H,E]
+                       (float64, fraction of the example's targets right): tasks with an
+                       accuracy only (induction, classify, k_relation), Michel et al.'s Tables 1
+                       and 2 on the task metric
+                   (n_targets and the accuracies: data collected since issue 29)
   prune.csv        task,seed,checkpoint_step,arm,<prune.csv's columns, its seed as prune_seed>:
-                   every round of every arm (pruned_heads kept for L0 only)
+                   every round of every arm (pruned_heads kept for L0 only; l0_penalty, L0's
+                   aggregate, empty in files written before it existed)
   evals.csv        task,seed,arm,split,loss,accuracy,bpb: headlab eval of L0 models, their
                    controls and the retrained layouts
   scratch.csv      task,seed,active_heads,steps: the L0 layouts trained from scratch
@@ -155,7 +164,7 @@ def main():
                                           **{c: fmt(columns[c][layer, head]) for c in names}})
                     if final:
                         g = ex.create_group(f"{task}/seed{seed}")
-                        for k in ("loss", "ablation_loss", "layer_only_loss"):
+                        for k in EXAMPLE_DATASETS:
                             if k in examples:
                                 g.create_dataset(k, data=examples[k], compression="gzip", compression_opts=9,
                                                  shuffle=True, track_times=False)
@@ -193,8 +202,9 @@ def main():
     analysis_keys = sorted({k for a in analyses for k in a}, key=lambda k: (k not in ("task", "seed", "step", "final"), k))
     write_csv(os.path.join(data, "analyses.csv"), analysis_keys, analyses)
     write_csv(os.path.join(data, "heads.csv"), ["task", "seed", "step", "layer", "head"] + head_columns, heads)
-    prune_keys = ["task", "seed", "checkpoint_step", "arm"] + [k for k in prune[0] if k not in
-                                                               ("task", "seed", "checkpoint_step", "arm")]
+    # Every column any arm has, in first-seen order: a prune.csv from before a column was added
+    # (l0_penalty) leaves its cells empty.
+    prune_keys = list(dict.fromkeys(k for r in prune for k in r))
     write_csv(os.path.join(data, "prune.csv"), prune_keys, prune)
     write_csv(os.path.join(data, "evals.csv"), ["task", "seed", "arm", "split", "loss", "accuracy", "bpb"], evals)
     write_csv(os.path.join(data, "scratch.csv"), SCRATCH_COLUMNS, scratch)
@@ -221,6 +231,9 @@ def main():
     print(f"collected {out} -> {data} ({size / 1e6:.1f} MB)")
 
 
+# heads.h5's examples/ datasets kept in examples.h5 (the accuracies exist for accuracy tasks only).
+EXAMPLE_DATASETS = ("loss", "ablation_loss", "layer_only_loss", "n_targets", "accuracy", "ablation_accuracy",
+                    "layer_only_accuracy")
 SCRATCH_COLUMNS = ["task", "seed", "active_heads", "steps"]
 SCRATCH_JOB = "train L0 layout from scratch"
 

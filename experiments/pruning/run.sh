@@ -18,8 +18,10 @@
 #      (importance) and two prune curves (importance, random) of every checkpoint along training
 #      (Michel Section 6); prune arms of the final checkpoint: each score order without
 #      fine-tuning, re-scoring only, fine-tuning only, both, random with fine-tuning, and the
-#      control (--strategy none: the same fine-tuning with nothing pruned); L0 at each lambda and
-#      its control (--strategy none --rounds 1, as many steps);
+#      control (--strategy none: the same fine-tuning with nothing pruned); L0 at each lambda
+#      (--l0-penalty L0_PENALTY: layer_mean, Voita et al.'s code's aggregate, unless set; the
+#      data before issue 29 is `sum`, which is layer_mean times the layers) and its control
+#      (--strategy none --rounds 1, as many steps);
 #   3. the test split of every L0 model and its control (headlab eval), and the L0 layout
 #      chosen on val retrained from scratch (make_results.py --l0-layouts chooses it; the
 #      heads L0 removed are gated off from init by model.active_heads);
@@ -41,6 +43,7 @@ SCALE=${SCALE:-full}        # full, or dev: fewer batches, rounds and lambdas (t
 TASKS=${TASKS:-"grammar text induction classify k_relation"}  # longest first, for the job queue
 SEEDS=${SEEDS:-"0 1 2"}
 JOBS=${JOBS:-2}
+L0_PENALTY=${L0_PENALTY:-layer_mean}  # headlab prune --l0-penalty (docs/pruning-verb.md#l0-gates)
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 started=$EPOCHREALTIME
 
@@ -159,7 +162,7 @@ for task in $TASKS; do
          "--out $p/none_ft$FINETUNE"
     for lambda in $LAMBDAS; do
       echo "$p/l0_lambda$lambda pruned.h5 ${prune[*]} $final --strategy l0 --lambda $lambda --l0-steps $L0_STEPS" \
-           "--out $p/l0_lambda$lambda"
+           "--l0-penalty $L0_PENALTY --out $p/l0_lambda$lambda"
     done
     echo "$p/none_l0 pruned.h5 ${prune[*]} $final --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $p/none_l0"
   done

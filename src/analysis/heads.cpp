@@ -1,9 +1,10 @@
 // analyze_heads: one pass over N batches of a split. Per batch:
-//   1. the unmasked model, attention probabilities kept: per-example losses, attention
-//      statistics and JS distances; with a backward, the per-example gate gradients;
+//   1. the unmasked model, attention probabilities kept: per-example losses (and accuracies),
+//      attention statistics and JS distances; with a backward, the per-example gate gradients;
 //   2. (a gate is 0, or importance_by_rows) one forward + backward per example instead;
 //   3. (ablation) per head, the model with that head's gate set to 0;
 //   4. (layer_only) per head, the model with every other head of its site set to 0;
+//   3 and 4 give per-example losses and accuracies from the logits of one forward each;
 //   both rerun only the layers from the masked one up (nn/saved_forward.h); an encoder_decoder,
 //   which forward_from does not cover, reruns the whole model with the gates set.
 // Heads are numbered by attention site (spec.attention_sites(), one gate table each), so the
@@ -75,6 +76,11 @@ void mark_query_rows(int64_t B, int64_t T_, const int32_t* tokens, const std::ve
   }
 }
 
+// An example's fraction of scored targets predicted right (n_valid > 0).
+double fraction_correct(const CrossEntropyStats& e) {
+  return static_cast<double>(e.n_correct) / static_cast<double>(e.n_valid);
+}
+
 // Which heads of the site a masked forward gates to 0:
 //   head_off:  head h alone (ablation);
 //   head_only: every head of the site but h (Michel et al.'s Table 2: the layer reduced to one
@@ -87,12 +93,15 @@ bool masked_by(SiteMask mask, int64_t g, int64_t head) {
 
 // Sums over batches of the per-head masked forwards of one kind (ablation or layer_only).
 struct MaskedSums {
-  std::vector<double> loss, correct;              // [N] over scored targets
-  std::vector<std::vector<double>> example_loss;  // [N][E]
-  explicit MaskedSums(int64_t n_heads)
+  std::vector<double> loss, correct;                                // [N] over scored targets
+  std::vector<std::vector<double>> example_loss, example_accuracy;  // [N][E]; accuracy: tasks with one
+  bool accuracy = false;
+  MaskedSums(int64_t n_heads, bool has_accuracy)
       : loss(static_cast<size_t>(n_heads)),
         correct(static_cast<size_t>(n_heads)),
-        example_loss(static_cast<size_t>(n_heads)) {}
+        example_loss(static_cast<size_t>(n_heads)),
+        example_accuracy(static_cast<size_t>(has_accuracy ? n_heads : 0)),
+        accuracy(has_accuracy) {}
 };
 
 // The gates of site `site` with the heads where off[h] set to 0.
@@ -148,19 +157,23 @@ void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const
         sums.loss[k] += e.loss_sum;
         sums.correct[k] += static_cast<double>(e.n_correct);
         sums.example_loss[k].push_back(e.mean_loss());
+        if (sums.accuracy) sums.example_accuracy[k].push_back(fraction_correct(e));
       }
     }
   }
 }
 
-// The masked - unmasked columns and the [N, E] per-example losses from the sums.
-void finish_masked(const MaskedSums& sums, const HeadScores& s, bool has_accuracy, std::vector<double>& loss_delta,
-                   std::vector<double>& accuracy_delta, std::vector<double>& example_loss) {
+// The masked - unmasked columns and the [N, E] per-example losses and accuracies from the sums.
+void finish_masked(const MaskedSums& sums, const HeadScores& s, std::vector<double>& loss_delta,
+                   std::vector<double>& accuracy_delta, std::vector<double>& example_loss,
+                   std::vector<double>& example_accuracy) {
   const double n_targets = static_cast<double>(s.n_targets);
   for (int64_t k = 0; k < s.n_total(); ++k) {
     loss_delta[k] = sums.loss[k] / n_targets - s.loss;
-    if (has_accuracy) accuracy_delta[k] = sums.correct[k] / n_targets - s.accuracy;
     example_loss.insert(example_loss.end(), sums.example_loss[k].begin(), sums.example_loss[k].end());
+    if (!sums.accuracy) continue;
+    accuracy_delta[k] = sums.correct[k] / n_targets - s.accuracy;
+    example_accuracy.insert(example_accuracy.end(), sums.example_accuracy[k].begin(), sums.example_accuracy[k].end());
   }
 }
 
@@ -255,7 +268,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     if (!g.sites.empty()) groups.push_back(std::move(g));
   }
   std::vector<CrossEntropyStats> examples, masked;
-  MaskedSums ablation(options.ablation ? N : 0), layer_only(options.layer_only ? N : 0);
+  MaskedSums ablation(options.ablation ? N : 0, has_accuracy), layer_only(options.layer_only ? N : 0, has_accuracy);
   const bool restart = !model_kind_info(spec.kind).source;  // forward_from covers the model
   SavedForward<T> unmasked;                                 // the unmasked forward of the batch, for the masked ones
   std::vector<Tensor<T>> probs;
@@ -283,8 +296,9 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
       if (e.n_valid == 0) continue;
       loss_sum += e.loss_sum;
       n_correct += e.n_correct;
+      s.example_n_targets.push_back(e.n_valid);
       s.example_loss.push_back(e.mean_loss());
-      if (has_accuracy) s.example_accuracy.push_back(static_cast<double>(e.n_correct) / static_cast<double>(e.n_valid));
+      if (has_accuracy) s.example_accuracy.push_back(fraction_correct(e));
     }
     s.n_targets += batch_targets;
     if (options.attention || options.similarity) {
@@ -408,10 +422,11 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     }
   }
   if (options.ablation)
-    finish_masked(ablation, s, has_accuracy, s.ablation_loss_delta, s.ablation_accuracy_delta, s.example_ablation_loss);
+    finish_masked(ablation, s, s.ablation_loss_delta, s.ablation_accuracy_delta, s.example_ablation_loss,
+                  s.example_ablation_accuracy);
   if (options.layer_only)
-    finish_masked(layer_only, s, has_accuracy, s.layer_only_loss_delta, s.layer_only_accuracy_delta,
-                  s.example_layer_only_loss);
+    finish_masked(layer_only, s, s.layer_only_loss_delta, s.layer_only_accuracy_delta, s.example_layer_only_loss,
+                  s.example_layer_only_accuracy);
   // Unmeasured columns stay NaN: sums without rows divide to NaN, and no JS rows leave no matrix.
   finish_attention_stats(sums, s);
   if (options.attention) assign_roles(s);

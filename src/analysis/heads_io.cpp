@@ -3,7 +3,8 @@
 //                         NaN = empty cell
 //   heads_similarity.csv  head,L0H0,L0H1,...  one row per head: the JS distance matrix
 //   heads.h5              heads/<column> float64 [sites,H], similarity/js_distance [N, N],
-//                         examples/... per-example arrays, site_layer [sites] and the
+//                         examples/... per-example arrays (losses, and accuracies where the
+//                         task has one, unmasked and per masked head), site_layer [sites] and the
 //                         site_kinds attribute, provenance and the positional baselines
 //                         (baseline_<relation>_agreement, _offset, chance_<relation>_agreement),
 //                         as root attributes; heads/role the roles' bits
@@ -13,6 +14,7 @@
 // heads a site lacks and heads.h5 adds layer_heads [sites].
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "headlab/analysis/head_roles.h"
 #include "headlab/analysis/heads.h"
@@ -167,14 +169,19 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
     w.add_array("similarity/js_distance", s.js_distance.data(), {N, N});
   if (E > 0) {
     w.add_array("examples/loss", s.example_loss.data(), {E});
+    if (static_cast<int64_t>(s.example_n_targets.size()) == E) w.add_array("examples/n_targets", s.example_n_targets);
     if (static_cast<int64_t>(s.example_accuracy.size()) == E)
       w.add_array("examples/accuracy", s.example_accuracy.data(), {E});
     if (static_cast<int64_t>(s.example_gate_grad.size()) == E * N)
       w.add_array("examples/gate_grad", by_site(s, s.example_gate_grad, E, 1).data(), {E, L, H});
-    if (static_cast<int64_t>(s.example_ablation_loss.size()) == N * E)
-      w.add_array("examples/ablation_loss", by_site(s, s.example_ablation_loss, 1, E).data(), {L, H, E});
-    if (static_cast<int64_t>(s.example_layer_only_loss.size()) == N * E)
-      w.add_array("examples/layer_only_loss", by_site(s, s.example_layer_only_loss, 1, E).data(), {L, H, E});
+    // [L, H, E] per head; the accuracies only for tasks with one (as examples/accuracy).
+    const std::pair<const char*, const std::vector<double>*> per_head[] = {
+        {"examples/ablation_loss", &s.example_ablation_loss},
+        {"examples/ablation_accuracy", &s.example_ablation_accuracy},
+        {"examples/layer_only_loss", &s.example_layer_only_loss},
+        {"examples/layer_only_accuracy", &s.example_layer_only_accuracy}};
+    for (const auto& [name, values] : per_head)
+      if (static_cast<int64_t>(values->size()) == N * E) w.add_array(name, by_site(s, *values, 1, E).data(), {L, H, E});
   }
   w.set_string_attr("contents", "head analysis (headlab analyze)");
   w.set_string_attr("checkpoint", info.checkpoint);

@@ -2,7 +2,8 @@
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
-//                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze] [--only enc|dec|cross]...
+//                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze]
+//                          [--l0-penalty layer_mean|mean|sum] [--only enc|dec|cross]...
 //                          [--beam N] [--lenpen X] [--sentences N] [--no-bleu] [--out DIR] [--set train.key=value]...
 // Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
 // after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint, with the
@@ -53,11 +54,17 @@ int run_prune(int argc, char** argv) {
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
       "l0-freeze", "l0: train only the gates, the model's parameters frozen (default: both train)")(
+      "l0-penalty",
+      "l0: how the heads' P(gate != 0) add up under lambda: layer_mean (each layer's sum, averaged over layers, as "
+      "Voita et al.'s code), mean (over heads) or sum (default: layer_mean)",
+      cxxopts::value<std::string>())(
       "only", "prune only these kinds of an encoder_decoder's attention: enc, dec, cross (comma list or repeated)",
       cxxopts::value<std::vector<std::string>>())(
       "sentences", "translation: BLEU of every round over the split's first N sentences (default all)",
       cxxopts::value<int64_t>())("no-bleu", "translation: no BLEU, the loss only")(
-      "out", "output folder (default: <run folder>/prune/<strategy>[_ft<K>][_recompute][_seed<N>][_lambda<X>])",
+      "out",
+      "output folder (default: <run folder>/prune/<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>]"
+      "[_penalty_<P>][_frozen])",
       cxxopts::value<std::string>())(
       "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
@@ -86,8 +93,9 @@ int run_prune(int argc, char** argv) {
   o.split = parse_split(split_arg, false);
   if (const auto batches = count_option<int64_t>(args, "batches", 1)) o.eval_batches = *batches;
   if (const auto batches = count_option<int64_t>(args, "score-batches", 1)) o.score_batches = *batches;
-  HEADLAB_CHECK(l0 || !(args.count("lambda") || args.count("l0-steps") || args.count("l0-lr")),
-                "--lambda, --l0-steps and --l0-lr apply only to --strategy l0");
+  HEADLAB_CHECK(
+      l0 || !(args.count("lambda") || args.count("l0-steps") || args.count("l0-lr") || args.count("l0-penalty")),
+      "--lambda, --l0-steps, --l0-lr and --l0-penalty apply only to --strategy l0");
   HEADLAB_CHECK(!l0 || !(args.count("finetune-steps") || args.count("recompute") || args.count("step-frac")),
                 "--strategy l0 fine-tunes --l0-steps steps once; --finetune-steps, --recompute and --step-frac do "
                 "not apply");
@@ -97,6 +105,7 @@ int run_prune(int argc, char** argv) {
   o.l0_lr = args["l0-lr"].as<double>();
   HEADLAB_CHECK(l0 || !args.count("l0-freeze"), "--l0-freeze applies only to --strategy l0");
   o.l0_freeze = args.count("l0-freeze") > 0;
+  if (args.count("l0-penalty")) o.l0_penalty = parse_l0_penalty(args["l0-penalty"].as<std::string>());
   if (args.count("only")) o.only = parse_attention_kinds(args["only"].as<std::vector<std::string>>());
   o.bleu = !args.count("no-bleu");
   for (const char* option : {"beam", "lenpen", "sentences"})

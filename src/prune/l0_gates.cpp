@@ -2,7 +2,10 @@
 #include "headlab/prune/l0_gates.h"
 
 #include <string>
+#include <vector>
 
+#include "headlab/common/edit_distance.h"
+#include "headlab/common/error.h"
 #include "headlab/common/hash.h"
 #include "headlab/ops/elementwise.h"
 #include "headlab/ops/hard_concrete.h"
@@ -29,7 +32,48 @@ AdamWOptions log_alpha_adam() {
   return o;
 }
 
+constexpr L0Penalty kPenalties[] = {L0Penalty::layer_mean, L0Penalty::mean, L0Penalty::sum};
+
 }  // namespace
+
+const char* l0_penalty_name(L0Penalty penalty) {
+  switch (penalty) {
+    case L0Penalty::layer_mean:
+      return "layer_mean";
+    case L0Penalty::mean:
+      return "mean";
+    case L0Penalty::sum:
+      return "sum";
+  }
+  return "unknown";
+}
+
+L0Penalty parse_l0_penalty(const std::string& name) {
+  std::vector<std::string> choices;
+  for (L0Penalty p : kPenalties) {
+    if (name == l0_penalty_name(p)) return p;
+    choices.push_back(l0_penalty_name(p));
+  }
+  throw Error(unknown_choice("l0 penalty", name, choices));
+}
+
+template <typename T>
+Var<T> l0_penalty(const std::vector<Var<T>>& log_alpha, L0Penalty penalty, double lambda) {
+  HEADLAB_CHECK(!log_alpha.empty(), "L0 penalty: no gated site");
+  Var<T> open = sum(hard_concrete_open_probability(log_alpha.front()));
+  int64_t heads = log_alpha.front().value().numel();
+  for (size_t l = 1; l < log_alpha.size(); ++l) {
+    open = add(open, sum(hard_concrete_open_probability(log_alpha[l])));
+    heads += log_alpha[l].value().numel();
+  }
+  const double count = penalty == L0Penalty::mean         ? static_cast<double>(heads)
+                       : penalty == L0Penalty::layer_mean ? static_cast<double>(log_alpha.size())
+                                                          : 1.0;
+  return scale(open, lambda / count);
+}
+
+template Var<float> l0_penalty<float>(const std::vector<Var<float>>&, L0Penalty, double);
+template Var<double> l0_penalty<double>(const std::vector<Var<double>>&, L0Penalty, double);
 
 L0Gates::L0Gates(const Model<float>& model, const L0Options& options)
     : model_(model),
@@ -62,9 +106,7 @@ const Var<float>* L0Gates::sample(Tape<float>& tape, int64_t step, int64_t micro
 
 Var<float> L0Gates::penalty(Tape<float>& tape) {
   HEADLAB_CHECK(!leaves_.empty() && leaves_.front().tape == &tape, "L0 gates: penalty() before sample() on this tape");
-  Var<float> open = sum(hard_concrete_open_probability(leaves_.front()));
-  for (size_t l = 1; l < leaves_.size(); ++l) open = add(open, sum(hard_concrete_open_probability(leaves_[l])));
-  return scale(open, options_.lambda);
+  return l0_penalty(leaves_, options_.penalty, options_.lambda);  // leaves_: the gated sites only
 }
 
 void L0Gates::binarise_into(Model<float>& model) const {

@@ -61,7 +61,7 @@ PruneStrategy parse_prune_strategy(const std::string& name) {
 
 const char* const kPruneCsvHeader =
     "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-    "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf";
+    "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty";
 
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options) {
   const bool l0 = options.strategy == PruneStrategy::l0;
@@ -79,7 +79,8 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
              m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
              m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "",
              joined(r.pruned, [](const SiteHead& x) { return std::to_string(x.site) + ":" + std::to_string(x.head); }),
-             only, r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : ""});
+             only, r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",
+             l0 ? l0_penalty_name(options.l0_penalty) : ""});
   }
   return csv.text();
 }
@@ -93,6 +94,8 @@ std::string prune_run_name(const PruneOptions& options) {
   if (options.strategy == PruneStrategy::random || options.finetune_steps > 0 || l0)
     name += "_seed" + std::to_string(options.seed);
   if (l0) name += "_lambda" + csv_number("%g", options.lambda);
+  if (l0 && options.l0_penalty != PruneOptions{}.l0_penalty)
+    name.append("_penalty_").append(l0_penalty_name(options.l0_penalty));
   if (l0 && options.l0_freeze) name += "_frozen";
   return name;
 }

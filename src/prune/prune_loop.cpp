@@ -290,6 +290,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     l0_options.lr = options.l0_lr;
     l0_options.init = options.l0_init;
     l0_options.seed = options.seed;
+    l0_options.penalty = options.l0_penalty;
     const std::vector<AttentionSite> sites = model.spec().attention_sites();
     for (const AttentionSite& site : sites)
       l0_options.sites.push_back(options.only.empty() ||

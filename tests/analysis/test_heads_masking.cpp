@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -85,7 +87,7 @@ TEST_CASE("a physically pruned model's head scores equal its masked twin's on th
 // model run on the whole batch. Per example of every batch (those with a scored target), the
 // mean loss; and the loss sum and correct count over all of them.
 struct MaskedReference {
-  std::vector<double> example_loss;
+  std::vector<double> example_loss, example_accuracy;
   double loss_sum = 0, correct = 0;
 };
 
@@ -112,6 +114,7 @@ MaskedReference masked_by_hand(Model<T>& model, const Dataset& data, int64_t n_b
       const CrossEntropyStats e = cross_entropy_stats(logits.narrow(0, b * per, per), in.targets + b * per, -1);
       if (e.n_valid == 0) continue;
       r.example_loss.push_back(e.mean_loss());
+      r.example_accuracy.push_back(static_cast<double>(e.n_correct) / static_cast<double>(e.n_valid));
       r.loss_sum += e.loss_sum;
       r.correct += static_cast<double>(e.n_correct);
     }
@@ -163,9 +166,112 @@ TEST_CASE("ablation and layer-only scores are bit-identical to masking the gates
                        s.example_ablation_loss.begin() + k * E));
       CHECK(
           std::equal(alone.example_loss.begin(), alone.example_loss.end(), s.example_layer_only_loss.begin() + k * E));
+      // Both tasks have an accuracy: per example too, from the same forwards.
+      CHECK(std::equal(ablated.example_accuracy.begin(), ablated.example_accuracy.end(),
+                       s.example_ablation_accuracy.begin() + k * E));
+      CHECK(std::equal(alone.example_accuracy.begin(), alone.example_accuracy.end(),
+                       s.example_layer_only_accuracy.begin() + k * E));
       CHECK(s.ablation_loss_delta[k] == ablated.loss_sum / n_targets - s.loss);
       CHECK(s.layer_only_loss_delta[k] == alone.loss_sum / n_targets - s.loss);
       CHECK(s.ablation_accuracy_delta[k] == ablated.correct / n_targets - s.accuracy);
       CHECK(s.layer_only_accuracy_delta[k] == alone.correct / n_targets - s.accuracy);
     }
+}
+
+TEST_CASE("per-example accuracies, unmasked, ablated and layer-only, average back to the accuracies analyze reports",
+          "[analysis]") {
+  // k_relation and classify score the same number of targets in every example, induction and
+  // grammar a varying number (so only the mean weighted by n_targets pools back); grammar has no
+  // accuracy.
+  const std::string task = GENERATE(as<std::string>{}, "k_relation", "induction", "classify", "grammar");
+  const int64_t T = 16, B = 6, n_batches = 3;
+  TaskOptions t;
+  t.task = task;
+  t.seq_len = T;
+  t.eval_examples = 64;
+  t.vocab_size = task == "k_relation" ? 11 : task == "induction" ? 6 : task == "classify" ? 16 : 0;
+  t.offsets = {1, 2};  // k_relation's; the other tasks ignore it
+  t.min_len = 1;       // classify's shortest item list
+  const std::unique_ptr<Dataset> data = make_task(t);
+  const ModelKind kind = task == "classify" ? ModelKind::encoder : ModelKind::decoder;
+  Model<float> model(tiny_spec(kind, data->vocab_size(), 4, 4, T));
+  randomize(model, 23);
+  if (kind == ModelKind::encoder) {  // random biases outweigh the features: every example one class
+    for (const char* name : {"ln_f/bias", "cls_head/bias"}) {
+      Tensor<float> bias = model.params().value(name);
+      std::fill(bias.data(), bias.data() + bias.numel(), 0.0f);
+    }
+  }
+  model.gates().value(0)(1) = 0.0f;  // its ablation changes nothing: the unmasked accuracies
+  AnalysisOptions o;
+  o.batch_size = B;
+  o.layer_only = true;
+  o.importance = false;
+  o.attention = false;
+  o.similarity = false;
+  const HeadScores s = analyze_heads(model, *data, Split::val, n_batches, o);
+  const int64_t E = s.n_examples, N = s.n_total();
+  INFO(task << ": " << E << " examples, accuracy " << s.accuracy);
+  REQUIRE(E > 0);
+  REQUIRE(static_cast<int64_t>(s.example_n_targets.size()) == E);
+  const int64_t targets = std::accumulate(s.example_n_targets.begin(), s.example_n_targets.end(), int64_t{0});
+  CHECK(targets == s.n_targets);
+  const auto [fewest, most] = std::minmax_element(s.example_n_targets.begin(), s.example_n_targets.end());
+  CHECK((task == "induction" || task == "grammar") == (*fewest != *most));
+  // The mean over examples weighted by their scored targets: the pooled value, as analyze pools.
+  auto pooled = [&](const std::vector<double>& values, int64_t k) {
+    double sum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += values[k * E + e] * static_cast<double>(s.example_n_targets[e]);
+    return sum / static_cast<double>(targets);
+  };
+  CHECK(pooled(s.example_loss, 0) == Approx(s.loss).epsilon(1e-12));
+
+  test::ScratchDir dir("analysis_example_accuracy");
+  write_heads_h5((dir.dir / "heads.h5").string(), s, {});
+  CheckpointReader h5((dir.dir / "heads.h5").string());
+  CHECK(h5.read_array<int64_t>("examples/n_targets") == s.example_n_targets);
+  if (!data->has_accuracy()) {
+    CHECK(s.accuracy == -1);
+    CHECK(s.example_accuracy.empty());
+    CHECK(s.example_ablation_accuracy.empty());
+    CHECK(s.example_layer_only_accuracy.empty());
+    CHECK(!h5.has("examples/accuracy"));
+    CHECK(!h5.has("examples/ablation_accuracy"));
+    CHECK(!h5.has("examples/layer_only_accuracy"));
+    return;
+  }
+  REQUIRE(static_cast<int64_t>(s.example_accuracy.size()) == E);
+  REQUIRE(static_cast<int64_t>(s.example_ablation_accuracy.size()) == N * E);
+  REQUIRE(static_cast<int64_t>(s.example_layer_only_accuracy.size()) == N * E);
+  CHECK(s.accuracy > 0);  // some targets right, so the comparison is not 0 == 0
+  CHECK(pooled(s.example_accuracy, 0) == Approx(s.accuracy).epsilon(1e-12));
+  bool moved = false;
+  for (int64_t k = 0; k < N; ++k) {
+    INFO("head " << head_label(s, k));
+    CHECK(pooled(s.example_ablation_accuracy, k) ==
+          Approx(s.accuracy + s.ablation_accuracy_delta[k]).epsilon(1e-12).margin(1e-12));
+    CHECK(pooled(s.example_layer_only_accuracy, k) ==
+          Approx(s.accuracy + s.layer_only_accuracy_delta[k]).epsilon(1e-12).margin(1e-12));
+    moved = moved || s.ablation_accuracy_delta[k] != 0 || s.layer_only_accuracy_delta[k] != 0;
+    for (int64_t e = 0; e < E; ++e) {  // a fraction of that example's targets
+      const double n = static_cast<double>(s.example_n_targets[e]);
+      for (double a : {s.example_ablation_accuracy[k * E + e], s.example_layer_only_accuracy[k * E + e]})
+        CHECK(a * n == Approx(std::round(a * n)).margin(1e-9));
+    }
+  }
+  CHECK(moved);  // masking changed some prediction
+  // Equal target counts: the plain mean over examples is the accuracy as well.
+  if (*fewest == *most)
+    CHECK(std::accumulate(s.example_accuracy.begin(), s.example_accuracy.end(), 0.0) / static_cast<double>(E) ==
+          Approx(s.accuracy).epsilon(1e-12));
+  const int64_t zero = s.index(0, 1);
+  CHECK(
+      std::equal(s.example_accuracy.begin(), s.example_accuracy.end(), s.example_ablation_accuracy.begin() + zero * E));
+
+  // heads.h5 keeps them as [L, H, E], beside the losses.
+  for (const char* name : {"examples/ablation_accuracy", "examples/layer_only_accuracy"})
+    CHECK(h5.shape(name) == Shape{2, 4, E});
+  CHECK(h5.read_array<double>("examples/accuracy") == s.example_accuracy);
+  CHECK(h5.read_array<double>("examples/ablation_accuracy") == s.example_ablation_accuracy);
+  CHECK(h5.read_array<double>("examples/layer_only_accuracy") == s.example_layer_only_accuracy);
 }

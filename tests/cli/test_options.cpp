@@ -76,6 +76,8 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
        "headlab prune: error: unknown strategy 'importnce'; did you mean 'importance'?"},
       {{"prune", "x.h5", "--strategy", "entropi"},
        "headlab prune: error: unknown strategy 'entropi'; did you mean 'entropy'?"},
+      {{"prune", "x.h5", "--strategy", "l0", "--lambda", "1", "--l0-penalty", "meen"},
+       "headlab prune: error: unknown l0 penalty 'meen'; did you mean 'mean'?"},
       {{"prune", "x.h5", "--strategy", "magnitude"},
        "headlab prune: error: unknown strategy 'magnitude' (expected importance, importance_raw, random, entropy, "
        "confidence, ablation, l0 or none)"},

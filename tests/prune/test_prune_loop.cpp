@@ -169,15 +169,17 @@ TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", 
   o.l0_steps = 40;
   o.l0_lr = 0.2;  // Adam moves log_alpha about lr per step: from 3 past -0.79 within the run
   o.seed = 5;
-  o.lambda = 1e-4;
+  // The default penalty averages the 2 layers' sums: lambda 2e-4 and 2 are the sum's 1e-4 and 1.
+  REQUIRE(o.l0_penalty == L0Penalty::layer_mean);
+  o.lambda = 2e-4;
   const Pruned tiny(o);
-  o.lambda = 1.0;
+  o.lambda = 2.0;
   const Pruned large(o);
   REQUIRE(tiny.rounds.size() == 2);
   REQUIRE(large.rounds.size() == 2);
   CHECK(tiny.rounds[0].metric.loss == unpruned_metric(2).loss);
-  INFO("closed with lambda 1e-4: " << tiny.rounds[1].pruned.size()
-                                   << ", with lambda 1: " << large.rounds[1].pruned.size());
+  INFO("closed with lambda 2e-4: " << tiny.rounds[1].pruned.size()
+                                   << ", with lambda 2: " << large.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() > tiny.rounds[1].pruned.size());
   CHECK(large.rounds[1].pruned.size() >= 2);
   // The gates are binary after the run, and the run is a pure function of its seed.
@@ -189,6 +191,12 @@ TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", 
   const Pruned again(o);
   CHECK(again.rounds[1].pruned == large.rounds[1].pruned);
   CHECK(again.rounds[1].metric.loss == large.rounds[1].metric.loss);
+  // --l0-penalty sum at half the lambda is the same run: the aggregates differ by a factor only.
+  o.l0_penalty = L0Penalty::sum;
+  o.lambda = 1.0;
+  const Pruned summed(o);
+  CHECK(summed.rounds[1].pruned == large.rounds[1].pruned);
+  CHECK(summed.rounds[1].metric.loss == large.rounds[1].metric.loss);
 }
 
 TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pruned heads", "[prune]") {
@@ -200,23 +208,31 @@ TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pru
   std::getline(in, line);
   CHECK(line ==
         "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-        "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf");
+        "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty");
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,0,0,0,8,4 4,", 0) == 0);
-  // k_relation: accuracy but no bits per byte; nothing pruned; every kind; no BLEU.
-  CHECK(line.substr(line.size() - 6) != ",,,,,,");
-  CHECK(line.substr(line.size() - 5) == ",,,,,");
+  // k_relation: accuracy but no bits per byte; nothing pruned; every kind; no BLEU; not L0.
+  CHECK(line.substr(line.size() - 7) != ",,,,,,,");
+  CHECK(line.substr(line.size() - 6) == ",,,,,,");
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,1,2,0.25,6,", 0) == 0);
   CHECK(count_lines(csv) == 5);
   o.strategy = PruneStrategy::l0;
   o.lambda = 0.5;
   CHECK(prune_csv(p.rounds, o).find("\nl0,0,200,0,0.5,0,") != std::string::npos);
-  CHECK(prune_run_name(o) == "l0_seed0_lambda0.5");
+  CHECK(prune_csv(p.rounds, o).find(",,,,layer_mean\n") != std::string::npos);  // the default, Voita's
+  CHECK(prune_run_name(o) == "l0_seed0_lambda0.5");  // the default penalty is not in the name
   o.only = {AttentionKind::enc, AttentionKind::cross};
   o.l0_freeze = true;
   CHECK(prune_run_name(o) == "l0_enc_cross_seed0_lambda0.5_frozen");
-  CHECK(prune_csv(p.rounds, o).find(",enc cross,,\n") != std::string::npos);
+  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,layer_mean\n") != std::string::npos);
+  o.l0_penalty = L0Penalty::sum;
+  CHECK(prune_run_name(o) == "l0_enc_cross_seed0_lambda0.5_penalty_sum_frozen");
+  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,sum\n") != std::string::npos);
+  o.l0_penalty = L0Penalty::mean;
+  o.only = {};
+  o.l0_freeze = false;
+  CHECK(prune_run_name(o) == "l0_seed0_lambda0.5_penalty_mean");
   CHECK(prune_run_name(fast_options(PruneStrategy::entropy)) == "entropy");
   PruneOptions tuned = fast_options(PruneStrategy::random);
   tuned.finetune_steps = 5;
@@ -244,6 +260,12 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
       {{"prune", (run.run / "missing.h5").string(), "--strategy", "random"}, "does not exist"},
       {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda=-1"}, "--lambda must be >= 0"},
       {{"prune", run.checkpoint(), "--strategy", "l0"}, "needs --lambda"},
+      {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda", "0.1", "--l0-penalty", "avg"},
+       "unknown l0 penalty 'avg' (expected layer_mean, mean or sum)"},
+      {{"prune", run.checkpoint(), "--strategy", "l0", "--lambda", "0.1", "--l0-penalty", "meen"},
+       "unknown l0 penalty 'meen'; did you mean 'mean'?"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--l0-penalty", "sum"},
+       "--lambda, --l0-steps, --l0-lr and --l0-penalty apply only to --strategy l0"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--set", "model.n_heads=2"},
        "only train.*, data.* can change here"},
       {{"prune", run.checkpoint(), "--strategy", "none"}, "needs --finetune-steps"},

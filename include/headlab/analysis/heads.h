@@ -112,12 +112,18 @@ struct HeadScores {
   // (different kinds); empty if not measured.
   std::vector<double> js_distance;
 
-  // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples.
-  std::vector<double> example_loss;             // [E] mean loss of the unmasked model
-  std::vector<double> example_accuracy;         // [E] fraction correct, or empty
-  std::vector<double> example_gate_grad;        // [E, N] dL(x_e)/dxi_h, signed
-  std::vector<double> example_ablation_loss;    // [N, E] loss of e with head h masked
-  std::vector<double> example_layer_only_loss;  // [N, E] loss of e with h alone on in its site
+  // Per example, in split order (e = 0 .. n_examples-1), for paired tests over examples. The
+  // accuracies are fractions of e's scored targets predicted right (tasks with an accuracy, else
+  // empty), from the same forwards as the losses; weighted by example_n_targets they average
+  // to `accuracy` (+ the head's delta), as the losses do to `loss`.
+  std::vector<int64_t> example_n_targets;           // [E] scored targets of e
+  std::vector<double> example_loss;                 // [E] mean loss of the unmasked model
+  std::vector<double> example_accuracy;             // [E] fraction correct, or empty
+  std::vector<double> example_gate_grad;            // [E, N] dL(x_e)/dxi_h, signed
+  std::vector<double> example_ablation_loss;        // [N, E] loss of e with head h masked
+  std::vector<double> example_ablation_accuracy;    // [N, E] fraction correct of e with head h masked
+  std::vector<double> example_layer_only_loss;      // [N, E] loss of e with h alone on in its site
+  std::vector<double> example_layer_only_accuracy;  // [N, E] fraction correct of e with h alone on
 
   int64_t heads_at(int64_t site) const { return site_heads.empty() ? n_heads : site_heads[site]; }
   int64_t first_head(int64_t site) const;  // index(site, 0)

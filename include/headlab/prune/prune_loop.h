@@ -8,8 +8,9 @@
 //     lowest score (never a site's last active head), fine-tunes K steps with the gates fixed,
 //     evaluates, and optionally recomputes the scores, until every prunable site has one head left;
 //   l0 (Voita et al. 2019): round 0, then round 1 after fine-tuning with Hard Concrete gates on the
-//     prunable sites and an L0 penalty (prune/l0_gates.h), gates binarised; the model's
-//     parameters train with the gates, or stay frozen (l0_freeze);
+//     prunable sites and an L0 penalty (prune/l0_gates.h; l0_penalty says how the heads' terms
+//     add up), gates binarised; the model's parameters train with the gates, or stay frozen
+//     (l0_freeze);
 //   none (the control): the same rounds of fine-tuning with no head pruned, so a pruned curve can
 //     be compared with the unpruned model trained for the same extra steps at the same rate.
 // Fine-tuning continues the optimizer it is given (the checkpoint's moments, when it has them)
@@ -32,6 +33,7 @@
 #include "headlab/io/config.h"
 #include "headlab/nn/model.h"
 #include "headlab/optim/optimizer.h"
+#include "headlab/prune/l0_gates.h"
 #include "headlab/train/evaluate.h"
 
 namespace headlab {
@@ -54,11 +56,12 @@ struct PruneOptions {
   int64_t eval_batches = 0;    // batches 0..n-1 of `split`; 0 = default_eval_batches()
   int64_t score_batches = 0;   // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
   // l0 only.
-  double lambda = 0;       // penalty weight, >= 0
-  int64_t l0_steps = 200;  // fine-tuning steps with the stochastic gates
-  double l0_lr = 0.1;      // Adam learning rate of log_alpha
-  double l0_init = 3.0;    // initial log_alpha: P(g != 0) = 0.98, the gates start open
-  bool l0_freeze = false;  // train only the gates, the model's parameters fixed (else both train)
+  double lambda = 0;                           // penalty weight, >= 0
+  int64_t l0_steps = 200;                      // fine-tuning steps with the stochastic gates
+  double l0_lr = 0.1;                          // Adam learning rate of log_alpha
+  double l0_init = 3.0;                        // initial log_alpha: P(g != 0) = 0.98, the gates start open
+  bool l0_freeze = false;                      // train only the gates, the model's parameters fixed (else both train)
+  L0Penalty l0_penalty = L0Options{}.penalty;  // by default Voita et al.'s code's (prune/l0_gates.h)
   // The kinds of attention whose heads may be pruned; empty = every kind. Only an
   // encoder_decoder has more than one kind.
   std::vector<AttentionKind> only;
@@ -122,9 +125,10 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_frozen]": the default output
-// folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears where it changes
-// the result (random order, fine-tuning, L0).
+// "<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
+// default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears
+// where it changes the result (random order, fine-tuning, L0), the L0 penalty where it is not the
+// default (PruneOptions{}.l0_penalty), so the folders of runs before it existed keep their names.
 std::string prune_run_name(const PruneOptions& options);
 
 }  // namespace headlab
