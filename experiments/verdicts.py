@@ -359,6 +359,33 @@ def noticeable(drop, *, threshold):
     return drop > threshold
 
 
+# ---- base models trained to a plateau (issue 29) -----------------------------------------------------------
+
+PLATEAU_TAIL = 0.25  # the last quarter of training
+
+
+def last_quarter_gain(curve, *, higher_is_better, relative):
+    """How much a validation curve [(step, value), ...] still improved over the last PLATEAU_TAIL
+    of training: from the last evaluation at or before (1 - PLATEAU_TAIL) x the final step to the
+    final one, > 0 = better. relative: as a fraction of the earlier value (losses), else in the
+    metric's units (accuracy, BLEU). None if the curve has no evaluation in that window's start."""
+    curve = sorted(curve)
+    final_step, final = curve[-1]
+    earlier = [(s, v) for s, v in curve if s <= (1 - PLATEAU_TAIL) * final_step]
+    if not earlier:
+        return None
+    start = earlier[-1][1]
+    gain = final - start if higher_is_better else start - final
+    return gain / abs(start) if relative else gain
+
+
+def plateaued(gain, *, threshold):
+    """A base model is at its plateau when its last quarter gained less than the practical threshold
+    (PRACTICAL: 1% of the loss, 1 accuracy point, 0.5 BLEU): more training would not change a
+    verdict reached at that threshold. None (no such window) is not shown to be a plateau."""
+    return gain is not None and gain < threshold
+
+
 # ---- ours vs the paper ------------------------------------------------------------------------------------
 
 # The papers' numbers the rules are read against. Michel Tables 1 and 2 are the numbers

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from common import cell, md_table, mean_std, number, seeds_list
-from verdicts import PAPER, share_text
+from verdicts import PAPER, PRACTICAL, last_quarter_gain, plateaued, share_text
 
 from .analysis import (
     EARLY, FIGURE5, ORDER_TITLES, RHO_THRESHOLD, SCORE_ORDERS, TASKS, at_half, drop, dynamics_rows, ft_name,
@@ -65,6 +65,30 @@ def fill_setup(d, _):
                      metric.replace("val_", "")])
     return table(["task", "data", "model", "steps x batch", "seeds", "val examples analysed", "val loss (nats)",
                   "val accuracy", "pruning metric"], rows)
+
+
+def fill_plateau(d, _):
+    """Base models at a plateau: each seed's val curve (the pruning metric) over the last quarter of
+    training gained less than the practical threshold (verdicts.plateaued)."""
+    rows = []
+    for task in d.tasks:
+        metric = TASKS[task][1]
+        accuracy = metric == "val_accuracy"
+        threshold = PRACTICAL["accuracy" if accuracy else "relative_loss"]
+        gains = []
+        for seed in d.seeds[task]:
+            curve = [(int(r["step"]), number(r[metric])) for r in d.curves
+                     if r["task"] == task and int(r["seed"]) == seed and r[metric] != ""]
+            gains.append(last_quarter_gain(curve, higher_is_better=accuracy, relative=not accuracy) if curve else None)
+        shown = [g for g in gains if g is not None]
+        scale, unit = (100, " points") if accuracy else (100, "%")
+        rows.append([f"`{task}`", metric.replace("val_", ""),
+                     ", ".join("–" if g is None else f"{g * scale:+.2f}" for g in gains) + unit,
+                     f"{threshold * scale:g}" + (unit if threshold * scale != 1 or not accuracy else " point"),
+                     f"{sum(plateaued(g, threshold=threshold) for g in gains)} of {len(gains)}"
+                     + ("" if len(shown) == len(gains) else " (– : no evaluation at 3/4 of training)")])
+    return table(["task", "val metric", "gain over the last quarter of training, per seed", "threshold",
+                  "seeds at a plateau"], rows)
 
 
 def effect_scale(kind):
@@ -244,7 +268,7 @@ def fill_timings(d, _):
     return table(["task", "job", "jobs", "mean s", "total s"], rows)
 
 
-FILLERS = {"provenance": fill_provenance, "setup": fill_setup, "table1": fill_table1, "table2": fill_table2,
+FILLERS = {"provenance": fill_provenance, "setup": fill_setup, "plateau": fill_plateau, "table1": fill_table1, "table2": fill_table2,
            "prune": fill_prune, "finetune": fill_finetune, "orders": fill_orders, "dynamics": fill_dynamics,
            "spearman": fill_spearman, "timings": fill_timings, "rules": fill_rules,
            "claims_summary": fill_claims_summary, "claims_details": fill_claims_details,

@@ -381,3 +381,21 @@ def test_paired_t_test_and_solve_rate_test_are_the_claims_the_rules_use():
     assert s.effect == pytest.approx(4 / 5 - 1 / 5)
     assert s.p == pytest.approx(sp.fisher_exact([[4, 1], [1, 4]])[1])
     assert "4 of 5 against 1 of 5" in s.test
+
+
+def test_last_quarter_gain_measures_from_the_three_quarter_mark():
+    loss = [(100, 2.0), (200, 1.5), (300, 1.2), (400, 1.19)]  # 3/4 of 400 = 300: 1.2 -> 1.19
+    assert V.last_quarter_gain(loss, higher_is_better=False, relative=True) == pytest.approx(0.01 / 1.2)
+    acc = [(250, 0.5), (500, 0.9), (750, 0.95), (1000, 0.99)]  # 750 -> 1000, in points
+    assert V.last_quarter_gain(acc, higher_is_better=True, relative=False) == pytest.approx(0.04)
+    # Unsorted input, and a loss that got worse (a negative gain: at a plateau or past it).
+    assert V.last_quarter_gain([(4, 1.1), (3, 1.0)], higher_is_better=False, relative=True) == pytest.approx(-0.1)
+    assert V.last_quarter_gain([(10, 1.0)], higher_is_better=False, relative=True) is None
+
+
+def test_plateaued_needs_a_gain_below_the_threshold():
+    assert V.plateaued(0.009, threshold=0.01)
+    assert not V.plateaued(0.01, threshold=0.01)
+    assert not V.plateaued(0.2, threshold=0.01)
+    assert V.plateaued(-0.03, threshold=0.01)
+    assert not V.plateaued(None, threshold=0.01)
