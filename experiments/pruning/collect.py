@@ -28,6 +28,10 @@ reads (run.sh calls it; nothing here trains or analyses):
   python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data [--base DIR]
   python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data --only-scratch
       replaces only the retrained layouts' rows of data/ (run.sh with ONLY_SCRATCH=1)
+  python3 experiments/pruning/collect.py runs/pruning experiments/pruning/data --tasks text --merge
+      replaces the rows of --tasks and keeps the other tasks' (run.sh with MERGE=1): a
+      regeneration in parts, one session each, every part from the same clean commit (refused
+      otherwise); provenance.csv lists each part's tasks, date, machine and wall time
 """
 import argparse
 import os
@@ -112,12 +116,16 @@ def main():
     ap.add_argument("--wall-seconds", type=float)
     ap.add_argument("--only-scratch", action="store_true",
                     help="replace only the retrained layouts' rows of DATA (the other runs may be gone)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep DATA's rows of the tasks not in --tasks (a regeneration in parts, one commit)")
     args = ap.parse_args()
     out, data, base = args.out, args.data, args.base or args.out
     tasks, seeds = args.tasks.split(), [int(s) for s in args.seeds.split()]
     if args.only_scratch:
         return merge_scratch(out, data, tasks, seeds)
     os.makedirs(data, exist_ok=True)
+    commit = git("rev-parse", "--short=12", "HEAD")
+    kept = kept_part(data, tasks, commit) if args.merge else None
 
     setup, curves, analyses, heads, prune, evals, scratch, timings = [], [], [], [], [], [], [], []
     head_columns = None
@@ -193,7 +201,18 @@ def main():
                                           "accuracy": acc, "bpb": bpb})
 
                 collect_scratch(task, seed, sdir, scratch, evals, timings)
+        if kept:
+            with h5py.File(os.path.join(data, "examples.h5"), "r") as old:
+                for task in kept["tasks"]:
+                    if task in old:
+                        old.copy(old[task], ex, name=task)
     os.replace(examples_tmp, os.path.join(data, "examples.h5"))
+    if kept:  # the other parts' rows first, as a whole regeneration would order the tasks anyway
+        rows = kept["rows"]
+        setup, curves, analyses, heads = rows["setup"] + setup, rows["base_curves"] + curves, \
+            rows["analyses"] + analyses, rows["heads"] + heads
+        prune, evals, scratch, timings = rows["prune"] + prune, rows["evals"] + evals, rows["scratch"] + scratch, \
+            rows["timings"] + timings
 
     if not setup:
         fail(f"{out} holds no task folder of {tasks} with seeds {seeds}: run experiments/pruning/run.sh first")
@@ -211,7 +230,7 @@ def main():
     write_csv(os.path.join(data, "timings.csv"), ["task", "seed", "job", "seconds"], timings)
 
     provenance = {
-        "commit": git("rev-parse", "--short=12", "HEAD"),
+        "commit": commit,
         "uncommitted_source_changes": "yes" if git("status", "--porcelain", "--", "../../src", "../../include",
                                                     "../../CMakeLists.txt") else "no",
         "jobs_commits": os.environ.get("JOBS_COMMITS", ""),
@@ -226,6 +245,8 @@ def main():
     old = os.path.join(data, "provenance.csv")
     if args.wall_seconds is None and os.path.exists(old):  # an intermediate collect keeps the last wall time
         provenance["run_sh_wall_seconds"] = {r["key"]: r["value"] for r in read_rows(old)}.get("run_sh_wall_seconds", "")
+    if args.merge:
+        provenance = merged_provenance(kept["provenance"] if kept else {}, provenance)
     write_csv(old, ["key", "value"], [{"key": k, "value": v} for k, v in provenance.items()])
     size = sum(os.path.getsize(os.path.join(data, f)) for f in os.listdir(data))
     print(f"collected {out} -> {data} ({size / 1e6:.1f} MB)")
@@ -281,6 +302,48 @@ def merge_scratch(out, data, tasks, seeds):
     write_csv(path, ["key", "value"], [{"key": k, "value": v} for k, v in provenance.items()])
     print(f"merged {len(scratch)} retrained layouts of {out} into {data}")
 
+
+DATA_FILES = ("setup", "base_curves", "analyses", "heads", "prune", "evals", "scratch", "timings")
+PART_KEYS = ("tasks", "date", "machine", "run_sh_wall_seconds")
+
+
+def kept_part(data, tasks, commit):
+    """data/'s rows of the tasks not being collected, for --merge; None when data/ holds none. A part
+    made at another commit is refused: the data must come from one commit."""
+    if not os.path.exists(os.path.join(data, "setup.csv")):
+        return None
+    provenance = {r["key"]: r["value"] for r in read_rows(os.path.join(data, "provenance.csv"))}
+    rows = {name: [r for r in read_rows(os.path.join(data, f"{name}.csv")) if r["task"] not in tasks]
+            for name in DATA_FILES}
+    others = list(dict.fromkeys(r["task"] for r in rows["setup"]))
+    if not others:
+        return None
+    if provenance.get("commit") != commit or provenance.get("uncommitted_source_changes") == "yes":
+        fail(f"{data} holds {' '.join(others)} from commit {provenance.get('commit')} and this part is at {commit}: "
+             f"every part of a regeneration must come from one clean commit (check it out, or collect without --merge)")
+    return {"tasks": others, "rows": rows, "provenance": provenance}
+
+
+def merged_provenance(old, new):
+    """One provenance for a regeneration in parts: the commit (the same), the union of tasks, the
+    summed wall time, and each part's tasks, date, machine and wall time as part<N>_<key>."""
+    parts = [{k: old[f"part{i}_{k}"] for k in PART_KEYS} for i in range(1, 100) if f"part{i}_tasks" in old]
+    if not parts and old.get("tasks"):  # data/ from one whole run so far
+        parts = [{k: old.get(k, "") for k in PART_KEYS}]
+    new_tasks = set(new["tasks"].split())
+    parts = [p for p in parts if not set(p["tasks"].split()) <= new_tasks] + [{k: new[k] for k in PART_KEYS}]
+    merged = {k: v for k, v in new.items()}
+    merged["tasks"] = " ".join(t for t in TASK_ORDER if any(t in p["tasks"].split() for p in parts))
+    walls = [p["run_sh_wall_seconds"] for p in parts]
+    merged["run_sh_wall_seconds"] = f"{sum(float(w) for w in walls):.0f}" if all(walls) else ""
+    merged["date"] = ", ".join(dict.fromkeys(p["date"] for p in parts))
+    merged["machine"] = "; ".join(dict.fromkeys(p["machine"] for p in parts))
+    for i, p in enumerate(parts, 1):
+        merged.update({f"part{i}_{k}": v for k, v in p.items()})
+    return merged
+
+
+TASK_ORDER = ("grammar", "text", "induction", "classify", "k_relation")
 
 def job_seconds(task, seed, folder, job):
     path = os.path.join(folder, "seconds.txt")

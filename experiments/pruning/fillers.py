@@ -46,6 +46,15 @@ def fill_provenance(d, _):
             ["wall time on 2 cores, estimated", f"{(base_seconds + job_seconds) / 2 / 60:.0f} min (the sums / 2: run.sh "
              f"runs two one-thread jobs at a time; an upper bound, as some jobs were timed while other work shared "
              f"the cores)"]]
+    if p.get("run_sh_wall_seconds"):
+        rows.append(["run.sh wall time, measured", f"{number(p['run_sh_wall_seconds']) / 60:.0f} min"])
+    for i in range(1, 100):  # a regeneration in parts (collect.py --merge), every part at the commit above
+        if f"part{i}_tasks" not in p:
+            break
+        wall = p[f"part{i}_run_sh_wall_seconds"]
+        rows.append([f"part {i}: tasks; date, machine; run.sh wall time",
+                     f"{p[f'part{i}_tasks']}; {p[f'part{i}_date']}, {p[f'part{i}_machine']}; "
+                     + (f"{number(wall) / 60:.0f} min" if wall else "–")])
     return table(["", ""], rows)
 
 

@@ -7,11 +7,14 @@
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/p DATA=/tmp/p/data experiments/pruning/run.sh  # a quick check
 #   BASE=runs/pruning OUT=runs/pruning-analysis ...  # base models trained elsewhere
 #   LIST_JOBS=1 experiments/pruning/run.sh           # print stage 2's job lines, run nothing
+#   TASKS="grammar induction classify k_relation" experiments/pruning/run.sh, then in a later
+#   session, at the same clean commit: TASKS=text MERGE=1 experiments/pruning/run.sh
+#                                                    # a regeneration in parts (collect.py --merge)
 #   ONLY_SCRATCH=1 experiments/pruning/run.sh        # only the from-scratch retraining of the
 #                                                    # L0 layouts in data/, merged into data/
 #   python3 experiments/pruning/make_results.py      # RESULTS.md and figures from data/ alone
 # Stages:
-#   1. base models: headlab sweep experiments/pruning/base_<task>.toml (3 seeds, every checkpoint
+#   1. base models: headlab sweep experiments/pruning/base_<task>.toml (5 seeds, every checkpoint
 #      kept), run only when `sweep --dry-run` lists a run that is not finished;
 #   2. for every task and seed, independent jobs, two 1-thread jobs at a time (xargs -P):
 #      analyze of the final checkpoint (ablation, --layer-only, attention roles); analyze
@@ -41,14 +44,16 @@ BASE=${BASE:-$OUT}          # where the base sweeps live: BASE/base_<task>/train
 DATA=${DATA:-experiments/pruning/data}
 SCALE=${SCALE:-full}        # full, or dev: fewer batches, rounds and lambdas (the pipeline's check)
 TASKS=${TASKS:-"grammar text induction classify k_relation"}  # longest first, for the job queue
-SEEDS=${SEEDS:-"0 1 2"}
+SEEDS=${SEEDS:-"0 1 2 3 4"}
 JOBS=${JOBS:-2}
 L0_PENALTY=${L0_PENALTY:-layer_mean}  # headlab prune --l0-penalty (docs/pruning-verb.md#l0-gates)
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 started=$EPOCHREALTIME
 
 case $SCALE in
-  full) STEP_FRAC=0.05; FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.05 0.2"; RANDOM_SEEDS="1 2 3"; DYN_POINTS=4 ;;
+  # LAMBDAS multiply the default --l0-penalty layer_mean (Voita's: each layer's expected open heads,
+  # averaged over layers); on a 4-layer model 0.02 is the old sum penalty's 0.005.
+  full) STEP_FRAC=0.05; FINETUNE=20; L0_STEPS=300; LAMBDAS="0.005 0.02 0.08 0.3"; RANDOM_SEEDS="1 2 3"; DYN_POINTS=4 ;;
   dev)  STEP_FRAC=0.1;  FINETUNE=5;  L0_STEPS=40;  LAMBDAS="0.02 0.2";            RANDOM_SEEDS="1";     DYN_POINTS=2 ;;
   *) echo "run.sh: SCALE must be full or dev, got '$SCALE'" >&2; exit 2 ;;
 esac
@@ -102,6 +107,8 @@ train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$di
 export -f eval_job train_job
 
 ONLY_SCRATCH=${ONLY_SCRATCH:-0}
+merge=()
+[[ ${MERGE:-0} == 1 ]] && merge=(--merge)
 jobs_file=$(mktemp)
 trap 'rm -f "$jobs_file"' EXIT
 
@@ -128,15 +135,16 @@ for task in $TASKS; do
     echo "$dir heads.h5 ${analyze[*]} $final --batches $final_b --layer-only --dump-example 0 --out $dir"
     prune=("$HEADLAB" prune --batches "$metric_b" --set train.threads=1)
     scored=(--score-batches "$score_b" --step-frac "$STEP_FRAC")
-    # Section 6: DYN_POINTS checkpoints spread over training before the final one (every
-    # div-th), each analysed and pruned by its own importance and by a random order.
+    # Section 6: DYN_POINTS checkpoints spread evenly over training before the final one (the
+    # k-th of DYN_POINTS at index round(k (n - 1) / DYN_POINTS) of the n - 1 earlier ones), each
+    # analysed and pruned by its own importance and by a random order.
     n=$(echo "$checkpoints" | wc -l)
-    div=$(( (n - 1) / DYN_POINTS > 1 ? (n - 1) / DYN_POINTS : 1 ))
+    picked=" $(awk -v n="$n" -v k="$DYN_POINTS" 'BEGIN { for (j = 1; j <= k; j++) printf "%d ", int(j * (n - 1) / k + 0.5) }') "
     i=0
     for ckpt in $checkpoints; do
       i=$((i + 1))
       [[ $ckpt == "$final" ]] && continue
-      (( (n - i) % div == 0 )) || continue
+      [[ $picked == *" $i "* ]] || continue
       d="$dir/dynamics/$(basename "$ckpt" .h5)"
       echo "$d heads.h5 ${analyze[*]} $ckpt --batches $dyn_b --no-ablation --out $d"
       echo "$d/prune/importance pruned.h5 ${prune[*]} $ckpt --strategy importance ${scored[*]} --out $d/prune/importance"
@@ -185,20 +193,23 @@ for task in $TASKS; do
 done > "$jobs_file"
 run_jobs "$jobs_file"
 /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
-  --scale "$SCALE"
+  --scale "$SCALE" "${merge[@]}"
 fi  # ONLY_SCRATCH
 # The layout as model.active_heads (the first n heads of each layer on, the rest gated to 0 from
 # init: L0 often empties whole layers, which model.layer_heads cannot express), trained with the
-# base sweep's config, seed and step budget.
+# base sweep's config and seed for as many steps as the L0 model had in all (base + L0_STEPS, as
+# Voita et al. compare; the cosine schedule spans them all).
 base_train_args() {  # base_train_args TASK -> "CONFIG --set KEY=VALUE ..." of the base sweep but its grid
-  /usr/bin/python3 - "experiments/pruning/base_$1.toml" <<'PY'
+  /usr/bin/python3 - "experiments/pruning/base_$1.toml" "$L0_STEPS" <<'PY'
 import json, os, sys, tomllib
-path = sys.argv[1]
+path, extra_steps = sys.argv[1], int(sys.argv[2])
 sweep = tomllib.load(open(path, "rb"))
 args = [os.path.normpath(os.path.join(os.path.dirname(path), sweep["base"]))]
 for key, value in sweep.get("set", {}).items():
     if isinstance(value, str):  # a job line is split on whitespace and quotes: keep values plain
         sys.exit(f"run.sh: {path}: [set] {key} is a string; base_train_args passes numbers and arrays only")
+    if key == "train.steps":
+        value += extra_steps
     args.append(f"--set {key}={json.dumps(value, separators=(',', ':'))}")
 print(" ".join(args))
 PY
@@ -228,7 +239,7 @@ if [[ $ONLY_SCRATCH == 1 ]]; then
   /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --tasks "$TASKS" --seeds "$SEEDS" --only-scratch
 else
   /usr/bin/python3 experiments/pruning/collect.py "$OUT" "$DATA" --base "$BASE" --tasks "$TASKS" --seeds "$SEEDS" \
-    --scale "$SCALE" --wall-seconds "$wall"
+    --scale "$SCALE" "${merge[@]}" --wall-seconds "$wall"
 fi
 /usr/bin/python3 experiments/pruning/make_results.py --data "$DATA"
 exit $status

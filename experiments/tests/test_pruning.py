@@ -169,3 +169,34 @@ def test_survival_claim_is_stratified_by_layer():
     assert (spec, rest) == (1.0, pytest.approx(3 / 7))
     # Within layer 0 every head is kept: no permutation can differ, p = 1, nothing shown.
     assert v.p == 1.0 and v.outcome == V.INCONCLUSIVE
+
+
+def test_merged_provenance_keeps_each_part_and_sums_the_wall_time():
+    from pruning import collect
+    whole = {"commit": "abc", "tasks": "grammar induction", "date": "2026-12-05", "machine": "Xeon, 2 cores",
+             "run_sh_wall_seconds": "3600"}
+    second = {"commit": "abc", "tasks": "text", "date": "2026-12-06", "machine": "EPYC, 2 cores",
+              "run_sh_wall_seconds": "1800"}
+    m = collect.merged_provenance(whole, second)
+    assert m["tasks"] == "grammar text induction"  # the studies' order, not the parts'
+    assert m["run_sh_wall_seconds"] == "5400"
+    assert m["date"] == "2026-12-05, 2026-12-06"
+    assert (m["part1_tasks"], m["part2_tasks"]) == ("grammar induction", "text")
+    # Collecting a part again replaces it instead of adding a third part.
+    again = collect.merged_provenance(m, {**second, "run_sh_wall_seconds": "2000"})
+    assert "part3_tasks" not in again and again["part2_run_sh_wall_seconds"] == "2000"
+    assert again["run_sh_wall_seconds"] == "5600"
+    # A part without a measured wall time leaves the total unknown rather than too small.
+    assert collect.merged_provenance(whole, {**second, "run_sh_wall_seconds": ""})["run_sh_wall_seconds"] == ""
+
+
+def test_a_part_from_another_commit_is_refused(tmp_path):
+    from pruning import collect
+    for name in collect.DATA_FILES:
+        (tmp_path / f"{name}.csv").write_text("task,seed\ngrammar,0\ntext,0\n")
+    (tmp_path / "provenance.csv").write_text("key,value\ncommit,abc\nuncommitted_source_changes,no\n")
+    kept = collect.kept_part(str(tmp_path), ["text"], "abc")
+    assert kept["tasks"] == ["grammar"] and all(r["task"] == "grammar" for r in kept["rows"]["setup"])
+    with pytest.raises(SystemExit):
+        collect.kept_part(str(tmp_path), ["text"], "def")
+    assert collect.kept_part(str(tmp_path), ["grammar", "text"], "def") is None  # nothing else to keep
