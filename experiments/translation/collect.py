@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""experiments/translation: one arm's run folders (OUT, written by run.sh ARM) into the compact
+data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or analyses.
+
+  python3 experiments/translation/collect.py base runs/translation experiments/translation/data \\
+      [--binary build/headlab] [--started UTC] [--wall-seconds S] [--load FILE]
+
+data/base/
+  setup.csv        seed,<the model and training facts of the run's config.toml>
+  curves.csv       seed,step,train_loss,val_loss,val_bleu: the evaluation rows of metrics.csv
+                   (val BLEU: greedy, over the first train.eval_bleu_sentences val verses)
+  test.csv         seed,step,bleu,chrf,loss,sentences,beam: the final checkpoint on test, beam 5
+data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
+                   uncommitted changes, the start (UTC), the machine, the arm's wall time and the
+                   highest 1-minute load average sampled while it ran
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
+import common  # noqa: E402
+from common import write_csv  # noqa: E402
+
+ARMS = ("base",)
+SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
+              "train": ("steps", "batch_tokens", "lr", "warmup_steps", "seed"),
+              "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer")}
+
+
+def fail(message):
+    common.fail(message, "collect")
+
+
+def read_rows(path):
+    return common.read_csv(path, hint="run experiments/translation/run.sh first")
+
+
+def seed_runs(out):
+    """(seed, run folder) of every finished base run under OUT/base, by seed."""
+    root = os.path.join(out, "base")
+    runs = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if name.startswith("train.seed="):
+            runs.append((int(name.split("=")[1]), os.path.join(root, name)))
+    if not runs:
+        fail(f"{root} holds no run folder train.seed=<N>: run experiments/translation/run.sh base first")
+    return sorted(runs)
+
+
+def collect_base(out, data):
+    setup, curves, test = [], [], []
+    for seed, run in seed_runs(out):
+        config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
+        setup.append({"seed": seed, **{f"{section}.{k}": config[section].get(k, "")
+                                       for section, keys in SETUP_KEYS.items() for k in keys}})
+        for r in read_rows(os.path.join(run, "metrics.csv")):
+            if r["val_loss"]:
+                curves.append({"seed": seed, **{k: r[k] for k in ("step", "train_loss", "val_loss", "val_bleu")}})
+        path = os.path.join(run, "test_beam5.json")
+        if not os.path.exists(path):
+            fail(f"{path} is missing: run experiments/translation/run.sh base to the end")
+        e = json.load(open(path))
+        test.append({"seed": seed, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"],
+                     "sentences": e["sentences"], "beam": e["beam"]})
+    write_csv(os.path.join(data, "setup.csv"), list(setup[0]), setup)
+    write_csv(os.path.join(data, "curves.csv"), ["seed", "step", "train_loss", "val_loss", "val_bleu"], curves)
+    write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
+
+
+def binary_commit(binary):
+    """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
+    info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
+    return next((line.split()[1] for line in info if line.startswith("commit") and len(line.split()) > 1), "")
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def max_load(path):
+    if not path or not os.path.exists(path):
+        return ""
+    loads = [float(line.split()[1]) for line in open(path) if len(line.split()) == 2]
+    return f"{max(loads):.2f}" if loads else ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("arm", choices=ARMS)
+    ap.add_argument("out")
+    ap.add_argument("data")
+    ap.add_argument("--binary", default="build/headlab")
+    ap.add_argument("--started", default="")
+    ap.add_argument("--wall-seconds", default="")
+    ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
+    args = ap.parse_args()
+    data = os.path.join(args.data, args.arm)
+    os.makedirs(data, exist_ok=True)
+    {"base": collect_base}[args.arm](args.out, data)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, cwd=HERE).stdout.strip()
+    provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",
+                  "started_utc": args.started, "machine": machine(), "wall_seconds": args.wall_seconds,
+                  "max_load_1min": max_load(args.load)}
+    write_csv(os.path.join(data, "provenance.csv"), ["key", "value"],
+              [{"key": k, "value": v} for k, v in provenance.items()])
+    print(f"collected {args.arm}: {args.out} -> {data}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except common.CsvError as e:
+        fail(str(e))

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""experiments/translation (issue 30): RESULTS.md and figures/ from data/, whatever arms it holds.
+
+  python3 experiments/translation/make_results.py           RESULTS.md and figures/ from data/
+  python3 experiments/translation/make_results.py --check   exit 0 iff RESULTS.md is what data/ gives
+
+data/<arm>/ is one arm of run.sh (collect.py describes the files); an arm not in data/ is listed
+as not run. The verdicts use the shared rules of experiments/verdicts.py (docs/verdicts.md).
+"""
+import argparse
+import math
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, verdicts
+from common import (  # noqa: E402
+    CsvError, cell, fail, first_difference, md_table, number, read_csv, read_text, save_figure, pyplot,
+    write_atomically
+)
+from verdicts import PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued  # noqa: E402
+
+# run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
+ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
+        ("head_count", "head count at fixed d_model (Vaswani Table 3 A), and d_head fixed"),
+        ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6"),
+        ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
+        ("alignment", "alignment heads (AER against the Strong's gold) and pruning"),
+        ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
+
+
+class Data:
+    def __init__(self, folder):
+        self.folder = folder
+        self.arms = [a for a, _ in ARMS if os.path.exists(os.path.join(folder, a, "provenance.csv"))]
+
+    def read(self, arm, name):
+        return read_csv(os.path.join(self.folder, arm, name), "run experiments/translation/run.sh " + arm)
+
+    def provenance(self, arm):
+        return {r["key"]: r["value"] for r in self.read(arm, "provenance.csv")}
+
+
+def not_run(arm):
+    return f"*(arm `{arm}` not run yet: `experiments/translation/run.sh {arm}`)*"
+
+
+def fill_arms(d):
+    rows = []
+    for arm, what in ARMS:
+        if arm not in d.arms:
+            rows.append([f"`{arm}`", what, "not run yet", "", "", ""])
+            continue
+        p = d.provenance(arm)
+        wall = number(p.get("wall_seconds", ""))
+        rows.append([f"`{arm}`", what, f"`{p['commit']}`" + (" (uncommitted changes)" if p["uncommitted_changes"] == "yes"
+                                                           else ""),
+                     p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
+                     f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
+    return md_table(["arm", "what", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
+
+
+def base_curves(d):
+    curves = {}
+    for r in d.read("base", "curves.csv"):
+        curves.setdefault(int(r["seed"]), []).append((int(r["step"]), number(r["val_bleu"]), number(r["val_loss"])))
+    return curves
+
+
+def fill_base_setup(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    setup = d.read("base", "setup.csv")
+    s = setup[0]
+    keys = [k for k in s if k != "seed" and k != "train.seed"]
+    differing = [k for k in keys if len({r[k] for r in setup}) > 1]
+    if differing:
+        fail(f"data/base/setup.csv: the seeds differ in {', '.join(differing)}")
+    return md_table(["key", "value"], [[f"`{k}`", s[k]] for k in keys], align="---") + \
+        f"\n\nSeeds: {', '.join(r['seed'] for r in setup)}."
+
+
+def fill_base_test(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    test = d.read("base", "test.csv")
+    rows = [[r["seed"], r["step"], f"{number(r['bleu']):.2f}", f"{number(r['chrf']):.2f}", f"{number(r['loss']):.3f}"]
+            for r in test]
+    rows.append(["mean ± sd", "", cell((number(r["bleu"]) for r in test), 2), cell((number(r["chrf"]) for r in test), 2),
+                 cell((number(r["loss"]) for r in test), 3)])
+    return (f"{test[0]['sentences']} test verses, beam {test[0]['beam']}, the final checkpoint of each seed:\n\n"
+            + md_table(["seed", "step", "BLEU", "chrF", "loss (nats/token)"], rows))
+
+
+def fill_base_plateau(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    rows = []
+    for seed, curve in sorted(base_curves(d).items()):
+        bleu = last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
+        loss = last_quarter_gain([(s, v) for s, _, v in curve], higher_is_better=False, relative=True)
+        rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
+                     "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
+                     "–" if loss is None else f"{loss * 100:+.2f}%",
+                     "yes" if plateaued(loss, threshold=PRACTICAL["relative_loss"]) else "no"])
+    return md_table(["seed", "val BLEU gain, last quarter", f"< {PRACTICAL['bleu']:g} BLEU",
+                     "val loss gain, last quarter", f"< {PRACTICAL['relative_loss']:.0%}"], rows)
+
+
+def figures(d):
+    if "base" not in d.arms:
+        return
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for seed, curve in sorted(base_curves(d).items()):
+        steps = [s for s, _, _ in curve]
+        axes[0].plot(steps, [b for _, b, _ in curve], marker=".", label=f"seed {seed}")
+        axes[1].plot(steps, [v for _, _, v in curve], marker=".", label=f"seed {seed}")
+    final = max(s for curve in base_curves(d).values() for s, _, _ in curve)
+    for ax, label in zip(axes, ("val BLEU (greedy)", "val loss (nats/token)")):
+        ax.axvspan((1 - PLATEAU_TAIL) * final, final, color="0.92", zorder=0)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Translation (KJV -> RV1909) base models: validation curves; shaded: the last quarter, "
+                 "where the plateau is judged", fontsize=9)
+    save_figure(fig, os.path.join(HERE, "figures", "base_curves.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
+FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
+           "base_plateau": fill_base_plateau}
+
+
+def render(d):
+    template = read_text(os.path.join(HERE, "results.template.md"))
+
+    def replace(m):
+        if m.group(1) not in FILLERS:
+            fail(f"unknown placeholder {m.group(0)} in results.template.md")
+        return FILLERS[m.group(1)](d)
+
+    return re.sub(r"\{\{(\w+)\}\}", replace, template)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="RESULTS.md and figures from data/")
+    ap.add_argument("--data", default=os.path.join(HERE, "data"))
+    ap.add_argument("--check", action="store_true", help="exit 0 iff RESULTS.md is what data/ regenerates")
+    args = ap.parse_args()
+    d = Data(args.data)
+    text = render(d)
+    target = os.path.join(HERE, "RESULTS.md")
+    if args.check:
+        if read_text(target) == text:
+            print(f"{target} is what {args.data} regenerates")
+            return
+        print(f"make_results: {target} differs from what {args.data} regenerates, first at line "
+              f"{first_difference(read_text(target), text)}: run python3 experiments/translation/make_results.py",
+              file=sys.stderr)
+        sys.exit(1)
+    write_atomically(target, text)
+    figures(d)
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except CsvError as e:
+        fail(str(e))
