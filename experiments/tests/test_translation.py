@@ -50,3 +50,64 @@ def test_seeds_with_different_settings_fail(data, tmp_path):
     write(str(tmp_path / "base" / "setup.csv"), "seed,model.d_model\n0,128\n1,64\n")
     with pytest.raises(SystemExit):
         T.fill_base_setup(T.Data(str(tmp_path)))
+
+
+def test_head_count_claims_on_bleu_use_the_bleu_threshold():
+    import verdicts as V
+    from head_count import sweeps
+    one = {s: 20.0 + 0.1 * s for s in range(5)}
+    better = {s: v + 1.0 + (0.05 if s % 2 else -0.05) for s, v in one.items()}   # +1 BLEU, tight
+    close = {s: v + 0.1 + (0.05 if s % 2 else -0.05) for s, v in one.items()}    # +0.1 BLEU, tight
+    v = V.holm_claims({0: sweeps.claim(one, better, "test_bleu", 20.0)}, level=0.05)[0]
+    assert v.outcome == V.HOLDS and v.effect == pytest.approx(1.0, abs=0.02)
+    # 0.1 BLEU is significant but below the 0.5-point threshold: no practical difference, whatever
+    # the reference's mean (a relative threshold of 1% of 20 BLEU would have been 0.2)
+    v = V.holm_claims({0: sweeps.claim(one, close, "test_bleu", 20.0)}, level=0.05)[0]
+    assert v.outcome == V.DOES_NOT_HOLD
+    assert V.PRACTICAL["bleu"] == 0.5
+
+
+def test_the_head_count_sweep_trains_the_base_model():
+    """head_count_lr.toml changes only what it sweeps and the checkpoints kept: the same base
+    config and [set] as base.toml, and its middle rate is the base rate."""
+    import tomllib
+    folder = os.path.join(EXPERIMENTS, "translation")
+    base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
+    lr = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
+    assert lr["base"] == base["base"]
+    drop = lambda s: {k: v for k, v in s.items() if k != "train.keep_checkpoints"}  # noqa: E731
+    assert drop(lr["set"]) == drop(base["set"])
+    config = tomllib.load(open(os.path.join(folder, base["base"]), "rb"))
+    rate = base["set"].get("train.lr", config["train"]["lr"])
+    assert lr["grid"]["train.lr"] == [rate / 2, rate, rate * 2]
+    assert lr["grid"]["model.n_heads"] == [1, 2, 4, 8, 16]
+
+
+def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
+    """Made-up runs where one head is 2 BLEU below the best and 16 heads 1.5 below it: both halves
+    of Vaswani's finding hold."""
+    from head_count.runs import RUN_COLUMNS
+    hc = tmp_path / "head_count"
+    rows = []
+    mean = {1: 18.0, 2: 19.5, 4: 20.0, 8: 20.0, 16: 18.5}
+    for h in mean:
+        for lr in (1e-3, 2e-3, 4e-3):
+            rows.append({"study": "lr", "run": f"h{h}lr{lr}", "heads": h, "lr": lr, "seed": 0,
+                         "val_loss": 3.0 - (lr == 2e-3) * 0.1, "test_bleu": mean[h]})
+        for seed in range(1, 6):
+            rows.append({"study": "seeds", "run": f"h{h}s{seed}", "heads": h, "lr": 2e-3, "seed": seed,
+                         "val_loss": 3.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
+    for r in rows:
+        r.update(task="translate", kv_heads=r["heads"], d_head=128 // r["heads"], d_model=128, layers=2,
+                 params=1000, test_loss=2.0, test_chrf=40.0)
+    from common import write_csv
+    write_csv(str(hc / "runs.csv"), RUN_COLUMNS, rows) if hc.mkdir() is None else None
+    write(str(hc / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\nstarted_utc,x\n"
+          "machine,m\nwall_seconds,60\nmax_load_1min,\n")
+    text = T.fill_head_count(T.Data(str(tmp_path)))
+    assert "1 head 0.002, 2 heads 0.002" in text
+    assert "more heads help up to a point, then hurt" in text
+    assert "Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): 1: 24.9; 4: 25.5; 8: 25.8; " \
+           "16: 25.8" in text
+    assert "the largest count worse than the best: yes" in text
+    assert "*(no runs in data/head_count/)*" in text  # the d_head arm is not in this data

@@ -2,14 +2,20 @@
 """experiments/translation: one arm's run folders (OUT, written by run.sh ARM) into the compact
 data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or analyses.
 
-  python3 experiments/translation/collect.py base runs/translation experiments/translation/data \\
+  python3 experiments/translation/collect.py ARM runs/translation experiments/translation/data \\
       [--binary build/headlab] [--started UTC] [--wall-seconds S] [--load FILE]
+  python3 experiments/translation/collect.py base-d-head experiments/translation/base.toml
+      prints the base model's head width (run.sh's fixed-d_head arm)
 
 data/base/
   setup.csv        seed,<the model and training facts of the run's config.toml>
   curves.csv       seed,step,train_loss,val_loss,val_bleu: the evaluation rows of metrics.csv
                    (val BLEU: greedy, over the first train.eval_bleu_sentences val verses)
   test.csv         seed,step,bleu,chrf,loss,sentences,beam: the final checkpoint on test, beam 5
+data/head_count/   runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
+                   collect_runs), one row per run of OUT/head_count/{lr,seeds,d_head}; the
+                   studies are lr (seed 0 at three rates), seeds (5 fresh seeds per count at its
+                   rate, d_model fixed) and d_head (the same with d_head fixed)
 data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
                    uncommitted changes, the start (UTC), the machine, the arm's wall time and the
                    highest 1-minute load average sampled while it ran
@@ -26,7 +32,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
 
-ARMS = ("base",)
+ARMS = ("base", "head_count")
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "batch_tokens", "lr", "warmup_steps", "seed"),
               "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer")}
@@ -72,6 +78,22 @@ def collect_base(out, data):
     write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
 
 
+def collect_head_count(out, data):
+    from head_count.runs import collect_runs
+    collect_runs(os.path.join(out, "head_count"), data)
+
+
+def base_d_head(sweep_path):
+    """The base model's head width: model.d_head, else d_model / n_heads, of base.toml's config."""
+    sweep = tomllib.load(open(sweep_path, "rb"))
+    config = tomllib.load(open(os.path.join(os.path.dirname(sweep_path), sweep["base"]), "rb"))["model"]
+    for key, value in sweep.get("set", {}).items():
+        section, _, name = key.partition(".")
+        if section == "model":
+            config[name] = value
+    return config.get("d_head") or config["d_model"] // config["n_heads"]
+
+
 def binary_commit(binary):
     """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
     info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
@@ -99,10 +121,15 @@ def main():
     ap.add_argument("--started", default="")
     ap.add_argument("--wall-seconds", default="")
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
+    if sys.argv[1:2] == ["base-d-head"]:
+        if len(sys.argv) != 3:
+            fail("usage: collect.py base-d-head BASE.toml")
+        print(base_d_head(sys.argv[2]))
+        return
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
-    {"base": collect_base}[args.arm](args.out, data)
+    {"base": collect_base, "head_count": collect_head_count}[args.arm](args.out, data)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",

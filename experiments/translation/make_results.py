@@ -19,7 +19,7 @@ from common import (  # noqa: E402
     CsvError, cell, fail, first_difference, md_table, number, read_csv, read_text, save_figure, pyplot,
     write_atomically
 )
-from verdicts import PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued  # noqa: E402
+from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued  # noqa: E402
 
 # run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
 ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
@@ -129,8 +129,46 @@ def figures(d):
                 strip_software=True)
 
 
+# ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
+
+HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as Vaswani et al.",
+                      "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
+
+
+def head_count_sweeps(d):
+    from head_count.sweeps import Data as RunsData, Sweep
+    runs = RunsData(os.path.join(d.folder, "head_count"))
+    return runs, {study: Sweep(runs, study) for study in HEAD_COUNT_STUDIES if runs.rows(study)}
+
+
+def fill_head_count(d):
+    if "head_count" not in d.arms:
+        return not_run("head_count")
+    from head_count.fields import too_many_hurt
+    from head_count.runs import choose_rates
+    from head_count.sweeps import key_label
+    runs, sweeps = head_count_sweeps(d)
+    rates = choose_rates(runs.rows("lr"))
+    parts = ["Each count's rate, the one whose seed-0 run ended with the lowest val loss of 0.5x, 1x and 2x the "
+             "base rate: " + ", ".join(f"{key_label('heads', h)} {lr:g}" for h, lr in rates.items()) + "."]
+    vaswani = PAPER_NUMBERS["vaswani_table3a"]
+    for study, words in HEAD_COUNT_STUDIES.items():
+        s = sweeps.get(study)
+        if s is None:
+            parts.append(f"**{words}**: *(no runs in data/head_count/)*")
+            continue
+        paper = "; ".join(f"{h}: {vaswani[h]:g}" for h in s.points if h in vaswani)
+        parts += [f"**{words}.** {s.pattern()}.", s.table(), s.vs_ref_sentence(),
+                  f"Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): {paper}. "
+                  f"Both halves of their finding: more heads better than one here: "
+                  f"{'yes (' + s.unit_list(s.resolved('better')) + ')' if s.resolved('better') else 'not shown'}; "
+                  f"the largest count worse than the best: {'yes' if too_many_hurt(s) else 'not shown'} "
+                  f"(paper: {PAPER['vaswani_table3a'].text()})."]
+    return "\n\n".join(parts)
+
+
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
-           "base_plateau": fill_base_plateau}
+           "base_plateau": fill_base_plateau, "head_count": fill_head_count}
 
 
 def render(d):

@@ -7,9 +7,13 @@
 #   python3 experiments/translation/make_results.py        # RESULTS.md from data/ alone
 #   OUT=runs/translation JOBS=2 experiments/translation/run.sh base
 # Arms:
-#   base   headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU, chrF);
-#          collect.py base -> data/base/
-# (the head-count, Michel, Voita, alignment and MQA/GQA arms are not written yet: issue 30.)
+#   base        headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU,
+#               chrF); collect.py base -> data/base/
+#   head_count  Vaswani Table 3 A: head_count_lr.toml (1-16 heads at fixed d_model, 3 rates, seed
+#               0), then 5 fresh seeds per count at its best rate (OUT/head_count/seeds), and the
+#               same with d_head held at the base model's (OUT/head_count/d_head); every final
+#               checkpoint on test by beam 5; collect.py head_count -> data/head_count/
+# (the Michel, Voita, alignment and MQA/GQA arms are not written yet: issue 30.)
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
@@ -23,8 +27,8 @@ HERE=experiments/translation
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base)" >&2; exit 2 ;;
+  base|head_count) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -56,8 +60,25 @@ base_models() {  # the base sweep, then each seed's final checkpoint on test, tw
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
 }
 
+head_count() {
+  local hc=experiments/head_count/make_results.py out=$OUT/head_count
+  "$HEADLAB" sweep "$HERE/head_count_lr.toml" --jobs "$JOBS" --out "$out/lr"
+  # The second arm holds every kind's head width at the base model's (d_model / n_heads of
+  # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count).
+  local w
+  w=$("$PY" $HERE/collect.py base-d-head "$HERE/base.toml")
+  "$PY" $hc seeds-sweeps "$HERE/head_count_lr.toml" "$out/lr" "$out/seeds" > /dev/null
+  "$PY" $hc seeds-sweeps "$HERE/head_count_lr.toml" "$out/lr" "$out/d_head" "--set=model.d_head=$w" \
+    "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
+  for f in "$out"/seeds/heads=*.toml "$out"/d_head/heads=*.toml; do
+    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  done
+  "$PY" $hc eval-jobs "$HEADLAB" "$out" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
+}
+
 case $arm in
   base) base_models ;;
+  head_count) head_count ;;
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
