@@ -111,3 +111,30 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
            "16: 25.8" in text
     assert "the largest count worse than the best: yes" in text
     assert "*(no runs in data/head_count/)*" in text  # the d_head arm is not in this data
+
+
+def test_michel_classes_and_pruning_from_made_up_rows():
+    from translation import michel as M
+    import verdicts as V
+
+    def row(seed, kind, layer, head, delta, p, alone, alone_p):
+        return {"seed": str(seed), "attention": kind, "layer": str(layer), "head": str(head), "bleu_delta": str(delta),
+                "bleu_p": str(p), "bleu_low": str(delta - 0.3), "bleu_high": str(delta + 0.3),
+                "layer_only_bleu": str(20 + alone), "layer_only_bleu_delta": str(alone),
+                "layer_only_bleu_p": str(alone_p), "layer_only_bleu_low": str(alone - 0.3),
+                "layer_only_bleu_high": str(alone + 0.3)}
+    rows = [row(0, "enc", 0, 0, -3.0, 0.001, -1.0, 0.001),   # hurts; alone: -1 BLEU, the site's best
+            row(0, "enc", 0, 1, +0.8, 0.002, -6.0, 0.001),   # helps (significant, above 0.5)
+            row(0, "enc", 1, 0, -0.2, 0.004, -0.1, 0.5),     # significant but below 0.5: no practical change
+            row(0, "enc", 1, 1, -0.4, 0.2, -9.0, 0.001),     # not significant, 95% interval only: unresolved
+            row(0, "cross", 0, 0, -8.0, 0.001, -0.2, 0.3)]
+    counts, n = M.table1(rows, "enc")[0]
+    assert n == 4
+    assert counts == {V.HURTS: 1, V.HELPS: 1, V.NO_CHANGE: 1, V.UNRESOLVED: 1}
+    t2 = M.table2(rows)[0]
+    assert t2[("enc", 0)][0]["head"] == "0" and t2[("enc", 0)][1] == V.HURTS
+    assert t2[("enc", 1)][0]["head"] == "0" and t2[("enc", 1)][1] == V.UNRESOLVED
+    # pruning: 0.5 BLEU below round 0 is still "no noticeable impact"; 85% retained for Section 6
+    curve = [(0.0, 20.0), (0.1, 19.6), (0.2, 19.5), (0.3, 18.0), (0.4, 16.9), (0.5, 10.0)]
+    assert M.prunable(curve) == 0.2
+    assert M.retained_prunable(curve, 0.85) == 0.3

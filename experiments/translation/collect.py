@@ -16,6 +16,14 @@ data/head_count/   runs.csv, curves.csv: experiments/head_count's columns (head_
                    collect_runs), one row per run of OUT/head_count/{lr,seeds,d_head}; the
                    studies are lr (seed 0 at three rates), seeds (5 fresh seeds per count at its
                    rate, d_model fixed) and d_head (the same with d_head fixed)
+data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
+                   --layer-only --alignment): heads.csv (seed + heads.csv's columns),
+                   bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
+                   alone in its site, the paired bootstrap's p and 95% interval), alignment.csv
+                   (seed + its columns); prune.csv: seed,checkpoint_step,arm + every round of every
+                   prune run (final checkpoint: importance, ablation, random_seed<N>,
+                   importance_<kind>; dynamics: importance of earlier checkpoints); timings.csv:
+                   seed,job,seconds
 data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
                    uncommitted changes, the start (UTC), the machine, the arm's wall time and the
                    highest 1-minute load average sampled while it ran
@@ -32,7 +40,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
 
-ARMS = ("base", "head_count")
+ARMS = ("base", "head_count", "michel")
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "batch_tokens", "lr", "warmup_steps", "seed"),
               "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer")}
@@ -83,6 +91,41 @@ def collect_head_count(out, data):
     collect_runs(os.path.join(out, "head_count"), data)
 
 
+def collect_michel(out, data):
+    heads, ablation, alignment, prune, timings = [], [], [], [], []
+    root = os.path.join(out, "michel")
+    seeds = sorted(int(n[len("seed"):]) for n in os.listdir(root) if n.startswith("seed")) if os.path.isdir(root) else []
+    if not seeds:
+        fail(f"{root} holds no seed<N> folder: run experiments/translation/run.sh michel first")
+    for seed in seeds:
+        d = os.path.join(root, f"seed{seed}")
+        a = os.path.join(d, "analyze")
+        for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment)):
+            rows += [{"seed": seed, **r} for r in read_rows(os.path.join(a, name))]
+        timings += job_seconds(seed, a, "analyze")
+        arms = [(None, os.path.join(d, "prune", arm), arm) for arm in sorted(os.listdir(os.path.join(d, "prune")))]
+        dyn = os.path.join(d, "dynamics")
+        arms += [(int(c.split("_")[1]), os.path.join(dyn, c), "importance") for c in
+                 (sorted(os.listdir(dyn)) if os.path.isdir(dyn) else [])]
+        final_step = int(read_rows(os.path.join(out, "base", f"train.seed={seed}", "metrics.csv"))[-1]["step"])
+        for step, folder, arm in arms:
+            if not os.path.exists(os.path.join(folder, "pruned.h5")):
+                fail(f"{folder} has not finished: run experiments/translation/run.sh michel to the end")
+            for r in read_rows(os.path.join(folder, "prune.csv")):
+                r["prune_seed"] = r.pop("seed")  # "seed" is the base model's here
+                r["pruned_heads"] = ""  # long, and only L0's survivors are ever read
+                prune.append({"seed": seed, "checkpoint_step": final_step if step is None else step, "arm": arm, **r})
+            timings += job_seconds(seed, folder, "prune " + arm + ("" if step is None else " dynamics"))
+    for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment),
+                       ("prune.csv", prune), ("timings.csv", timings)):
+        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)), rows)
+
+
+def job_seconds(seed, folder, job):
+    path = os.path.join(folder, "seconds.txt")
+    return [{"seed": seed, "job": job, "seconds": open(path).read().strip()}] if os.path.exists(path) else []
+
+
 def base_d_head(sweep_path):
     """The base model's head width: model.d_head, else d_model / n_heads, of base.toml's config."""
     sweep = tomllib.load(open(sweep_path, "rb"))
@@ -129,7 +172,7 @@ def main():
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
-    {"base": collect_base, "head_count": collect_head_count}[args.arm](args.out, data)
+    {"base": collect_base, "head_count": collect_head_count, "michel": collect_michel}[args.arm](args.out, data)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",

@@ -167,8 +167,80 @@ def fill_head_count(d):
     return "\n\n".join(parts)
 
 
+# ---- Michel et al. in BLEU --------------------------------------------------------------------------------
+
+
+def fill_michel_table1(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from verdicts import HELPS, HURTS, NO_CHANGE, UNRESOLVED
+    from translation import michel as M
+    rows = d.read("michel", "bleu_ablation.csv")
+    out = []
+    for kind in M.KINDS:
+        for seed, (counts, n) in M.table1(rows, kind).items():
+            out.append([M.KIND_WORDS[kind], seed, n, counts[HURTS], counts[HELPS], counts[NO_CHANGE], counts[UNRESOLVED]])
+    return (md_table(["attention", "seed", "heads", "hurts", "helps", "no practical change", "unresolved"], out)
+            + f"\n\nMichel et al. (Table 1, WMT En-Fr, 6 layers x 16 heads): {PAPER['michel_table1'].text()}; "
+            f"{PAPER['michel_table1_better'].text()}.")
+
+
+def fill_michel_table2(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from verdicts import HELPS, HURTS
+    from translation import michel as M
+    t2 = M.table2(d.read("michel", "bleu_ablation.csv"))
+    out = []
+    for seed, sites in t2.items():
+        changed = sum(c in (HURTS, HELPS) for _, c in sites.values())
+        worst = min(sites.items(), key=lambda kv: number(kv[1][0]["layer_only_bleu_delta"]))
+        out.append([seed, len(sites), changed, ", ".join(f"{M.KIND_WORDS[k]} {layer}: {c}" for (k, layer), (_, c)
+                                                          in sites.items()),
+                    f"{M.KIND_WORDS[worst[0][0]]} layer {worst[0][1]}: "
+                    f"{number(worst[1][0]['layer_only_bleu_delta']):+.2f}"])
+    return (md_table(["seed", "sites", "changed (hurts or helps)", "each site's class", "largest drop"], out,
+                     align="---") + f"\n\nMichel et al. (Table 2): {PAPER['michel_table2'].text()}.")
+
+
+MICHEL_ARMS = (("importance", "importance (Michel's I_h)"), ("ablation", "ablation score"),
+               ("random", "random order (3 seeds, averaged)"), ("importance_enc", "importance, Enc-Enc alone"),
+               ("importance_dec", "importance, Dec-Dec alone"), ("importance_cross", "importance, Enc-Dec alone"))
+
+
+def arm_curves(rows, arm, step=None):
+    """{seed: curve}; random averages its seeded orders round by round."""
+    from translation import michel as M
+    if arm != "random":
+        return M.curves(rows, arm, step)
+    runs = [M.curves(rows, a, step) for a in sorted({r["arm"] for r in rows if r["arm"].startswith("random_seed")})]
+    out = {}
+    for seed in sorted(set().union(*runs)) if runs else []:
+        curves = [c[seed] for c in runs if seed in c]
+        n = min(len(c) for c in curves)
+        out[seed] = [(curves[0][i][0], sum(c[i][1] for c in curves) / len(curves)) for i in range(n)]
+    return out
+
+
+def fill_michel_pruning(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    rows = d.read("michel", "prune.csv")
+    out = []
+    for arm, words in MICHEL_ARMS:
+        c = arm_curves(rows, arm)
+        if not c:
+            continue
+        fractions = [M.prunable(curve) for curve in c.values()]
+        out.append([words, ", ".join(f"{f:.2f}" for f in fractions), cell(fractions, 2),
+                    cell((curve[0][1] for curve in c.values()), 2)])
+    return md_table(["order", "fraction prunable per seed", "mean ± sd", "unpruned BLEU"], out)
+
+
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
-           "base_plateau": fill_base_plateau, "head_count": fill_head_count}
+           "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
+           "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning}
 
 
 def render(d):

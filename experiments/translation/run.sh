@@ -13,7 +13,13 @@
 #               0), then 5 fresh seeds per count at its best rate (OUT/head_count/seeds), and the
 #               same with d_head held at the base model's (OUT/head_count/d_head); every final
 #               checkpoint on test by beam 5; collect.py head_count -> data/head_count/
-# (the Michel, Voita, alignment and MQA/GQA arms are not written yet: issue 30.)
+#   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
+#               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
+#               every cross head's AER); prune by importance, by ablation and in 3 random orders
+#               (Figure 3), by importance within each kind alone (Figure 4), and DYN_POINTS earlier
+#               checkpoints by their own importance (Section 6); BLEU on test at every round;
+#               collect.py michel -> data/michel/
+# (the Voita, alignment-pruning and MQA/GQA arms are not written yet: issue 30.)
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
@@ -27,8 +33,8 @@ HERE=experiments/translation
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|head_count) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count)" >&2; exit 2 ;;
+  base|head_count|michel) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -76,9 +82,67 @@ head_count() {
   "$PY" $hc eval-jobs "$HEADLAB" "$out" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
 }
 
+# Michel's arm: the test verses decoded (beam 5) at every pruning round and for every head of the
+# BLEU ablation: SENTENCES of them (all when empty); STEP_FRAC of all heads pruned per round.
+SENTENCES=${SENTENCES:-}
+STEP_FRAC=${STEP_FRAC:-0.1}
+DYN_POINTS=${DYN_POINTS:-4}
+RANDOM_SEEDS=${RANDOM_SEEDS:-"1 2 3"}
+run_job() {  # DIR MARKER COMMAND...: unless DIR/MARKER exists; output in DIR/log.txt, time in DIR/seconds.txt
+  local dir=$1 marker=$2
+  shift 2
+  [[ -e $dir/$marker ]] && return 0
+  mkdir -p "$dir"
+  local start=$EPOCHREALTIME
+  if "$@" > "$dir/log.txt" 2>&1; then
+    awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$dir/seconds.txt"
+  else
+    echo "FAILED (exit $?): $* -- see $dir/log.txt" >&2
+    return 1
+  fi
+}
+export -f run_job
+
+michel() {
+  base_models  # skips what is done; retrains missing base models bit-identically
+  local sent=() seed run ckpts final n picked i ckpt d
+  [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
+  for run in "$OUT"/base/train.seed=*/; do
+    seed=${run%/}
+    seed=${seed##*=}
+    d=$OUT/michel/seed$seed
+    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort)
+    final=$(echo "$ckpts" | tail -n 1)
+    local prune=("$HEADLAB" prune --split test --beam 5 "${sent[@]}" --step-frac "$STEP_FRAC" --set train.threads=1)
+    echo "$d/analyze heads.h5 $HEADLAB analyze $final --split test --bleu --beam 5 ${sent[*]} --layer-only" \
+         "--alignment --no-similarity --threads 1 --out $d/analyze"
+    for strategy in importance ablation; do
+      echo "$d/prune/$strategy pruned.h5 ${prune[*]} $final --strategy $strategy --out $d/prune/$strategy"
+    done
+    for r in $RANDOM_SEEDS; do
+      echo "$d/prune/random_seed$r pruned.h5 ${prune[*]} $final --strategy random --seed $r --out $d/prune/random_seed$r"
+    done
+    for kind in enc dec cross; do
+      echo "$d/prune/importance_$kind pruned.h5 ${prune[*]} $final --strategy importance --only $kind" \
+           "--out $d/prune/importance_$kind"
+    done
+    # Section 6: DYN_POINTS checkpoints spread evenly over training before the final one.
+    n=$(echo "$ckpts" | wc -l)
+    picked=" $(awk -v n="$n" -v k="$DYN_POINTS" 'BEGIN { for (j = 1; j <= k; j++) printf "%d ", int(j * (n - 1) / k + 0.5) }') "
+    i=0
+    for ckpt in $ckpts; do
+      i=$((i + 1))
+      [[ $ckpt != "$final" && $picked == *" $i "* ]] || continue
+      echo "$d/dynamics/$(basename "$ckpt" .h5) pruned.h5 ${prune[*]} $ckpt --strategy importance" \
+           "--out $d/dynamics/$(basename "$ckpt" .h5)"
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+}
+
 case $arm in
   base) base_models ;;
   head_count) head_count ;;
+  michel) michel ;;
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
