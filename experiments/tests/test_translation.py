@@ -138,3 +138,21 @@ def test_michel_classes_and_pruning_from_made_up_rows():
     curve = [(0.0, 20.0), (0.1, 19.6), (0.2, 19.5), (0.3, 18.0), (0.4, 16.9), (0.5, 10.0)]
     assert M.prunable(curve) == 0.2
     assert M.retained_prunable(curve, 0.85) == 0.3
+
+
+def test_voita_lambda_choice_on_val():
+    from translation import voita as V
+
+    def row(arm, rnd, bleu, pruned, per_site):
+        return {"seed": "0", "arm": arm, "round": str(rnd), "val_bleu": str(bleu), "heads_pruned": str(pruned),
+                "heads_kept": str(12 - pruned), "heads_per_layer": per_site}
+    rows = [row("none_l0", 0, 20.0, 0, "4 4 4"), row("none_l0", 1, 20.2, 0, "4 4 4"),
+            row("l0_enc_lambda0.01", 1, 20.1, 2, "3 3 4"),
+            row("l0_enc_lambda0.1", 1, 19.75, 6, "1 1 4"),    # 0.45 below the control's last round: ok
+            row("l0_enc_lambda0.3", 1, 19.6, 6, "2 0 4"),     # as many heads, 0.6 below: not ok
+            row("l0_enc_lambda1", 1, 15.0, 8, "0 0 4"),
+            row("l0_all_lambda0.01", 1, 20.3, 1, "4 3 4")]
+    arm, r = V.chosen(rows, 0)
+    assert arm == "l0_enc_lambda0.1" and V.layout(r) == "[1,1,4]"
+    assert V.chosen(rows, 0, "all")[0] == "l0_all_lambda0.01"
+    assert V.chosen(rows, 1) is None  # no such seed

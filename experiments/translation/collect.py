@@ -24,6 +24,12 @@ data/michel/       per base seed's final checkpoint (headlab analyze --split tes
                    prune run (final checkpoint: importance, ablation, random_seed<N>,
                    importance_<kind>; dynamics: importance of earlier checkpoints); timings.csv:
                    seed,job,seconds
+data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lambda<X>: encoder heads
+                   gated; l0_all_lambda<X>: every kind) and of the control none_l0, on val;
+                   evals.csv: seed,arm,split,bleu,chrf,loss (those models on test; the
+                   from-scratch layouts, arm scratch, on val and test); roles.csv: seed + heads.csv
+                   of headlab analyze on val (Voita's roles); scratch.csv: seed,arm,active_heads,steps;
+                   timings.csv: seed,job,seconds
 data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
                    uncommitted changes, the start (UTC), the machine, the arm's wall time and the
                    highest 1-minute load average sampled while it ran
@@ -40,7 +46,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
 
-ARMS = ("base", "head_count", "michel")
+ARMS = ("base", "head_count", "michel", "voita")
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "batch_tokens", "lr", "warmup_steps", "seed"),
               "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer")}
@@ -121,6 +127,74 @@ def collect_michel(out, data):
         write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)), rows)
 
 
+def voita_prune_rows(out):
+    """Every round of every prune run under OUT/voita/seed<N>/ (L0 arms and the control)."""
+    root, rows = os.path.join(out, "voita"), []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if not name.startswith("seed"):
+            continue
+        for arm in sorted(os.listdir(os.path.join(root, name))):
+            path = os.path.join(root, name, arm, "prune.csv")
+            if os.path.exists(os.path.join(root, name, arm, "pruned.h5")):
+                for r in read_rows(path):
+                    r["prune_seed"] = r.pop("seed")
+                    rows.append({"seed": int(name[len("seed"):]), "arm": arm, **r})
+    return rows
+
+
+def print_layouts(out):
+    """run.sh voita: "SEED [n,n,...]" for each seed's val-chosen encoder layout."""
+    from translation import voita as V
+    rows = voita_prune_rows(out)
+    for seed in sorted({r["seed"] for r in rows}):
+        got = V.chosen([{**r, "seed": str(r["seed"])} for r in rows], seed)
+        if got:
+            print(seed, V.layout(got[1]))
+
+
+def collect_voita(out, data):
+    prune = voita_prune_rows(out)
+    if not prune:
+        fail(f"{os.path.join(out, 'voita')} holds no finished prune run: run experiments/translation/run.sh voita")
+    evals, roles, scratch, timings = [], [], [], []
+    for seed in sorted({r["seed"] for r in prune}):
+        d = os.path.join(out, "voita", f"seed{seed}")
+        for arm in sorted(os.listdir(d)):
+            files = [("test", os.path.join(d, arm, "test.json"))] if arm != "scratch" else \
+                [(split, os.path.join(d, arm, f"{split}.json")) for split in ("val", "test")]
+            for split, path in files:
+                if os.path.exists(path):
+                    e = json.load(open(path))
+                    evals.append({"seed": seed, "arm": arm, "split": split, "bleu": e["bleu"], "chrf": e["chrf"],
+                                  "loss": e["loss"]})
+            timings += job_seconds(seed, os.path.join(d, arm), arm)
+        roles += [{"seed": seed, **r} for r in read_rows(os.path.join(d, "roles", "heads.csv"))]
+        sc = os.path.join(d, "scratch")
+        if os.path.exists(os.path.join(sc, "done")):
+            c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+            scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
+                            "steps": c["train"]["steps"]})
+    for name, rows in (("prune.csv", prune), ("evals.csv", evals), ("roles.csv", roles), ("scratch.csv", scratch),
+                       ("timings.csv", timings)):
+        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)) or ["seed"], rows)
+
+
+def base_train_args(sweep_path, extra_steps):
+    """run.sh: the base sweep's training as `headlab train` arguments, its grid aside, with
+    extra_steps more steps: "CONFIG --set KEY=VALUE ..." (values plain: run.sh splits on spaces)."""
+    sweep = tomllib.load(open(sweep_path, "rb"))
+    config_path = os.path.normpath(os.path.join(os.path.dirname(sweep_path), sweep["base"]))
+    steps = sweep.get("set", {}).get("train.steps", tomllib.load(open(config_path, "rb"))["train"]["steps"])
+    args = [config_path]
+    for key, value in sweep.get("set", {}).items():
+        if key != "train.steps":
+            if isinstance(value, str):
+                fail(f"{sweep_path}: [set] {key} is a string; base-train-args passes numbers and arrays only")
+            args.append(f"--set {key}={json.dumps(value, separators=(',', ':'))}")
+    args.append(f"--set train.steps={steps + extra_steps}")
+    return " ".join(args)
+
+
 def job_seconds(seed, folder, job):
     path = os.path.join(folder, "seconds.txt")
     return [{"seed": seed, "job": job, "seconds": open(path).read().strip()}] if os.path.exists(path) else []
@@ -164,6 +238,14 @@ def main():
     ap.add_argument("--started", default="")
     ap.add_argument("--wall-seconds", default="")
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
+    if sys.argv[1:2] == ["base-train-args"]:
+        if len(sys.argv) != 4:
+            fail("usage: collect.py base-train-args BASE.toml EXTRA_STEPS")
+        print(base_train_args(sys.argv[2], int(sys.argv[3])))
+        return
+    if sys.argv[1:2] == ["voita"] and "--layouts" in sys.argv:
+        print_layouts(sys.argv[2])
+        return
     if sys.argv[1:2] == ["base-d-head"]:
         if len(sys.argv) != 3:
             fail("usage: collect.py base-d-head BASE.toml")
@@ -172,7 +254,8 @@ def main():
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
-    {"base": collect_base, "head_count": collect_head_count, "michel": collect_michel}[args.arm](args.out, data)
+    {"base": collect_base, "head_count": collect_head_count, "michel": collect_michel,
+     "voita": collect_voita}[args.arm](args.out, data)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",

@@ -238,9 +238,61 @@ def fill_michel_pruning(d):
     return md_table(["order", "fraction prunable per seed", "mean ± sd", "unpruned BLEU"], out)
 
 
+# ---- Voita et al. ----------------------------------------------------------------------------------------
+
+
+def voita_evals(d):
+    return {(int(r["seed"]), r["arm"], r["split"]): r for r in d.read("voita", "evals.csv")}
+
+
+def fill_voita_l0(d):
+    if "voita" not in d.arms:
+        return not_run("voita")
+    from translation import voita as V
+    prune, evals = d.read("voita", "prune.csv"), voita_evals(d)
+    out = []
+    for only, words in (("enc", "encoder heads gated"), ("all", "every kind gated")):
+        for seed in sorted({int(r["seed"]) for r in prune}):
+            got = V.chosen(prune, seed, only)
+            control = V.last_rows(prune).get((seed, "none_l0"))
+            if got is None or control is None:
+                out.append([words, seed, "none within the threshold", "", "", "", ""])
+                continue
+            arm, r = got
+            test, ctest = evals.get((seed, arm, "test")), evals.get((seed, "none_l0", "test"))
+            drop = number(ctest["bleu"]) - number(test["bleu"]) if test and ctest else math.nan
+            gated = int(r["heads_kept"]) + int(r["heads_pruned"])
+            out.append([words, seed, f"{V.lambda_of(arm):g}", f"{r['heads_kept']} of {gated}", r["heads_per_layer"],
+                        f"{number(control['val_bleu']) - number(r['val_bleu']):+.2f}", f"{drop:+.2f}"])
+    return (md_table(["L0", "seed", "lambda (val)", "heads kept", "heads per site", "val BLEU drop vs control",
+                      "test BLEU drop vs control"], out)
+            + f"\n\nVoita et al. (Figure 7): {PAPER['voita_figure7'].text()}.")
+
+
+def fill_voita_scratch(d):
+    if "voita" not in d.arms:
+        return not_run("voita")
+    from translation import voita as V
+    prune, evals = d.read("voita", "prune.csv"), voita_evals(d)
+    out = []
+    for r in d.read("voita", "scratch.csv"):
+        seed = int(r["seed"])
+        arm, row = V.chosen(prune, seed) or (None, None)
+        pruned = evals.get((seed, arm, "test"))
+        scratch = evals.get((seed, "scratch", "test"))
+        out.append([seed, f"[{r['active_heads'].replace(' ', ',')}]", r["steps"],
+                    f"{number(pruned['bleu']):.2f}" if pruned else "–",
+                    f"{number(scratch['bleu']):.2f}" if scratch else "–",
+                    f"{number(scratch['bleu']) - number(pruned['bleu']):+.2f}" if pruned and scratch else "–"])
+    return (md_table(["seed", "layout (active heads per site)", "steps from scratch", "L0-pruned test BLEU",
+                      "from scratch test BLEU", "scratch - pruned"], out)
+            + f"\n\nVoita et al.: {PAPER['voita_scratch'].text()}.")
+
+
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
            "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
-           "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning}
+           "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
+           "voita_scratch": fill_voita_scratch}
 
 
 def render(d):

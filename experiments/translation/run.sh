@@ -19,7 +19,13 @@
 #               (Figure 3), by importance within each kind alone (Figure 4), and DYN_POINTS earlier
 #               checkpoints by their own importance (Section 6); BLEU on test at every round;
 #               collect.py michel -> data/michel/
-# (the Voita, alignment-pruning and MQA/GQA arms are not written yet: issue 30.)
+#   voita       Voita et al. on each base seed's final checkpoint: L0 gates over the encoder's heads
+#               and over every kind, at each of LAMBDAS for L0_STEPS steps, against the control
+#               (the same steps, nothing gated), BLEU on val (the lambda's choice) and on test;
+#               the heads' roles (headlab analyze on val); then each seed's val-chosen encoder
+#               layout retrained from scratch for base + L0_STEPS steps (model.active_heads),
+#               on val and test; collect.py voita -> data/voita/
+# (the alignment-pruning and MQA/GQA arms are not written yet: issue 30.)
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
@@ -33,8 +39,8 @@ HERE=experiments/translation
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|head_count|michel) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel)" >&2; exit 2 ;;
+  base|head_count|michel|voita) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel, voita)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -139,10 +145,56 @@ michel() {
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
 }
 
+# Voita's arm: L0's penalty weights and steps (prune --l0-penalty layer_mean, Voita's aggregate).
+LAMBDAS=${LAMBDAS:-"0.01 0.03 0.1 0.3 1"}
+L0_STEPS=${L0_STEPS:-500}
+
+voita() {
+  base_models
+  local run seed d final l only
+  for run in "$OUT"/base/train.seed=*/; do
+    seed=${run%/}
+    seed=${seed##*=}
+    d=$OUT/voita/seed$seed
+    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    local prune=("$HEADLAB" prune --split val --beam 5 --set train.threads=1)
+    echo "$d/roles heads.h5 $HEADLAB analyze $final --split val --no-similarity --threads 1 --out $d/roles"
+    echo "$d/none_l0 pruned.h5 ${prune[*]} $final --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $d/none_l0"
+    for l in $LAMBDAS; do
+      for only in enc all; do
+        local o=()
+        [[ $only == enc ]] && o=(--only enc)
+        echo "$d/l0_${only}_lambda$l pruned.h5 ${prune[*]} $final --strategy l0 --lambda $l --l0-steps $L0_STEPS" \
+             "${o[*]} --out $d/l0_${only}_lambda$l"
+      done
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+  # Every gated model and its control on test (the lambda is chosen on val, reported on test).
+  for p in "$OUT"/voita/seed*/{none_l0,l0_*}/pruned.h5; do
+    echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+  # The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
+  # steps as the L0 model had in all.
+  "$PY" $HERE/collect.py voita "$OUT" "$HERE/data" --layouts | while read -r seed heads; do
+    echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $("$PY" $HERE/collect.py \
+      base-train-args "$HERE/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+  for d in "$OUT"/voita/seed*/scratch; do
+    [[ -e $d/done ]] || continue
+    final=$(ls "$d"/checkpoints/step_*.h5 | sort | tail -n 1)
+    for split in val test; do
+      echo "$d/$split.json $final --split $split --beam 5 --set train.threads=1"
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+}
+train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
+export -f train_job
+
 case $arm in
   base) base_models ;;
   head_count) head_count ;;
   michel) michel ;;
+  voita) voita ;;
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
