@@ -156,3 +156,14 @@ def test_voita_lambda_choice_on_val():
     assert arm == "l0_enc_lambda0.1" and V.layout(r) == "[1,1,4]"
     assert V.chosen(rows, 0, "all")[0] == "l0_all_lambda0.01"
     assert V.chosen(rows, 1) is None  # no such seed
+
+
+def test_an_alignment_heads_fate_under_importance_pruning():
+    from translation import michel as M
+    assert M.cross_site(3, 0) == 4 and M.cross_site(3, 2) == 8  # enc 0-2, then dec0 self 3, cross 4, ...
+    rows = [{"seed": "0", "arm": "importance", "round": "0", "fraction_pruned": "0", "pruned_heads": ""},
+            {"seed": "0", "arm": "importance", "round": "2", "fraction_pruned": "0.2", "pruned_heads": "1:0 4:3 8:1"},
+            {"seed": "0", "arm": "importance", "round": "1", "fraction_pruned": "0.1", "pruned_heads": "1:0"}]
+    assert M.pruned_at(rows, 0, "importance", 4, 3) == 0.2
+    assert M.pruned_at(rows, 0, "importance", 1, 0) == 0.1   # its first round, not a later one
+    assert M.pruned_at(rows, 0, "importance", 8, 0) is None  # 8:1 is another head

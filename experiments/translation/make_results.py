@@ -24,9 +24,8 @@ from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter
 # run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
 ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
         ("head_count", "head count at fixed d_model (Vaswani Table 3 A), and d_head fixed"),
-        ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6"),
+        ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
         ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
-        ("alignment", "alignment heads (AER against the Strong's gold) and pruning"),
         ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
 
 
@@ -203,6 +202,32 @@ def fill_michel_table2(d):
                      align="---") + f"\n\nMichel et al. (Table 2): {PAPER['michel_table2'].text()}.")
 
 
+def fill_alignment(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    aligned, prune = d.read("michel", "alignment.csv"), d.read("michel", "prune.csv")
+    n_enc = {}  # encoder layers per seed: where the cross-attention sites start in prune.csv's numbering
+    for r in d.read("michel", "heads.csv"):
+        if r["attention"] == "enc":
+            n_enc[int(r["seed"])] = max(n_enc.get(int(r["seed"]), 0), int(r["layer"]) + 1)
+    out = []
+    for seed in sorted(n_enc):
+        rows = [r for r in aligned if int(r["seed"]) == seed]
+        aer = {r["method"]: number(r["aer"]) for r in rows}
+        heads = [r for r in rows if r["head"] != ""]
+        best = min(heads, key=lambda r: number(r["aer"]))
+        winners = [r for r in heads if r["alignment_head"] == "1"]
+        fates = []
+        for r in winners:
+            at = M.pruned_at(prune, seed, "importance", M.cross_site(n_enc[seed], int(r["layer"])), int(r["head"]))
+            fates.append(f"{r['method']} " + ("kept to the end" if at is None else f"pruned at {at:.2f}"))
+        out.append([seed, f"{best['method']} {number(best['aer']):.3f}", f"{aer['diagonal']:.3f}", f"{aer['ibm1']:.3f}",
+                    f"{len(winners)} of {len(heads)}", "; ".join(fates) or "–"])
+    return md_table(["seed", "best head, AER", "diagonal", "IBM Model 1", "alignment heads (below both)",
+                     "importance pruning: each alignment head"], out, align="---")
+
+
 MICHEL_ARMS = (("importance", "importance (Michel's I_h)"), ("ablation", "ablation score"),
                ("random", "random order (3 seeds, averaged)"), ("importance_enc", "importance, Enc-Enc alone"),
                ("importance_dec", "importance, Dec-Dec alone"), ("importance_cross", "importance, Enc-Dec alone"))
@@ -289,10 +314,49 @@ def fill_voita_scratch(d):
             + f"\n\nVoita et al.: {PAPER['voita_scratch'].text()}.")
 
 
+# ---- MQA / GQA ------------------------------------------------------------------------------------------
+
+
+def fill_kv_heads(d):
+    if "kv_heads" not in d.arms:
+        return not_run("kv_heads")
+    if "base" not in d.arms:
+        return "*(needs the base arm's data: multi-head attention is the base models)*"
+    from statistics import median
+    from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
+    config = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}
+    heads, d_head = config["n_heads"], config["d_head"]
+    bleu = {heads: {int(r["seed"]): number(r["bleu"]) for r in d.read("base", "test.csv")}}
+    for r in d.read("kv_heads", "runs.csv"):
+        bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
+    speed = {}
+    for r in d.read("kv_heads", "bench.csv"):
+        speed.setdefault(int(r["kv_heads"]), []).append(number(r["sentences_per_s"]))
+    family = holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
+                          for k in bleu if k != heads}, level=LEVEL_SEEDS)
+    rows = []
+    for k in sorted(bleu):
+        # K and V of every decoder layer's self-attention per target token, of every cross-attention
+        # per source token (float32)
+        per_token = 2 * config["n_layers"] * k * d_head * 4
+        s = median(speed[k]) if k in speed else math.nan
+        ref = median(speed[heads]) if heads in speed else math.nan
+        v = family.get(k)
+        rows.append([("MHA" if k == heads else "MQA" if k == 1 else "GQA") + f" ({k} K/V)", cell(bleu[k].values(), 2),
+                     "reference" if v is None else f"{v.effect:+.2f}, Holm p = {v.p:.3f}: {v.words()}",
+                     f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
+                     "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
+    return (md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
+                      f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
+                      "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)
+            + f"\n\nShazeer 2019: {PAPER['mqa'].text()}. Ainslie et al. 2023: {PAPER['gqa'].text()}.")
+
+
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
            "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
-           "voita_scratch": fill_voita_scratch}
+           "voita_scratch": fill_voita_scratch, "kv_heads": fill_kv_heads,
+           "alignment": fill_alignment}
 
 
 def render(d):

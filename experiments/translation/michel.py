@@ -97,3 +97,22 @@ def retained_prunable(curve, share):
             break
         best = fraction
     return best
+
+
+# ---- alignment heads --------------------------------------------------------------------------------------
+
+
+def cross_site(n_encoder_layers, layer):
+    """prune.csv's site number of decoder layer `layer`'s cross-attention: the encoder's layers come
+    first, then each decoder layer's self- and cross-attention (docs/pruning-verb.md)."""
+    return n_encoder_layers + 2 * layer + 1
+
+
+def pruned_at(prune_rows, seed, arm, site, head):
+    """The fraction pruned at the round where site:head was masked, None if it never was."""
+    label = f"{site}:{head}"
+    for r in sorted((r for r in prune_rows if int(r["seed"]) == seed and r["arm"] == arm),
+                    key=lambda r: int(r["round"])):
+        if label in r["pruned_heads"].split():
+            return number(r["fraction_pruned"])
+    return None

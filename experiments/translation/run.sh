@@ -25,7 +25,13 @@
 #               the heads' roles (headlab analyze on val); then each seed's val-chosen encoder
 #               layout retrained from scratch for base + L0_STEPS steps (model.active_heads),
 #               on val and test; collect.py voita -> data/voita/
-# (the alignment-pruning and MQA/GQA arms are not written yet: issue 30.)
+#   kv_heads    MQA/GQA: the base model with 1, 2, ... K/V heads shared by its query heads in every
+#               kind (multi-head attention is the base models themselves), 5 seeds each, test
+#               BLEU by beam 5; then, with nothing else running, beam-5 decoding speed of each
+#               setting (headlab bench --decode, random weights, one thread, BENCH_ROUNDS rounds
+#               that take the settings in turn); collect.py kv_heads -> data/kv_heads/
+# The alignment heads (AER against the Strong's gold, and whether importance pruning keeps them)
+# come from the michel arm's analyses and prune runs.
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
@@ -39,8 +45,8 @@ HERE=experiments/translation
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|head_count|michel|voita) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel, voita)" >&2; exit 2 ;;
+  base|head_count|michel|voita|kv_heads) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel, voita, kv_heads)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -190,11 +196,38 @@ voita() {
 train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
 export -f train_job
 
+BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+
+kv_heads() {
+  base_models
+  local f k r
+  for f in $("$PY" $HERE/collect.py kv-sweeps "$HERE/base.toml" "$OUT/kv_heads"); do
+    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  done
+  for run in "$OUT"/kv_heads/kv=*/train.seed=*/; do
+    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+  # Decoding speed, timed: one bench at a time, the settings in turn in every round.
+  for r in $(seq 1 "$BENCH_ROUNDS"); do
+    for k in $("$PY" $HERE/collect.py kv-values "$HERE/base.toml"); do
+      local file=$OUT/kv_heads/bench/kv=${k}_round$r.json
+      [[ -e $file ]] && continue
+      mkdir -p "$OUT/kv_heads/bench"
+      "$HEADLAB" bench $("$PY" $HERE/collect.py base-train-args "$HERE/base.toml" 0) --decode --beam 5 --reps 9 \
+        --warmup 2 --threads 1 --set model.n_kv_heads=$k --set model.enc_n_kv_heads=$k \
+        --set model.cross_n_kv_heads=$k --tag "kv=$k" > "$file.tmp"
+      mv "$file.tmp" "$file"
+    done
+  done
+}
+
 case $arm in
   base) base_models ;;
   head_count) head_count ;;
   michel) michel ;;
   voita) voita ;;
+  kv_heads) kv_heads ;;
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
