@@ -167,3 +167,13 @@ def test_an_alignment_heads_fate_under_importance_pruning():
     assert M.pruned_at(rows, 0, "importance", 4, 3) == 0.2
     assert M.pruned_at(rows, 0, "importance", 1, 0) == 0.1   # its first round, not a later one
     assert M.pruned_at(rows, 0, "importance", 8, 0) is None  # 8:1 is another head
+
+
+def test_encoder_survival_reads_roles_and_l0s_pruned_heads():
+    from translation import voita as V
+    roles = [{"seed": "0", "attention": a, "layer": str(layer), "head": str(h), "role": role}
+             for a, layer, h, role in [("enc", 0, 0, "positional"), ("enc", 0, 1, "none"), ("enc", 1, 0, "rare_token"),
+                                       ("enc", 1, 1, "positional+rare_token"), ("dec", 0, 0, "positional")]]
+    r, kept, layer = V.encoder_survival(roles, {"pruned_heads": "0:1 1:0"}, 0)
+    assert list(r) == ["positional", "none", "rare", "positional"]
+    assert list(kept) == [True, False, False, True] and list(layer) == [0, 0, 1, 1]

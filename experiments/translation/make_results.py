@@ -294,6 +294,36 @@ def fill_voita_l0(d):
             + f"\n\nVoita et al. (Figure 7): {PAPER['voita_figure7'].text()}.")
 
 
+def fill_voita_survival(d):
+    """Voita Section 5: the encoder heads L0 keeps are the specialised ones: pruning's stratified
+    permutation test (roles permuted within each layer of each model) over the seeds' val-chosen
+    encoder L0 runs."""
+    if "voita" not in d.arms:
+        return not_run("voita")
+    import numpy as np
+    from pruning.analysis import SPECIALISED, survival_claim
+    from translation import voita as V
+    prune, roles = d.read("voita", "prune.csv"), d.read("voita", "roles.csv")
+    runs, table = [], []
+    for seed in sorted({int(r["seed"]) for r in prune}):
+        got = V.chosen(prune, seed)
+        if got is None:
+            continue
+        run = V.encoder_survival(roles, got[1], seed)
+        runs.append(run)
+        r, kept, _ = run
+        counts = {role: f"{int(kept[r == role].sum())} of {int((r == role).sum())}" for role in sorted(set(r))}
+        table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(f"{k}: {v}" for k, v in counts.items())])
+    if not runs:
+        return "*(no seed has an L0 run within the threshold)*"
+    v, (spec, rest) = survival_claim(runs)
+    n_spec = sum(int(np.isin(r, SPECIALISED).sum()) for r, _, _ in runs)
+    return (md_table(["seed", "lambda", "encoder heads kept, by role"], table, align="---")
+            + f"\n\nShare kept by L0: the specialised heads (positional or rare-token; the Bible data have no "
+            f"syntactic gold), {n_spec} over all seeds, {'–' if math.isnan(spec) else f'{spec:.2f}'}; the rest "
+            f"{'–' if math.isnan(rest) else f'{rest:.2f}'}. {v.test}: {v.words()}.")
+
+
 def fill_voita_scratch(d):
     if "voita" not in d.arms:
         return not_run("voita")
@@ -352,11 +382,35 @@ def fill_kv_heads(d):
             + f"\n\nShazeer 2019: {PAPER['mqa'].text()}. Ainslie et al. 2023: {PAPER['gqa'].text()}.")
 
 
+def fill_michel_dynamics(d):
+    """Section 6: each earlier checkpoint pruned by its own importance; Figure 5's measure (the
+    fraction pruned while BLEU keeps 85% of the checkpoint's own) beside the paper's 40%."""
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    figure5 = PAPER_NUMBERS["michel_figure5"]
+    rows = d.read("michel", "prune.csv")
+    final = {int(r["seed"]): max(int(x["checkpoint_step"]) for x in rows if x["seed"] == r["seed"]) for r in rows}
+    steps = sorted({int(r["checkpoint_step"]) for r in rows})
+    out = []
+    for step in steps:
+        c = M.curves(rows, "importance", step)
+        if not c:
+            continue
+        share = figure5["retained"][0]
+        kept = [M.retained_prunable(curve, share) for curve in c.values()]
+        out.append([step, ", ".join(f"{step / final[s]:.2f}" for s in c), cell((curve[0][1] for curve in c.values()), 2),
+                    cell(kept, 2), cell((M.prunable(curve) for curve in c.values()), 2)])
+    return (md_table(["checkpoint step", "share of training (per seed)", "its unpruned BLEU",
+                      f"fraction pruned keeping {figure5['retained'][0]:.0%} of it", "fraction prunable (0.5 BLEU)"], out)
+            + f"\n\nMichel et al.: {PAPER['michel_figure5'].text()}.")
+
+
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
            "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
-           "voita_scratch": fill_voita_scratch, "kv_heads": fill_kv_heads,
-           "alignment": fill_alignment}
+           "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
+           "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics}
 
 
 def render(d):

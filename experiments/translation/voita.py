@@ -40,3 +40,24 @@ def chosen(prune_rows, seed, only="enc"):
 def layout(row):
     """model.active_heads of an L0 row: its heads per site as a TOML array."""
     return "[" + ",".join(row["heads_per_layer"].split()) + "]"
+
+
+# heads.csv's role (assign_roles in include/headlab/analysis/head_roles.h; several joined by "+")
+# in the names experiments/pruning's survival test groups (pruning.analysis.SPECIALISED)
+ROLE_NAMES = {"positional": "positional", "syntactic": "syntactic", "rare_token": "rare", "none": "none", "": "none"}
+
+
+def role_name(role):
+    """A head's role for the survival test: the first of heads.csv's roles, in pruning's names."""
+    return ROLE_NAMES[role.split("+")[0]]
+
+
+def encoder_survival(roles_rows, l0_row, seed):
+    """(roles [N], kept [N], layer [N]) of one seed's encoder heads under an L0 run gating them
+    (prune.csv's pruned_heads: site:head, the encoder's layers being sites 0..)."""
+    import numpy as np
+    gone = {tuple(int(x) for x in p.split(":")) for p in l0_row["pruned_heads"].split()}
+    enc = sorted(((int(r["layer"]), int(r["head"]), r["role"]) for r in roles_rows
+                  if int(r["seed"]) == seed and r["attention"] == "enc"))
+    return (np.array([role_name(role) for _, _, role in enc]), np.array([(l, h) not in gone for l, h, _ in enc]),
+            np.array([layer for layer, _, _ in enc]))
