@@ -107,7 +107,41 @@ def fill_base_plateau(d):
                      "val loss gain, last quarter", f"< {PRACTICAL['relative_loss']:.0%}"], rows)
 
 
+def band(ax, c, color, label, style="-"):
+    """Mean over seeds of curves {seed: [(x, y), ...]} that share their x (rounds), min-max band."""
+    n = min(len(v) for v in c.values())
+    xs = [next(iter(c.values()))[i][0] for i in range(n)]
+    ys = [[v[i][1] for v in c.values()] for i in range(n)]
+    ax.plot(xs, [sum(y) / len(y) for y in ys], style, color=color, label=label)
+    ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.15, linewidth=0)
+
+
+def michel_figure(d):
+    """Figures 3 and 4 side by side, one y-scale, the unpruned level dotted."""
+    rows = d.read("michel", "prune.csv")
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, arms, title in ((axes[0], MICHEL_ARMS[:3], "Figure 3: all kinds, by order"),
+                            (axes[1], MICHEL_ARMS[3:], "Figure 4: one kind at a time, by importance")):
+        for i, (arm, words) in enumerate(arms):
+            c = arm_curves(rows, arm)
+            if c:
+                band(ax, c, f"C{i}", words)
+        full = [curve[0][1] for curve in arm_curves(rows, "importance").values()]
+        if full:
+            ax.axhline(sum(full) / len(full), color="0.5", linestyle=":", label="unpruned")
+        ax.set_xlabel("fraction of the pruned kinds' heads masked")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("test BLEU (beam 5)")
+    fig.suptitle("Translation (KJV -> RV1909): BLEU as heads are pruned, mean over seeds, min-max band", fontsize=9)
+    save_figure(fig, os.path.join(HERE, "figures", "michel_pruning.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
 def figures(d):
+    if "michel" in d.arms:
+        michel_figure(d)
     if "base" not in d.arms:
         return
     plt = pyplot()
@@ -410,7 +444,11 @@ FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_ar
            "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
            "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
-           "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics}
+           "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics,
+           # figures/ has a figure only for an arm in data/
+           "base_figure": lambda d: "![base curves](figures/base_curves.png)" if "base" in d.arms else "",
+           "michel_figure": lambda d: "![Michel Figures 3 and 4](figures/michel_pruning.png)" if "michel" in d.arms
+           else ""}
 
 
 def render(d):
