@@ -77,7 +77,7 @@ def run_facts(run_dir):
         "seq_len": d["seq_len"],
         "vocab": d["vocab_size"] or m["vocab_size"],
         "offsets": "_".join(str(o) for o in d["offsets"]) if d["task"] == "k_relation" else "",
-        "batch_tokens": t.get("batch_tokens", "") if d["task"] == "translate" else "",
+        "batch_tokens": d.get("batch_tokens", "") if d["task"] == "translate" else "",
         "seed": t["seed"],
         "val_loss": last["val_loss"],
         "val_accuracy": last["val_accuracy"],

@@ -53,8 +53,8 @@ from common import write_csv  # noqa: E402
 
 ARMS = ("base", "head_count", "michel", "voita", "kv_heads")
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
-              "train": ("steps", "batch_tokens", "lr", "warmup_steps", "seed"),
-              "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer")}
+              "train": ("steps", "lr", "warmup_steps", "seed"),
+              "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer", "batch_tokens")}
 
 
 def fail(message):
@@ -77,7 +77,7 @@ def seed_runs(out):
     return sorted(runs)
 
 
-def collect_base(out, data):
+def collect_base(out, data, _sweeps):
     setup, curves, test = [], [], []
     for seed, run in seed_runs(out):
         config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
@@ -97,12 +97,12 @@ def collect_base(out, data):
     write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
 
 
-def collect_head_count(out, data):
+def collect_head_count(out, data, _sweeps):
     from head_count.runs import collect_runs
     collect_runs(os.path.join(out, "head_count"), data)
 
 
-def collect_michel(out, data):
+def collect_michel(out, data, _sweeps):
     heads, ablation, alignment, prune, timings = [], [], [], [], []
     root = os.path.join(out, "michel")
     seeds = sorted(int(n[len("seed"):]) for n in os.listdir(root) if n.startswith("seed")) if os.path.isdir(root) else []
@@ -156,7 +156,7 @@ def print_layouts(out):
             print(seed, V.layout(got[1]))
 
 
-def collect_voita(out, data):
+def collect_voita(out, data, _sweeps):
     prune = voita_prune_rows(out)
     if not prune:
         fail(f"{os.path.join(out, 'voita')} holds no finished prune run: run experiments/translation/run.sh voita")
@@ -240,7 +240,7 @@ def kv_sweeps(sweep_path, out):
         print(path)
 
 
-def collect_kv_heads(out, data):
+def collect_kv_heads(out, data, sweeps):
     root = os.path.join(out, "kv_heads")
     runs, bench = [], []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
@@ -262,7 +262,7 @@ def collect_kv_heads(out, data):
                           "params": b["params"]})
     if not runs:
         fail(f"{root} holds no finished kv=<K> run: run experiments/translation/run.sh kv_heads first")
-    m = base_model(os.path.join(HERE, "base.toml"))
+    m = base_model(os.path.join(sweeps, "base.toml"))
     config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
               "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"]}
     write_csv(os.path.join(data, "runs.csv"), list(runs[0]), runs)
@@ -301,6 +301,7 @@ def main():
     ap.add_argument("out")
     ap.add_argument("data")
     ap.add_argument("--binary", default="build/headlab")
+    ap.add_argument("--sweeps", default=HERE, help="the folder of base.toml (run.sh's SWEEPS)")
     ap.add_argument("--started", default="")
     ap.add_argument("--wall-seconds", default="")
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
@@ -327,7 +328,7 @@ def main():
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
     {"base": collect_base, "head_count": collect_head_count, "michel": collect_michel,
-     "voita": collect_voita, "kv_heads": collect_kv_heads}[args.arm](args.out, data)
+     "voita": collect_voita, "kv_heads": collect_kv_heads}[args.arm](args.out, data, args.sweeps)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",

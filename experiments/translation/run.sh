@@ -6,6 +6,8 @@
 #   experiments/translation/run.sh base          # the base models: 5 seeds, every checkpoint kept
 #   python3 experiments/translation/make_results.py        # RESULTS.md from data/ alone
 #   OUT=runs/translation JOBS=2 experiments/translation/run.sh base
+#   SWEEPS=experiments/translation/dev OUT=/tmp/t DATA=/tmp/t/data experiments/translation/run.sh base
+#                                                  # the pipeline on a tiny model (minutes; not results)
 # Arms:
 #   base        headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU,
 #               chrF); collect.py base -> data/base/
@@ -42,6 +44,8 @@ OUT=${OUT:-runs/translation}
 JOBS=${JOBS:-2}
 PY=${PY:-/usr/bin/python3}
 HERE=experiments/translation
+SWEEPS=${SWEEPS:-$HERE}     # where base.toml and head_count_lr.toml are read (dev/: a tiny pipeline check)
+DATA=${DATA:-$HERE/data}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
@@ -71,7 +75,7 @@ export -f eval_json
 export HEADLAB
 
 base_models() {  # the base sweep, then each seed's final checkpoint on test, two at a time
-  "$HEADLAB" sweep "$HERE/base.toml" --jobs "$JOBS" --out "$OUT/base"
+  "$HEADLAB" sweep "$SWEEPS/base.toml" --jobs "$JOBS" --out "$OUT/base"
   for run in "$OUT"/base/train.seed=*/; do
     final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
     echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
@@ -80,13 +84,13 @@ base_models() {  # the base sweep, then each seed's final checkpoint on test, tw
 
 head_count() {
   local hc=experiments/head_count/make_results.py out=$OUT/head_count
-  "$HEADLAB" sweep "$HERE/head_count_lr.toml" --jobs "$JOBS" --out "$out/lr"
+  "$HEADLAB" sweep "$SWEEPS/head_count_lr.toml" --jobs "$JOBS" --out "$out/lr"
   # The second arm holds every kind's head width at the base model's (d_model / n_heads of
   # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count).
   local w
-  w=$("$PY" $HERE/collect.py base-d-head "$HERE/base.toml")
-  "$PY" $hc seeds-sweeps "$HERE/head_count_lr.toml" "$out/lr" "$out/seeds" > /dev/null
-  "$PY" $hc seeds-sweeps "$HERE/head_count_lr.toml" "$out/lr" "$out/d_head" "--set=model.d_head=$w" \
+  w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
+  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/seeds" > /dev/null
+  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/d_head" "--set=model.d_head=$w" \
     "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
   for f in "$out"/seeds/heads=*.toml "$out"/d_head/heads=*.toml; do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
@@ -181,9 +185,9 @@ voita() {
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
   # The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
   # steps as the L0 model had in all.
-  "$PY" $HERE/collect.py voita "$OUT" "$HERE/data" --layouts | while read -r seed heads; do
+  "$PY" $HERE/collect.py voita "$OUT" "$DATA" --layouts | while read -r seed heads; do
     echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $("$PY" $HERE/collect.py \
-      base-train-args "$HERE/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
+      base-train-args "$SWEEPS/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
   for d in "$OUT"/voita/seed*/scratch; do
     [[ -e $d/done ]] || continue
@@ -201,7 +205,7 @@ BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 kv_heads() {
   base_models
   local f k r
-  for f in $("$PY" $HERE/collect.py kv-sweeps "$HERE/base.toml" "$OUT/kv_heads"); do
+  for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
   done
   for run in "$OUT"/kv_heads/kv=*/train.seed=*/; do
@@ -210,11 +214,11 @@ kv_heads() {
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
   # Decoding speed, timed: one bench at a time, the settings in turn in every round.
   for r in $(seq 1 "$BENCH_ROUNDS"); do
-    for k in $("$PY" $HERE/collect.py kv-values "$HERE/base.toml"); do
+    for k in $("$PY" $HERE/collect.py kv-values "$SWEEPS/base.toml"); do
       local file=$OUT/kv_heads/bench/kv=${k}_round$r.json
       [[ -e $file ]] && continue
       mkdir -p "$OUT/kv_heads/bench"
-      "$HEADLAB" bench $("$PY" $HERE/collect.py base-train-args "$HERE/base.toml" 0) --decode --beam 5 --reps 9 \
+      "$HEADLAB" bench $("$PY" $HERE/collect.py base-train-args "$SWEEPS/base.toml" 0) --decode --beam 5 --reps 9 \
         --warmup 2 --threads 1 --set model.n_kv_heads=$k --set model.enc_n_kv_heads=$k \
         --set model.cross_n_kv_heads=$k --tag "kv=$k" > "$file.tmp"
       mv "$file.tmp" "$file"
@@ -231,6 +235,6 @@ case $arm in
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
-"$PY" $HERE/collect.py "$arm" "$OUT" "$HERE/data" --binary "$HEADLAB" --started "$started_utc" \
+"$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
   --wall-seconds "$wall" --load "$OUT/load_$arm.txt"
-"$PY" $HERE/make_results.py
+"$PY" $HERE/make_results.py --data "$DATA"
