@@ -126,11 +126,15 @@ def test_michel_classes_and_pruning_from_made_up_rows():
     rows = [row(0, "enc", 0, 0, -3.0, 0.001, -1.0, 0.001),   # hurts; alone: -1 BLEU, the site's best
             row(0, "enc", 0, 1, +0.8, 0.002, -6.0, 0.001),   # helps (significant, above 0.5)
             row(0, "enc", 1, 0, -0.2, 0.004, -0.1, 0.5),     # significant but below 0.5: no practical change
-            row(0, "enc", 1, 1, -0.4, 0.2, -9.0, 0.001),     # not significant, 95% interval only: unresolved
+            row(0, "enc", 1, 1, -0.4, 0.2, -9.0, 0.001),     # not significant, no 99% interval: unresolved
             row(0, "cross", 0, 0, -8.0, 0.001, -0.2, 0.3)]
     counts, n = M.table1(rows, "enc")[0]
     assert n == 4
     assert counts == {V.HURTS: 1, V.HELPS: 1, V.NO_CHANGE: 1, V.UNRESOLVED: 1}
+    # With the 99% interval: within +-0.5 shows it small; reaching past it leaves it unresolved.
+    small = {**rows[3], "bleu_delta": "-0.1", "bleu_low99": "-0.45", "bleu_high99": "0.3"}
+    wide = {**small, "bleu_low99": "-0.7"}
+    assert M.head_class(small) == V.NO_CHANGE and M.head_class(wide) == V.UNRESOLVED
     t2 = M.table2(rows)[0]
     assert t2[("enc", 0)][0]["head"] == "0" and t2[("enc", 0)][1] == V.HURTS
     assert t2[("enc", 1)][0]["head"] == "0" and t2[("enc", 1)][1] == V.UNRESOLVED

@@ -5,9 +5,9 @@ sentences at p < LEVEL_MICHEL, uncorrected as Michel's, with PRACTICAL["bleu"]),
 curves of Figures 3 and 4 and Section 6 (BLEU after every round of `headlab prune`).
 
 The bootstrap interval that can show a removal small must be at confidence 1 - LEVEL_MICHEL:
-bleu_ablation.csv's bleu_low/bleu_high are 95% quantiles, so they are used only when
-INTERVAL_CONFIDENCE says so; otherwise a removal that is not significant stays "unresolved"
-rather than being called small on a wider-than-stated test."""
+bleu_ablation.csv's bleu_low99/bleu_high99 (its bleu_low/bleu_high are the 95% interval). Data
+without them leave a removal that is not significant "unresolved" rather than calling it small
+on a narrower interval than the level."""
 import math
 
 from common import number
@@ -15,13 +15,15 @@ from verdicts import LEVEL_MICHEL, PRACTICAL, removal_class, removal_counts
 
 KINDS = ("enc", "dec", "cross")
 KIND_WORDS = {"enc": "Enc-Enc", "dec": "Dec-Dec", "cross": "Enc-Dec"}  # Michel et al.'s names
-INTERVAL_CONFIDENCE = 0.95  # of bleu_low / bleu_high (include/headlab/data/bleu_bootstrap.h)
+INTERVALS = {0.99: ("bleu_low99", "bleu_high99"), 0.95: ("bleu_low", "bleu_high")}  # bleu_ablation.csv's
 
 
 def _interval(r, prefix):
-    if not math.isclose(INTERVAL_CONFIDENCE, 1 - LEVEL_MICHEL):
+    """The paired bootstrap's interval at confidence 1 - LEVEL_MICHEL, None when the row has none."""
+    columns = next((c for conf, c in INTERVALS.items() if math.isclose(conf, 1 - LEVEL_MICHEL)), None)
+    if columns is None or r.get(prefix + columns[0], "") == "":
         return None
-    return number(r[prefix + "bleu_low"]), number(r[prefix + "bleu_high"])
+    return number(r[prefix + columns[0]]), number(r[prefix + columns[1]])
 
 
 def head_class(r, prefix=""):
