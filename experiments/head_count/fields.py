@@ -107,7 +107,7 @@ def fields(data):
         [[f"{len_l} layer{'s' if len_l > 1 else ''} x 8 heads", f"{int(rows[0]['params']):,}"]
          + [f"{number(r['test_accuracy']):.3f}" for r in sorted(rows, key=lambda r: int(r["seed"]))]
          + [pm(*mean_std(values(rows, "test_accuracy")), 3)] for len_l, rows in ((1, one), (2, two))])
-    v = holm_claims({0: claim(by_seed(one, "test_accuracy"), by_seed(two, "test_accuracy"), True, 0.0)},
+    v = holm_claims({0: claim(by_seed(one, "test_accuracy"), by_seed(two, "test_accuracy"), "test_accuracy", 0.0)},
                     level=ALPHA)[0]
     f["two_layers verdict"] = (f"Two layers against one layer: {verdict_word(v, +1)} ({v.test}, {fmt_p(v.p)}; "
                                f"test accuracy {signed(c.mean, 3)} [{signed(c.lo, 3)}, {signed(c.hi, 3)}], paired over "

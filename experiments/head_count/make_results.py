@@ -5,8 +5,9 @@
   make_results.py --check          exit 0 when the committed RESULTS.md is what data/ gives, else
                                    a one-line hint and exit 1 (no matplotlib, no figures)
   make_results.py collect OUT [--binary PATH]   OUT (run.sh's sweep folders) -> data/
-  make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT   (run.sh) one sweep file per head count
-                                   at the rate its seed-0 run did best with on val; prints them
+  make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT [--set=KEY=VALUE ...]   (run.sh) one sweep
+                                   file per head count at the rate its seed-0 run did best with on
+                                   val (--set: more settings in each); prints them
   make_results.py eval-jobs HEADLAB OUT   (run.sh) the test-split evaluations still to run
 
 The run-side commands read the runs' config.toml (tomllib, Python >= 3.11); rendering reads only
@@ -58,15 +59,16 @@ def render(check):
 
 def main():
     args = sys.argv[1:]
-    if args[:1] == ["seeds-sweeps"] and len(args) == 4:
-        return cmd_seeds_sweeps(*args[1:])
+    if args[:1] == ["seeds-sweeps"] and len(args) >= 4 and all(a.startswith("--set=") for a in args[4:]):
+        return cmd_seeds_sweeps(*args[1:4], extra=[a[len("--set="):] for a in args[4:]])
     if args[:1] == ["eval-jobs"] and len(args) == 3:
         return cmd_eval_jobs(*args[1:])
     if args[:1] == ["collect"] and len(args) in (2, 4) and (len(args) == 2 or args[2] == "--binary"):
         return cmd_collect(args[1], args[3] if len(args) == 4 else os.path.join(REPO, "build", "headlab"))
     if args in ([], ["--check"]):
         return render(check=bool(args))
-    fail("usage: make_results.py [--check] | collect OUT [--binary PATH] | seeds-sweeps LR.toml LR_OUT SEEDS_OUT"
+    fail("usage: make_results.py [--check] | collect OUT [--binary PATH] | seeds-sweeps LR.toml LR_OUT SEEDS_OUT "
+         "[--set=KEY=VALUE ...]"
          " | eval-jobs HEADLAB OUT")
 
 

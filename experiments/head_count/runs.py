@@ -77,10 +77,12 @@ def run_facts(run_dir):
         "seq_len": d["seq_len"],
         "vocab": d["vocab_size"] or m["vocab_size"],
         "offsets": "_".join(str(o) for o in d["offsets"]) if d["task"] == "k_relation" else "",
+        "batch_tokens": d.get("batch_tokens", "") if d["task"] == "translate" else "",
         "seed": t["seed"],
         "val_loss": last["val_loss"],
         "val_accuracy": last["val_accuracy"],
         "val_bpb": last["val_bpb"],
+        "val_bleu": last.get("val_bleu", ""),
         "elapsed_s": metrics[-1]["elapsed_s"],
     }, metrics, config
 
@@ -105,7 +107,10 @@ def run_dirs(out):
     return found
 
 
-def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out):
+def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out, extra=()):
+    """One sweep file per head count in SEEDS_OUT: the rate sweep's [set], the count, its chosen
+    rate and fresh seeds; `extra`: more "KEY=VALUE" settings (TOML values), e.g. model.d_head=16
+    for experiments/translation's second arm."""
     sweep = load_toml(lr_toml)
     base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(lr_toml)), sweep["base"]))
     rows = []
@@ -127,6 +132,9 @@ def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out):
         ]
         for key, value in sweep["set"].items():
             lines.append(f'"{key}" = {toml_value(value)}')
+        for setting in extra:
+            key, _, value = setting.partition("=")
+            lines.append(f'"{key}" = {value}')
         lines += [f'"model.n_heads" = {heads}', f'"train.lr" = {lr!r}', "", "[grid]", f'"train.seed" = {FRESH_SEEDS}', ""]
         path = os.path.join(seeds_out, f"heads={heads}.toml")
         write_atomically(path, "\n".join(lines))
@@ -145,9 +153,21 @@ def toml_value(v):
     fail(f"cannot write {v!r} to a sweep file")
 
 
+# `headlab eval` options per task beyond the split: generated tasks score all EVAL_EXAMPLES test
+# examples; text and translation the whole split, translation decoded by beam 5 as the papers
+# report (BLEU and chrF).
+TEST_BEAM = 5
+
+
+def eval_options(facts):
+    if facts["task"] == "translate":
+        return f" --beam {TEST_BEAM}"
+    return "" if facts["task"] == "text" else f" --batches {-(-EVAL_EXAMPLES // facts['batch'])}"
+
+
 def cmd_eval_jobs(headlab, out):
     """One shell line per finished run without RUN/test.txt: headlab eval of its final checkpoint
-    on the test split (generated tasks: all 2048 test examples; text: the whole split)."""
+    on the test split (eval_options)."""
     for _, run in run_dirs(out):
         if os.path.exists(os.path.join(run, "test.txt")) or not os.path.exists(os.path.join(run, "metrics.csv")):
             continue
@@ -155,7 +175,7 @@ def cmd_eval_jobs(headlab, out):
         if got is None:
             continue
         facts, _, config = got
-        batches = "" if facts["task"] == "text" else f" --batches {-(-EVAL_EXAMPLES // facts['batch'])}"
+        batches = eval_options(facts)
         ckpt = final_checkpoint(run, facts["steps"])
         q = lambda p: "'" + p.replace("'", "'\\''") + "'"  # noqa: E731
         print(f"{q(headlab)} eval {q(ckpt)} --split test{batches} > {q(run + '/test.txt.tmp')} && mv {q(run + '/test.txt.tmp')} {q(run + '/test.txt')}")
@@ -166,11 +186,13 @@ def read_test(run):
     path = os.path.join(run, "test.txt")
     if not os.path.exists(path):
         fail(f"{path} is missing: run.sh evaluates every final checkpoint on the test split")
-    got = {"test_loss": "", "test_accuracy": "", "test_bpb": ""}
-    names = {"loss": "test_loss", "accuracy": "test_accuracy", "bits_per_byte": "test_bpb"}
+    got = {"test_loss": "", "test_accuracy": "", "test_bpb": "", "test_bleu": "", "test_chrf": ""}
+    names = {"loss": "test_loss", "accuracy": "test_accuracy", "bits_per_byte": "test_bpb", "bleu": "test_bleu",
+             "chrf": "test_chrf"}
     for line in open(path):
         parts = line.split()
-        if len(parts) == 2 and parts[0] in names:
+        # "bleu 21.6777 (674 sentences, ...)": the number is the second word
+        if len(parts) >= 2 and parts[0] in names and (len(parts) == 2 or parts[0] == "bleu"):
             got[names[parts[0]]] = parts[1]
     if got["test_loss"] == "":
         fail(f"{path} has no loss line")
@@ -179,9 +201,10 @@ def read_test(run):
 
 
 RUN_COLUMNS = ["study", "run", "task", "heads", "kv_heads", "d_head", "d_model", "layers", "params", "lr", "steps",
-               "batch", "seq_len", "vocab", "offsets", "seed", "val_loss", "val_accuracy", "val_bpb", "test_loss",
-               "test_accuracy", "test_bpb", "elapsed_s"]
-CURVE_COLUMNS = ["study", "run", "step", "tokens", "lr", "train_loss", "val_loss", "val_accuracy", "val_bpb"]
+               "batch", "batch_tokens", "seq_len", "vocab", "offsets", "seed", "val_loss", "val_accuracy", "val_bpb",
+               "val_bleu", "test_loss", "test_accuracy", "test_bpb", "test_bleu", "test_chrf", "elapsed_s"]
+CURVE_COLUMNS = ["study", "run", "step", "tokens", "lr", "train_loss", "val_loss", "val_accuracy", "val_bpb",
+                 "val_bleu"]
 
 
 def started(r):
@@ -205,8 +228,9 @@ def wall_span(regen):
     return int(max(s + int(r["wall_s"]) for s, r in zip(starts, regen)) - min(starts))
 
 
-def cmd_collect(out, binary):
-    """OUT -> data/runs.csv, data/curves.csv, data/provenance.csv."""
+def collect_runs(out, data):
+    """Every finished run under OUT -> DATA/runs.csv and DATA/curves.csv; returns the runs' rows.
+    experiments/translation's head-count arm collects its runs through this too."""
     runs, curves = [], []
     for study, run in run_dirs(out):
         got = run_facts(run) if os.path.exists(os.path.join(run, "metrics.csv")) else None
@@ -220,10 +244,17 @@ def cmd_collect(out, binary):
         runs.append(row)
         for m in metrics:
             if m["val_loss"] != "":
-                curves.append({"study": study, "run": name, **{c: m[c] for c in CURVE_COLUMNS[2:]}})
-    os.makedirs(DATA, exist_ok=True)
-    write_csv(os.path.join(DATA, "runs.csv"), RUN_COLUMNS, runs)
-    write_csv(os.path.join(DATA, "curves.csv"), CURVE_COLUMNS, curves)
+                curves.append({"study": study, "run": name, **{c: m.get(c, "") for c in CURVE_COLUMNS[2:]}})
+    os.makedirs(data, exist_ok=True)
+    write_csv(os.path.join(data, "runs.csv"), RUN_COLUMNS, runs)
+    write_csv(os.path.join(data, "curves.csv"), CURVE_COLUMNS, curves)
+    print(f"wrote {data}/runs.csv ({len(runs)} runs), curves.csv ({len(curves)} rows)")
+    return runs
+
+
+def cmd_collect(out, binary, data=DATA):
+    """OUT -> data/runs.csv, data/curves.csv, data/provenance.csv."""
+    runs = collect_runs(out, data)
 
     regen = common.read_csv(os.path.join(out, "regeneration.csv"), "run.sh writes it as it ends",
                             fieldnames=REGENERATION_COLUMNS)
@@ -259,6 +290,6 @@ def cmd_collect(out, binary):
         ("runs", str(len(runs))),
         ("runs_elapsed_sum_s", f"{sum(float(r['elapsed_s']) for r in runs):.0f}"),
     ]
-    write_csv(os.path.join(DATA, "provenance.csv"), ["key", "value"], [{"key": k, "value": v} for k, v in prov])
-    print(f"wrote {DATA}/runs.csv ({len(runs)} runs), curves.csv ({len(curves)} rows), provenance.csv")
+    write_csv(os.path.join(data, "provenance.csv"), ["key", "value"], [{"key": k, "value": v} for k, v in prov])
+    print(f"wrote {data}/provenance.csv")
 

@@ -39,8 +39,10 @@ METRICS = {
     "induction": ("test_accuracy", +1, "test accuracy", 3),
     "grammar": ("test_loss", -1, "test loss (nats/token)", 3),
     "text": ("test_bpb", -1, "test bits/byte", 3),
+    "translate": ("test_bleu", +1, "test BLEU (beam 5)", 2),  # experiments/translation's head-count arm
 }
-VAL_METRIC = {"k_relation": "val_accuracy", "induction": "val_accuracy", "grammar": "val_loss", "text": "val_bpb"}
+VAL_METRIC = {"k_relation": "val_accuracy", "induction": "val_accuracy", "grammar": "val_loss", "text": "val_bpb",
+              "translate": "val_bleu"}
 ACCURACY_THRESHOLD = SOLVED_AT  # a run solves an accuracy task at this accuracy
 # "flat": over the last quarter of training the val metric moved by less than this in every seed,
 # relative for loss and bits/byte (False), absolute for accuracy (True)
@@ -107,13 +109,16 @@ def metric_of(data, study):
     return METRICS[task]
 
 
-def claim(a, b, task_is_accuracy, reference_mean):
+def claim(a, b, metric, reference_mean):
     """B against A ({seed: value} each) as a verdicts.Claim, by the rule of docs/verdicts.md: on an
     accuracy task the runs solved (Fisher's exact test, threshold PRACTICAL["solve_rate"]), since
-    the accuracies are bimodal (solved, or stuck on a plateau); on a loss task the paired t-test
-    over seeds, threshold PRACTICAL["relative_loss"] of the reference's mean."""
-    if task_is_accuracy:
+    the accuracies are bimodal (solved, or stuck on a plateau); on BLEU the paired t-test over seeds,
+    threshold PRACTICAL["bleu"] points; on a loss the paired t-test, threshold
+    PRACTICAL["relative_loss"] of the reference's mean."""
+    if metric == "test_accuracy":
         return solve_rate_test(a, b, solved_at=ACCURACY_THRESHOLD, threshold=PRACTICAL["solve_rate"])
+    if metric == "test_bleu":
+        return paired_t_test(a, b, threshold=PRACTICAL["bleu"])
     return paired_t_test(a, b, threshold=PRACTICAL["relative_loss"] * abs(reference_mean))
 
 
@@ -148,7 +153,7 @@ class Sweep:
             pairs.append((self.best, self.top))
         seeds = {v: by_seed(rows, self.metric) for v, rows in self.points.items()}
         self.paired = {(a, b): Paired(seeds[a], seeds[b]) for a, b in pairs}
-        self.verdicts = holm_claims({(a, b): claim(seeds[a], seeds[b], self.accuracy, self.means[a]) for a, b in pairs},
+        self.verdicts = holm_claims({(a, b): claim(seeds[a], seeds[b], self.metric, self.means[a]) for a, b in pairs},
                                     level=ALPHA)
 
     def pair(self, a, b):
@@ -185,6 +190,8 @@ class Sweep:
         if self.accuracy:
             return (f"{PRACTICAL['solve_rate']:g} in the share of runs solved (test accuracy >= "
                     f"{ACCURACY_THRESHOLD:g}), Fisher's exact test")
+        if self.metric == "test_bleu":
+            return f"{PRACTICAL['bleu']:g} {self.metric_words} points, paired t-test"
         return f"{PRACTICAL['relative_loss']:.0%} of the reference's mean {self.metric_words}, paired t-test"
 
     def resolved(self, word):

@@ -77,17 +77,25 @@ def fill_claims_details(d, _):
 
 
 def fill_what_changed(d, _):
+    """Three columns per claim and task: the old data with the old rules (data/before/verdicts.csv),
+    the old data with the new rules (data/before/verdicts_new_rules.csv: the rules of docs/verdicts.md
+    run on the 3-seed data, dumped before the regeneration), and data/ now with the new rules, so a
+    change can be read as the rule's or the data's."""
     path = os.path.join(d.folder, "before", "verdicts.csv")
     if not os.path.exists(path):
         return f"*({os.path.relpath(path, d.folder)} is missing: no record of the verdicts before issue 29)*"
+    middle_path = os.path.join(d.folder, "before", "verdicts_new_rules.csv")
+    middle = {(r["claim"], r["task"]): r for r in read_csv(middle_path)} if os.path.exists(middle_path) else {}
     now = {(k, r.task): r for k, c in all_claims(d).items() for r in c.rows}
     rows = []
     for b in read_csv(path):
-        r = now.get((b["claim"], b["task"]))
+        key = (b["claim"], b["task"])
+        m, r = middle.get(key), now.get(key)
         rows.append([SHORT.get(b["claim"], b["claim"]), b["task"], f"{b['word']}: {b['measured']}",
-                     f"{r.word}: {r.ours}" if r else "–"])
-    return md_table(["claim", "task", "before (the code at 7cb9853, the same data)", "now (docs/verdicts.md)"], rows,
-                    align="---")
+                     f"{m['word']}: {m['measured']}" if m else "–",
+                     f"{r.word}: {r.ours}" if r else ("–" if b["task"] in d.tasks else "*(not in data/ yet)*")])
+    return md_table(["claim", "task", "old data, old rules (code at 7cb9853)", "old data, new rules",
+                     "new data, new rules (docs/verdicts.md)"], rows, align="---")
 
 
 def fill_few_seeds(d, _):

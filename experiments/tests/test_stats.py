@@ -235,7 +235,7 @@ def test_head_count_rate_choice_and_words_by_hand():
     assert head_count_sweeps.verdict_word(v["noisy"], -1) == head_count_sweeps.NOT_RESOLVED
     # an accuracy task: runs solved, Fisher; 5 of 5 against 0 of 5 resolves even after Holm over 5
     solved, stuck = {s: 1.0 for s in range(5)}, {s: 0.3 for s in range(5)}
-    claims = {k: head_count_sweeps.claim(stuck, solved, True, 0.3) for k in range(5)}
+    claims = {k: head_count_sweeps.claim(stuck, solved, "test_accuracy", 0.3) for k in range(5)}
     assert all(x.outcome == V.HOLDS for x in V.holm_claims(claims, level=0.05).values())
     claims.update({5: claims[0], 6: claims[0]})  # seven comparisons: 7 x 2/252 > 0.05, nothing can be resolved
     assert all(x.outcome == V.INCONCLUSIVE for x in V.holm_claims(claims, level=0.05).values())

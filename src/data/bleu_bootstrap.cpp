@@ -39,6 +39,8 @@ PairedBootstrap paired_bootstrap_bleu(const std::vector<BleuStats>& a, const std
   };
   r.low = quantile(0.025);
   r.high = quantile(0.975);
+  r.low99 = quantile(0.005);
+  r.high99 = quantile(0.995);
   return r;
 }
 

@@ -32,6 +32,8 @@ TEST_CASE("paired bootstrap: a system against itself differs by nothing, p = 1",
   CHECK(b.p_value == 1.0);
   CHECK(b.low == 0.0);
   CHECK(b.high == 0.0);
+  CHECK(b.low99 == 0.0);
+  CHECK(b.high99 == 0.0);
 }
 
 TEST_CASE("paired bootstrap: the references beat a poor system with the smallest p", "[data][bleu][bootstrap]") {
@@ -61,6 +63,10 @@ TEST_CASE("paired bootstrap: two systems that each win half the sentences are no
   CHECK(r.p_value > 0.2);
   CHECK(r.low < 0);
   CHECK(r.high > 0);
+  // The 99% interval holds the 95% one and, over 1000 resamples of a spread-out delta, is wider.
+  CHECK(r.low99 <= r.low);
+  CHECK(r.high99 >= r.high);
+  CHECK((r.low99 < r.low || r.high99 > r.high));
   // The same seed draws the same resamples; another seed other ones (the interval moves).
   const auto a = bleu_sentence_stats(first, refs), b = bleu_sentence_stats(second, refs);
   const PairedBootstrap again = paired_bootstrap_bleu(a, b, 1000, 3), other = paired_bootstrap_bleu(a, b, 1000, 4);

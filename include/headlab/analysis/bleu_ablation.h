@@ -79,7 +79,7 @@ BleuAblation bleu_ablation(Model<float>& model, const TranslationDataset& data, 
 void add_bleu_columns(const BleuAblation& result, HeadScores& scores);
 
 // One row per head: label,attention,layer,head,gate,bleu,bleu_delta,chrf,chrf_delta,bleu_p,
-// bleu_low,bleu_high (and the same seven with layer_only_ when computed).
+// bleu_low,bleu_high,bleu_low99,bleu_high99 (and the same nine with layer_only_ when computed).
 void write_bleu_ablation_csv(const std::string& path, const BleuAblation& result);
 
 // The per-sentence statistics (docs/analysis.md, "BLEU ablation (translation)"): the unmasked

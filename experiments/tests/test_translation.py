@@ -1,0 +1,183 @@
+"""experiments/translation/make_results.py on a made-up data/ folder: arms present and missing,
+the base arm's tables and the plateau rule on val BLEU and loss."""
+import os
+import sys
+
+import pytest
+
+EXPERIMENTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, EXPERIMENTS)
+from translation import make_results as T  # noqa: E402
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+@pytest.fixture
+def data(tmp_path):
+    base = tmp_path / "base"
+    write(str(base / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
+          "started_utc,2026-12-05T00:00:00Z\nmachine,Xeon, 2 cores\nwall_seconds,600\nmax_load_1min,2.10\n")
+    write(str(base / "setup.csv"), "seed,model.d_model,train.steps\n0,128,400\n1,128,400\n")
+    # seed 0 still gains 2 BLEU over the last quarter (300 -> 400); seed 1 gains 0.2 and its loss 0.5%.
+    write(str(base / "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n"
+          "0,100,4,3.0,1\n0,200,3,2.5,5\n0,300,2.8,2.4,8\n0,400,2.7,2.3,10\n"
+          "1,100,4,3.0,1\n1,200,3,2.5,5\n1,300,2.8,2.0,9.9\n1,400,2.7,1.99,10.1\n")
+    write(str(base / "test.csv"), "seed,step,bleu,chrf,loss,sentences,beam\n0,400,20,40,2.2,674,5\n1,400,22,42,2.1,674,5\n")
+    return T.Data(str(tmp_path))
+
+
+def test_arms_present_and_missing(data):
+    assert data.arms == ["base"]
+    text = T.fill_arms(data)
+    assert "`abc1234`" in text and "10 min" in text
+    assert text.count("not run yet") == len(T.ARMS) - 1
+    assert "not run yet" in T.fill_base_test(T.Data(os.path.join(str(data.folder), "missing")))
+
+
+def test_base_tables(data):
+    test = T.fill_base_test(data)
+    assert "21.00 ± 1.41" in test and "674 test verses, beam 5" in test
+    plateau = T.fill_base_plateau(data).splitlines()
+    assert plateau[2] == "| 0 | +2.00 | no | +4.17% | no |"
+    assert plateau[3] == "| 1 | +0.20 | yes | +0.50% | yes |"
+
+
+def test_seeds_with_different_settings_fail(data, tmp_path):
+    write(str(tmp_path / "base" / "setup.csv"), "seed,model.d_model\n0,128\n1,64\n")
+    with pytest.raises(SystemExit):
+        T.fill_base_setup(T.Data(str(tmp_path)))
+
+
+def test_head_count_claims_on_bleu_use_the_bleu_threshold():
+    import verdicts as V
+    from head_count import sweeps
+    one = {s: 20.0 + 0.1 * s for s in range(5)}
+    better = {s: v + 1.0 + (0.05 if s % 2 else -0.05) for s, v in one.items()}   # +1 BLEU, tight
+    close = {s: v + 0.1 + (0.05 if s % 2 else -0.05) for s, v in one.items()}    # +0.1 BLEU, tight
+    v = V.holm_claims({0: sweeps.claim(one, better, "test_bleu", 20.0)}, level=0.05)[0]
+    assert v.outcome == V.HOLDS and v.effect == pytest.approx(1.0, abs=0.02)
+    # 0.1 BLEU is significant but below the 0.5-point threshold: no practical difference, whatever
+    # the reference's mean (a relative threshold of 1% of 20 BLEU would have been 0.2)
+    v = V.holm_claims({0: sweeps.claim(one, close, "test_bleu", 20.0)}, level=0.05)[0]
+    assert v.outcome == V.DOES_NOT_HOLD
+    assert V.PRACTICAL["bleu"] == 0.5
+
+
+def test_the_head_count_sweep_trains_the_base_model():
+    """head_count_lr.toml changes only what it sweeps and the checkpoints kept: the same base
+    config and [set] as base.toml, and its middle rate is the base rate."""
+    import tomllib
+    folder = os.path.join(EXPERIMENTS, "translation")
+    base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
+    lr = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
+    assert lr["base"] == base["base"]
+    drop = lambda s: {k: v for k, v in s.items() if k != "train.keep_checkpoints"}  # noqa: E731
+    assert drop(lr["set"]) == drop(base["set"])
+    config = tomllib.load(open(os.path.join(folder, base["base"]), "rb"))
+    rate = base["set"].get("train.lr", config["train"]["lr"])
+    assert lr["grid"]["train.lr"] == [rate / 2, rate, rate * 2]
+    assert lr["grid"]["model.n_heads"] == [1, 2, 4, 8, 16]
+
+
+def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
+    """Made-up runs where one head is 2 BLEU below the best and 16 heads 1.5 below it: both halves
+    of Vaswani's finding hold."""
+    from head_count.runs import RUN_COLUMNS
+    hc = tmp_path / "head_count"
+    rows = []
+    mean = {1: 18.0, 2: 19.5, 4: 20.0, 8: 20.0, 16: 18.5}
+    for h in mean:
+        for lr in (1e-3, 2e-3, 4e-3):
+            rows.append({"study": "lr", "run": f"h{h}lr{lr}", "heads": h, "lr": lr, "seed": 0,
+                         "val_loss": 3.0 - (lr == 2e-3) * 0.1, "test_bleu": mean[h]})
+        for seed in range(1, 6):
+            rows.append({"study": "seeds", "run": f"h{h}s{seed}", "heads": h, "lr": 2e-3, "seed": seed,
+                         "val_loss": 3.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
+    for r in rows:
+        r.update(task="translate", kv_heads=r["heads"], d_head=128 // r["heads"], d_model=128, layers=2,
+                 params=1000, test_loss=2.0, test_chrf=40.0)
+    from common import write_csv
+    write_csv(str(hc / "runs.csv"), RUN_COLUMNS, rows) if hc.mkdir() is None else None
+    write(str(hc / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\nstarted_utc,x\n"
+          "machine,m\nwall_seconds,60\nmax_load_1min,\n")
+    text = T.fill_head_count(T.Data(str(tmp_path)))
+    assert "1 head 0.002, 2 heads 0.002" in text
+    assert "more heads help up to a point, then hurt" in text
+    assert "Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): 1: 24.9; 4: 25.5; 8: 25.8; " \
+           "16: 25.8" in text
+    assert "the largest count worse than the best: yes" in text
+    assert "*(no runs in data/head_count/)*" in text  # the d_head arm is not in this data
+
+
+def test_michel_classes_and_pruning_from_made_up_rows():
+    from translation import michel as M
+    import verdicts as V
+
+    def row(seed, kind, layer, head, delta, p, alone, alone_p):
+        return {"seed": str(seed), "attention": kind, "layer": str(layer), "head": str(head), "bleu_delta": str(delta),
+                "bleu_p": str(p), "bleu_low": str(delta - 0.3), "bleu_high": str(delta + 0.3),
+                "layer_only_bleu": str(20 + alone), "layer_only_bleu_delta": str(alone),
+                "layer_only_bleu_p": str(alone_p), "layer_only_bleu_low": str(alone - 0.3),
+                "layer_only_bleu_high": str(alone + 0.3)}
+    rows = [row(0, "enc", 0, 0, -3.0, 0.001, -1.0, 0.001),   # hurts; alone: -1 BLEU, the site's best
+            row(0, "enc", 0, 1, +0.8, 0.002, -6.0, 0.001),   # helps (significant, above 0.5)
+            row(0, "enc", 1, 0, -0.2, 0.004, -0.1, 0.5),     # significant but below 0.5: no practical change
+            row(0, "enc", 1, 1, -0.4, 0.2, -9.0, 0.001),     # not significant, no 99% interval: unresolved
+            row(0, "cross", 0, 0, -8.0, 0.001, -0.2, 0.3)]
+    counts, n = M.table1(rows, "enc")[0]
+    assert n == 4
+    assert counts == {V.HURTS: 1, V.HELPS: 1, V.NO_CHANGE: 1, V.UNRESOLVED: 1}
+    # With the 99% interval: within +-0.5 shows it small; reaching past it leaves it unresolved.
+    small = {**rows[3], "bleu_delta": "-0.1", "bleu_low99": "-0.45", "bleu_high99": "0.3"}
+    wide = {**small, "bleu_low99": "-0.7"}
+    assert M.head_class(small) == V.NO_CHANGE and M.head_class(wide) == V.UNRESOLVED
+    t2 = M.table2(rows)[0]
+    assert t2[("enc", 0)][0]["head"] == "0" and t2[("enc", 0)][1] == V.HURTS
+    assert t2[("enc", 1)][0]["head"] == "0" and t2[("enc", 1)][1] == V.UNRESOLVED
+    # pruning: 0.5 BLEU below round 0 is still "no noticeable impact"; 85% retained for Section 6
+    curve = [(0.0, 20.0), (0.1, 19.6), (0.2, 19.5), (0.3, 18.0), (0.4, 16.9), (0.5, 10.0)]
+    assert M.prunable(curve) == 0.2
+    assert M.retained_prunable(curve, 0.85) == 0.3
+
+
+def test_voita_lambda_choice_on_val():
+    from translation import voita as V
+
+    def row(arm, rnd, bleu, pruned, per_site):
+        return {"seed": "0", "arm": arm, "round": str(rnd), "val_bleu": str(bleu), "heads_pruned": str(pruned),
+                "heads_kept": str(12 - pruned), "heads_per_layer": per_site}
+    rows = [row("none_l0", 0, 20.0, 0, "4 4 4"), row("none_l0", 1, 20.2, 0, "4 4 4"),
+            row("l0_enc_lambda0.01", 1, 20.1, 2, "3 3 4"),
+            row("l0_enc_lambda0.1", 1, 19.75, 6, "1 1 4"),    # 0.45 below the control's last round: ok
+            row("l0_enc_lambda0.3", 1, 19.6, 6, "2 0 4"),     # as many heads, 0.6 below: not ok
+            row("l0_enc_lambda1", 1, 15.0, 8, "0 0 4"),
+            row("l0_all_lambda0.01", 1, 20.3, 1, "4 3 4")]
+    arm, r = V.chosen(rows, 0)
+    assert arm == "l0_enc_lambda0.1" and V.layout(r) == "[1,1,4]"
+    assert V.chosen(rows, 0, "all")[0] == "l0_all_lambda0.01"
+    assert V.chosen(rows, 1) is None  # no such seed
+
+
+def test_an_alignment_heads_fate_under_importance_pruning():
+    from translation import michel as M
+    assert M.cross_site(3, 0) == 4 and M.cross_site(3, 2) == 8  # enc 0-2, then dec0 self 3, cross 4, ...
+    rows = [{"seed": "0", "arm": "importance", "round": "0", "fraction_pruned": "0", "pruned_heads": ""},
+            {"seed": "0", "arm": "importance", "round": "2", "fraction_pruned": "0.2", "pruned_heads": "1:0 4:3 8:1"},
+            {"seed": "0", "arm": "importance", "round": "1", "fraction_pruned": "0.1", "pruned_heads": "1:0"}]
+    assert M.pruned_at(rows, 0, "importance", 4, 3) == 0.2
+    assert M.pruned_at(rows, 0, "importance", 1, 0) == 0.1   # its first round, not a later one
+    assert M.pruned_at(rows, 0, "importance", 8, 0) is None  # 8:1 is another head
+
+
+def test_encoder_survival_reads_roles_and_l0s_pruned_heads():
+    from translation import voita as V
+    roles = [{"seed": "0", "attention": a, "layer": str(layer), "head": str(h), "role": role}
+             for a, layer, h, role in [("enc", 0, 0, "positional"), ("enc", 0, 1, "none"), ("enc", 1, 0, "rare_token"),
+                                       ("enc", 1, 1, "positional+rare_token"), ("dec", 0, 0, "positional")]]
+    r, kept, layer = V.encoder_survival(roles, {"pruned_heads": "0:1 1:0"}, 0)
+    assert list(r) == ["positional", "none", "rare", "positional"]
+    assert list(kept) == [True, False, False, True] and list(layer) == [0, 0, 1, 1]

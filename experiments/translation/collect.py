@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""experiments/translation: one arm's run folders (OUT, written by run.sh ARM) into the compact
+data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or analyses.
+
+  python3 experiments/translation/collect.py ARM runs/translation experiments/translation/data \\
+      [--binary build/headlab] [--started UTC] [--wall-seconds S] [--load FILE]
+  python3 experiments/translation/collect.py base-d-head experiments/translation/base.toml
+      prints the base model's head width (run.sh's fixed-d_head arm)
+
+data/base/
+  setup.csv        seed,<the model and training facts of the run's config.toml>
+  curves.csv       seed,step,train_loss,val_loss,val_bleu: the evaluation rows of metrics.csv
+                   (val BLEU: greedy, over the first train.eval_bleu_sentences val verses)
+  test.csv         seed,step,bleu,chrf,loss,sentences,beam: the final checkpoint on test, beam 5
+data/head_count/   runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
+                   collect_runs), one row per run of OUT/head_count/{lr,seeds,d_head}; the
+                   studies are lr (seed 0 at three rates), seeds (5 fresh seeds per count at its
+                   rate, d_model fixed) and d_head (the same with d_head fixed)
+data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
+                   --layer-only --alignment): heads.csv (seed + heads.csv's columns),
+                   bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
+                   alone in its site, the paired bootstrap's p and 95% interval), alignment.csv
+                   (seed + its columns); prune.csv: seed,checkpoint_step,arm + every round of every
+                   prune run (final checkpoint: importance, ablation, random_seed<N>,
+                   importance_<kind>; dynamics: importance of earlier checkpoints); timings.csv:
+                   seed,job,seconds
+data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lambda<X>: encoder heads
+                   gated; l0_all_lambda<X>: every kind) and of the control none_l0, on val;
+                   evals.csv: seed,arm,split,bleu,chrf,loss (those models on test; the
+                   from-scratch layouts, arm scratch, on val and test); roles.csv: seed + heads.csv
+                   of headlab analyze on val (Voita's roles); scratch.csv: seed,arm,active_heads,steps;
+                   timings.csv: seed,job,seconds
+data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (the models with fewer K/V
+                   heads than query heads, on test; multi-head attention is data/base/test.csv);
+                   config.csv: key,value (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's
+                   size follows from them); bench.csv: kv_heads,round,sentences_per_s,ms_median,
+                   foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
+data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
+                   uncommitted changes, the start (UTC), the machine, the arm's wall time and the
+                   highest 1-minute load average sampled while it ran
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
+import common  # noqa: E402
+from common import write_csv  # noqa: E402
+
+ARMS = ("base", "head_count", "michel", "voita", "kv_heads")
+SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
+              "train": ("steps", "lr", "warmup_steps", "seed"),
+              "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer", "batch_tokens")}
+
+
+def fail(message):
+    common.fail(message, "collect")
+
+
+def read_rows(path):
+    return common.read_csv(path, hint="run experiments/translation/run.sh first")
+
+
+def seed_runs(out):
+    """(seed, run folder) of every finished base run under OUT/base, by seed."""
+    root = os.path.join(out, "base")
+    runs = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if name.startswith("train.seed="):
+            runs.append((int(name.split("=")[1]), os.path.join(root, name)))
+    if not runs:
+        fail(f"{root} holds no run folder train.seed=<N>: run experiments/translation/run.sh base first")
+    return sorted(runs)
+
+
+def collect_base(out, data, _sweeps):
+    setup, curves, test = [], [], []
+    for seed, run in seed_runs(out):
+        config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
+        setup.append({"seed": seed, **{f"{section}.{k}": config[section].get(k, "")
+                                       for section, keys in SETUP_KEYS.items() for k in keys}})
+        for r in read_rows(os.path.join(run, "metrics.csv")):
+            if r["val_loss"]:
+                curves.append({"seed": seed, **{k: r[k] for k in ("step", "train_loss", "val_loss", "val_bleu")}})
+        path = os.path.join(run, "test_beam5.json")
+        if not os.path.exists(path):
+            fail(f"{path} is missing: run experiments/translation/run.sh base to the end")
+        e = json.load(open(path))
+        test.append({"seed": seed, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"],
+                     "sentences": e["sentences"], "beam": e["beam"]})
+    write_csv(os.path.join(data, "setup.csv"), list(setup[0]), setup)
+    write_csv(os.path.join(data, "curves.csv"), ["seed", "step", "train_loss", "val_loss", "val_bleu"], curves)
+    write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
+
+
+def collect_head_count(out, data, _sweeps):
+    from head_count.runs import collect_runs
+    collect_runs(os.path.join(out, "head_count"), data)
+
+
+def collect_michel(out, data, _sweeps):
+    heads, ablation, alignment, prune, timings = [], [], [], [], []
+    root = os.path.join(out, "michel")
+    seeds = sorted(int(n[len("seed"):]) for n in os.listdir(root) if n.startswith("seed")) if os.path.isdir(root) else []
+    if not seeds:
+        fail(f"{root} holds no seed<N> folder: run experiments/translation/run.sh michel first")
+    for seed in seeds:
+        d = os.path.join(root, f"seed{seed}")
+        a = os.path.join(d, "analyze")
+        for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment)):
+            rows += [{"seed": seed, **r} for r in read_rows(os.path.join(a, name))]
+        timings += job_seconds(seed, a, "analyze")
+        arms = [(None, os.path.join(d, "prune", arm), arm) for arm in sorted(os.listdir(os.path.join(d, "prune")))]
+        dyn = os.path.join(d, "dynamics")
+        arms += [(int(c.split("_")[1]), os.path.join(dyn, c), "importance") for c in
+                 (sorted(os.listdir(dyn)) if os.path.isdir(dyn) else [])]
+        final_step = int(read_rows(os.path.join(out, "base", f"train.seed={seed}", "metrics.csv"))[-1]["step"])
+        for step, folder, arm in arms:
+            if not os.path.exists(os.path.join(folder, "pruned.h5")):
+                fail(f"{folder} has not finished: run experiments/translation/run.sh michel to the end")
+            for r in read_rows(os.path.join(folder, "prune.csv")):
+                r["prune_seed"] = r.pop("seed")  # "seed" is the base model's here
+                prune.append({"seed": seed, "checkpoint_step": final_step if step is None else step, "arm": arm, **r})
+            timings += job_seconds(seed, folder, "prune " + arm + ("" if step is None else " dynamics"))
+    for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment),
+                       ("prune.csv", prune), ("timings.csv", timings)):
+        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)), rows)
+
+
+def voita_prune_rows(out):
+    """Every round of every prune run under OUT/voita/seed<N>/ (L0 arms and the control)."""
+    root, rows = os.path.join(out, "voita"), []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if not name.startswith("seed"):
+            continue
+        for arm in sorted(os.listdir(os.path.join(root, name))):
+            path = os.path.join(root, name, arm, "prune.csv")
+            if os.path.exists(os.path.join(root, name, arm, "pruned.h5")):
+                for r in read_rows(path):
+                    r["prune_seed"] = r.pop("seed")
+                    rows.append({"seed": int(name[len("seed"):]), "arm": arm, **r})
+    return rows
+
+
+def print_layouts(out):
+    """run.sh voita: "SEED [n,n,...]" for each seed's val-chosen encoder layout."""
+    from translation import voita as V
+    rows = voita_prune_rows(out)
+    for seed in sorted({r["seed"] for r in rows}):
+        got = V.chosen([{**r, "seed": str(r["seed"])} for r in rows], seed)
+        if got:
+            print(seed, V.layout(got[1]))
+
+
+def collect_voita(out, data, _sweeps):
+    prune = voita_prune_rows(out)
+    if not prune:
+        fail(f"{os.path.join(out, 'voita')} holds no finished prune run: run experiments/translation/run.sh voita")
+    evals, roles, scratch, timings = [], [], [], []
+    for seed in sorted({r["seed"] for r in prune}):
+        d = os.path.join(out, "voita", f"seed{seed}")
+        for arm in sorted(os.listdir(d)):
+            files = [("test", os.path.join(d, arm, "test.json"))] if arm != "scratch" else \
+                [(split, os.path.join(d, arm, f"{split}.json")) for split in ("val", "test")]
+            for split, path in files:
+                if os.path.exists(path):
+                    e = json.load(open(path))
+                    evals.append({"seed": seed, "arm": arm, "split": split, "bleu": e["bleu"], "chrf": e["chrf"],
+                                  "loss": e["loss"]})
+            timings += job_seconds(seed, os.path.join(d, arm), arm)
+        roles += [{"seed": seed, **r} for r in read_rows(os.path.join(d, "roles", "heads.csv"))]
+        sc = os.path.join(d, "scratch")
+        if os.path.exists(os.path.join(sc, "done")):
+            c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+            scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
+                            "steps": c["train"]["steps"]})
+    for name, rows in (("prune.csv", prune), ("evals.csv", evals), ("roles.csv", roles), ("scratch.csv", scratch),
+                       ("timings.csv", timings)):
+        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)) or ["seed"], rows)
+
+
+def base_train_args(sweep_path, extra_steps):
+    """run.sh: the base sweep's training as `headlab train` arguments, its grid aside, with
+    extra_steps more steps: "CONFIG --set KEY=VALUE ..." (values plain: run.sh splits on spaces)."""
+    sweep = tomllib.load(open(sweep_path, "rb"))
+    config_path = os.path.normpath(os.path.join(os.path.dirname(sweep_path), sweep["base"]))
+    steps = sweep.get("set", {}).get("train.steps", tomllib.load(open(config_path, "rb"))["train"]["steps"])
+    args = [config_path]
+    for key, value in sweep.get("set", {}).items():
+        if key != "train.steps":
+            if isinstance(value, str):
+                fail(f"{sweep_path}: [set] {key} is a string; base-train-args passes numbers and arrays only")
+            args.append(f"--set {key}={json.dumps(value, separators=(',', ':'))}")
+    args.append(f"--set train.steps={steps + extra_steps}")
+    return " ".join(args)
+
+
+def job_seconds(seed, folder, job):
+    path = os.path.join(folder, "seconds.txt")
+    return [{"seed": seed, "job": job, "seconds": open(path).read().strip()}] if os.path.exists(path) else []
+
+
+def base_model(sweep_path):
+    """The model section of base.toml's config with its [set] model keys applied."""
+    sweep = tomllib.load(open(sweep_path, "rb"))
+    config = tomllib.load(open(os.path.join(os.path.dirname(sweep_path), sweep["base"]), "rb"))["model"]
+    for key, value in sweep.get("set", {}).items():
+        section, _, name = key.partition(".")
+        if section == "model":
+            config[name] = value
+    return config
+
+
+def kv_values(sweep_path):
+    """The K/V head counts of the kv_heads arm: every divisor of the base model's head count
+    (MQA = 1, GQA between, MHA = all)."""
+    heads = base_model(sweep_path)["n_heads"]
+    return [k for k in range(1, heads + 1) if heads % k == 0]
+
+
+def kv_sweeps(sweep_path, out):
+    """One sweep file per K/V count below the head count (OUT/kv=<K>.toml): base.toml with every
+    kind's K/V heads set to K; prints their paths."""
+    sweep = tomllib.load(open(sweep_path, "rb"))
+    base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), sweep["base"]))
+    os.makedirs(out, exist_ok=True)
+    for k in kv_values(sweep_path)[:-1]:
+        lines = [f"# Generated by collect.py kv-sweeps from {sweep_path}: every kind with {k} K/V heads.",
+                 f'base = "{base}"', f'name = "translation_kv={k}"', "", "[set]"]
+        lines += [f'"{key}" = {json.dumps(value)}' for key, value in sweep.get("set", {}).items()]
+        lines += [f'"model.{key}" = {k}' for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")]
+        lines += ["", "[grid]", f'"train.seed" = {json.dumps(sweep["grid"]["train.seed"])}', ""]
+        path = os.path.join(out, f"kv={k}.toml")
+        with open(path, "w") as f:
+            f.write("\n".join(lines))
+        print(path)
+
+
+def collect_kv_heads(out, data, sweeps):
+    root = os.path.join(out, "kv_heads")
+    runs, bench = [], []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        if not (name.startswith("kv=") and os.path.isdir(os.path.join(root, name))):
+            continue
+        k = int(name[len("kv="):])
+        for run in sorted(os.listdir(os.path.join(root, name))):
+            if run.startswith("train.seed="):
+                e = json.load(open(os.path.join(root, name, run, "test_beam5.json")))
+                runs.append({"kv_heads": k, "seed": int(run.split("=")[1]), "step": e["step"], "bleu": e["bleu"],
+                             "chrf": e["chrf"], "loss": e["loss"], "sentences": e["sentences"], "beam": e["beam"]})
+    bench_dir = os.path.join(root, "bench")
+    for name in sorted(os.listdir(bench_dir)) if os.path.isdir(bench_dir) else []:
+        if name.endswith(".json"):
+            k, rnd = name[len("kv="):-len(".json")].split("_round")
+            b = json.loads(open(os.path.join(bench_dir, name)).readline())
+            bench.append({"kv_heads": int(k), "round": int(rnd), "sentences_per_s": b["sentences_per_s"],
+                          "ms_median": b["ms_median"], "foreign_cores": b.get("foreign_cores", ""),
+                          "params": b["params"]})
+    if not runs:
+        fail(f"{root} holds no finished kv=<K> run: run experiments/translation/run.sh kv_heads first")
+    m = base_model(os.path.join(sweeps, "base.toml"))
+    config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
+              "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"]}
+    write_csv(os.path.join(data, "runs.csv"), list(runs[0]), runs)
+    write_csv(os.path.join(data, "bench.csv"), ["kv_heads", "round", "sentences_per_s", "ms_median", "foreign_cores",
+                                                "params"], bench)
+    write_csv(os.path.join(data, "config.csv"), ["key", "value"], [{"key": k, "value": v} for k, v in config.items()])
+
+
+def base_d_head(sweep_path):
+    """The base model's head width: model.d_head, else d_model / n_heads, of base.toml's config."""
+    config = base_model(sweep_path)
+    return config.get("d_head") or config["d_model"] // config["n_heads"]
+
+
+def binary_commit(binary):
+    """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
+    info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
+    return next((line.split()[1] for line in info if line.startswith("commit") and len(line.split()) > 1), "")
+
+
+def machine():
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    return f"{cpu}, {os.cpu_count()} cores"
+
+
+def max_load(path):
+    if not path or not os.path.exists(path):
+        return ""
+    loads = [float(line.split()[1]) for line in open(path) if len(line.split()) == 2]
+    return f"{max(loads):.2f}" if loads else ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("arm", choices=ARMS)
+    ap.add_argument("out")
+    ap.add_argument("data")
+    ap.add_argument("--binary", default="build/headlab")
+    ap.add_argument("--sweeps", default=HERE, help="the folder of base.toml (run.sh's SWEEPS)")
+    ap.add_argument("--started", default="")
+    ap.add_argument("--wall-seconds", default="")
+    ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
+    if sys.argv[1:2] == ["base-train-args"]:
+        if len(sys.argv) != 4:
+            fail("usage: collect.py base-train-args BASE.toml EXTRA_STEPS")
+        print(base_train_args(sys.argv[2], int(sys.argv[3])))
+        return
+    if sys.argv[1:2] == ["voita"] and "--layouts" in sys.argv:
+        print_layouts(sys.argv[2])
+        return
+    if sys.argv[1:2] == ["kv-values"] and len(sys.argv) == 3:
+        print(" ".join(str(k) for k in kv_values(sys.argv[2])))
+        return
+    if sys.argv[1:2] == ["kv-sweeps"] and len(sys.argv) == 4:
+        kv_sweeps(sys.argv[2], sys.argv[3])
+        return
+    if sys.argv[1:2] == ["base-d-head"]:
+        if len(sys.argv) != 3:
+            fail("usage: collect.py base-d-head BASE.toml")
+        print(base_d_head(sys.argv[2]))
+        return
+    args = ap.parse_args()
+    data = os.path.join(args.data, args.arm)
+    os.makedirs(data, exist_ok=True)
+    {"base": collect_base, "head_count": collect_head_count, "michel": collect_michel,
+     "voita": collect_voita, "kv_heads": collect_kv_heads}[args.arm](args.out, data, args.sweeps)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, cwd=HERE).stdout.strip()
+    provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",
+                  "started_utc": args.started, "machine": machine(), "wall_seconds": args.wall_seconds,
+                  "max_load_1min": max_load(args.load)}
+    write_csv(os.path.join(data, "provenance.csv"), ["key", "value"],
+              [{"key": k, "value": v} for k, v in provenance.items()])
+    print(f"collected {args.arm}: {args.out} -> {data}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except common.CsvError as e:
+        fail(str(e))

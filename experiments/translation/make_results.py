@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""experiments/translation (issue 30): RESULTS.md and figures/ from data/, whatever arms it holds.
+
+  python3 experiments/translation/make_results.py           RESULTS.md and figures/ from data/
+  python3 experiments/translation/make_results.py --check   exit 0 iff RESULTS.md is what data/ gives
+
+data/<arm>/ is one arm of run.sh (collect.py describes the files); an arm not in data/ is listed
+as not run. The verdicts use the shared rules of experiments/verdicts.py (docs/verdicts.md).
+"""
+import argparse
+import math
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, verdicts
+from common import (  # noqa: E402
+    CsvError, cell, fail, first_difference, md_table, number, read_csv, read_text, save_figure, pyplot,
+    write_atomically
+)
+from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued  # noqa: E402
+
+# run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
+ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
+        ("head_count", "head count at fixed d_model (Vaswani Table 3 A), and d_head fixed"),
+        ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
+        ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
+        ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
+
+
+class Data:
+    def __init__(self, folder):
+        self.folder = folder
+        self.arms = [a for a, _ in ARMS if os.path.exists(os.path.join(folder, a, "provenance.csv"))]
+
+    def read(self, arm, name):
+        return read_csv(os.path.join(self.folder, arm, name), "run experiments/translation/run.sh " + arm)
+
+    def provenance(self, arm):
+        return {r["key"]: r["value"] for r in self.read(arm, "provenance.csv")}
+
+
+def not_run(arm):
+    return f"*(arm `{arm}` not run yet: `experiments/translation/run.sh {arm}`)*"
+
+
+def fill_arms(d):
+    rows = []
+    for arm, what in ARMS:
+        if arm not in d.arms:
+            rows.append([f"`{arm}`", what, "not run yet", "", "", ""])
+            continue
+        p = d.provenance(arm)
+        wall = number(p.get("wall_seconds", ""))
+        rows.append([f"`{arm}`", what, f"`{p['commit']}`" + (" (uncommitted changes)" if p["uncommitted_changes"] == "yes"
+                                                           else ""),
+                     p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
+                     f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
+    return md_table(["arm", "what", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
+
+
+def base_curves(d):
+    curves = {}
+    for r in d.read("base", "curves.csv"):
+        curves.setdefault(int(r["seed"]), []).append((int(r["step"]), number(r["val_bleu"]), number(r["val_loss"])))
+    return curves
+
+
+def fill_base_setup(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    setup = d.read("base", "setup.csv")
+    s = setup[0]
+    keys = [k for k in s if k != "seed" and k != "train.seed"]
+    differing = [k for k in keys if len({r[k] for r in setup}) > 1]
+    if differing:
+        fail(f"data/base/setup.csv: the seeds differ in {', '.join(differing)}")
+    return md_table(["key", "value"], [[f"`{k}`", s[k]] for k in keys], align="---") + \
+        f"\n\nSeeds: {', '.join(r['seed'] for r in setup)}."
+
+
+def fill_base_test(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    test = d.read("base", "test.csv")
+    rows = [[r["seed"], r["step"], f"{number(r['bleu']):.2f}", f"{number(r['chrf']):.2f}", f"{number(r['loss']):.3f}"]
+            for r in test]
+    rows.append(["mean ± sd", "", cell((number(r["bleu"]) for r in test), 2), cell((number(r["chrf"]) for r in test), 2),
+                 cell((number(r["loss"]) for r in test), 3)])
+    return (f"{test[0]['sentences']} test verses, beam {test[0]['beam']}, the final checkpoint of each seed:\n\n"
+            + md_table(["seed", "step", "BLEU", "chrF", "loss (nats/token)"], rows))
+
+
+def fill_base_plateau(d):
+    if "base" not in d.arms:
+        return not_run("base")
+    rows = []
+    for seed, curve in sorted(base_curves(d).items()):
+        bleu = last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
+        loss = last_quarter_gain([(s, v) for s, _, v in curve], higher_is_better=False, relative=True)
+        rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
+                     "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
+                     "–" if loss is None else f"{loss * 100:+.2f}%",
+                     "yes" if plateaued(loss, threshold=PRACTICAL["relative_loss"]) else "no"])
+    return md_table(["seed", "val BLEU gain, last quarter", f"< {PRACTICAL['bleu']:g} BLEU",
+                     "val loss gain, last quarter", f"< {PRACTICAL['relative_loss']:.0%}"], rows)
+
+
+def band(ax, c, color, label, style="-"):
+    """Mean over seeds of curves {seed: [(x, y), ...]} that share their x (rounds), min-max band."""
+    n = min(len(v) for v in c.values())
+    xs = [next(iter(c.values()))[i][0] for i in range(n)]
+    ys = [[v[i][1] for v in c.values()] for i in range(n)]
+    ax.plot(xs, [sum(y) / len(y) for y in ys], style, color=color, label=label)
+    ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=color, alpha=0.15, linewidth=0)
+
+
+def michel_figure(d):
+    """Figures 3 and 4 side by side, one y-scale, the unpruned level dotted."""
+    rows = d.read("michel", "prune.csv")
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, arms, title in ((axes[0], MICHEL_ARMS[:3], "Figure 3: all kinds, by order"),
+                            (axes[1], MICHEL_ARMS[3:], "Figure 4: one kind at a time, by importance")):
+        for i, (arm, words) in enumerate(arms):
+            c = arm_curves(rows, arm)
+            if c:
+                band(ax, c, f"C{i}", words)
+        full = [curve[0][1] for curve in arm_curves(rows, "importance").values()]
+        if full:
+            ax.axhline(sum(full) / len(full), color="0.5", linestyle=":", label="unpruned")
+        ax.set_xlabel("fraction of the pruned kinds' heads masked")
+        ax.set_title(title, fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel("test BLEU (beam 5)")
+    fig.suptitle("Translation (KJV -> RV1909): BLEU as heads are pruned, mean over seeds, min-max band", fontsize=9)
+    save_figure(fig, os.path.join(HERE, "figures", "michel_pruning.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
+def figures(d):
+    if "michel" in d.arms:
+        michel_figure(d)
+    if "base" not in d.arms:
+        return
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for seed, curve in sorted(base_curves(d).items()):
+        steps = [s for s, _, _ in curve]
+        axes[0].plot(steps, [b for _, b, _ in curve], marker=".", label=f"seed {seed}")
+        axes[1].plot(steps, [v for _, _, v in curve], marker=".", label=f"seed {seed}")
+    final = max(s for curve in base_curves(d).values() for s, _, _ in curve)
+    for ax, label in zip(axes, ("val BLEU (greedy)", "val loss (nats/token)")):
+        ax.axvspan((1 - PLATEAU_TAIL) * final, final, color="0.92", zorder=0)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Translation (KJV -> RV1909) base models: validation curves; shaded: the last quarter, "
+                 "where the plateau is judged", fontsize=9)
+    save_figure(fig, os.path.join(HERE, "figures", "base_curves.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
+# ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
+
+HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as Vaswani et al.",
+                      "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
+
+
+def head_count_sweeps(d):
+    from head_count.sweeps import Data as RunsData, Sweep
+    runs = RunsData(os.path.join(d.folder, "head_count"))
+    return runs, {study: Sweep(runs, study) for study in HEAD_COUNT_STUDIES if runs.rows(study)}
+
+
+def fill_head_count(d):
+    if "head_count" not in d.arms:
+        return not_run("head_count")
+    from head_count.fields import too_many_hurt
+    from head_count.runs import choose_rates
+    from head_count.sweeps import key_label
+    runs, sweeps = head_count_sweeps(d)
+    rates = choose_rates(runs.rows("lr"))
+    parts = ["Each count's rate, the one whose seed-0 run ended with the lowest val loss of 0.5x, 1x and 2x the "
+             "base rate: " + ", ".join(f"{key_label('heads', h)} {lr:g}" for h, lr in rates.items()) + "."]
+    vaswani = PAPER_NUMBERS["vaswani_table3a"]
+    for study, words in HEAD_COUNT_STUDIES.items():
+        s = sweeps.get(study)
+        if s is None:
+            parts.append(f"**{words}**: *(no runs in data/head_count/)*")
+            continue
+        paper = "; ".join(f"{h}: {vaswani[h]:g}" for h in s.points if h in vaswani)
+        parts += [f"**{words}.** {s.pattern()}.", s.table(), s.vs_ref_sentence(),
+                  f"Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): {paper}. "
+                  f"Both halves of their finding: more heads better than one here: "
+                  f"{'yes (' + s.unit_list(s.resolved('better')) + ')' if s.resolved('better') else 'not shown'}; "
+                  f"the largest count worse than the best: {'yes' if too_many_hurt(s) else 'not shown'} "
+                  f"(paper: {PAPER['vaswani_table3a'].text()})."]
+    return "\n\n".join(parts)
+
+
+# ---- Michel et al. in BLEU --------------------------------------------------------------------------------
+
+
+def fill_michel_table1(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from verdicts import HELPS, HURTS, NO_CHANGE, UNRESOLVED
+    from translation import michel as M
+    rows = d.read("michel", "bleu_ablation.csv")
+    out = []
+    for kind in M.KINDS:
+        for seed, (counts, n) in M.table1(rows, kind).items():
+            out.append([M.KIND_WORDS[kind], seed, n, counts[HURTS], counts[HELPS], counts[NO_CHANGE], counts[UNRESOLVED]])
+    return (md_table(["attention", "seed", "heads", "hurts", "helps", "no practical change", "unresolved"], out)
+            + f"\n\nMichel et al. (Table 1, WMT En-Fr, 6 layers x 16 heads): {PAPER['michel_table1'].text()}; "
+            f"{PAPER['michel_table1_better'].text()}.")
+
+
+def fill_michel_table2(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from verdicts import HELPS, HURTS
+    from translation import michel as M
+    t2 = M.table2(d.read("michel", "bleu_ablation.csv"))
+    out = []
+    for seed, sites in t2.items():
+        changed = sum(c in (HURTS, HELPS) for _, c in sites.values())
+        worst = min(sites.items(), key=lambda kv: number(kv[1][0]["layer_only_bleu_delta"]))
+        out.append([seed, len(sites), changed, ", ".join(f"{M.KIND_WORDS[k]} {layer}: {c}" for (k, layer), (_, c)
+                                                          in sites.items()),
+                    f"{M.KIND_WORDS[worst[0][0]]} layer {worst[0][1]}: "
+                    f"{number(worst[1][0]['layer_only_bleu_delta']):+.2f}"])
+    return (md_table(["seed", "sites", "changed (hurts or helps)", "each site's class", "largest drop"], out,
+                     align="---") + f"\n\nMichel et al. (Table 2): {PAPER['michel_table2'].text()}.")
+
+
+def fill_alignment(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    aligned, prune = d.read("michel", "alignment.csv"), d.read("michel", "prune.csv")
+    n_enc = {}  # encoder layers per seed: where the cross-attention sites start in prune.csv's numbering
+    for r in d.read("michel", "heads.csv"):
+        if r["attention"] == "enc":
+            n_enc[int(r["seed"])] = max(n_enc.get(int(r["seed"]), 0), int(r["layer"]) + 1)
+    out = []
+    for seed in sorted(n_enc):
+        rows = [r for r in aligned if int(r["seed"]) == seed]
+        aer = {r["method"]: number(r["aer"]) for r in rows}
+        heads = [r for r in rows if r["head"] != ""]
+        best = min(heads, key=lambda r: number(r["aer"]))
+        winners = [r for r in heads if r["alignment_head"] == "1"]
+        fates = []
+        for r in winners:
+            at = M.pruned_at(prune, seed, "importance", M.cross_site(n_enc[seed], int(r["layer"])), int(r["head"]))
+            fates.append(f"{r['method']} " + ("kept to the end" if at is None else f"pruned at {at:.2f}"))
+        out.append([seed, f"{best['method']} {number(best['aer']):.3f}", f"{aer['diagonal']:.3f}", f"{aer['ibm1']:.3f}",
+                    f"{len(winners)} of {len(heads)}", "; ".join(fates) or "–"])
+    return md_table(["seed", "best head, AER", "diagonal", "IBM Model 1", "alignment heads (below both)",
+                     "importance pruning: each alignment head"], out, align="---")
+
+
+MICHEL_ARMS = (("importance", "importance (Michel's I_h)"), ("ablation", "ablation score"),
+               ("random", "random order (3 seeds, averaged)"), ("importance_enc", "importance, Enc-Enc alone"),
+               ("importance_dec", "importance, Dec-Dec alone"), ("importance_cross", "importance, Enc-Dec alone"))
+
+
+def arm_curves(rows, arm, step=None):
+    """{seed: curve}; random averages its seeded orders round by round."""
+    from translation import michel as M
+    if arm != "random":
+        return M.curves(rows, arm, step)
+    runs = [M.curves(rows, a, step) for a in sorted({r["arm"] for r in rows if r["arm"].startswith("random_seed")})]
+    out = {}
+    for seed in sorted(set().union(*runs)) if runs else []:
+        curves = [c[seed] for c in runs if seed in c]
+        n = min(len(c) for c in curves)
+        out[seed] = [(curves[0][i][0], sum(c[i][1] for c in curves) / len(curves)) for i in range(n)]
+    return out
+
+
+def fill_michel_pruning(d):
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    rows = d.read("michel", "prune.csv")
+    out = []
+    for arm, words in MICHEL_ARMS:
+        c = arm_curves(rows, arm)
+        if not c:
+            continue
+        fractions = [M.prunable(curve) for curve in c.values()]
+        out.append([words, ", ".join(f"{f:.2f}" for f in fractions), cell(fractions, 2),
+                    cell((curve[0][1] for curve in c.values()), 2)])
+    return md_table(["order", "fraction prunable per seed", "mean ± sd", "unpruned BLEU"], out)
+
+
+# ---- Voita et al. ----------------------------------------------------------------------------------------
+
+
+def voita_evals(d):
+    return {(int(r["seed"]), r["arm"], r["split"]): r for r in d.read("voita", "evals.csv")}
+
+
+def fill_voita_l0(d):
+    if "voita" not in d.arms:
+        return not_run("voita")
+    from translation import voita as V
+    prune, evals = d.read("voita", "prune.csv"), voita_evals(d)
+    out = []
+    for only, words in (("enc", "encoder heads gated"), ("all", "every kind gated")):
+        for seed in sorted({int(r["seed"]) for r in prune}):
+            got = V.chosen(prune, seed, only)
+            control = V.last_rows(prune).get((seed, "none_l0"))
+            if got is None or control is None:
+                out.append([words, seed, "none within the threshold", "", "", "", ""])
+                continue
+            arm, r = got
+            test, ctest = evals.get((seed, arm, "test")), evals.get((seed, "none_l0", "test"))
+            drop = number(ctest["bleu"]) - number(test["bleu"]) if test and ctest else math.nan
+            gated = int(r["heads_kept"]) + int(r["heads_pruned"])
+            out.append([words, seed, f"{V.lambda_of(arm):g}", f"{r['heads_kept']} of {gated}", r["heads_per_layer"],
+                        f"{number(control['val_bleu']) - number(r['val_bleu']):+.2f}", f"{drop:+.2f}"])
+    return (md_table(["L0", "seed", "lambda (val)", "heads kept", "heads per site", "val BLEU drop vs control",
+                      "test BLEU drop vs control"], out)
+            + f"\n\nVoita et al. (Figure 7): {PAPER['voita_figure7'].text()}.")
+
+
+def fill_voita_survival(d):
+    """Voita Section 5: the encoder heads L0 keeps are the specialised ones: pruning's stratified
+    permutation test (roles permuted within each layer of each model) over the seeds' val-chosen
+    encoder L0 runs."""
+    if "voita" not in d.arms:
+        return not_run("voita")
+    import numpy as np
+    from pruning.analysis import SPECIALISED, survival_claim
+    from translation import voita as V
+    prune, roles = d.read("voita", "prune.csv"), d.read("voita", "roles.csv")
+    runs, table = [], []
+    for seed in sorted({int(r["seed"]) for r in prune}):
+        got = V.chosen(prune, seed)
+        if got is None:
+            continue
+        run = V.encoder_survival(roles, got[1], seed)
+        runs.append(run)
+        r, kept, _ = run
+        counts = {role: f"{int(kept[r == role].sum())} of {int((r == role).sum())}" for role in sorted(set(r))}
+        table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(f"{k}: {v}" for k, v in counts.items())])
+    if not runs:
+        return "*(no seed has an L0 run within the threshold)*"
+    v, (spec, rest) = survival_claim(runs)
+    n_spec = sum(int(np.isin(r, SPECIALISED).sum()) for r, _, _ in runs)
+    return (md_table(["seed", "lambda", "encoder heads kept, by role"], table, align="---")
+            + f"\n\nShare kept by L0: the specialised heads (positional or rare-token; the Bible data have no "
+            f"syntactic gold), {n_spec} over all seeds, {'–' if math.isnan(spec) else f'{spec:.2f}'}; the rest "
+            f"{'–' if math.isnan(rest) else f'{rest:.2f}'}. {v.test}: {v.words()}.")
+
+
+def fill_voita_scratch(d):
+    if "voita" not in d.arms:
+        return not_run("voita")
+    from translation import voita as V
+    prune, evals = d.read("voita", "prune.csv"), voita_evals(d)
+    out = []
+    for r in d.read("voita", "scratch.csv"):
+        seed = int(r["seed"])
+        arm, row = V.chosen(prune, seed) or (None, None)
+        pruned = evals.get((seed, arm, "test"))
+        scratch = evals.get((seed, "scratch", "test"))
+        out.append([seed, f"[{r['active_heads'].replace(' ', ',')}]", r["steps"],
+                    f"{number(pruned['bleu']):.2f}" if pruned else "–",
+                    f"{number(scratch['bleu']):.2f}" if scratch else "–",
+                    f"{number(scratch['bleu']) - number(pruned['bleu']):+.2f}" if pruned and scratch else "–"])
+    return (md_table(["seed", "layout (active heads per site)", "steps from scratch", "L0-pruned test BLEU",
+                      "from scratch test BLEU", "scratch - pruned"], out)
+            + f"\n\nVoita et al.: {PAPER['voita_scratch'].text()}.")
+
+
+# ---- MQA / GQA ------------------------------------------------------------------------------------------
+
+
+def fill_kv_heads(d):
+    if "kv_heads" not in d.arms:
+        return not_run("kv_heads")
+    if "base" not in d.arms:
+        return "*(needs the base arm's data: multi-head attention is the base models)*"
+    from statistics import median
+    from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
+    config = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}
+    heads, d_head = config["n_heads"], config["d_head"]
+    bleu = {heads: {int(r["seed"]): number(r["bleu"]) for r in d.read("base", "test.csv")}}
+    for r in d.read("kv_heads", "runs.csv"):
+        bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
+    speed = {}
+    for r in d.read("kv_heads", "bench.csv"):
+        speed.setdefault(int(r["kv_heads"]), []).append(number(r["sentences_per_s"]))
+    family = holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
+                          for k in bleu if k != heads}, level=LEVEL_SEEDS)
+    rows = []
+    for k in sorted(bleu):
+        # K and V of every decoder layer's self-attention per target token, of every cross-attention
+        # per source token (float32)
+        per_token = 2 * config["n_layers"] * k * d_head * 4
+        s = median(speed[k]) if k in speed else math.nan
+        ref = median(speed[heads]) if heads in speed else math.nan
+        v = family.get(k)
+        rows.append([("MHA" if k == heads else "MQA" if k == 1 else "GQA") + f" ({k} K/V)", cell(bleu[k].values(), 2),
+                     "reference" if v is None else f"{v.effect:+.2f}, Holm p = {v.p:.3f}: {v.words()}",
+                     f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
+                     "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
+    return (md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
+                      f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
+                      "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)
+            + f"\n\nShazeer 2019: {PAPER['mqa'].text()}. Ainslie et al. 2023: {PAPER['gqa'].text()}.")
+
+
+def fill_michel_dynamics(d):
+    """Section 6: each earlier checkpoint pruned by its own importance; Figure 5's measure (the
+    fraction pruned while BLEU keeps 85% of the checkpoint's own) beside the paper's 40%."""
+    if "michel" not in d.arms:
+        return not_run("michel")
+    from translation import michel as M
+    figure5 = PAPER_NUMBERS["michel_figure5"]
+    rows = d.read("michel", "prune.csv")
+    final = {int(r["seed"]): max(int(x["checkpoint_step"]) for x in rows if x["seed"] == r["seed"]) for r in rows}
+    steps = sorted({int(r["checkpoint_step"]) for r in rows})
+    out = []
+    for step in steps:
+        c = M.curves(rows, "importance", step)
+        if not c:
+            continue
+        share = figure5["retained"][0]
+        kept = [M.retained_prunable(curve, share) for curve in c.values()]
+        out.append([step, ", ".join(f"{step / final[s]:.2f}" for s in c), cell((curve[0][1] for curve in c.values()), 2),
+                    cell(kept, 2), cell((M.prunable(curve) for curve in c.values()), 2)])
+    return (md_table(["checkpoint step", "share of training (per seed)", "its unpruned BLEU",
+                      f"fraction pruned keeping {figure5['retained'][0]:.0%} of it", "fraction prunable (0.5 BLEU)"], out)
+            + f"\n\nMichel et al.: {PAPER['michel_figure5'].text()}.")
+
+
+FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
+           "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
+           "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
+           "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
+           "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics,
+           # figures/ has a figure only for an arm in data/
+           "base_figure": lambda d: "![base curves](figures/base_curves.png)" if "base" in d.arms else "",
+           "michel_figure": lambda d: "![Michel Figures 3 and 4](figures/michel_pruning.png)" if "michel" in d.arms
+           else ""}
+
+
+def render(d):
+    template = read_text(os.path.join(HERE, "results.template.md"))
+
+    def replace(m):
+        if m.group(1) not in FILLERS:
+            fail(f"unknown placeholder {m.group(0)} in results.template.md")
+        return FILLERS[m.group(1)](d)
+
+    return re.sub(r"\{\{(\w+)\}\}", replace, template)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="RESULTS.md and figures from data/")
+    ap.add_argument("--data", default=os.path.join(HERE, "data"))
+    ap.add_argument("--check", action="store_true", help="exit 0 iff RESULTS.md is what data/ regenerates")
+    args = ap.parse_args()
+    d = Data(args.data)
+    text = render(d)
+    target = os.path.join(HERE, "RESULTS.md")
+    if args.check:
+        if read_text(target) == text:
+            print(f"{target} is what {args.data} regenerates")
+            return
+        print(f"make_results: {target} differs from what {args.data} regenerates, first at line "
+              f"{first_difference(read_text(target), text)}: run python3 experiments/translation/make_results.py",
+              file=sys.stderr)
+        sys.exit(1)
+    write_atomically(target, text)
+    figures(d)
+    print(f"wrote {target}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except CsvError as e:
+        fail(str(e))

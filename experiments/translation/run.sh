@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# Regenerates experiments/translation/ (issue 30: Michel, Voita and Vaswani on translation) one
+# arm at a time, so that arms run one after another across sessions. From the repository root,
+# after building, on a clean checkout (every arm's data names the commit it came from) and a quiet
+# machine (the wall time of each arm is recorded):
+#   experiments/translation/run.sh base          # the base models: 5 seeds, every checkpoint kept
+#   python3 experiments/translation/make_results.py        # RESULTS.md from data/ alone
+#   OUT=runs/translation JOBS=2 experiments/translation/run.sh base
+#   SWEEPS=experiments/translation/dev OUT=/tmp/t DATA=/tmp/t/data experiments/translation/run.sh base
+#                                                  # the pipeline on a tiny model (minutes; not results)
+# Arms:
+#   base        headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU,
+#               chrF); collect.py base -> data/base/
+#   head_count  Vaswani Table 3 A: head_count_lr.toml (1-16 heads at fixed d_model, 3 rates, seed
+#               0), then 5 fresh seeds per count at its best rate (OUT/head_count/seeds), and the
+#               same with d_head held at the base model's (OUT/head_count/d_head); every final
+#               checkpoint on test by beam 5; collect.py head_count -> data/head_count/
+#   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
+#               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
+#               every cross head's AER); prune by importance, by ablation and in 3 random orders
+#               (Figure 3), by importance within each kind alone (Figure 4), and DYN_POINTS earlier
+#               checkpoints by their own importance (Section 6); BLEU on test at every round;
+#               collect.py michel -> data/michel/
+#   voita       Voita et al. on each base seed's final checkpoint: L0 gates over the encoder's heads
+#               and over every kind, at each of LAMBDAS for L0_STEPS steps, against the control
+#               (the same steps, nothing gated), BLEU on val (the lambda's choice) and on test;
+#               the heads' roles (headlab analyze on val); then each seed's val-chosen encoder
+#               layout retrained from scratch for base + L0_STEPS steps (model.active_heads),
+#               on val and test; collect.py voita -> data/voita/
+#   kv_heads    MQA/GQA: the base model with 1, 2, ... K/V heads shared by its query heads in every
+#               kind (multi-head attention is the base models themselves), 5 seeds each, test
+#               BLEU by beam 5; then, with nothing else running, beam-5 decoding speed of each
+#               setting (headlab bench --decode, random weights, one thread, BENCH_ROUNDS rounds
+#               that take the settings in turn); collect.py kv_heads -> data/kv_heads/
+# The alignment heads (AER against the Strong's gold, and whether importance pruning keeps them)
+# come from the michel arm's analyses and prune runs.
+# A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
+# an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
+# records the commit, the machine and this script's wall time for the arm.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+HEADLAB=${HEADLAB:-build/headlab}
+OUT=${OUT:-runs/translation}
+JOBS=${JOBS:-2}
+PY=${PY:-/usr/bin/python3}
+HERE=experiments/translation
+SWEEPS=${SWEEPS:-$HERE}     # where base.toml and head_count_lr.toml are read (dev/: a tiny pipeline check)
+DATA=${DATA:-$HERE/data}
+export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
+arm=${1:-}
+case $arm in
+  base|head_count|michel|voita|kv_heads) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel, voita, kv_heads)" >&2; exit 2 ;;
+esac
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
+  exit 2
+fi
+mkdir -p "$OUT"
+started=$EPOCHREALTIME
+started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+# The load average once a minute while the arm runs (what else shared the cores).
+( while sleep 60; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)"; done >> "$OUT/load_$arm.txt" ) &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
+
+# `headlab eval --json` of CHECKPOINT into FILE unless FILE exists (written atomically).
+eval_json() {
+  local file=$1
+  shift
+  [[ -e $file ]] && return 0
+  "$HEADLAB" eval "$@" --json > "$file.tmp" && mv "$file.tmp" "$file"
+}
+export -f eval_json
+export HEADLAB
+
+base_models() {  # the base sweep, then each seed's final checkpoint on test, two at a time
+  "$HEADLAB" sweep "$SWEEPS/base.toml" --jobs "$JOBS" --out "$OUT/base"
+  for run in "$OUT"/base/train.seed=*/; do
+    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+}
+
+head_count() {
+  local hc=experiments/head_count/make_results.py out=$OUT/head_count
+  "$HEADLAB" sweep "$SWEEPS/head_count_lr.toml" --jobs "$JOBS" --out "$out/lr"
+  # The second arm holds every kind's head width at the base model's (d_model / n_heads of
+  # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count).
+  local w
+  w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
+  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/seeds" > /dev/null
+  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/d_head" "--set=model.d_head=$w" \
+    "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
+  for f in "$out"/seeds/heads=*.toml "$out"/d_head/heads=*.toml; do
+    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  done
+  "$PY" $hc eval-jobs "$HEADLAB" "$out" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
+}
+
+# Michel's arm: the test verses decoded (beam 5) at every pruning round and for every head of the
+# BLEU ablation: SENTENCES of them (all when empty); STEP_FRAC of all heads pruned per round.
+SENTENCES=${SENTENCES:-}
+STEP_FRAC=${STEP_FRAC:-0.1}
+DYN_POINTS=${DYN_POINTS:-4}
+RANDOM_SEEDS=${RANDOM_SEEDS:-"1 2 3"}
+run_job() {  # DIR MARKER COMMAND...: unless DIR/MARKER exists; output in DIR/log.txt, time in DIR/seconds.txt
+  local dir=$1 marker=$2
+  shift 2
+  [[ -e $dir/$marker ]] && return 0
+  mkdir -p "$dir"
+  local start=$EPOCHREALTIME
+  if "$@" > "$dir/log.txt" 2>&1; then
+    awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$dir/seconds.txt"
+  else
+    echo "FAILED (exit $?): $* -- see $dir/log.txt" >&2
+    return 1
+  fi
+}
+export -f run_job
+
+michel() {
+  base_models  # skips what is done; retrains missing base models bit-identically
+  local sent=() seed run ckpts final n picked i ckpt d
+  [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
+  for run in "$OUT"/base/train.seed=*/; do
+    seed=${run%/}
+    seed=${seed##*=}
+    d=$OUT/michel/seed$seed
+    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort)
+    final=$(echo "$ckpts" | tail -n 1)
+    local prune=("$HEADLAB" prune --split test --beam 5 "${sent[@]}" --step-frac "$STEP_FRAC" --set train.threads=1)
+    echo "$d/analyze heads.h5 $HEADLAB analyze $final --split test --bleu --beam 5 ${sent[*]} --layer-only" \
+         "--alignment --no-similarity --threads 1 --out $d/analyze"
+    for strategy in importance ablation; do
+      echo "$d/prune/$strategy pruned.h5 ${prune[*]} $final --strategy $strategy --out $d/prune/$strategy"
+    done
+    for r in $RANDOM_SEEDS; do
+      echo "$d/prune/random_seed$r pruned.h5 ${prune[*]} $final --strategy random --seed $r --out $d/prune/random_seed$r"
+    done
+    for kind in enc dec cross; do
+      echo "$d/prune/importance_$kind pruned.h5 ${prune[*]} $final --strategy importance --only $kind" \
+           "--out $d/prune/importance_$kind"
+    done
+    # Section 6: DYN_POINTS checkpoints spread evenly over training before the final one.
+    n=$(echo "$ckpts" | wc -l)
+    picked=" $(awk -v n="$n" -v k="$DYN_POINTS" 'BEGIN { for (j = 1; j <= k; j++) printf "%d ", int(j * (n - 1) / k + 0.5) }') "
+    i=0
+    for ckpt in $ckpts; do
+      i=$((i + 1))
+      [[ $ckpt != "$final" && $picked == *" $i "* ]] || continue
+      echo "$d/dynamics/$(basename "$ckpt" .h5) pruned.h5 ${prune[*]} $ckpt --strategy importance" \
+           "--out $d/dynamics/$(basename "$ckpt" .h5)"
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+}
+
+# Voita's arm: L0's penalty weights and steps (prune --l0-penalty layer_mean, Voita's aggregate).
+LAMBDAS=${LAMBDAS:-"0.01 0.03 0.1 0.3 1"}
+L0_STEPS=${L0_STEPS:-500}
+
+voita() {
+  base_models
+  local run seed d final l only
+  for run in "$OUT"/base/train.seed=*/; do
+    seed=${run%/}
+    seed=${seed##*=}
+    d=$OUT/voita/seed$seed
+    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    local prune=("$HEADLAB" prune --split val --beam 5 --set train.threads=1)
+    echo "$d/roles heads.h5 $HEADLAB analyze $final --split val --no-similarity --threads 1 --out $d/roles"
+    echo "$d/none_l0 pruned.h5 ${prune[*]} $final --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $d/none_l0"
+    for l in $LAMBDAS; do
+      for only in enc all; do
+        local o=()
+        [[ $only == enc ]] && o=(--only enc)
+        echo "$d/l0_${only}_lambda$l pruned.h5 ${prune[*]} $final --strategy l0 --lambda $l --l0-steps $L0_STEPS" \
+             "${o[*]} --out $d/l0_${only}_lambda$l"
+      done
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+  # Every gated model and its control on test (the lambda is chosen on val, reported on test).
+  for p in "$OUT"/voita/seed*/{none_l0,l0_*}/pruned.h5; do
+    echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+  # The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
+  # steps as the L0 model had in all.
+  "$PY" $HERE/collect.py voita "$OUT" "$DATA" --layouts | while read -r seed heads; do
+    echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $("$PY" $HERE/collect.py \
+      base-train-args "$SWEEPS/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
+  done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
+  for d in "$OUT"/voita/seed*/scratch; do
+    [[ -e $d/done ]] || continue
+    final=$(ls "$d"/checkpoints/step_*.h5 | sort | tail -n 1)
+    for split in val test; do
+      echo "$d/$split.json $final --split $split --beam 5 --set train.threads=1"
+    done
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+}
+train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
+export -f train_job
+
+BENCH_ROUNDS=${BENCH_ROUNDS:-3}
+
+kv_heads() {
+  base_models
+  local f k r
+  for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
+    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  done
+  for run in "$OUT"/kv_heads/kv=*/train.seed=*/; do
+    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
+  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+  # Decoding speed, timed: one bench at a time, the settings in turn in every round.
+  for r in $(seq 1 "$BENCH_ROUNDS"); do
+    for k in $("$PY" $HERE/collect.py kv-values "$SWEEPS/base.toml"); do
+      local file=$OUT/kv_heads/bench/kv=${k}_round$r.json
+      [[ -e $file ]] && continue
+      mkdir -p "$OUT/kv_heads/bench"
+      "$HEADLAB" bench $("$PY" $HERE/collect.py base-train-args "$SWEEPS/base.toml" 0) --decode --beam 5 --reps 9 \
+        --warmup 2 --threads 1 --set model.n_kv_heads=$k --set model.enc_n_kv_heads=$k \
+        --set model.cross_n_kv_heads=$k --tag "kv=$k" > "$file.tmp"
+      mv "$file.tmp" "$file"
+    done
+  done
+}
+
+case $arm in
+  base) base_models ;;
+  head_count) head_count ;;
+  michel) michel ;;
+  voita) voita ;;
+  kv_heads) kv_heads ;;
+esac
+wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+kill $sampler 2>/dev/null || true
+"$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
+  --wall-seconds "$wall" --load "$OUT/load_$arm.txt"
+"$PY" $HERE/make_results.py --data "$DATA"
