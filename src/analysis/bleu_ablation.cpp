@@ -149,8 +149,8 @@ void add_bleu_columns(const BleuAblation& result, HeadScores& scores) {
 
 void write_bleu_ablation_csv(const std::string& path, const BleuAblation& result) {
   const bool layer_only = result.options.layer_only;
-  const std::vector<std::string> scores = {"bleu",   "bleu_delta", "chrf",        "chrf_delta", "bleu_p",
-                                           "bleu_low", "bleu_high", "bleu_low99", "bleu_high99"};
+  const std::vector<std::string> scores = {"bleu",     "bleu_delta", "chrf",       "chrf_delta", "bleu_p",
+                                           "bleu_low", "bleu_high",  "bleu_low99", "bleu_high99"};
   std::vector<std::string> header = {"label", "attention", "layer", "head", "gate"};
   for (const std::string& s : scores) header.push_back(s);
   if (layer_only)

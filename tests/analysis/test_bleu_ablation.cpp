@@ -54,6 +54,8 @@ void check_against(const AblatedBleu& got, const SplitTranslation& want, const S
   CHECK(got.bootstrap.p_value == b.p_value);
   CHECK(got.bootstrap.low == b.low);
   CHECK(got.bootstrap.high == b.high);
+  CHECK(got.bootstrap.low99 == b.low99);
+  CHECK(got.bootstrap.high99 == b.high99);
 }
 
 }  // namespace
@@ -177,7 +179,7 @@ TEST_CASE(
   CHECK(test::read_file(again) == test::read_file(csv));
   const CsvTable table = read_csv(csv);
   REQUIRE(table.rows.size() == r.heads.size());
-  CHECK(table.header.size() == 5 + 2 * 7);
+  CHECK(table.header.size() == 5 + 2 * 9);
   const std::vector<std::string>& last = table.rows.back();
   CHECK(last[table.column("label")] == "cross.L1H3");
   CHECK(last[table.column("attention")] == "cross");
@@ -185,6 +187,9 @@ TEST_CASE(
   CHECK(last[table.column("head")] == "3");
   CHECK(last[table.column("bleu_delta")] == csv_number("%.6g", r.heads.back().masked.bleu_delta));
   CHECK(last[table.column("layer_only_bleu_p")] == csv_number("%.6g", r.heads.back().layer_only->bootstrap.p_value));
+  CHECK(last[table.column("bleu_low99")] == csv_number("%.6g", r.heads.back().masked.bootstrap.low99));
+  CHECK(last[table.column("layer_only_bleu_high99")] ==
+        csv_number("%.6g", r.heads.back().layer_only->bootstrap.high99));
 
   write_bleu_ablation_h5(h5, r);
   const BleuAblationStats stats = read_bleu_ablation_stats(h5);
