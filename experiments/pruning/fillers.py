@@ -277,7 +277,12 @@ def fill_timings(d, _):
     return table(["task", "job", "jobs", "mean s", "total s"], rows)
 
 
-FILLERS = {"provenance": fill_provenance, "setup": fill_setup, "plateau": fill_plateau, "table1": fill_table1, "table2": fill_table2,
+def fill_prune_figures(d, _):
+    """The pruning figure of each task in data/ (figures.py draws only those)."""
+    return "\n".join(f"![{TASKS[t][0]}](figures/{t}_prune.png)" for t in d.tasks)
+
+
+FILLERS = {"prune_figures": fill_prune_figures, "provenance": fill_provenance, "setup": fill_setup, "plateau": fill_plateau, "table1": fill_table1, "table2": fill_table2,
            "prune": fill_prune, "finetune": fill_finetune, "orders": fill_orders, "dynamics": fill_dynamics,
            "spearman": fill_spearman, "timings": fill_timings, "rules": fill_rules,
            "claims_summary": fill_claims_summary, "claims_details": fill_claims_details,
