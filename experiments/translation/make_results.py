@@ -2,6 +2,7 @@
 """experiments/translation (issue 30): RESULTS.md and figures/ from data/, whatever arms it holds.
 
   python3 experiments/translation/make_results.py           RESULTS.md and figures/ from data/
+  python3 experiments/translation/make_results.py --data D  D/../RESULTS.md and D/../figures/ (a dev run)
   python3 experiments/translation/make_results.py --check   exit 0 iff RESULTS.md is what data/ gives
 
 data/<arm>/ is one arm of run.sh (collect.py describes the files); an arm not in data/ is listed
@@ -32,6 +33,9 @@ ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by
 class Data:
     def __init__(self, folder):
         self.folder = folder
+        # RESULTS.md and figures/ go beside data/: experiments/translation/ for the committed data,
+        # elsewhere for a dev run's (run.sh with DATA=/tmp/t/data writes /tmp/t/RESULTS.md)
+        self.out = os.path.dirname(os.path.abspath(folder))
         self.arms = [a for a, _ in ARMS if os.path.exists(os.path.join(folder, a, "provenance.csv"))]
 
     def read(self, arm, name):
@@ -135,7 +139,7 @@ def michel_figure(d):
         ax.legend(fontsize=7)
     axes[0].set_ylabel("test BLEU (beam 5)")
     fig.suptitle("Translation (KJV -> RV1909): BLEU as heads are pruned, mean over seeds, min-max band", fontsize=9)
-    save_figure(fig, os.path.join(HERE, "figures", "michel_pruning.png"), dpi=110, tight_layout=True,
+    save_figure(fig, os.path.join(d.out, "figures", "michel_pruning.png"), dpi=110, tight_layout=True,
                 strip_software=True)
 
 
@@ -158,7 +162,7 @@ def figures(d):
     axes[0].legend(fontsize=7)
     fig.suptitle("Translation (KJV -> RV1909) base models: validation curves; shaded: the last quarter, "
                  "where the plateau is judged", fontsize=9)
-    save_figure(fig, os.path.join(HERE, "figures", "base_curves.png"), dpi=110, tight_layout=True,
+    save_figure(fig, os.path.join(d.out, "figures", "base_curves.png"), dpi=110, tight_layout=True,
                 strip_software=True)
 
 
@@ -469,7 +473,7 @@ def main():
     args = ap.parse_args()
     d = Data(args.data)
     text = render(d)
-    target = os.path.join(HERE, "RESULTS.md")
+    target = os.path.join(d.out, "RESULTS.md")
     if args.check:
         if read_text(target) == text:
             print(f"{target} is what {args.data} regenerates")
