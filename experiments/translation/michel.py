@@ -53,7 +53,8 @@ def best_heads(rows, seed):
     for r in rows:
         if int(r["seed"]) == seed:
             sites.setdefault((r["attention"], int(r["layer"])), []).append(r)
-    return {site: max(heads, key=lambda r: number(r["layer_only_bleu"])) for site, heads in sorted(sites.items())}
+    order = sorted(sites, key=lambda site: (KINDS.index(site[0]), site[1]))  # enc, dec, cross; by layer
+    return {site: max(sites[site], key=lambda r: number(r["layer_only_bleu"])) for site in order}
 
 
 def table2(rows):
