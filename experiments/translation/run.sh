@@ -186,7 +186,7 @@ voita() {
   # The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
   # steps as the L0 model had in all.
   "$PY" $HERE/collect.py voita "$OUT" "$DATA" --layouts | while read -r seed heads; do
-    echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $("$PY" $HERE/collect.py \
+    echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $HEADLAB train $("$PY" $HERE/collect.py \
       base-train-args "$SWEEPS/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
   for d in "$OUT"/voita/seed*/scratch; do
