@@ -397,9 +397,10 @@ def fill_kv_heads(d):
     bleu = {heads: {int(r["seed"]): number(r["bleu"]) for r in d.read("base", "test.csv")}}
     for r in d.read("kv_heads", "runs.csv"):
         bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
-    speed = {}
+    speed, busy = {}, []
     for r in d.read("kv_heads", "bench.csv"):
         speed.setdefault(int(r["kv_heads"]), []).append(number(r["sentences_per_s"]))
+        busy.append(number(r["foreign_cores"]))
     family = holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
                           for k in bleu if k != heads}, level=LEVEL_SEEDS)
     rows = []
@@ -417,6 +418,8 @@ def fill_kv_heads(d):
     return (md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
                       f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
                       "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)
+            + f"\n\nOther processes' use of the cores during the timings (headlab bench's foreign_cores), at most: "
+            f"{max(busy, default=math.nan):.2f} cores."
             + f"\n\nShazeer 2019: {PAPER['mqa'].text()}. Ainslie et al. 2023: {PAPER['gqa'].text()}.")
 
 
