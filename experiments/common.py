@@ -104,6 +104,18 @@ def first_difference(old, new):
     return 1 + next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
 
 
+def check_results(target, text, data, script):
+    """make_results.py --check: prints that `target` (RESULTS.md) is what `data` regenerates, or
+    one line with the first differing line and how to regenerate it (`script`), and exits 1."""
+    current = read_text(target)
+    if current == text:
+        print(f"{target} is what {data} regenerates")
+        return
+    print(f"make_results: {target} differs from what {data} regenerates, first at line "
+          f"{first_difference(current, text)}: run python3 {script}", file=sys.stderr)
+    sys.exit(1)
+
+
 def read_text(path):
     """A file's text; '' when it does not exist."""
     if not os.path.exists(path):

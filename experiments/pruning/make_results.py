@@ -34,7 +34,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, and this folder as pruning
-from common import CsvError, fail, first_difference, read_text, write_atomically  # noqa: E402
+from common import CsvError, check_results, fail, read_text, write_atomically  # noqa: E402
 from pruning.analysis import TASKS, l0_selected  # noqa: E402
 from pruning.fillers import FILLERS  # noqa: E402
 from pruning.loading import Data  # noqa: E402
@@ -75,13 +75,7 @@ def main():
     text = render(d)
     target = os.path.join(HERE, "RESULTS.md")
     if args.check:
-        current = read_text(target)
-        if current == text:
-            print(f"{target} is what {args.data} regenerates")
-            return
-        print(f"make_results: {target} differs from what {args.data} regenerates, first at line "
-              f"{first_difference(current, text)}: run python3 experiments/pruning/make_results.py", file=sys.stderr)
-        sys.exit(1)
+        return check_results(target, text, args.data, "experiments/pruning/make_results.py")
     write_atomically(target, text)
     from pruning.figures import figures  # matplotlib: not for --check
 

@@ -76,35 +76,13 @@ batches() {  # batches TASK -> "final dynamics metric score"
   echo "$b"
 }
 
-# Runs one job line "DIR MARKER COMMAND ARGS..." unless DIR/MARKER exists; the output goes to
-# DIR/log.txt, the wall time to DIR/seconds.txt. A failed job is reported and the others carry
-# on (xargs then exits 123).
-run_job() {
-  local dir=$1 marker=$2
-  shift 2
-  [[ -e $dir/$marker ]] && return 0
-  mkdir -p "$dir"
-  local start=$EPOCHREALTIME
-  if "$@" > "$dir/log.txt" 2>&1; then
-    awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$dir/seconds.txt"
-    echo "done $(cat "$dir/seconds.txt") s  $dir"
-  else
-    echo "FAILED (exit $?): $* -- see $dir/log.txt" >&2
-    return 1
-  fi
-}
-export -f run_job
+# run_job, train_job, eval_job: experiments/jobs.sh.
+source experiments/jobs.sh
 status=0
 run_jobs() {  # run_jobs FILE: its job lines, JOBS at a time
   echo "$(wc -l < "$1") jobs, $JOBS at a time (finished ones are skipped)"
   xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _ < "$1" || status=$?
 }
-# `headlab eval`, its output kept as the job's marker (eval_job OUTFILE COMMAND...); a training
-# run in DIR that resumes where an interrupted one stopped and marks DIR/done (train_job DIR
-# COMMAND...).
-eval_job() { local file=$1; shift; "$@" > "$file.tmp" && mv "$file.tmp" "$file"; }
-train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
-export -f eval_job train_job
 
 ONLY_SCRATCH=${ONLY_SCRATCH:-0}
 merge=()

@@ -17,8 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, verdicts
 from common import (  # noqa: E402
-    CsvError, cell, fail, first_difference, md_table, number, read_csv, read_text, save_figure, pyplot,
-    write_atomically
+    CsvError, cell, check_results, fail, md_table, number, read_csv, read_text, save_figure, pyplot, write_atomically
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued  # noqa: E402
 
@@ -478,13 +477,7 @@ def main():
     text = render(d)
     target = os.path.join(d.out, "RESULTS.md")
     if args.check:
-        if read_text(target) == text:
-            print(f"{target} is what {args.data} regenerates")
-            return
-        print(f"make_results: {target} differs from what {args.data} regenerates, first at line "
-              f"{first_difference(read_text(target), text)}: run python3 experiments/translation/make_results.py",
-              file=sys.stderr)
-        sys.exit(1)
+        return check_results(target, text, args.data, "experiments/translation/make_results.py")
     write_atomically(target, text)
     figures(d)
     print(f"wrote {target}")

@@ -104,20 +104,7 @@ SENTENCES=${SENTENCES:-}
 STEP_FRAC=${STEP_FRAC:-0.1}
 DYN_POINTS=${DYN_POINTS:-4}
 RANDOM_SEEDS=${RANDOM_SEEDS:-"1 2 3"}
-run_job() {  # DIR MARKER COMMAND...: unless DIR/MARKER exists; output in DIR/log.txt, time in DIR/seconds.txt
-  local dir=$1 marker=$2
-  shift 2
-  [[ -e $dir/$marker ]] && return 0
-  mkdir -p "$dir"
-  local start=$EPOCHREALTIME
-  if "$@" > "$dir/log.txt" 2>&1; then
-    awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", b - a }' > "$dir/seconds.txt"
-  else
-    echo "FAILED (exit $?): $* -- see $dir/log.txt" >&2
-    return 1
-  fi
-}
-export -f run_job
+source experiments/jobs.sh  # run_job, train_job
 
 michel() {
   base_models  # skips what is done; retrains missing base models bit-identically
@@ -197,8 +184,6 @@ voita() {
     done
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
 }
-train_job() { local dir=$1; shift; "$@" --out "$dir" --resume auto && touch "$dir/done"; }
-export -f train_job
 
 BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 
