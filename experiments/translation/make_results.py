@@ -167,7 +167,7 @@ def figures(d):
 
 # ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
 
-HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as Vaswani et al.",
+HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as in Vaswani et al. Table 3 A",
                       "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
 
 
