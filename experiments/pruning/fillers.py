@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from common import cell, md_table, mean_std, number, seeds_list
+from common import cell, mean_std, number, seeds_list
 from verdicts import PAPER, PRACTICAL, last_quarter_gain, plateaued, share_text
 
 from .analysis import (
@@ -16,17 +16,8 @@ from .analysis import (
 from .claims_text import (
     fill_claims_details, fill_claims_summary, fill_few_seeds, fill_figure5, fill_old_rules, fill_rules, fill_what_changed
 )
-from .fillers_l0 import FILLERS_L0
+from .fillers_l0 import FILLERS_L0, not_run, table
 from .michel import CLASSES, effect_unit, table1, table2
-
-
-def table(header, rows):
-    """A Markdown table, columns in the default alignment."""
-    return md_table(header, rows, align="---")
-
-
-def not_run(task):
-    return f"*(no data for {task} in data/)*"
 
 
 def fill_provenance(d, _):

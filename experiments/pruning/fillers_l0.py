@@ -13,10 +13,12 @@ from .analysis import (
 
 
 def table(header, rows):
+    """A Markdown table, columns in the default alignment (fillers.py's tables too)."""
     return md_table(header, rows, align="---")
 
 
 def not_run(task):
+    """The cell of a task data/ does not hold (fillers.py's too)."""
     return f"*(no data for {task} in data/)*"
 
 

@@ -284,8 +284,8 @@ def binary_commit(binary):
 
 
 def machine():
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
-    return f"{cpu}, {os.cpu_count()} cores"
+    from pruning.collect import cpu_model
+    return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
 def max_load(path):
