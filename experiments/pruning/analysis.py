@@ -188,6 +188,24 @@ def dynamics_rows(d, task, retained=None):
     return out
 
 
+def vacuous_seeds(d, task, fraction, retained):
+    """Seeds whose checkpoint at `fraction` of training has nothing for pruning to lose: the
+    importance order and every random order prune to the end of their curves keeping `retained` of
+    the checkpoint's own metric (a model at chance). Michel's Figure 5 measure is trivially at its
+    maximum there, so such a seed says nothing about when important heads are determined."""
+    metric = TASKS[task][1]
+    out = set()
+    for s in d.seeds[task]:
+        final = d.final_step[(task, s)]
+        for step in d.checkpoint_steps(task, s):
+            if round(step / final, 3) != fraction:
+                continue
+            arms = [d.arm(task, s, "importance", step)] + random_arms(d, task, s, step)
+            if all(a and retained_prunable(metric, a, retained) >= number(a[-1]["fraction_pruned"]) for a in arms):
+                out.add(s)
+    return out
+
+
 def early_fraction(d, task):
     """The checkpoint fraction of training nearest EARLY (Michel's epoch 10 of 40), or None."""
     rows = dynamics_rows(d, task)

@@ -12,7 +12,7 @@ from verdicts import (
 from .analysis import (
     EARLY, FIGURE5, TASKS, dynamics_rows, early_fraction, finetuned_prunable, l0_selected, noticeable_threshold,
     order_prunable, orders_by_seed, practical_threshold, scratch_drops, scratch_pair, survival, survival_claim,
-    unit
+    unit, vacuous_seeds
 )
 from .michel import table1, table2
 
@@ -219,10 +219,16 @@ def claim_early(d):
         if f is None:
             continue
         keep_lo, keep_hi = dynamics_rows(d, task, lo)[f], dynamics_rows(d, task, hi)[f]
-        v = reaches_claim(keep_lo[0], target, level=LEVEL_SEEDS, threshold=PRACTICAL["prune_fraction"], test=SEED_TEST)
+        vacuous = vacuous_seeds(d, task, f, lo)
+        assessed = {s: v for s, v in keep_lo[0].items() if s not in vacuous}
+        v = reaches_claim(assessed, target, level=LEVEL_SEEDS, threshold=PRACTICAL["prune_fraction"], test=SEED_TEST)
         ours = (f"checkpoint at {f:.2f} of training: importance keeping {lo:.0%}: {mean_sd(keep_lo[0])} (per seed "
                 f"{per_seed(keep_lo[0])}), keeping {hi:.0%}: {mean_sd(keep_hi[0])}; random order keeping {lo:.0%} "
                 f"({NOT_A_PAPER.split(':')[0]}): {mean_sd(keep_lo[1])}")
+        if vacuous:
+            ours += (f"; left out, nothing to lose at this checkpoint (every order prunes to the end keeping "
+                     f"{lo:.0%}): seed{'s' if len(vacuous) > 1 else ''} "
+                     f"{', '.join(map(str, sorted(vacuous)))}")
         word = {HOLDS: f"reaches {target:.0%}", DOES_NOT_HOLD: f"below {target:.0%}"}.get(v.outcome, "not resolved")
         c.rows.append(Row(task, ours, v.words(), word))
     return c

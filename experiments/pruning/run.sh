@@ -192,7 +192,10 @@ for key, value in sweep.get("set", {}).items():
 print(" ".join(args))
 PY
 }
+# Only this run's TASKS and SEEDS: in a regeneration in parts, data/ already holds the other
+# parts' layouts, whose retraining that part did (and whose run folders may be gone).
 /usr/bin/python3 experiments/pruning/make_results.py --data "$DATA" --l0-layouts | while read -r task seed heads; do
+  [[ " $TASKS " == *" $task "* && " $SEEDS " == *" $seed "* ]] || continue
   echo "$OUT/$task/seed$seed/scratch_l0 done train_job $OUT/$task/seed$seed/scratch_l0 $HEADLAB train" \
        "$(base_train_args "$task") --set train.seed=$seed --set model.active_heads=$heads" \
        "--set train.keep_checkpoints=1 --set train.threads=1"

@@ -142,6 +142,35 @@ def test_retained_prunable_is_relative_for_accuracy_too():
     assert A.retained_prunable("val_loss", rows("val_loss", [2.0, 2.2, 2.4]), 0.90) == 0.25
 
 
+class DynamicsStub:
+    """The Data methods vacuous_seeds reads: one task, two seeds, a checkpoint at step 100 of 400."""
+
+    def __init__(self, arms):
+        self.seeds = {"k_relation": [0, 1]}
+        self.final_step = {("k_relation", 0): 400, ("k_relation", 1): 400}
+        self._arms = arms  # {(seed, arm): rows}
+
+    def checkpoint_steps(self, task, seed):
+        return [100, 400]
+
+    def arm(self, task, seed, arm, step=None):
+        return self._arms.get((seed, arm)) if step == 100 else None
+
+    def arms(self, task, seed, step=None):
+        return sorted(a for (s, a) in self._arms if s == seed) if step == 100 else []
+
+
+def test_a_checkpoint_with_nothing_to_lose_is_vacuous():
+    flat = rows("val_accuracy", [0.2, 0.2, 0.21, 0.2])      # at chance: every round keeps 85% of 0.2
+    learned = rows("val_accuracy", [0.9, 0.88, 0.5, 0.3])   # pruning costs it
+    d = DynamicsStub({(0, "importance"): flat, (0, "random_seed1"): flat, (0, "random_seed2"): flat,
+                      (1, "importance"): learned, (1, "random_seed1"): flat})
+    assert A.vacuous_seeds(d, "k_relation", 0.25, 0.85) == {0}
+    # One order with something to lose is enough to keep the seed.
+    d = DynamicsStub({(0, "importance"): flat, (0, "random_seed1"): learned})
+    assert A.vacuous_seeds(d, "k_relation", 0.25, 0.85) == set()
+
+
 # ---- claims.py: words ------------------------------------------------------------------------------------
 
 
