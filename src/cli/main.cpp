@@ -38,6 +38,8 @@ constexpr Verb kVerbs[] = {
     {"sweep", headlab::cli::run_sweep, "train every point of a grid over config keys, then aggregate over seeds"},
     {"plot", headlab::cli::run_plot, "draw PNG figures of a run or sweep folder into PATH/plots/"},
     {"analyze", headlab::cli::run_analyze, "per-head importance, ablation and attention statistics -> heads.csv"},
+    {"circuits", headlab::cli::run_circuits,
+     "how heads cooperate: head detector scores of a checkpoint or of every checkpoint of a run"},
     {"prune", headlab::cli::run_prune, "prune heads by a score (or L0 gates), metric after every round -> prune.csv"},
     {"report", headlab::cli::run_report,
      "one self-contained HTML file of a run or sweep: curves, heatmaps, attention viewer"},

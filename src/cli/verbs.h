@@ -15,6 +15,7 @@ int run_bench(int argc, char** argv);
 int run_sweep(int argc, char** argv);
 int run_plot(int argc, char** argv);
 int run_analyze(int argc, char** argv);
+int run_circuits(int argc, char** argv);
 int run_prune(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_version(int argc, char** argv);  // in info.cpp, which prints the same lines

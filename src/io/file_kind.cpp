@@ -16,6 +16,7 @@ constexpr KindInfo kKinds[] = {
     {FileKind::heads, "heads", "a heads file", "headlab analyze"},
     {FileKind::attention, "attention", "an attention dump", "headlab analyze --dump-example or --prompt"},
     {FileKind::bleu_ablation, "bleu_ablation", "a BLEU ablation file", "headlab analyze's BLEU ablation"},
+    {FileKind::circuits, "circuits", "a circuits file", "headlab circuits"},
 };
 
 const KindInfo& info(FileKind kind) {

@@ -350,6 +350,7 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
   }
   attention_outputs_.reserve(spec.attention_sites().size());
   block_inputs_.reserve(spec.n_layers);
+  block_mids_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
     // Vaswani et al.: pe[t, 2i] = sin(t / 10000^(2i/C)), pe[t, 2i+1] = cos(same).
     sinusoid_ = Buffer(spec.max_seq_len * spec.d_model * sizeof(T));
@@ -368,6 +369,7 @@ ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const Forw
                                  const Var<T>* gate_vars) {
   attention_outputs_.clear();
   block_inputs_.clear();
+  block_mids_.clear();
   const Var<T> memory = model_kind_info(spec_.kind).source ? encode(tape, in, opt, gate_vars) : Var<T>{};
   Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt, 0);
   return forward_blocks(tape, in, opt, gate_vars, 0, x, Var<T>{}, memory, nullptr);
@@ -388,6 +390,7 @@ ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64
                 "model: forward_from layer " << layer << " needs a " << a_shape.str() << ", got " << a.shape().str());
   attention_outputs_.assign(static_cast<size_t>(layer), Var<T>{});
   block_inputs_.assign(static_cast<size_t>(layer), Var<T>{});
+  block_mids_.assign(static_cast<size_t>(layer), Var<T>{});
   return forward_blocks(tape, in, {}, nullptr, layer, x, a, Var<T>{}, nullptr);
 }
 
@@ -426,6 +429,7 @@ ModelOutput<T> Model<T>::decode_step(Tape<T>& tape, const ModelInput& in, KvCach
                           << cache.capacity());
   attention_outputs_.clear();
   block_inputs_.clear();
+  block_mids_.clear();
   Var<T> x =
       embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, {}, cache.length());
   ModelOutput<T> out = forward_blocks(tape, in, {}, nullptr, 0, x, Var<T>{}, Var<T>{}, &cache);
@@ -442,6 +446,7 @@ ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, con
     block_inputs_.push_back(x);
     x = decoder_block(tape, x, l, in, opt, gate_vars, l == first ? first_attention : Var<T>{}, memory, cache);
   }
+  final_residual_ = x;
   return output(tape, x, in, opt.label_smoothing);
 }
 
@@ -468,6 +473,7 @@ Var<T> Model<T>::decoder_block(Tape<T>& tape, Var<T> x, int64_t l, const ModelIn
     attention_outputs_.push_back(c);
     x = add_attention(tape, x, c, blk.cross.proj, l, 3, opt);
   }
+  block_mids_.push_back(x);
   return add_mlp(tape, x, blk, l, opt);
 }
 
@@ -543,6 +549,21 @@ Var<T> Model<T>::embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t 
   return opt.training && s.dropout > 0 ? dropout(x, s.dropout, dropout_site(opt.dropout_seed, stream, 0)) : x;
 }
 
+template <typename T>
+Var<T> Model<T>::self_attention_qkv(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, AttentionShape shape) {
+  const int64_t B = x.shape()[0], T_ = x.shape()[1];
+  return reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, shape.heads + 2 * shape.kv_heads, shape.d_head});
+}
+
+template <typename T>
+Var<T> Model<T>::attention_qkv(Tape<T>& tape, const Var<T>& x, int64_t layer) {
+  HEADLAB_CHECK(!model_kind_info(spec_.kind).source,
+                "model: attention_qkv covers one-stack models (an encoder_decoder's three attentions not yet)");
+  HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
+                "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
+  return self_attention_qkv(tape, x, index_.blocks[layer], spec_.attention_shape({AttentionKind::dec, layer}));
+}
+
 // attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies. With a
 // cache, the new keys and values are appended to layer l's and the queries attend over all of
 // them (causal: the new positions come last).
@@ -550,8 +571,8 @@ template <typename T>
 Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, AttentionShape shape, bool causal,
                         const uint8_t* key_padding, const ForwardOptions& opt, const Var<T>& gates, KvCache<T>* cache,
                         int64_t l) {
-  const int64_t B = x.shape()[0], T_ = x.shape()[1], H = shape.heads, Hkv = shape.kv_heads;
-  Var<T> qkv = reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, H + 2 * Hkv, shape.d_head});
+  const int64_t T_ = x.shape()[1], H = shape.heads, Hkv = shape.kv_heads;
+  Var<T> qkv = self_attention_qkv(tape, x, blk, shape);
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   if (cache != nullptr) {
     const int64_t t0 = cache->length();

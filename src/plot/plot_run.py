@@ -5,6 +5,7 @@ from plot_common import (
     METRICS, X_AXES, describe_config, fail, figure_title, has_values, metric_label, plt, points,
     read_config, read_metrics, save
 )
+from plot_circuits import plot_circuits
 from plot_heads import plot_attention_examples, plot_head_similarity, plot_heads
 from plot_prune import plot_prune
 
@@ -15,6 +16,7 @@ def plot_analysis(run_dir, out_dir, title_prefix, chosen_heads, written):
     plot_head_similarity(run_dir, out_dir, title_prefix, written)
     examples = plot_attention_examples(run_dir, out_dir, title_prefix, chosen_heads, written)
     plot_prune(run_dir, out_dir, title_prefix, written)
+    plot_circuits(run_dir, out_dir, title_prefix, written)
     return examples
 
 
@@ -34,7 +36,7 @@ def plot_run(run_dir, x_axis, chosen_heads):
         fail(f"--heads: {run_dir} has no attention_example_<I>.csv (headlab analyze --dump-example I writes one)")
     if not written:
         fail(f"{run_dir} holds neither metrics.csv (a run folder) nor grid.csv (a sweep folder), "
-             "nor heads.csv, attention_example_<I>.csv or prune.csv files")
+             "nor heads.csv, attention_example_<I>.csv, prune.csv or headlab circuits files")
     return written
 
 

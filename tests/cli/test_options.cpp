@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 
 TEST_CASE("every verb answers --help, and an unknown verb is an error", "[cli]") {
   Scratch s;
-  for (const std::string verb :
-       {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "bench", "prune", "report", "version"}) {
+  for (const std::string verb : {"train", "eval", "sample", "info", "sweep", "plot", "analyze", "circuits", "bench",
+                                 "prune", "report", "version"}) {
     const auto r = run_headlab({verb, "--help"}, s.dir / "log.txt");
     INFO(verb << ": " << r.output);
     CHECK(r.code == 0);
@@ -108,7 +108,7 @@ TEST_CASE("help lists the verbs, help VERB is VERB --help", "[cli]") {
   const auto help = run_headlab({"help"}, s.dir / "help.log");
   CHECK(help.code == 0);
   for (const std::string verb :
-       {"train", "eval", "sample", "info", "sweep", "analyze", "prune", "report", "version", "help"})
+       {"train", "eval", "sample", "info", "sweep", "analyze", "circuits", "prune", "report", "version", "help"})
     CHECK_THAT(help.output, Catch::Contains("\n  " + verb + " "));
   const auto help_eval = run_headlab({"help", "eval"}, s.dir / "help_eval.log");
   CHECK(help_eval.code == 0);

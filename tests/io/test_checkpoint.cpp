@@ -359,7 +359,8 @@ TEST_CASE("checkpoint reader rejects an unsupported format version", "[io][check
 
 TEST_CASE("a file's kind round-trips, and a reader asked for another kind names both in one line", "[io][checkpoint]") {
   TempDir dir;
-  for (const FileKind kind : {FileKind::checkpoint, FileKind::heads, FileKind::attention, FileKind::bleu_ablation}) {
+  for (const FileKind kind :
+       {FileKind::checkpoint, FileKind::heads, FileKind::attention, FileKind::bleu_ablation, FileKind::circuits}) {
     const std::string path = dir / (std::string(file_kind_name(kind)) + ".h5");
     CheckpointWriter(kind).commit(path);
     CheckpointReader reader(path);
@@ -385,10 +386,9 @@ TEST_CASE("checkpoint reader refuses a kind it does not know, and a file without
   const std::string path = dir / "other.h5";
   CheckpointWriter(FileKind::checkpoint).commit(path);
   test::set_root_string_attr(path, "headlab_kind", "tokenizer");
-  REQUIRE_THROWS_WITH(
-      CheckpointReader(path),
-      path +
-          ": headlab_kind is 'tokenizer', not a kind this build reads (checkpoint, heads, attention, bleu_ablation)");
+  REQUIRE_THROWS_WITH(CheckpointReader(path), path +
+                                                  ": headlab_kind is 'tokenizer', not a kind this build reads "
+                                                  "(checkpoint, heads, attention, bleu_ablation, circuits)");
   test::delete_root_attrs(path, {"headlab_kind"});
   REQUIRE_THROWS_WITH(CheckpointReader(path), path + ": not a headlab file (no headlab_kind attribute)");
 }

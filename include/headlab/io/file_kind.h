@@ -15,11 +15,12 @@ enum class FileKind : uint8_t {
   heads,          // heads.h5: per-head scores (headlab analyze)
   attention,      // attention_example_<I>.h5: one example's attention maps (headlab analyze)
   bleu_ablation,  // bleu_ablation.h5: per-sentence BLEU/chrF statistics per masked head (analysis/bleu_ablation.h)
+  circuits,       // detectors.h5, ...: circuit analyses (headlab circuits; analysis/head_detectors.h)
 };
 
 const char* file_kind_name(FileKind kind);  // the attribute's value: "checkpoint", "heads", ...
 std::optional<FileKind> file_kind_from_name(const std::string& name);
-std::string known_file_kind_names();  // "checkpoint, heads, attention, bleu_ablation", for error messages
+std::string known_file_kind_names();  // "checkpoint, heads, attention, bleu_ablation, circuits", for error messages
 // What a file of this kind is, for error messages: "a heads file (written by headlab analyze)".
 std::string describe_file_kind(FileKind kind);
 // The kind as a noun: "a checkpoint", "a heads file", "an attention dump".

@@ -216,6 +216,12 @@ class Model {
   ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
                               const Var<T>& a = {});
 
+  // The fused query/key/value projection of block `layer`'s self-attention for a residual stream x
+  // entering it [B,T,C]: LN1(x) W_qkv^T + b as [B,T,H + 2 Hkv,Dh] (queries, then keys, then values,
+  // head by head), what forward() feeds the attention op. For patching a head's queries, keys or
+  // values (analysis/patching.h). One-stack models.
+  Var<T> attention_qkv(Tape<T>& tape, const Var<T>& x, int64_t layer);
+
   // Incremental decoding with a KV cache (nn/kv_cache.h), grad off. start_decoding runs an
   // encoder_decoder's encoder on `source` (source_tokens, source_padding, source_len; batch_size
   // source rows, each decoded by cache.rows() / batch_size cache rows) and caches every decoder
@@ -231,6 +237,11 @@ class Model {
   // forward_from.
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
   const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
+  // Of the last forward, for circuit analysis (analysis/logit_attribution.h): the residual stream
+  // of each (decoder) block after its attention, before its MLP (an encoder_decoder's: after the
+  // cross-attention), and the stream entering the final LayerNorm.
+  const std::vector<Var<T>>& block_mids() const { return block_mids_; }
+  const Var<T>& final_residual() const { return final_residual_; }
 
   // Flops per token of one forward pass at sequence length T: 2 per multiply-add.
   double forward_flops_per_token(int64_t seq_len) const;
@@ -250,6 +261,8 @@ class Model {
   // Positions start at t0 (a cached decoding step's first new position).
   Var<T> embed(Tape<T>& tape, const int32_t* tokens, int64_t B, int64_t T_, int pos_emb, int64_t stream,
                const ForwardOptions& options, int64_t t0);
+  // LN1(x) through the fused qkv projection, [B,T,H + 2 Hkv,Dh] (attend's first step, attention_qkv).
+  Var<T> self_attention_qkv(Tape<T>& tape, const Var<T>& x, const BlockParams& block, AttentionShape shape);
   // With a cache (decoding), layer l's cached keys and values take part.
   Var<T> attend(Tape<T>& tape, const Var<T>& x, const BlockParams& block, AttentionShape shape, bool causal,
                 const uint8_t* key_padding, const ForwardOptions& options, const Var<T>& gates, KvCache<T>* cache,
@@ -279,7 +292,9 @@ class Model {
   Parameters<T> gates_;
   ParamIndex index_;  // parameter positions, so forward() does no name lookups (and no allocation)
   Buffer sinusoid_;   // [max_seq_len, d_model] when positions = sinusoidal
-  std::vector<Var<T>> attention_outputs_, block_inputs_;  // capacity kept across steps: no per-step allocation
+  std::vector<Var<T>> attention_outputs_, block_inputs_,
+      block_mids_;  // capacity kept across steps: no per-step allocation
+  Var<T> final_residual_;
 };
 
 // One attention site's gates set to `gates` for a scope (a masked forward or decoding); the

@@ -1,0 +1,289 @@
+"""Circuit analyses as `headlab circuits` defines them (src/analysis/head_detectors.cpp,
+docs/circuits.md), computed here from the torch Model's attention (its forward's
+return_attention), for checking the binary and for use in notebooks.
+
+    previous_token, duplicate_token, induction   TransformerLens's head_detector ("mul", its
+        defaults): sum(A * D) / sum(A) per sequence, averaged over the sequences
+    prefix_matching   Olsson et al. 2022: on n tokens repeated once, the second copy's mean
+        attention on tokens whose predecessor is the query's token
+
+    composition (Elhage et al. 2021, TransformerLens's all_composition_scores), from the weights:
+        ||W_OV^s W_QK^r|| (q), ||W_OV^s W_QK^r^T|| (k), ||W_OV^s W_OV^r|| (v), each divided by the
+        two circuits' norms; LN1's weight folded into W_Q, W_K, W_V, W_O centred, biases left out
+
+    tokens = h5py.File("runs/x/detectors.h5")["tokens"][:]      # the binary's inputs [rows, 2n]
+    s = detector_scores(model, tokens)   # {"previous_token": array [heads], ...}, heads site by site
+    c = composition_scores(model)        # {("L0H1", "L1H0"): {"q": ..., "k": ..., "v": ...}, ...}
+    d = logit_attribution(model, headlab.eval_batches(ckpt.config, "val"))   # {"L0H1": mean term, ...}
+    p = activation_patching(model, clean, corrupt, targets)   # forward hooks on the torch modules
+    pp = path_patching(model, clean, corrupt, targets)
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+DETECTORS = ("previous_token", "duplicate_token", "induction", "prefix_matching")
+
+
+def detection_pattern(name: str, tokens) -> np.ndarray:
+    """TransformerLens's 0/1 pattern D [T, T] on one sequence (prefix_matching uses induction's)."""
+    x = np.asarray(tokens)
+    T = len(x)
+    if name == "previous_token":
+        return np.eye(T, k=-1)
+    duplicate = np.tril((x[:, None] == x[None, :]).astype(float), k=-1)
+    if name == "duplicate_token":
+        return duplicate
+    if name in ("induction", "prefix_matching"):
+        shifted = np.zeros((T, T))
+        shifted[:, 1:] = duplicate[:, :-1]
+        return np.tril(shifted)
+    raise ValueError(f"unknown detector {name!r} (detectors: {', '.join(DETECTORS)})")
+
+
+def detector_score(name: str, probs: np.ndarray, tokens, half: int) -> float:
+    """One head's score on one sequence, probs [T, T] its attention."""
+    d = detection_pattern(name, tokens)
+    rows = slice(half, None) if name == "prefix_matching" else slice(None)
+    return float((probs[rows] * d[rows]).sum() / probs[rows].sum())
+
+
+@torch.no_grad()
+def detector_scores(model, tokens) -> dict:
+    """Every head's four scores (site by site, head by head, as detectors.csv orders them),
+    averaged over the rows of tokens [rows, 2n] (each row n tokens twice)."""
+    tokens = np.asarray(tokens)
+    half = tokens.shape[1] // 2
+    out = {name: [] for name in DETECTORS}
+    per_row = []
+    for row in tokens:
+        attention = model(torch.as_tensor(row[None, :]), return_attention=True).attention
+        per_row.append([probs[0].double().numpy() for probs in attention])  # [H_l, T, T] per layer
+    for l, layer in enumerate(per_row[0]):
+        for h in range(layer.shape[0]):
+            for name in DETECTORS:
+                out[name].append(np.mean([detector_score(name, maps[l][h], row, half)
+                                          for maps, row in zip(per_row, tokens)]))
+    return {name: np.array(values) for name, values in out.items()}
+
+
+@torch.no_grad()
+def head_circuits(model) -> list:
+    """(label, layer, W_QK [C, C], W_OV [C, C]) of every query head of a decoder or encoder, in
+    float64, formed in full (the binary factors them; this is the plain definition)."""
+    heads = []
+    for l, blk in enumerate(model.blocks):
+        a = blk.attn
+        H, Hkv, Dh = a.n_heads, a.n_kv_heads, a.d_head
+        w = a.qkv.weight.double() * blk.ln1.weight.double()[None, :]  # [(H + 2 Hkv) Dh, C], LN folded
+        proj = a.proj.weight.double()                                   # [C, H Dh]
+        for h in range(H):
+            g = h // (H // Hkv)
+            W_Q = w[h * Dh:(h + 1) * Dh].T
+            W_K = w[(H + g) * Dh:(H + g + 1) * Dh].T
+            W_V = w[(H + Hkv + g) * Dh:(H + Hkv + g + 1) * Dh].T
+            W_O = proj[:, h * Dh:(h + 1) * Dh].T
+            W_O = W_O - W_O.mean(dim=1, keepdim=True)
+            heads.append((f"L{l}H{h}", l, W_Q @ W_K.T, W_V @ W_O))
+    return heads
+
+
+def composition_scores(model) -> dict:
+    """{(sender, receiver): {"q", "k", "v"}} for every pair with the sender in an earlier layer."""
+    heads = head_circuits(model)
+    out = {}
+    for s_label, s_layer, _, ov_s in heads:
+        for r_label, r_layer, qk_r, ov_r in heads:
+            if s_layer < r_layer:
+                right = {"q": qk_r, "k": qk_r.T, "v": ov_r}
+                out[(s_label, r_label)] = {k: float((ov_s @ m).norm() / (ov_s.norm() * m.norm()))
+                                           for k, m in right.items()}
+    return out
+
+
+@torch.no_grad()
+def ov_copying_scores(model) -> list:
+    """Every head's copying score: sum(l) / sum(|l|) over the eigenvalues l of its full OV circuit
+    W_E W_V W_O W_U [V, V], formed in full (W_E rows centred, ln_f's weight folded into W_U)."""
+    W_E = model.tok_emb.weight.double()
+    W_E = W_E - W_E.mean(dim=1, keepdim=True)
+    head = model.lm_head.weight if hasattr(model, "lm_head") else model.tok_emb.weight
+    W_U = (head.double() * model.ln_f.weight.double()[None, :]).T      # [C, V]
+    out = []
+    for _, _, _, ov in head_circuits(model):
+        eig = np.linalg.eigvals((W_E @ ov @ W_U).numpy())
+        out.append(float(eig.real.sum() / np.abs(eig).sum()))
+    return out
+
+
+# ---- direct logit attribution and the logit lens --------------------------------------------------
+
+def _blocks(model, tokens):
+    """Runs a decoder block by block: the stream entering each block, each block's attention
+    output a [B,T,H,Dh] and its stream after attention, and the stream entering ln_f."""
+    tokens = torch.as_tensor(tokens, dtype=torch.long)
+    T = tokens.shape[1]
+    hidden = torch.ones(T, T, dtype=torch.bool).triu(1)
+    x = model.embed(tokens)
+    inputs, heads, mids = [], [], []
+    for l, blk in enumerate(model.blocks):
+        inputs.append(x)
+        mid, a, _ = blk.self_attention(x, hidden, False, None)
+        heads.append(a)
+        mids.append(mid)
+        x = blk.add_mlp(mid)
+    return inputs, heads, mids, x
+
+
+@torch.no_grad()
+def logit_attribution(model, batches) -> dict:
+    """The terms of the correct token's logit, as `headlab circuits --dla` writes them: {"embed",
+    "L0H1", ..., "L0 attn bias", "L0 mlp", ..., "ln_f bias": mean term}, and "lens": per layer
+    (loss, accuracy, mean logit, mean prob), the final LayerNorm applied with each stream's own
+    statistics. The final LayerNorm's scale is frozen at the run's own."""
+    head = model.lm_head.weight if hasattr(model, "lm_head") else model.tok_emb.weight
+    w_f, b_f, eps = model.ln_f.weight, model.ln_f.bias, model.ln_f.eps
+    sums, lens, n = {}, None, 0
+    for tokens, targets, _, _, *_ in batches:
+        targets = torch.as_tensor(targets, dtype=torch.long)
+        inputs, heads, mids, final = _blocks(model, tokens)  # the model in float64 (load_model(..., torch.float64))
+        keep = targets >= 0
+        y = targets[keep]
+        sigma = (final.var(dim=-1, unbiased=False) + eps).sqrt()[keep]           # [n]
+        u = w_f[None, :] * head[y]                                               # [n, C]
+        u = (u - u.mean(dim=1, keepdim=True)) / sigma[:, None]
+
+        def term(c):  # c [B,T,C] -> [n]
+            return (c[keep] * u).sum(dim=1)
+
+        terms = {"embed": term(inputs[0])}
+        for l, blk in enumerate(model.blocks):
+            H, Dh = blk.attn.n_heads, blk.attn.d_head
+            proj = blk.attn.proj.weight                                          # [C, H Dh]
+            for h in range(H):
+                terms[f"L{l}H{h}"] = term(heads[l][:, :, h] @ proj[:, h * Dh:(h + 1) * Dh].T)
+            bias = blk.attn.proj.bias
+            terms[f"L{l} attn bias"] = (u * bias[None, :]).sum(dim=1) if bias is not None else torch.zeros(len(y))
+            nxt = inputs[l + 1] if l + 1 < len(model.blocks) else final
+            terms[f"L{l} mlp"] = term(nxt - mids[l])
+        terms["ln_f bias"] = head[y] @ b_f
+        for k, v in terms.items():
+            sums[k] = sums.get(k, 0.0) + float(v.sum())
+        streams = inputs + [final]
+        rows = []
+        for x in streams:
+            logits = torch.nn.functional.layer_norm(x, (x.shape[-1],), w_f, b_f, eps) @ head.T
+            lp = torch.log_softmax(logits[keep], dim=-1)
+            rows.append((float(-lp[torch.arange(len(y)), y].sum()), float((logits[keep].argmax(-1) == y).sum()),
+                         float(logits[keep][torch.arange(len(y)), y].sum()), float(lp[torch.arange(len(y)), y].exp().sum())))
+        lens = rows if lens is None else [tuple(a + b for a, b in zip(r, s)) for r, s in zip(lens, rows)]
+        n += len(y)
+    out = {k: v / n for k, v in sums.items()}
+    out["lens"] = [tuple(v / n for v in r) for r in lens]
+    return out
+
+
+# ---- activation and path patching, through forward hooks ------------------------------------------
+
+def _metric(logits, targets, answer, wrong):
+    if answer is not None:
+        last = logits[:, -1]
+        return float((last[:, answer] - last[:, wrong]).mean())
+    t = torch.as_tensor(targets, dtype=torch.long)
+    return float(torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), t.reshape(-1),
+                                                   ignore_index=-1))
+
+
+@torch.no_grad()
+def _run(model, tokens, hooks=()):
+    """Logits of tokens [B,T] with forward hooks (module, kind, fn) on for the run only."""
+    handles = [(m.register_forward_pre_hook(fn) if kind == "pre" else m.register_forward_hook(fn))
+               for m, kind, fn in hooks]
+    try:
+        return model(torch.as_tensor(tokens, dtype=torch.long)).logits
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _cache(model, tokens):
+    """Each block's input stream, attention output [B,T,H,Dh] and fused q/k/v output."""
+    cache = {"x": {}, "a": {}, "qkv": {}}
+    hooks = []
+    for l, blk in enumerate(model.blocks):
+        hooks.append((blk, "pre", lambda m, args, l=l: cache["x"].__setitem__(l, args[0].clone())))
+        hooks.append((blk.attn, "post", lambda m, i, out, l=l: cache["a"].__setitem__(l, out[0].clone())))
+        hooks.append((blk.attn.qkv, "post", lambda m, i, out, l=l: cache["qkv"].__setitem__(l, out.clone())))
+    logits = _run(model, tokens, hooks)
+    return cache, logits
+
+
+def _slot(attn, site, h):
+    """The fused q/k/v slot a patch of query head h replaces: its query, or its K/V head's k or v."""
+    g = h // (attn.n_heads // attn.n_kv_heads)
+    return {"q": h, "k": attn.n_heads + g, "v": attn.n_heads + attn.n_kv_heads + g}[site]
+
+
+def _replace_slot(qkv, attn, slot, source):
+    out = qkv.view(*qkv.shape[:2], -1, attn.d_head).clone()
+    out[:, :, slot] = source.view(*source.shape[:2], -1, attn.d_head)[:, :, slot]
+    return out.view(qkv.shape)
+
+
+def activation_patching(model, clean, corrupt, targets=None, answer=None, wrong=None) -> dict:
+    """`headlab circuits --patch` through forward hooks: {"clean", "corrupt", "head_out" [heads],
+    "q", "k", "v" [heads], "resid" [layers][T]}: the metric after each patch of the clean run into
+    the corrupted one (the model in float64)."""
+    cache, clean_logits = _cache(model, clean)
+    metric = lambda logits: _metric(logits, targets, answer, wrong)  # noqa: E731
+    out = {"clean": metric(clean_logits), "corrupt": metric(_run(model, corrupt)), "head_out": [],
+           "q": [], "k": [], "v": [], "resid": []}
+    for l, blk in enumerate(model.blocks):
+        attn = blk.attn
+        for h in range(attn.n_heads):
+            def patch_head(m, i, o, h=h, l=l):
+                a = o[0].clone()
+                a[:, :, h] = cache["a"][l][:, :, h]
+                return a, o[1]
+            out["head_out"].append(metric(_run(model, corrupt, [(attn, "post", patch_head)])))
+            for site in ("q", "k", "v"):
+                slot = _slot(attn, site, h)
+                fn = lambda m, i, o, slot=slot, l=l: _replace_slot(o, attn, slot, cache["qkv"][l])  # noqa: E731
+                out[site].append(metric(_run(model, corrupt, [(attn.qkv, "post", fn)])))
+        row = []
+        for t in range(len(clean[0])):
+            def patch_resid(m, args, t=t, l=l):
+                x = args[0].clone()
+                x[:, t] = cache["x"][l][:, t]
+                return (x,) + tuple(args[1:])
+            row.append(metric(_run(model, corrupt, [(blk, "pre", patch_resid)])))
+        out["resid"].append(row)
+    return out
+
+
+def path_patching(model, clean, corrupt, targets=None, answer=None, wrong=None) -> dict:
+    """`headlab circuits --path-patch` through forward hooks: {(sender, receiver): {"q", "k",
+    "v"}}, the metric when the receiver's queries (keys, values) are computed from the corrupted
+    stream plus the sender's change in direct output, (a_clean - a_corrupt) W_O^s."""
+    clean_cache, _ = _cache(model, clean)
+    corrupt_cache, _ = _cache(model, corrupt)
+    metric = lambda logits: _metric(logits, targets, answer, wrong)  # noqa: E731
+    out = {}
+    for ls, sblk in enumerate(model.blocks):
+        sa = sblk.attn
+        for hs in range(sa.n_heads):
+            diff = clean_cache["a"][ls][:, :, hs] - corrupt_cache["a"][ls][:, :, hs]          # [B,T,Dh]
+            delta = diff @ sa.proj.weight[:, hs * sa.d_head:(hs + 1) * sa.d_head].T          # [B,T,C]
+            for lr in range(ls + 1, len(model.blocks)):
+                rblk = model.blocks[lr]
+                with torch.no_grad():
+                    sent = rblk.attn.qkv(rblk.ln1(corrupt_cache["x"][lr] + delta))
+                for hr in range(rblk.attn.n_heads):
+                    scores = {}
+                    for site in ("q", "k", "v"):
+                        slot = _slot(rblk.attn, site, hr)
+                        fn = lambda m, i, o, slot=slot: _replace_slot(o, rblk.attn, slot, sent)  # noqa: E731
+                        scores[site] = metric(_run(model, corrupt, [(rblk.attn.qkv, "post", fn)]))
+                    out[(f"L{ls}H{hs}", f"L{lr}H{hr}")] = scores
+    return out

@@ -1,0 +1,123 @@
+"""`headlab circuits` against python/headlab/circuits.py on the models the binary trained (MHA,
+GQA, MQA with heads switched off, pruned layers, a physically pruned model; composition also on
+the encoders): the detectors on the very random sequences the binary used (detectors.h5's
+tokens), the composition scores from C x C circuits formed in full in torch.
+
+Detector tolerance: scores are sums of attention probabilities over a sequence, divided by the rows; the
+binary's float32 probabilities differ from the float64 ones here by up to ~1e-5 each (see
+test_attention_probabilities_match_the_binary), so scores agree to 1e-5, which a wrong cell of a
+pattern (a shift by one key, a missing row) exceeds by orders of magnitude.
+"""
+import csv
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import headlab
+from headlab.circuits import (DETECTORS, activation_patching, composition_scores, detection_pattern, detector_scores,
+                              logit_attribution, ov_copying_scores, path_patching)
+from headlab.data import eval_batches
+
+from conftest import DECODERS, ENCODERS, run_headlab
+from test_against_binary import checkpoint_of
+
+torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("variant", list(DECODERS))
+def test_detector_scores_match_the_binary(variant, train_variant, tmp_path):
+    path = checkpoint_of(train_variant(variant))
+    run_headlab("circuits", path, "--detectors", "--rows", 4, "--half", 9, "--seed", 5, "--out", tmp_path)
+    with h5py.File(tmp_path / "detectors.h5", "r") as f:
+        assert f.attrs["headlab_kind"] == "circuits"
+        tokens = np.array(f["tokens"])
+        want = {name: np.array(f["scores"][name])[0] for name in DETECTORS}  # the one checkpoint
+    assert tokens.shape == (4, 18) and np.array_equal(tokens[:, :9], tokens[:, 9:])
+    got = detector_scores(headlab.load_model(path, torch.float64), tokens)
+    for name in DETECTORS:
+        np.testing.assert_allclose(got[name], want[name], atol=1e-5, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("variant", list(DECODERS) + list(ENCODERS))
+def test_composition_scores_match_the_binary(variant, train_variant, tmp_path):
+    path = checkpoint_of(train_variant(variant))
+    run_headlab("circuits", path, "--composition", "--out", tmp_path)
+    got = composition_scores(headlab.load_model(path, torch.float64))
+    with open(tmp_path / "composition.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(got) > 0
+    for row in rows:
+        want = got[(row["sender"], row["receiver"])]
+        for kind in ("q", "k", "v"):
+            # the CSV's 6 significant digits (5e-6 relative at most) over float32 weights summed in
+            # double on both sides (~1e-7): 1e-5 relative
+            assert abs(float(row[kind]) - want[kind]) <= 1e-5 * want[kind], (row, want)
+
+
+@pytest.mark.parametrize("variant", list(DECODERS))
+def test_ov_copying_scores_match_the_binary(variant, train_variant, tmp_path):
+    path = checkpoint_of(train_variant(variant))
+    run_headlab("circuits", path, "--composition", "--out", tmp_path)
+    want = ov_copying_scores(headlab.load_model(path, torch.float64))
+    with open(tmp_path / "ov_copying.csv", newline="") as f:
+        got = [float(row["copying_score"]) for row in csv.DictReader(f)]
+    # the binary solves the d_head x d_head product, this the V x V circuit (256 x 256): the same
+    # nonzero eigenvalues; the CSV's 6 significant digits: 1e-5 absolute on a score in [-1, 1]
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("variant", list(DECODERS))
+def test_direct_logit_attribution_matches_the_binary(variant, train_variant, tmp_path):
+    path = checkpoint_of(train_variant(variant))
+    run_headlab("circuits", path, "--dla", "--batches", 2, "--out", tmp_path)
+    ckpt = headlab.load_checkpoint(path)
+    got = logit_attribution(headlab.load_model(path, torch.float64), eval_batches(ckpt.config, "val")[:2])
+    for row in read_rows(tmp_path / "dla.csv"):
+        # float32 against float64: terms of a few units agree to ~1e-5 (the sum check's scale)
+        assert abs(float(row["mean_dla"]) - got[row["label"]]) <= 2e-5 * (1 + abs(got[row["label"]])), row
+    for row, want in zip(read_rows(tmp_path / "logit_lens.csv"), got["lens"]):
+        for column, value in zip(("loss", "accuracy", "mean_logit", "mean_prob"), want):
+            assert abs(float(row[column]) - value) <= 2e-5 * (1 + abs(value)), (row, column, value)
+
+
+PROMPT, CORRUPT = "and the lord said unto", "and the lord sent unto"
+
+
+@pytest.mark.parametrize("variant", list(DECODERS))
+def test_activation_and_path_patching_match_the_binary(variant, train_variant, tmp_path):
+    path = checkpoint_of(train_variant(variant))
+    run_headlab("circuits", path, "--patch", "--path-patch", "--prompt", PROMPT, "--corrupt", CORRUPT, "--out", tmp_path)
+    model = headlab.load_model(path, torch.float64)
+    clean, corrupt = [list(PROMPT.encode())], [list(CORRUPT.encode())]
+    targets = [clean[0][1:] + [-1]]
+    want = activation_patching(model, clean, corrupt, targets)
+    tol = lambda v: 1e-5 * (1 + abs(v))  # noqa: E731  losses of float32 runs against float64
+    heads = read_rows(tmp_path / "patching_heads.csv")
+    assert len(heads) == len(want["head_out"])
+    for k, row in enumerate(heads):
+        for column in ("head_out", "q", "k", "v"):
+            assert abs(float(row[column]) - want[column][k]) <= tol(want[column][k]), (row, column)
+    for row in read_rows(tmp_path / "patching_resid.csv"):
+        v = want["resid"][int(row["layer"])][int(row["position"])]
+        assert abs(float(row["metric"]) - v) <= tol(v), row
+    paths = path_patching(model, clean, corrupt, targets)
+    rows = read_rows(tmp_path / "path_patching.csv")
+    assert len(rows) == len(paths)
+    for row in rows:
+        for site in ("q", "k", "v"):
+            v = paths[(row["sender"], row["receiver"])][site]
+            assert abs(float(row[site]) - v) <= tol(v), (row, site)
+
+
+def test_patterns_are_transformer_lens_s():
+    x = [5, 7, 9, 5, 7, 5]
+    assert np.argwhere(detection_pattern("duplicate_token", x)).tolist() == [[3, 0], [4, 1], [5, 0], [5, 3]]
+    assert np.argwhere(detection_pattern("induction", x)).tolist() == [[3, 1], [4, 2], [5, 1], [5, 4]]
+    assert np.argwhere(detection_pattern("previous_token", x)).tolist() == [[i, i - 1] for i in range(1, 6)]
