@@ -6,7 +6,7 @@
                              line and exit 1 (no figure is drawn)
   DATA=/tmp/c/data make_results.py    another data folder (RESULTS.md goes beside it)
 
-data/: provenance.csv (commit, start, wall time, cores) and per seed seed<N>/ with the run's
+data/: provenance.csv (commit, start, wall time, cores, the highest 1-minute load average sampled) and per seed seed<N>/ with the run's
 metrics.csv and `headlab circuits --detectors --composition`'s detectors.csv, composition.csv and
 ov_copying.csv over every checkpoint (docs/circuits.md defines the columns).
 
@@ -86,7 +86,8 @@ def step_text(step):
 
 
 def fields(summaries):
-    prov = read_csv(os.path.join(DATA, "provenance.csv"), required=("commit", "started_utc", "wall_s", "cores"))[0]
+    prov = read_csv(os.path.join(DATA, "provenance.csv"), required=("commit", "started_utc", "wall_s", "cores",
+                                                                        "max_load_1min"))[0]
     rows = []
     for s in summaries:
         lag = "" if s["induction_step"] is None else f"{s['induction_step'] - s['jump']:+d}"
@@ -107,7 +108,7 @@ def fields(summaries):
     n = len(summaries)
     return {
         "commit": prov["commit"], "started": prov["started_utc"], "wall_min": f"{float(prov['wall_s']) / 60:.1f}",
-        "cores": prov["cores"], "seeds": str(n), "seed_list": ", ".join(str(s["seed"]) for s in summaries),
+        "cores": prov["cores"], "max_load": prov["max_load_1min"], "seeds": str(n), "seed_list": ", ".join(str(s["seed"]) for s in summaries),
         "interval": str(interval), "final_step": str(summaries[0]["final_step"]),
         "induction_score": f"{INDUCTION_SCORE}", "previous_score": f"{PREVIOUS_SCORE}",
         "table": table,

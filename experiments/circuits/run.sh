@@ -22,6 +22,12 @@ fi
 commit=$(git rev-parse HEAD)
 started_utc=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 started=$EPOCHREALTIME
+mkdir -p "$OUT"
+# The 1-minute load average every 10 s (what else shared the cores: the wall time is no benchmark
+# unless it stays near the run's own 2).
+( while sleep 10; do cut -d' ' -f1 /proc/loadavg; done > "$OUT/load.txt" ) &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
 "$HEADLAB" sweep experiments/circuits/induction.toml --jobs "$JOBS" --out "$OUT/induction"
 rm -rf "$DATA.tmp"
 mkdir -p "$DATA.tmp"
@@ -31,9 +37,10 @@ for run in "$OUT"/induction/train.seed=*; do
   mkdir -p "$DATA.tmp/seed$seed"
   cp "$OUT/seed$seed"/{detectors.csv,composition.csv,ov_copying.csv} "$run/metrics.csv" "$DATA.tmp/seed$seed/"
 done
+max_load=$(awk '{ if ($1 > m) m = $1 } END { print m + 0 }' "$OUT/load.txt")
 {
-  echo "commit,started_utc,wall_s,cores"
-  echo "$commit,$started_utc,$(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $started }"),$(getconf _NPROCESSORS_ONLN)"
+  echo "commit,started_utc,wall_s,cores,max_load_1min"
+  echo "$commit,$started_utc,$(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $started }"),$(getconf _NPROCESSORS_ONLN),$max_load"
 } > "$DATA.tmp/provenance.csv"
 rm -rf "$DATA"
 mv "$DATA.tmp" "$DATA"
