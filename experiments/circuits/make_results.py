@@ -116,6 +116,7 @@ def fields(summaries):
         "together": f"{len(together)} of {len(formed)}",
         "together_window": str(2 * interval),
         "before": f"{len(before)} of {len(formed)}",
+        "never_previous": f"{sum(s['previous_step'] is None for s in summaries)} of {n}",
         "top_pair": f"{len(top_pair)} of {n}",
         "induction_steps": ", ".join(step_text(s["induction_step"]) for s in summaries),
         "jump_steps": ", ".join(str(s["jump"]) for s in summaries),
