@@ -8,6 +8,7 @@ installed without experiments/, so the plot side never imports from here).
 experiments/tests/ tests these."""
 import math
 import os
+import re
 import sys
 
 EXPERIMENTS = os.path.dirname(os.path.abspath(__file__))
@@ -114,6 +115,16 @@ def check_results(target, text, data, script):
     print(f"make_results: {target} differs from what {data} regenerates, first at line "
           f"{first_difference(current, text)}: run python3 {script}", file=sys.stderr)
     sys.exit(1)
+
+
+def fill_template(path, fields):
+    """The text of the template at `path` with every {{name}} replaced by fields[name] (a string);
+    an unknown placeholder fails in one line."""
+    def fill(m):
+        if m.group(1) not in fields:
+            fail(f"{os.path.basename(path)}: unknown placeholder {{{{{m.group(1)}}}}}")
+        return fields[m.group(1)]
+    return re.sub(r"\{\{([^{}]+)\}\}", fill, read_text(path))
 
 
 def read_text(path):

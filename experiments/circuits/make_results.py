@@ -23,8 +23,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
-from common import (check_results, fail, md_table, number, pyplot, read_csv, read_text, save_figure,  # noqa: E402
-                    write_atomically)
+from common import (check_results, fail, fill_template, md_table, number, pyplot, read_csv,  # noqa: E402
+                    save_figure, write_atomically)
 
 DATA = os.environ.get("DATA") or os.path.join(HERE, "data")
 OUT = os.path.dirname(os.path.abspath(DATA))
@@ -152,14 +152,7 @@ def figure(summaries, path):
 def render(check):
     summaries = [seed_summary(s) for s in seeds()]
     f = fields(summaries)
-    template = read_text(os.path.join(HERE, "results.template.md"))
-
-    def fill(m):
-        if m.group(1) not in f:
-            fail(f"results.template.md: unknown placeholder {{{{{m.group(1)}}}}}")
-        return f[m.group(1)]
-
-    text = re.sub(r"\{\{([^{}]+)\}\}", fill, template)
+    text = fill_template(os.path.join(HERE, "results.template.md"), f)
     target = os.path.join(OUT, "RESULTS.md")
     if check:
         check_results(target, text, DATA, "experiments/circuits/make_results.py")

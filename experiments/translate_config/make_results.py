@@ -16,12 +16,11 @@ the issue (a PyTorch nn.Transformer on the same data and machine) are constants 
 """
 import json
 import os
-import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
-from common import fail, first_difference, md_table, read_csv, read_text, write_atomically  # noqa: E402
+from common import fail, fill_template, first_difference, md_table, read_csv, read_text, write_atomically  # noqa: E402
 from stats import spearman  # noqa: E402
 
 DATA = os.path.join(HERE, "data")
@@ -198,14 +197,7 @@ def render(check):
     f.update(alignment_fields())
     f.update(heads_fields())
     f.update(roles_fields())
-    template = read_text(os.path.join(HERE, "results.template.md"))
-
-    def fill(m):
-        if m.group(1) not in f:
-            fail(f"results.template.md: unknown placeholder {{{{{m.group(1)}}}}}")
-        return f[m.group(1)]
-
-    text = re.sub(r"\{\{([^{}]+)\}\}", fill, template)
+    text = fill_template(os.path.join(HERE, "results.template.md"), f)
     target = os.path.join(HERE, "RESULTS.md")
     if check:
         old = read_text(target)

@@ -75,6 +75,15 @@ class Patcher {
     tape_.reset();
     return m;
   }
+  // The corrupted run from block l on with one slot of its fused q/k/v (a query head, or a K/V
+  // head's keys or values) taken from `source` [B,T,H + 2 Hkv,Dh].
+  double with_slot(int64_t l, int64_t slot, const Tensor<T>& source) {
+    Tensor<T> qkv = copy(qkv_corrupt(l));
+    qkv.narrow(2, slot, 1).copy_from(source.narrow(2, slot, 1));
+    return from_qkv(l, qkv);
+  }
+
+ private:
   // The same with block l's attention recomputed from the q/k/v given (a patched copy of its own).
   double from_qkv(int64_t l, const Tensor<T>& qkv) {
     const AttentionShape s = model_.spec().attention_shape({AttentionKind::dec, l});
@@ -87,7 +96,6 @@ class Patcher {
     return from(l, corrupt_.block_input(l), a.value());
   }
 
- private:
   ModelInput model_input(const int32_t* tokens) const {
     ModelInput input;
     input.batch_size = in_.rows;
@@ -219,12 +227,9 @@ ActivationPatching activation_patching(Model<T>& model, const PatchingInputs& in
       Tensor<T> a = run.copy(run.corrupt().attention(l));
       a.narrow(2, h, 1).copy_from(run.clean().attention(l).narrow(2, h, 1));
       p.head_out.push_back(run.from(l, run.corrupt().block_input(l), a));
-      for (int site = 0; site < kPatchSites; ++site) {
-        const int64_t slot = qkv_slot(static_cast<PatchSite>(site), h, s);
-        Tensor<T> qkv = run.copy(run.qkv_corrupt(l));
-        qkv.narrow(2, slot, 1).copy_from(run.qkv_clean(l).narrow(2, slot, 1));
-        p.qkv[static_cast<size_t>(site)].push_back(run.from_qkv(l, qkv));
-      }
+      for (int site = 0; site < kPatchSites; ++site)
+        p.qkv[static_cast<size_t>(site)].push_back(
+            run.with_slot(l, qkv_slot(static_cast<PatchSite>(site), h, s), run.qkv_clean(l)));
     }
     for (int64_t t = 0; t < T_; ++t) {
       Tensor<T> x = run.copy(run.corrupt().block_input(l));
@@ -283,12 +288,9 @@ PathPatching path_patching(Model<T>& model, const PatchingInputs& inputs) {
         const size_t receiver = static_cast<size_t>(
             std::find(p.labels.begin(), p.labels.end(), head_label({AttentionKind::dec, lr}, hr, true)) -
             p.labels.begin());
-        for (int site = 0; site < kPatchSites; ++site) {
-          const int64_t slot = qkv_slot(static_cast<PatchSite>(site), hr, s);
-          Tensor<T> qkv = run.copy(run.qkv_corrupt(lr));
-          qkv.narrow(2, slot, 1).copy_from(qkv_sent.tensor.narrow(2, slot, 1));
-          p.scores[static_cast<size_t>(site)][sender * N + receiver] = run.from_qkv(lr, qkv);
-        }
+        for (int site = 0; site < kPatchSites; ++site)
+          p.scores[static_cast<size_t>(site)][sender * N + receiver] =
+              run.with_slot(lr, qkv_slot(static_cast<PatchSite>(site), hr, s), qkv_sent.tensor);
       }
     }
   }
