@@ -181,3 +181,31 @@ def test_encoder_survival_reads_roles_and_l0s_pruned_heads():
     r, kept, layer = V.encoder_survival(roles, {"pruned_heads": "0:1 1:0"}, 0)
     assert list(r) == ["positional", "none", "rare", "positional"]
     assert list(kept) == [True, False, False, True] and list(layer) == [0, 0, 1, 1]
+
+
+def test_the_budget_arm_trains_the_base_config_twice_as_long(tmp_path, capsys):
+    import tomllib
+    from translation import collect as C
+    folder = os.path.join(EXPERIMENTS, "translation")
+    base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
+    C.budget_sweep(os.path.join(folder, "base.toml"), str(tmp_path))
+    path = capsys.readouterr().out.strip()
+    sweep = tomllib.load(open(path, "rb"))
+    steps = C.base_steps(os.path.join(folder, "base.toml"))
+    assert os.path.basename(path) == f"steps={2 * steps}.toml"
+    assert sweep["set"]["train.steps"] == 2 * steps and sweep["grid"]["train.seed"] == C.BUDGET_SEEDS
+    same = {k: v for k, v in sweep["set"].items() if k not in ("train.steps", "train.keep_checkpoints")}
+    assert same == {k: v for k, v in base["set"].items() if k not in ("train.steps", "train.keep_checkpoints")}
+    assert os.path.normpath(sweep["base"]) == os.path.normpath(os.path.join(folder, base["base"]))
+
+
+def test_budget_table_against_the_base_models(data):
+    write(os.path.join(data.folder, "budget", "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
+          "started_utc,2026-12-05T00:00:00Z\nmachine,Xeon, 2 cores\nwall_seconds,1200\nmax_load_1min,2.00\n")
+    write(os.path.join(data.folder, "budget", "runs.csv"), "seed,steps,step,val_bleu,val_loss,bleu,chrf,loss\n"
+          "0,800,800,11,2.2,20.3,41,2.1\n1,800,800,10.1,1.98,23,43,2.0\n")
+    d = T.Data(data.folder)
+    lines = T.fill_budget(d).splitlines()
+    assert lines[2] == "| 0 | 400 → 800 | 20.00 → 20.30 | +0.30 | 10.00 → 11.00 | +1.00 |"
+    assert lines[3] == "| 1 | 400 → 800 | 22.00 → 23.00 | +1.00 | 10.10 → 10.10 | +0.00 |"
+    assert "less than 0.5 BLEU in 1 of 2 seeds" in lines[-1]

@@ -23,6 +23,7 @@ from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter
 
 # run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
 ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
+        ("budget", "the base config at twice its steps, seeds 0 and 1: what more training still gains"),
         ("head_count", "head count at fixed d_model (Vaswani Table 3 A), and d_head fixed"),
         ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
         ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
@@ -108,6 +109,29 @@ def fill_base_plateau(d):
                      "yes" if plateaued(loss, threshold=PRACTICAL["relative_loss"]) else "no"])
     return md_table(["seed", "val BLEU gain, last quarter", f"< {PRACTICAL['bleu']:g} BLEU",
                      "val loss gain, last quarter", f"< {PRACTICAL['relative_loss']:.0%}"], rows)
+
+
+def fill_budget(d):
+    """The budget arm beside the base models of the same seeds: the gain of twice the steps."""
+    if "budget" not in d.arms:
+        return not_run("budget")
+    if "base" not in d.arms:
+        return not_run("base")
+    base = {int(r["seed"]): r for r in d.read("base", "test.csv")}
+    curves = base_curves(d)
+    rows, within = [], 0
+    for r in d.read("budget", "runs.csv"):
+        seed = int(r["seed"])
+        b = base[seed]
+        gain = number(r["bleu"]) - number(b["bleu"])
+        val_gain = number(r["val_bleu"]) - curves[seed][-1][1]
+        within += abs(gain) < PRACTICAL["bleu"]
+        rows.append([seed, f"{b['step']} → {r['step']}", f"{number(b['bleu']):.2f} → {number(r['bleu']):.2f}",
+                     f"{gain:+.2f}", f"{curves[seed][-1][1]:.2f} → {number(r['val_bleu']):.2f}", f"{val_gain:+.2f}"])
+    n = len(rows)
+    return (md_table(["seed", "steps", "test BLEU (beam 5)", "gain", "val BLEU (greedy)", "gain"], rows) +
+            f"\n\nTwice the steps changes test BLEU by less than {PRACTICAL['bleu']:g} BLEU in {within} of {n} "
+            f"seeds (a description over {n} seeds, not a test).")
 
 
 def band(ax, c, color, label, style="-"):
@@ -447,7 +471,7 @@ def fill_michel_dynamics(d):
 
 
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
-           "base_plateau": fill_base_plateau, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
+           "base_plateau": fill_base_plateau, "budget": fill_budget, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
            "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
            "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics,

@@ -11,6 +11,9 @@
 # Arms:
 #   base        headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU,
 #               chrF); collect.py base -> data/base/
+#   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
+#               by beam 5: what more training would still gain over the base models (the plateau
+#               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
 #   head_count  Vaswani Table 3 A: head_count_lr.toml (1-16 heads at fixed d_model, 3 rates, seed
 #               0), then 5 fresh seeds per count at its best rate (OUT/head_count/seeds), and the
 #               same with d_head held at the base model's (OUT/head_count/d_head); every final
@@ -49,8 +52,8 @@ DATA=${DATA:-$HERE/data}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|head_count|michel|voita|kv_heads) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, head_count, michel, voita, kv_heads)" >&2; exit 2 ;;
+  base|budget|head_count|michel|voita|kv_heads) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count, michel, voita, kv_heads)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -76,10 +79,23 @@ export HEADLAB
 
 base_models() {  # the base sweep, then each seed's final checkpoint on test, two at a time
   "$HEADLAB" sweep "$SWEEPS/base.toml" --jobs "$JOBS" --out "$OUT/base"
-  for run in "$OUT"/base/train.seed=*/; do
+  final_on_test "$OUT"/base/train.seed=*/
+}
+
+final_on_test() {  # each run folder's final checkpoint on test by beam 5, two at a time
+  local run final
+  for run in "$@"; do
     final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
     echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+}
+
+budget() {
+  base_models
+  local f
+  f=$("$PY" $HERE/collect.py budget-sweep "$SWEEPS/base.toml" "$OUT/budget")
+  "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  final_on_test "${f%.toml}"/train.seed=*/
 }
 
 head_count() {
@@ -193,10 +209,7 @@ kv_heads() {
   for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
   done
-  for run in "$OUT"/kv_heads/kv=*/train.seed=*/; do
-    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
-    echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
-  done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
+  final_on_test "$OUT"/kv_heads/kv=*/train.seed=*/
   # Decoding speed, timed: one bench at a time, the settings in turn in every round.
   for r in $(seq 1 "$BENCH_ROUNDS"); do
     for k in $("$PY" $HERE/collect.py kv-values "$SWEEPS/base.toml"); do
@@ -213,6 +226,7 @@ kv_heads() {
 
 case $arm in
   base) base_models ;;
+  budget) budget ;;
   head_count) head_count ;;
   michel) michel ;;
   voita) voita ;;
