@@ -203,6 +203,7 @@ def test_budget_table_against_the_base_models(data):
     write(os.path.join(data.folder, "budget", "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
           "started_utc,2026-12-05T00:00:00Z\nmachine,Xeon, 2 cores\nwall_seconds,1200\nmax_load_1min,2.00\n")
     write(os.path.join(data.folder, "budget", "runs.csv"), "seed,steps,step,val_bleu,val_loss,bleu,chrf,loss\n"
+          "0,400,400,10,2.3,20,40,2.2\n1,400,400,10.1,1.99,22,42,2.1\n"
           "0,800,800,11,2.2,20.3,41,2.1\n1,800,800,10.1,1.98,23,43,2.0\n")
     d = T.Data(data.folder)
     lines = T.fill_budget(d).splitlines()

@@ -35,9 +35,9 @@ data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (t
                    config.csv: key,value (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's
                    size follows from them); bench.csv: kv_heads,round,sentences_per_s,ms_median,
                    foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
-data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss (the base config at twice
-                   its steps, seeds BUDGET_SEEDS: the last evaluation of metrics.csv and the final
-                   checkpoint on test by beam 5; the base models at their own steps are data/base/)
+data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
+                   base config at its steps S (the base arm's runs) and at 2S, each run's last
+                   evaluation in metrics.csv and its final checkpoint on test by beam 5
 data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
                    uncommitted changes, the start (UTC), the machine, the arm's wall time and the
                    highest 1-minute load average sampled while it ran
@@ -265,23 +265,21 @@ def budget_sweep(sweep_path, out):
                   {"train.steps": steps, "train.keep_checkpoints": 1}, BUDGET_SEEDS)
 
 
-def collect_budget(out, data, _sweeps):
-    rows = []
-    root = os.path.join(out, "budget")
-    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if not (name.startswith("steps=") and os.path.isdir(os.path.join(root, name))):
-            continue
-        for run in sorted(os.listdir(os.path.join(root, name))):
-            if not run.startswith("train.seed="):
-                continue
-            folder = os.path.join(root, name, run)
-            last = [r for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]][-1]
-            e = json.load(open(os.path.join(folder, "test_beam5.json")))
-            rows.append({"seed": int(run.split("=")[1]), "steps": int(name[len("steps="):]), "step": e["step"],
-                         "val_bleu": last["val_bleu"], "val_loss": last["val_loss"], "bleu": e["bleu"],
-                         "chrf": e["chrf"], "loss": e["loss"]})
-    if not rows:
-        fail(f"{root} holds no finished steps=<N> run: run experiments/translation/run.sh budget first")
+def collect_budget(out, data, sweeps):
+    """The budget runs and the base runs of the same seeds (the arm's own comparison)."""
+    def row(seed, steps, folder):
+        last = [r for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]][-1]
+        e = json.load(open(os.path.join(folder, "test_beam5.json")))
+        return {"seed": seed, "steps": steps, "step": e["step"], "val_bleu": last["val_bleu"],
+                "val_loss": last["val_loss"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"]}
+    steps = base_steps(os.path.join(sweeps, "base.toml"))
+    rows = [row(seed, steps, run) for seed, run in seed_runs(out) if seed in BUDGET_SEEDS]
+    root = os.path.join(out, "budget", f"steps={2 * steps}")
+    for seed in BUDGET_SEEDS:
+        folder = os.path.join(root, f"train.seed={seed}")
+        if not os.path.exists(os.path.join(folder, "test_beam5.json")):
+            fail(f"{folder} has no test_beam5.json: run experiments/translation/run.sh budget to the end")
+        rows.append(row(seed, 2 * steps, folder))
     write_csv(os.path.join(data, "runs.csv"), list(rows[0]), rows)
 
 
