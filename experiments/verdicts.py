@@ -12,6 +12,8 @@ them).
   most, share_text, most_claim       "most" is more than half; shares with the paper's beside
   removal_class, removal_counts      Michel Table 1: each head hurts / helps / no practical change
   smallest_p, seed_claim             paired seeds: exact sign, exact Wilcoxon or paired t, >= 5 seeds
+  last_quarter_gain, plateaued,      base models at a plateau; steps_to_plateau: the budget a
+  steps_to_plateau                   power-law fit says the rule would need
   solve_rate_claim, solve_rate_test  bimodal accuracies: Fisher's exact test on runs solved
   Claim, paired_t_test, holm_claims  a family of claims, Holm-adjusted together, each with its threshold
   stratified_permutation_claim       a group's rate against the rest, permuted within each layer
@@ -384,6 +386,43 @@ def plateaued(gain, *, threshold):
     (PRACTICAL: 1% of the loss, 1 accuracy point, 0.5 BLEU): more training would not change a
     verdict reached at that threshold. None (no such window) is not shown to be a plateau."""
     return gain is not None and gain < threshold
+
+
+def steps_to_plateau(curve, *, threshold, fit_from=0.1, max_steps=1e9):
+    """For a loss curve [(step, value), ...] that has not plateaued: the step count T at which a
+    power law L(t) = a + b t^-alpha, fitted by least squares to the evaluations from fit_from x the
+    final step on (past the warmup), predicts a last quarter (0.75 T -> T) gaining less than
+    threshold (relative), i.e. the budget the plateau rule would need. An extrapolation, and on a
+    curve shaped by its learning-rate schedule too, so only its order of magnitude is read. None when
+    the fit fails or the prediction exceeds max_steps; also (T, alpha) are returned as a tuple."""
+    from scipy.optimize import curve_fit
+
+    curve = sorted(curve)
+    final_step = curve[-1][0]
+    points = [(s, v) for s, v in curve if s >= fit_from * final_step]
+    if len(points) < 4:
+        return None
+    steps = [float(s) for s, _ in points]
+    values = [float(v) for _, v in points]
+
+    def law(t, a, b, alpha):
+        return a + b * t ** -alpha
+
+    try:
+        (a, b, alpha), _ = curve_fit(law, steps, values, p0=(min(values) / 2, values[0] * steps[0] ** 0.3, 0.3),
+                                     bounds=((0, 0, 1e-3), (max(values), math.inf, 3)), maxfev=20000)
+    except (RuntimeError, ValueError):
+        return None
+
+    def gain(t):
+        return (law(0.75 * t, a, b, alpha) - law(t, a, b, alpha)) / law(0.75 * t, a, b, alpha)
+
+    t = float(final_step)
+    while gain(t) >= threshold:  # the relative gain falls monotonically in t for this law
+        t *= 1.1
+        if t > max_steps:
+            return None
+    return round(t), alpha
 
 
 # ---- ours vs the paper ------------------------------------------------------------------------------------

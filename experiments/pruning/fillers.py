@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from common import cell, mean_std, number, seeds_list
-from verdicts import PAPER, PRACTICAL, last_quarter_gain, plateaued, share_text
+from verdicts import PAPER, PRACTICAL, last_quarter_gain, plateaued, share_text, steps_to_plateau
 
 from .analysis import (
     EARLY, FIGURE5, ORDER_TITLES, RHO_THRESHOLD, SCORE_ORDERS, TASKS, at_half, drop, dynamics_rows, ft_name,
@@ -70,16 +70,20 @@ def fill_setup(d, _):
 def fill_plateau(d, _):
     """Base models at a plateau: each seed's val curve (the pruning metric) over the last quarter of
     training gained less than the practical threshold (verdicts.plateaued)."""
-    rows = []
+    rows, far = [], []
     for task in d.tasks:
         metric = TASKS[task][1]
         accuracy = metric == "val_accuracy"
         threshold = PRACTICAL["accuracy" if accuracy else "relative_loss"]
-        gains = []
+        gains, needed = [], []
         for seed in d.seeds[task]:
             curve = [(int(r["step"]), number(r[metric])) for r in d.curves
                      if r["task"] == task and int(r["seed"]) == seed and r[metric] != ""]
             gains.append(last_quarter_gain(curve, higher_is_better=accuracy, relative=not accuracy) if curve else None)
+            if curve and not accuracy and not plateaued(gains[-1], threshold=threshold):
+                needed.append((steps_to_plateau(curve, threshold=threshold), curve[-1][0] if curve else 0))
+        if needed:
+            far.append(plateau_extrapolation(task, needed, threshold))
         shown = [g for g in gains if g is not None]
         scale, unit = (100, " points") if accuracy else (100, "%")
         rows.append([f"`{task}`", metric.replace("val_", ""),
@@ -88,7 +92,30 @@ def fill_plateau(d, _):
                      f"{sum(plateaued(g, threshold=threshold) for g in gains)} of {len(gains)}"
                      + ("" if len(shown) == len(gains) else " (– : no evaluation at 3/4 of training)")])
     return table(["task", "val metric", "gain over the last quarter of training, per seed", "threshold",
-                  "seeds at a plateau"], rows)
+                  "seeds at a plateau"], rows) + "".join("\n\n" + f for f in far)
+
+
+def plateau_extrapolation(task, needed, threshold):
+    """How far a loss task's seeds that missed the rule are from it: verdicts.steps_to_plateau per seed."""
+    fits = [n for n, _ in needed if n]
+    budget = max(b for _, b in needed)
+    if not fits:
+        return (f"`{task}`: a power law fitted to the val curves of the {len(needed)} seeds below the rule "
+                f"(verdicts.steps_to_plateau) does not reach a last quarter gaining < {threshold:.0%} within 1e9 steps.")
+    steps = sorted(s for s, _ in fits)
+    alphas = sorted(a for _, a in fits)
+
+    def span(lo, hi, fmt):
+        return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else fmt.format(lo) + "-" + fmt.format(hi)
+
+    seeds = f"{len(needed)} seed" + ("s" if len(needed) > 1 else "")
+    return (f"`{task}`: a power law L(t) = a + b t^-alpha fitted to the val curves of the {seeds} below "
+            f"the rule (verdicts.steps_to_plateau; alpha {span(alphas[0], alphas[-1], '{:.2f}')}"
+            + (f", {len(needed) - len(fits)} fits out of reach" if len(fits) < len(needed) else "")
+            + f") puts a last quarter gaining < {threshold:.0%} at {span(steps[0], steps[-1], '{:,}')} steps, "
+            f"{span(steps[0] / budget, steps[-1] / budget, '{:.0f}')} times the {budget:,} trained. An extrapolation "
+            f"over a curve shaped by its schedule too, so read only its order of magnitude: where it is far beyond the "
+            f"budget, these base models are still learning and their verdicts are those of such models.")
 
 
 def effect_scale(kind):

@@ -399,3 +399,16 @@ def test_plateaued_needs_a_gain_below_the_threshold():
     assert not V.plateaued(0.2, threshold=0.01)
     assert V.plateaued(-0.03, threshold=0.01)
     assert not V.plateaued(None, threshold=0.01)
+
+
+def test_steps_to_plateau_inverts_a_known_power_law():
+    # L(t) = 1 + 5 t^-0.5: the last quarter's relative gain is 5 t^-0.5 (0.75^-0.5 - 1) / L(0.75 t),
+    # which first falls below 1% near t = 5150 (by hand: sqrt(t) = 5 x 0.1547 / (0.01 x L), L ~ 1.07).
+    law = [(t, 1 + 5 * t ** -0.5) for t in range(200, 2001, 100)]
+    steps, alpha = V.steps_to_plateau(law, threshold=0.01)
+    assert alpha == pytest.approx(0.5, rel=1e-3)
+    assert 5000 < steps < 5700  # the search steps by 10%
+    # Out of reach below max_steps, too few points, or already there: None / the final step.
+    assert V.steps_to_plateau(law, threshold=0.01, max_steps=4000) is None
+    assert V.steps_to_plateau(law[:3], threshold=0.01) is None
+    assert V.steps_to_plateau(law, threshold=0.5)[0] == 2000
