@@ -2,7 +2,7 @@
 """Checks the DOM Chromium dumped of a headlab report (.ci/test-browser); standard library only.
 
   check_report_dom.py DOM --report REPORT.html [--heads-csv heads.csv] [--example NAME --layer L --head H|mean|all]
-                      [--gold-csv attention_example_I_gold_alignment.csv] [--runs N]
+                      [--gold-csv attention_example_I_gold_alignment.csv] [--runs N] [--circuits RUN]
 
 - the page ran to the end (body data-ready="1") and #js-errors is empty;
 - with --heads-csv: every column of heads.csv with differing values has a heatmap with one cell per row and a colour
@@ -18,6 +18,11 @@
   rect.gold per cell), and its legend says how many;
 - with --runs N: the sweep page holds N run sections and, per metric results.csv has, a
   final-metric chart whose points are results.csv's means.
+- with --circuits: each activation- and path-patching grid has one cell per row of RUN's
+  patching_heads.csv, patching_resid.csv and path_patching.csv, holding the CSV's values (empty
+  where the CSV's is not finite); each detector's chart has a point per checkpoint for each of the
+  8 heads (or all, when fewer) that score highest, its values the CSV's; the composition graph
+  has, per kind, the 6 strongest pairs of composition.csv's last step as edges.
 Prints one line naming the first failed check and exits 1.
 """
 import argparse
@@ -115,6 +120,62 @@ def check_heatmaps(dom, heads_csv):
         fail("no heatmap cell has a value")
 
 
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def finite(text):
+    """A CSV cell as the page writes it into data-value: the number, or None when not finite."""
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def same_values(got, want):
+    """Two lists of numbers-or-None equal as multisets, to close()."""
+    if len(got) != len(want) or [g is None for g in sorted(got, key=lambda v: (v is None, v or 0))] != \
+            [w is None for w in sorted(want, key=lambda v: (v is None, v or 0))]:
+        return False
+    a = sorted(v for v in got if v is not None)
+    b = sorted(v for v in want if v is not None)
+    return all(close(x, y) for x, y in zip(a, b))
+
+
+def check_circuits(dom, run):
+    """headlab circuits' files drawn: patching grids, detector curves, the composition graph."""
+    cells = [a for tag, a in dom.elements if tag == "rect" and "data-grid" in a]
+    grids = [("patching_heads.csv", c, c) for c in ("head_out_restored", "q_restored", "k_restored", "v_restored")]
+    grids += [("patching_resid.csv", "resid_restored", "restored")]
+    grids += [("path_patching.csv", "path_" + c, c) for c in ("q_restored", "k_restored", "v_restored")]
+    for file, grid, column in grids:
+        rows = read_rows(f"{run}/{file}")
+        drawn = [a for a in cells if a["data-grid"] == grid]
+        got = [float(a["data-value"]) if a["data-value"] != "" else None for a in drawn]
+        if len({(a["data-row"], a["data-col"]) for a in drawn}) != len(rows) or \
+                not same_values(got, [finite(r[column]) for r in rows]):
+            fail(f"grid {grid}: {len(drawn)} cells, expected {file}'s {len(rows)} values of {column}")
+    rows = read_rows(f"{run}/detectors.csv")
+    labels = list(dict.fromkeys(r["label"] for r in rows))
+    steps = len({r["step"] for r in rows})
+    for column in ("previous_token", "duplicate_token", "induction", "prefix_matching"):
+        points = [float(a["data-y"]) for tag, a in dom.elements if tag == "circle" and a.get("data-chart") == f"detector {column}"]
+        values = [float(r[column]) for r in rows]
+        if len(points) != min(8, len(labels)) * steps or not all(any(close(p, v) for v in values) for p in points):
+            fail(f"detector {column}: {len(points)} points, expected {min(8, len(labels))} heads x {steps} checkpoints "
+                 f"of detectors.csv")
+    rows = read_rows(f"{run}/composition.csv")
+    last = max(int(r["step"]) for r in rows)
+    for kind in ("q", "k", "v"):
+        want = sorted((finite(r[kind]) for r in rows if int(r["step"]) == last and finite(r[kind]) is not None),
+                      reverse=True)[:6]
+        got = [float(a["data-value"]) for tag, a in dom.elements if tag == "path" and a.get("data-edge") == kind]
+        if not same_values(got, want):
+            fail(f"composition graph: {kind} edges {sorted(got)}, expected composition.csv's strongest {want}")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("dom")
@@ -125,6 +186,7 @@ def main():
     p.add_argument("--head")
     p.add_argument("--runs", type=int)
     p.add_argument("--gold-csv")
+    p.add_argument("--circuits")
     args = p.parse_args()
 
     dom = Elements()
@@ -136,6 +198,8 @@ def main():
 
     if args.heads_csv:
         check_heatmaps(dom, args.heads_csv)
+    if args.circuits:
+        check_circuits(dom, args.circuits)
     data = embedded_data(args.report)
     for run in data["runs"]:
         names = [e["name"] for e in run["examples"]]

@@ -129,11 +129,31 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
   return out;
 }
 
+// What headlab circuits wrote into the folder (docs/circuits.md), each file or null.
+constexpr const char* kCircuitFiles[] = {"detectors", "composition", "ov_copying", "patching_heads",
+                                         "patching_resid", "path_patching", "dla", "logit_lens"};
+
+std::string circuits_json(const fs::path& dir) {
+  std::string out = "{";
+  bool first = true;
+  for (const char* file : kCircuitFiles) {
+    append_item(out, !first, json_string(file) + ":" + optional_csv(dir / (std::string(file) + ".csv")));
+    first = false;
+  }
+  return out + "}";
+}
+
+bool has_circuit_files(const fs::path& dir) {
+  return std::any_of(std::begin(kCircuitFiles), std::end(kCircuitFiles),
+                     [&](const char* file) { return fs::is_regular_file(dir / (std::string(file) + ".csv")); });
+}
+
 std::string run_json(const fs::path& dir, const std::string& name, const std::vector<ExtraExample>& extra) {
   std::string out =
       "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
       ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" + optional_csv(dir / "metrics.csv") +
-      ",\"heads\":" + optional_csv(dir / "heads.csv") + ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv");
+      ",\"heads\":" + optional_csv(dir / "heads.csv") + ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv") +
+      ",\"circuits\":" + circuits_json(dir);
   std::vector<std::string> checkpoints;
   if (fs::is_directory(dir / "checkpoints"))
     for (const auto& entry : fs::directory_iterator(dir / "checkpoints"))
@@ -203,10 +223,10 @@ std::string gather_report(const std::string& folder, const std::vector<ExtraExam
   }
   const bool has_run_files = fs::is_regular_file(dir / "metrics.csv") || fs::is_regular_file(dir / "heads.csv") ||
                              fs::is_regular_file(dir / "prune.csv") || fs::is_directory(dir / "prune") ||
-                             !attention_dump_names(dir.string()).empty();
+                             !attention_dump_names(dir.string()).empty() || has_circuit_files(dir);
   HEADLAB_CHECK(has_run_files || !extra.empty(),
                 folder << " is not a run or sweep folder: it holds no metrics.csv, grid.csv, heads.csv, "
-                          "attention_example_*, prune.csv or prune/");
+                          "attention_example_*, prune.csv, prune/ or headlab circuits' files");
   return head + ",\"kind\":\"run\",\"runs\":[" + run_json(dir, name, extra) + "]}";
 }
 

@@ -1,4 +1,4 @@
-// headlab report, part 1 of 2 (src/report/report.html inlines both): errors shown in the page,
+// headlab report, part 1 of 3 (src/report/report.html inlines all three): errors shown in the page,
 // helpers, colour scales, tooltips and the SVG charts (curves, heatmaps, similarity, pruning).
 // ---- errors land in the page, so that a headless browser's DOM dump shows them -----------------
 const errorsBox = document.getElementById("js-errors");

@@ -1,4 +1,4 @@
-// headlab report, part 2 of 2: the attention viewer, a run's and a sweep's sections, and main().
+// headlab report, part 3 of 3: the attention viewer, a run's and a sweep's sections, and main().
 // ---- attention viewer --------------------------------------------------------------------------
 // Each head's map is round(255 p), row by row (the lower triangle only when causal), compressed
 // with zlib (ex.encoding "deflate") and base64-encoded. A head is decoded when first drawn (the
@@ -288,6 +288,8 @@ function renderRun(run, ri, host) {
     html += `<details class="similarity"><summary>head-by-head Jensen-Shannon distance (heads_similarity.csv; ` +
             `0 = the same attention, yellow = the largest)</summary></details>`;
   if (run.prune.length) html += `<h3>Pruning (${run.prune.length} prune.csv)</h3>${pruneCurves(run.prune)}`;
+  const circuits = run.circuits ? circuitsSection(run.circuits, run.metrics) : "";
+  if (circuits) html += `<h3>Circuits (headlab circuits)</h3>${circuits}`;
   if (run.examples.length)
     html = `<div class="run-grid"><div>${html}</div><div><h3>Attention</h3>` +
            `<div class="viewer" id="viewer-${ri}" data-run="${ri}"></div></div></div>`;

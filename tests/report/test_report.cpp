@@ -154,6 +154,26 @@ TEST_CASE("report reads an attention dump from its CSV when there is no .h5", "[
   CHECK_THAT(html, Catch::Contains("\"checkpoints\":[]"));
 }
 
+TEST_CASE("a folder with only headlab circuits' files is a run, and its files go in as CSV tables", "[report]") {
+  // The file names and columns headlab circuits writes (docs/circuits.md); the values are made up.
+  test::ScratchDir s("report_circuits");
+  const fs::path dir = s.write("detectors.csv",
+                   "step,label,layer,head,previous_token,duplicate_token,induction,prefix_matching\n"
+                   "20,L0H0,0,0,0.5,0.1,0.1,0.1\n20,L1H0,1,0,0.1,0.1,0.6,0.7\n").parent_path();
+  s.write("patching_resid.csv", "layer,position,metric,restored\n0,0,1.5,0.25\n");
+  const std::string json = gather_report(dir.string(), {});
+  CHECK_THAT(json, Catch::Contains("\"circuits\":{\"detectors\":{\"columns\":[\"step\",\"label\",\"layer\",\"head\","
+                                   "\"previous_token\",\"duplicate_token\",\"induction\",\"prefix_matching\"],"
+                                   "\"rows\":[[20,\"L0H0\",0,0,0.5,0.1,0.1,0.1],[20,\"L1H0\",1,0,0.1,0.1,0.6,0.7]]}"));
+  CHECK_THAT(json, Catch::Contains("\"patching_resid\":{\"columns\":[\"layer\",\"position\",\"metric\",\"restored\"],"
+                                   "\"rows\":[[0,0,1.5,0.25]]}"));
+  CHECK_THAT(json, Catch::Contains("\"composition\":null"));
+  // Without them (nor anything else a run holds) the folder is refused, naming them.
+  fs::remove(dir / "detectors.csv");
+  fs::remove(dir / "patching_resid.csv");
+  CHECK_THROWS_WITH(gather_report(dir.string(), {}), Catch::Contains("headlab circuits' files"));
+}
+
 TEST_CASE("the report's cross-attention entry carries the dump's gold alignment, as [t, s] cells", "[report]") {
   test::ScratchDir s("report_gold");
   const std::unique_ptr<TranslationDataset> data = test::bible_fixture_data(s);
