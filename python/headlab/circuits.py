@@ -70,48 +70,80 @@ def detector_scores(model, tokens) -> dict:
 
 @torch.no_grad()
 def head_circuits(model) -> list:
-    """(label, layer, W_QK [C, C], W_OV [C, C]) of every query head of a decoder or encoder, in
-    float64, formed in full (the binary factors them; this is the plain definition)."""
+    """(label, kind, site, W_QK [C, C], W_OV [C, C]) of every query head of a decoder, an encoder or
+    an EncoderDecoder (site: its index in attention_sites(), the order the model runs them), in
+    float64, formed in full (the binary factors them; this is the plain definition). Each LayerNorm
+    weight is folded into the weights that read it: LN1 into a self-attention's q, k, v; a cross
+    head's LN_c into its q and the encoder's ln_f into its k, v (they read the encoder's output)."""
+    from .checkpoint import attention_sites
+
+    one_stack = not hasattr(model, "enc")
     heads = []
-    for l, blk in enumerate(model.blocks):
-        a = blk.attn
-        H, Hkv, Dh = a.n_heads, a.n_kv_heads, a.d_head
-        w = a.qkv.weight.double() * blk.ln1.weight.double()[None, :]  # [(H + 2 Hkv) Dh, C], LN folded
+    for site, (kind, l, _, _) in enumerate(attention_sites(model.spec)):
+        if kind == "cross":
+            blk = model.blocks[l]
+            a = blk.cross
+            H, Hkv, Dh = a.n_heads, a.n_kv_heads, a.d_head
+            q = a.q.weight.double() * a.ln.weight.double()[None, :]                 # [H Dh, C]
+            kv = a.kv.weight.double() * model.enc.ln_f.weight.double()[None, :]    # [2 Hkv Dh, C]: K heads, V heads
+            rows = lambda h, g: (q[h * Dh:(h + 1) * Dh], kv[g * Dh:(g + 1) * Dh],  # noqa: E731
+                                 kv[(Hkv + g) * Dh:(Hkv + g + 1) * Dh])
+        else:
+            blk = model.enc.layer(l) if kind == "enc" else model.blocks[l]
+            a = blk.attn
+            H, Hkv, Dh = a.n_heads, a.n_kv_heads, a.d_head
+            w = a.qkv.weight.double() * blk.ln1.weight.double()[None, :]  # [(H + 2 Hkv) Dh, C], LN folded
+            rows = lambda h, g: (w[h * Dh:(h + 1) * Dh], w[(H + g) * Dh:(H + g + 1) * Dh],  # noqa: E731
+                                 w[(H + Hkv + g) * Dh:(H + Hkv + g + 1) * Dh])
         proj = a.proj.weight.double()                                   # [C, H Dh]
         for h in range(H):
-            g = h // (H // Hkv)
-            W_Q = w[h * Dh:(h + 1) * Dh].T
-            W_K = w[(H + g) * Dh:(H + g + 1) * Dh].T
-            W_V = w[(H + Hkv + g) * Dh:(H + Hkv + g + 1) * Dh].T
+            W_Q, W_K, W_V = (m.T for m in rows(h, h // (H // Hkv)))
             W_O = proj[:, h * Dh:(h + 1) * Dh].T
             W_O = W_O - W_O.mean(dim=1, keepdim=True)
-            heads.append((f"L{l}H{h}", l, W_Q @ W_K.T, W_V @ W_O))
+            label = f"L{l}H{h}" if one_stack else f"{kind}.L{l}H{h}"
+            heads.append((label, kind, site, W_Q @ W_K.T, W_V @ W_O))
     return heads
 
 
+def compositions_between(sender_kind, sender_site, receiver_kind, receiver_site) -> tuple:
+    """Which of "q", "k", "v" connect a sender to a receiver: the receiver reads the stream the sender
+    wrote into, after it did (analysis/composition.h): a later self-attention of the same stream by
+    all three; a cross-attention the decoder stream by its queries, the encoder's output by its keys
+    and values."""
+    if receiver_kind == "cross":
+        return ("k", "v") if sender_kind == "enc" else ("q",) if receiver_site > sender_site else ()
+    same_stream = (sender_kind == "enc") == (receiver_kind == "enc")
+    return ("q", "k", "v") if same_stream and receiver_site > sender_site else ()
+
+
 def composition_scores(model) -> dict:
-    """{(sender, receiver): {"q", "k", "v"}} for every pair with the sender in an earlier layer."""
+    """{(sender, receiver): {kind: score}} for every connected pair, with the kinds that connect it."""
     heads = head_circuits(model)
     out = {}
-    for s_label, s_layer, _, ov_s in heads:
-        for r_label, r_layer, qk_r, ov_r in heads:
-            if s_layer < r_layer:
+    for s_label, s_kind, s_site, _, ov_s in heads:
+        for r_label, r_kind, r_site, qk_r, ov_r in heads:
+            kinds = compositions_between(s_kind, s_site, r_kind, r_site)
+            if kinds:
                 right = {"q": qk_r, "k": qk_r.T, "v": ov_r}
-                out[(s_label, r_label)] = {k: float((ov_s @ m).norm() / (ov_s.norm() * m.norm()))
-                                           for k, m in right.items()}
+                out[(s_label, r_label)] = {k: float((ov_s @ right[k]).norm() / (ov_s.norm() * right[k].norm()))
+                                           for k in kinds}
     return out
 
 
 @torch.no_grad()
 def ov_copying_scores(model) -> list:
     """Every head's copying score: sum(l) / sum(|l|) over the eigenvalues l of its full OV circuit
-    W_E W_V W_O W_U [V, V], formed in full (W_E rows centred, ln_f's weight folded into W_U)."""
+    W_E W_V W_O W_U [V, V], formed in full (W_E rows centred, ln_f's weight folded into W_U); NaN
+    for an encoder_decoder's encoder heads, which have no path of their own to the logits."""
     W_E = model.tok_emb.weight.double()
     W_E = W_E - W_E.mean(dim=1, keepdim=True)
     head = model.lm_head.weight if hasattr(model, "lm_head") else model.tok_emb.weight
     W_U = (head.double() * model.ln_f.weight.double()[None, :]).T      # [C, V]
     out = []
-    for _, _, _, ov in head_circuits(model):
+    for _, kind, _, _, ov in head_circuits(model):
+        if kind == "enc":
+            out.append(float("nan"))
+            continue
         eig = np.linalg.eigvals((W_E @ ov @ W_U).numpy())
         out.append(float(eig.real.sum() / np.abs(eig).sum()))
     return out
@@ -119,35 +151,55 @@ def ov_copying_scores(model) -> list:
 
 # ---- direct logit attribution and the logit lens --------------------------------------------------
 
-def _blocks(model, tokens):
-    """Runs a decoder block by block: the stream entering each block, each block's attention
-    output a [B,T,H,Dh] and its stream after attention, and the stream entering ln_f."""
-    tokens = torch.as_tensor(tokens, dtype=torch.long)
+def _blocks(model, batch):
+    """Runs the (decoder) stack of a decoder or an EncoderDecoder block by block on an
+    eval_batches() tuple: the stream entering each block; the attention sites writing into it, as
+    (kind, attention module, head outputs [B,T,H,Dh]): its self-attention, then an encoder_decoder's
+    cross-attention; the stream before its MLP; and the stream entering ln_f."""
+    from .seq2seq import _padding_mask
+
+    tokens = torch.as_tensor(batch[0], dtype=torch.long)
     T = tokens.shape[1]
     hidden = torch.ones(T, T, dtype=torch.bool).triu(1)
-    x = model.embed(tokens)
-    inputs, heads, mids = [], [], []
-    for l, blk in enumerate(model.blocks):
+    seq2seq = hasattr(model, "enc")
+    padded = False
+    if seq2seq:  # as EncoderDecoder.forward
+        key_padding, source, source_padding = batch[3], batch[4], batch[5]
+        memory, _, _ = model.encode(source, source_padding)
+        cross_hidden = _padding_mask(source_padding)
+        if key_padding is not None:
+            hidden, padded = hidden | _padding_mask(key_padding), True
+        x = model.embed(tokens, encoder=False)
+    else:
+        x = model.embed(tokens)
+    inputs, writers, mids = [], [], []
+    for blk in model.blocks:
         inputs.append(x)
-        mid, a, _ = blk.self_attention(x, hidden, False, None)
-        heads.append(a)
-        mids.append(mid)
-        x = blk.add_mlp(mid)
-    return inputs, heads, mids, x
+        x, a, _ = blk.self_attention(x, hidden, padded, None)
+        writers.append([("dec", blk.attn, a)])
+        if seq2seq:
+            c, _ = blk.cross(x, memory, cross_hidden, None)
+            x = x + blk.cross.proj(c.reshape(*c.shape[:2], -1))
+            writers[-1].append(("cross", blk.cross, c))
+        mids.append(x)
+        x = blk.add_mlp(x)
+    return inputs, writers, mids, x
 
 
 @torch.no_grad()
 def logit_attribution(model, batches) -> dict:
     """The terms of the correct token's logit, as `headlab circuits --dla` writes them: {"embed",
-    "L0H1", ..., "L0 attn bias", "L0 mlp", ..., "ln_f bias": mean term}, and "lens": per layer
+    "L0H1", ..., "L0 attn bias", "L0 mlp", ..., "ln_f bias": mean term} (an EncoderDecoder's heads and
+    biases "dec.L0H1", "cross.L0H1", "dec.L0 attn bias", ...), and "lens": per layer
     (loss, accuracy, mean logit, mean prob), the final LayerNorm applied with each stream's own
     statistics. The final LayerNorm's scale is frozen at the run's own."""
     head = model.lm_head.weight if hasattr(model, "lm_head") else model.tok_emb.weight
     w_f, b_f, eps = model.ln_f.weight, model.ln_f.bias, model.ln_f.eps
     sums, lens, n = {}, None, 0
-    for tokens, targets, _, _, *_ in batches:
-        targets = torch.as_tensor(targets, dtype=torch.long)
-        inputs, heads, mids, final = _blocks(model, tokens)  # the model in float64 (load_model(..., torch.float64))
+    one_stack = not hasattr(model, "enc")
+    for batch in batches:
+        targets = torch.as_tensor(batch[1], dtype=torch.long)
+        inputs, writers, mids, final = _blocks(model, batch)  # the model in float64 (load_model(..., torch.float64))
         keep = targets >= 0
         y = targets[keep]
         sigma = (final.var(dim=-1, unbiased=False) + eps).sqrt()[keep]           # [n]
@@ -158,13 +210,15 @@ def logit_attribution(model, batches) -> dict:
             return (c[keep] * u).sum(dim=1)
 
         terms = {"embed": term(inputs[0])}
-        for l, blk in enumerate(model.blocks):
-            H, Dh = blk.attn.n_heads, blk.attn.d_head
-            proj = blk.attn.proj.weight                                          # [C, H Dh]
-            for h in range(H):
-                terms[f"L{l}H{h}"] = term(heads[l][:, :, h] @ proj[:, h * Dh:(h + 1) * Dh].T)
-            bias = blk.attn.proj.bias
-            terms[f"L{l} attn bias"] = (u * bias[None, :]).sum(dim=1) if bias is not None else torch.zeros(len(y))
+        for l in range(len(model.blocks)):
+            for kind, attn, heads in writers[l]:
+                H, Dh = attn.n_heads, attn.d_head
+                proj = attn.proj.weight                                          # [C, H Dh]
+                name = f"L{l}" if one_stack else f"{kind}.L{l}"
+                for h in range(H):
+                    terms[f"{name}H{h}"] = term(heads[:, :, h] @ proj[:, h * Dh:(h + 1) * Dh].T)
+                bias = attn.proj.bias
+                terms[f"{name} attn bias"] = (u * bias[None, :]).sum(dim=1) if bias is not None else torch.zeros(len(y))
             nxt = inputs[l + 1] if l + 1 < len(model.blocks) else final
             terms[f"L{l} mlp"] = term(nxt - mids[l])
         terms["ln_f bias"] = head[y] @ b_f

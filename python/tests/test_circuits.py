@@ -40,9 +40,16 @@ def test_detector_scores_match_the_binary(variant, train_variant, tmp_path):
         np.testing.assert_allclose(got[name], want[name], atol=1e-5, rtol=0, err_msg=name)
 
 
-@pytest.mark.parametrize("variant", list(DECODERS) + list(ENCODERS))
-def test_composition_scores_match_the_binary(variant, train_variant, tmp_path):
-    path = checkpoint_of(train_variant(variant))
+SEQ2SEQ_VARIANTS = ["s2s_mha_learned", "s2s_gqa_mqa_sin_tied"]  # MHA; GQA self, MQA enc and cross, no biases
+
+
+def trained_checkpoint(variant, train_variant, train_seq2seq):
+    return checkpoint_of(train_seq2seq(variant) if variant in SEQ2SEQ_VARIANTS else train_variant(variant))
+
+
+@pytest.mark.parametrize("variant", list(DECODERS) + list(ENCODERS) + SEQ2SEQ_VARIANTS)
+def test_composition_scores_match_the_binary(variant, train_variant, train_seq2seq, tmp_path):
+    path = trained_checkpoint(variant, train_variant, train_seq2seq)
     run_headlab("circuits", path, "--composition", "--out", tmp_path)
     got = composition_scores(headlab.load_model(path, torch.float64))
     with open(tmp_path / "composition.csv", newline="") as f:
@@ -50,21 +57,25 @@ def test_composition_scores_match_the_binary(variant, train_variant, tmp_path):
     assert len(rows) == len(got) > 0
     for row in rows:
         want = got[(row["sender"], row["receiver"])]
-        for kind in ("q", "k", "v"):
+        assert {kind for kind in ("q", "k", "v") if row[kind] != ""} == set(want), (row, want)
+        for kind, value in want.items():
             # the CSV's 6 significant digits (5e-6 relative at most) over float32 weights summed in
             # double on both sides (~1e-7): 1e-5 relative
-            assert abs(float(row[kind]) - want[kind]) <= 1e-5 * want[kind], (row, want)
+            assert abs(float(row[kind]) - value) <= 1e-5 * value, (row, want)
+    if variant in SEQ2SEQ_VARIANTS:  # the encoder's heads reach the cross-attention by keys and values
+        assert any(s.startswith("enc.") and r.startswith("cross.") and set(k) == {"k", "v"} for (s, r), k in got.items())
 
 
-@pytest.mark.parametrize("variant", list(DECODERS))
-def test_ov_copying_scores_match_the_binary(variant, train_variant, tmp_path):
-    path = checkpoint_of(train_variant(variant))
+@pytest.mark.parametrize("variant", list(DECODERS) + SEQ2SEQ_VARIANTS)
+def test_ov_copying_scores_match_the_binary(variant, train_variant, train_seq2seq, tmp_path):
+    path = trained_checkpoint(variant, train_variant, train_seq2seq)
     run_headlab("circuits", path, "--composition", "--out", tmp_path)
     want = ov_copying_scores(headlab.load_model(path, torch.float64))
     with open(tmp_path / "ov_copying.csv", newline="") as f:
-        got = [float(row["copying_score"]) for row in csv.DictReader(f)]
+        got = [float(row["copying_score"] or "nan") for row in csv.DictReader(f)]
     # the binary solves the d_head x d_head product, this the V x V circuit (256 x 256): the same
     # nonzero eigenvalues; the CSV's 6 significant digits: 1e-5 absolute on a score in [-1, 1]
+    # (NaN, an empty cell, for an encoder_decoder's encoder heads on both sides)
     np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
 
 
@@ -73,18 +84,34 @@ def read_rows(path):
         return list(csv.DictReader(f))
 
 
-@pytest.mark.parametrize("variant", list(DECODERS))
-def test_direct_logit_attribution_matches_the_binary(variant, train_variant, tmp_path):
-    path = checkpoint_of(train_variant(variant))
+def check_dla_against_the_binary(path, tmp_path):
+    """`headlab circuits --dla` over 2 val batches against logit_attribution on the same batches;
+    returns the binary's rows."""
     run_headlab("circuits", path, "--dla", "--batches", 2, "--out", tmp_path)
     ckpt = headlab.load_checkpoint(path)
-    got = logit_attribution(headlab.load_model(path, torch.float64), eval_batches(ckpt.config, "val")[:2])
-    for row in read_rows(tmp_path / "dla.csv"):
+    got = logit_attribution(headlab.load_model(path, torch.float64), eval_batches(ckpt, "val")[:2])
+    rows = read_rows(tmp_path / "dla.csv")
+    assert {row["label"] for row in rows} == set(got) - {"lens"}
+    for row in rows:
         # float32 against float64: terms of a few units agree to ~1e-5 (the sum check's scale)
         assert abs(float(row["mean_dla"]) - got[row["label"]]) <= 2e-5 * (1 + abs(got[row["label"]])), row
     for row, want in zip(read_rows(tmp_path / "logit_lens.csv"), got["lens"]):
         for column, value in zip(("loss", "accuracy", "mean_logit", "mean_prob"), want):
             assert abs(float(row[column]) - value) <= 2e-5 * (1 + abs(value)), (row, column, value)
+    return rows
+
+
+@pytest.mark.parametrize("variant", list(DECODERS))
+def test_direct_logit_attribution_matches_the_binary(variant, train_variant, tmp_path):
+    check_dla_against_the_binary(checkpoint_of(train_variant(variant)), tmp_path)
+
+
+@pytest.mark.parametrize("variant", SEQ2SEQ_VARIANTS)
+def test_direct_logit_attribution_of_a_translation_model_matches_the_binary(variant, train_seq2seq, tmp_path):
+    # The decoder stream's self- and cross-attention heads (MHA; GQA self, MQA cross, no biases).
+    rows = check_dla_against_the_binary(checkpoint_of(train_seq2seq(variant)), tmp_path)
+    kinds = {row["attention"] for row in rows if row["kind"] == "head"}
+    assert kinds == {"dec", "cross"}
 
 
 PROMPT, CORRUPT = "and the lord said unto", "and the lord sent unto"

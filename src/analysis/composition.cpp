@@ -60,6 +60,18 @@ std::vector<double> transposed(const std::vector<double>& A, int64_t rows, int64
   return out;
 }
 
+// Rows row0 .. row0 + Dh of a projection weight [*, C], transposed to [C, Dh] with the LayerNorm
+// weight that feeds them folded in: out[c, d] = ln[c] W[row0 + d, c].
+template <typename T>
+void folded_rows(const Tensor<T>& weight, const Tensor<T>& ln, int64_t row0, int64_t C, int64_t Dh,
+                 std::vector<double>& out) {
+  out.resize(static_cast<size_t>(C * Dh));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t d = 0; d < Dh; ++d)
+      out[static_cast<size_t>(c * Dh + d)] =
+          static_cast<double>(ln.data()[c]) * static_cast<double>(weight.data()[(row0 + d) * C + c]);
+}
+
 }  // namespace
 
 const char* composition_name(Composition kind) {
@@ -71,27 +83,38 @@ template <typename T>
 HeadWeights head_weights(const Model<T>& model, int64_t site, int64_t head) {
   const ModelSpec& spec = model.spec();
   const AttentionSite where = spec.attention_sites().at(static_cast<size_t>(site));
-  HEADLAB_CHECK(where.kind != AttentionKind::cross && !model_kind_info(spec.kind).source,
-                "head_weights: an encoder_decoder's heads are not covered (one-stack models only)");
   const AttentionShape shape = spec.attention_shape(where);
   HEADLAB_CHECK(head >= 0 && head < shape.heads, "head_weights: site " << site << " has no head " << head);
-  const BlockParams& block = model.param_index().blocks.at(static_cast<size_t>(where.layer));
+  const ParamIndex& index = model.param_index();
+  const Parameters<T>& p = model.params();
+  const auto l = static_cast<size_t>(where.layer);
   const int64_t C = spec.d_model, Dh = shape.d_head, H = shape.heads, Hkv = shape.kv_heads;
   const int64_t g = head / (H / Hkv);  // the K/V head this query head reads
-  const Tensor<T> qkv = model.params().value(block.qkv.weight), proj = model.params().value(block.proj.weight),
-                  ln = model.params().value(block.ln1.weight);
   HeadWeights w;
   w.d_model = C;
   w.d_head = Dh;
-  for (auto* m : {&w.q, &w.k, &w.v}) m->resize(static_cast<size_t>(C * Dh));
+  LinearParams out_proj;
+  if (where.kind == AttentionKind::cross) {
+    // Queries from LN_c(decoder stream); keys and values from the encoder's output, LN_enc(x_enc):
+    // kv.weight [2 Hkv Dh, C] holds the K heads, then the V heads.
+    const CrossParams& cross = index.blocks.at(l).cross;
+    const Tensor<T> kv = p.value(cross.kv.weight), enc_ln = p.value(index.encoder_ln_f.weight);
+    folded_rows(p.value(cross.q.weight), p.value(cross.ln.weight), head * Dh, C, Dh, w.q);
+    folded_rows(kv, enc_ln, g * Dh, C, Dh, w.k);
+    folded_rows(kv, enc_ln, (Hkv + g) * Dh, C, Dh, w.v);
+    out_proj = cross.proj;
+  } else {
+    // qkv.weight [(H + 2 Hkv) Dh, C]: the query heads, then the K heads, then the V heads, all
+    // reading LN1 of the block's stream.
+    const BlockParams& block = where.kind == AttentionKind::enc ? index.encoder_blocks.at(l) : index.blocks.at(l);
+    const Tensor<T> qkv = p.value(block.qkv.weight), ln = p.value(block.ln1.weight);
+    folded_rows(qkv, ln, head * Dh, C, Dh, w.q);
+    folded_rows(qkv, ln, (H + g) * Dh, C, Dh, w.k);
+    folded_rows(qkv, ln, (H + Hkv + g) * Dh, C, Dh, w.v);
+    out_proj = block.proj;
+  }
+  const Tensor<T> proj = p.value(out_proj.weight);
   w.o.resize(static_cast<size_t>(Dh * C));
-  const int64_t row0[3] = {head * Dh, (H + g) * Dh, (H + Hkv + g) * Dh};  // q, k, v rows of qkv.weight [*, C]
-  std::vector<double>* into[3] = {&w.q, &w.k, &w.v};
-  for (int m = 0; m < 3; ++m)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t d = 0; d < Dh; ++d)
-        (*into[m])[static_cast<size_t>(c * Dh + d)] =
-            static_cast<double>(ln.data()[c]) * static_cast<double>(qkv.data()[(row0[m] + d) * C + c]);
   for (int64_t d = 0; d < Dh; ++d) {  // W_O [Dh, C] from proj.weight [C, H Dh], each row centred
     double mean = 0;
     for (int64_t c = 0; c < C; ++c) mean += static_cast<double>(proj.data()[c * H * Dh + head * Dh + d]);
@@ -119,38 +142,60 @@ double composition_score(const HeadWeights& sender, const HeadWeights& receiver,
   return std::sqrt(std::max(product, 0.0)) / std::sqrt(sender_norm * receiver_norm);
 }
 
+std::array<bool, kCompositions> compositions_between(AttentionSite sender, int64_t sender_site, AttentionSite receiver,
+                                                     int64_t receiver_site) {
+  const bool from_encoder = sender.kind == AttentionKind::enc;
+  if (receiver.kind == AttentionKind::cross) {
+    if (from_encoder) return {false, true, true};  // every encoder head has written the memory
+    return {receiver_site > sender_site, false, false};
+  }
+  const bool same_stream = from_encoder == (receiver.kind == AttentionKind::enc);
+  const bool later = receiver_site > sender_site;
+  return {same_stream && later, same_stream && later, same_stream && later};
+}
+
 template <typename T>
 CompositionScores composition_scores(const Model<T>& model) {
   const ModelSpec& spec = model.spec();
-  HEADLAB_CHECK(!model_kind_info(spec.kind).source,
-                "composition scores: an encoder_decoder's stacks are not covered yet (decoder and encoder models)");
+  const bool one_stack = !model_kind_info(spec.kind).source;
   CompositionScores s;
   std::vector<HeadWeights> weights;
+  std::vector<AttentionSite> head_site;
+  std::vector<int64_t> site_index;
   const std::vector<AttentionSite> sites = spec.attention_sites();
-  for (size_t l = 0; l < sites.size(); ++l)
-    for (int64_t h = 0; h < spec.heads_at_site(sites[l]); ++h) {
-      s.labels.push_back(head_label(sites[l], h, true));
-      s.layer.push_back(sites[l].layer);
+  for (size_t i = 0; i < sites.size(); ++i)
+    for (int64_t h = 0; h < spec.heads_at_site(sites[i]); ++h) {
+      s.labels.push_back(head_label(sites[i], h, one_stack));
+      s.layer.push_back(sites[i].layer);
       s.head.push_back(h);
-      weights.push_back(head_weights(model, static_cast<int64_t>(l), h));
+      weights.push_back(head_weights(model, static_cast<int64_t>(i), h));
+      head_site.push_back(sites[i]);
+      site_index.push_back(static_cast<int64_t>(i));
     }
   const size_t N = s.labels.size();
   for (auto& scores : s.scores) scores.assign(N * N, kNaN);
+  s.connected.assign(N * N, 0);
   for (size_t a = 0; a < N; ++a)
-    for (size_t b = 0; b < N; ++b)
-      if (s.layer[a] < s.layer[b])
-        for (int k = 0; k < kCompositions; ++k)
+    for (size_t b = 0; b < N; ++b) {
+      const std::array<bool, kCompositions> kinds =
+          compositions_between(head_site[a], site_index[a], head_site[b], site_index[b]);
+      for (int k = 0; k < kCompositions; ++k)
+        if (kinds[static_cast<size_t>(k)]) {
+          s.connected[a * N + b] = 1;
           s.scores[static_cast<size_t>(k)][a * N + b] =
               composition_score(weights[a], weights[b], static_cast<Composition>(k));
+        }
+    }
   return s;
 }
 
 template <typename T>
 std::vector<double> ov_copying_scores(const Model<T>& model) {
   const ModelSpec& spec = model.spec();
-  HEADLAB_CHECK(model_kind_info(spec.kind).lm_head && !model_kind_info(spec.kind).source,
+  HEADLAB_CHECK(model_kind_info(spec.kind).lm_head,
                 "OV copying scores: a " << model_kind_info(spec.kind).name
-                                        << " model has no LM head to read the OV circuit's logits (decoder models)");
+                                        << " model has no LM head to read the OV circuit's logits (decoder and "
+                                           "encoder_decoder models)");
   const ParamIndex& index = model.param_index();
   const int64_t C = spec.d_model, V = spec.vocab_size;
   const Tensor<T> emb = model.params().value(index.tok_emb), head = model.params().value(index.head.weight),
@@ -170,6 +215,10 @@ std::vector<double> ov_copying_scores(const Model<T>& model) {
   const std::vector<AttentionSite> sites = spec.attention_sites();
   for (size_t l = 0; l < sites.size(); ++l)
     for (int64_t h = 0; h < spec.heads_at_site(sites[l]); ++h) {
+      if (sites[l].kind == AttentionKind::enc) {  // writes the encoder's stream: no path of its own to W_U
+        out.push_back(kNaN);
+        continue;
+      }
       const HeadWeights w = head_weights(model, static_cast<int64_t>(l), h);
       const int64_t Dh = w.d_head;
       const std::vector<double> m = a_b(a_b(w.o, unembed_embed, Dh, C, C), w.v, Dh, C, Dh);  // W_O W_U W_E W_V
@@ -199,7 +248,7 @@ void write_composition_csv(const std::string& path, const std::vector<int64_t>& 
     const CompositionScores& s = scores[c];
     for (size_t a = 0; a < s.labels.size(); ++a)
       for (size_t r = 0; r < s.labels.size(); ++r) {
-        if (s.layer[a] >= s.layer[r]) continue;
+        if (!s.connected[a * s.labels.size() + r]) continue;
         std::vector<std::string> fields = {std::to_string(steps[c]), s.labels[a], s.labels[r],
                                            std::to_string(s.layer[a]), std::to_string(s.layer[r])};
         for (int k = 0; k < kCompositions; ++k) {

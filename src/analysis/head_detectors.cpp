@@ -1,5 +1,6 @@
 #include "headlab/analysis/head_detectors.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -63,8 +64,10 @@ std::vector<uint8_t> detection_pattern(HeadDetector detector, const int32_t* tok
   return d;
 }
 
-double detector_score(HeadDetector detector, const double* probs, const int32_t* tokens, int64_t T, int64_t half) {
-  const std::vector<uint8_t> d = detection_pattern(detector, tokens, T);
+double detector_score(HeadDetector detector, const double* probs, const std::vector<uint8_t>& pattern, int64_t T,
+                      int64_t half) {
+  HEADLAB_CHECK(pattern.size() == static_cast<size_t>(T * T),
+                "detector_score: a pattern of " << pattern.size() << " cells for T = " << T);
   // TL's "mul": over every row; prefix matching: over the second copy's rows, each summing to 1
   // (a causal row always sees its own key), so the sum of A over them is their count.
   const int64_t first_row = detector == HeadDetector::prefix_matching ? half : 0;
@@ -73,7 +76,7 @@ double detector_score(HeadDetector detector, const double* probs, const int32_t*
     for (int64_t j = 0; j <= i; ++j) {
       const double a = probs[i * T + j];
       total += a;
-      if (d[static_cast<size_t>(i * T + j)]) matched += a;
+      if (pattern[static_cast<size_t>(i * T + j)]) matched += a;
     }
   return total > 0 ? matched / total : kNaN;
 }
@@ -113,13 +116,15 @@ DetectorScores detect_heads(Model<T>& model, const DetectorInputs& inputs) {
   for (int64_t r = 0; r < inputs.rows; ++r) {
     const int32_t* row = inputs.tokens.data() + r * T_;
     const AttentionExample a = attention_on_tokens(model, std::vector<int32_t>(row, row + T_));
+    std::array<std::vector<uint8_t>, kHeadDetectors> patterns;
+    for (int d = 0; d < kHeadDetectors; ++d) patterns[d] = detection_pattern(static_cast<HeadDetector>(d), row, T_);
     size_t k = 0;
     for (int64_t l = 0; l < a.n_layers; ++l)
       for (int64_t h = 0; h < a.layer_heads[static_cast<size_t>(l)]; ++h, ++k) {
         const double* probs = a.probs.data() + (l * a.n_heads + h) * T_ * T_;
         for (int d = 0; d < kHeadDetectors; ++d)
           s.scores[static_cast<size_t>(d)][k] +=
-              detector_score(static_cast<HeadDetector>(d), probs, row, T_, inputs.half) / inputs.rows;
+              detector_score(static_cast<HeadDetector>(d), probs, patterns[d], T_, inputs.half) / inputs.rows;
       }
   }
   return s;

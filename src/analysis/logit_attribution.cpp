@@ -45,6 +45,20 @@ void lens_position(const T* x, int32_t target, const Tensor<T>& w, const Tensor<
   sums.mean_prob += std::exp(correct - max) / z;
 }
 
+// The attention sites that write into decoder layer l's stream, in order, with their output
+// projections: the self-attention, and an encoder_decoder's cross-attention after it.
+struct StreamWriter {
+  AttentionSite site;
+  int64_t index;  // in attention_sites() (and Model::attention_outputs())
+  LinearParams proj;
+};
+std::vector<StreamWriter> stream_writers(const ModelSpec& spec, const BlockParams& block, int64_t l) {
+  std::vector<StreamWriter> w = {{{AttentionKind::dec, l}, spec.site_index({AttentionKind::dec, l}), block.proj}};
+  if (model_kind_info(spec.kind).source)
+    w.push_back({{AttentionKind::cross, l}, spec.site_index({AttentionKind::cross, l}), block.cross.proj});
+  return w;
+}
+
 }  // namespace
 
 template <typename T>
@@ -52,10 +66,9 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
                                    int64_t batch_size) {
   const ModelSpec& spec = model.spec();
   const ModelKindInfo& kind = model_kind_info(spec.kind);
-  HEADLAB_CHECK(kind.lm_head && !kind.source, "logit attribution: a "
-                                                  << kind.name
-                                                  << " model; it reads a decoder's LM head over one "
-                                                     "stack (model.kind = decoder)");
+  HEADLAB_CHECK(kind.lm_head, "logit attribution: a " << kind.name
+                                                      << " model; it reads an LM head (model.kind = decoder or "
+                                                         "encoder_decoder)");
   batches = dataset.batches_to_score(split, batches, batch_size, "circuits");
   const int64_t L = spec.n_layers, C = spec.d_model, V = spec.vocab_size;
   const ParamIndex& index = model.param_index();
@@ -63,15 +76,20 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
   const Tensor<T> unembed = p.value(index.head.weight), ln_w = p.value(index.ln_f.weight),
                   ln_b = p.value(index.ln_f.bias);
 
+  const bool one_stack = !kind.source;
   LogitAttribution a;
-  a.components.push_back({"embed", "embed", -1, -1, 0});
+  a.components.push_back({"embed", "embed", "", -1, -1, 0});
   for (int64_t l = 0; l < L; ++l) {
-    for (int64_t h = 0; h < spec.heads_at_site({AttentionKind::dec, l}); ++h)
-      a.components.push_back({head_label({AttentionKind::dec, l}, h, true), "head", l, h, 0});
-    a.components.push_back({concat("L", l, " attn bias"), "attn_bias", l, -1, 0});
-    a.components.push_back({concat("L", l, " mlp"), "mlp", l, -1, 0});
+    for (const StreamWriter& w : stream_writers(spec, index.blocks[static_cast<size_t>(l)], l)) {
+      const std::string attention = attention_kind_name(w.site.kind);
+      for (int64_t h = 0; h < spec.heads_at_site(w.site); ++h)
+        a.components.push_back({head_label(w.site, h, one_stack), "head", attention, l, h, 0});
+      a.components.push_back(
+          {concat(one_stack ? "" : attention + ".", "L", l, " attn bias"), "attn_bias", attention, l, -1, 0});
+    }
+    a.components.push_back({concat("L", l, " mlp"), "mlp", "", l, -1, 0});
   }
-  a.components.push_back({"ln_f bias", "ln_f_bias", -1, -1, 0});
+  a.components.push_back({"ln_f bias", "ln_f_bias", "", -1, -1, 0});
   a.lens.resize(static_cast<size_t>(L + 1));
   for (int64_t l = 0; l <= L; ++l) a.lens[static_cast<size_t>(l)].layer = l;
 
@@ -106,18 +124,19 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
       size_t k = 0;
       terms[k++] = dot(model.block_inputs()[0].value().data() + row * C, u.data(), C);
       for (int64_t l = 0; l < L; ++l) {
-        const BlockParams& blk = index.blocks[static_cast<size_t>(l)];
-        const Tensor<T> proj = p.value(blk.proj.weight);                                     // [C, H Dh]
-        const Tensor<T>& heads = model.attention_outputs()[static_cast<size_t>(l)].value();  // [B,T,H,Dh]
-        const int64_t HDh = proj.shape()[1], Dh = heads.shape()[3], H = HDh / Dh;
-        projected.assign(static_cast<size_t>(HDh), 0.0);  // W_O^T u, per head and head dimension
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t j = 0; j < HDh; ++j)
-            projected[static_cast<size_t>(j)] +=
-                static_cast<double>(proj.data()[c * HDh + j]) * u[static_cast<size_t>(c)];
-        for (int64_t h = 0; h < H; ++h)
-          terms[k++] = dot(heads.data() + row * HDh + h * Dh, projected.data() + h * Dh, Dh);
-        terms[k++] = blk.proj.bias >= 0 ? dot(p.value(blk.proj.bias).data(), u.data(), C) : 0.0;
+        for (const StreamWriter& w : stream_writers(spec, index.blocks[static_cast<size_t>(l)], l)) {
+          const Tensor<T> proj = p.value(w.proj.weight);                                             // [C, H Dh]
+          const Tensor<T>& heads = model.attention_outputs()[static_cast<size_t>(w.index)].value();  // [B,T,H,Dh]
+          const int64_t HDh = proj.shape()[1], Dh = heads.shape()[3], H = HDh / Dh;
+          projected.assign(static_cast<size_t>(HDh), 0.0);  // W_O^T u, per head and head dimension
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t j = 0; j < HDh; ++j)
+              projected[static_cast<size_t>(j)] +=
+                  static_cast<double>(proj.data()[c * HDh + j]) * u[static_cast<size_t>(c)];
+          for (int64_t h = 0; h < H; ++h)
+            terms[k++] = dot(heads.data() + row * HDh + h * Dh, projected.data() + h * Dh, Dh);
+          terms[k++] = w.proj.bias >= 0 ? dot(p.value(w.proj.bias).data(), u.data(), C) : 0.0;
+        }
         const T* next =
             (l + 1 < L ? model.block_inputs()[static_cast<size_t>(l + 1)] : model.final_residual()).value().data();
         terms[k++] = dot(next + row * C, u.data(), C) -
@@ -157,10 +176,10 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
 }
 
 void write_dla_csv(const std::string& path, const LogitAttribution& a) {
-  CsvWriter csv({"label", "kind", "layer", "head", "mean_dla"});
+  CsvWriter csv({"label", "kind", "layer", "head", "mean_dla", "attention"});
   for (const DlaComponent& c : a.components)
     csv.row({c.label, c.kind, c.layer < 0 ? "" : std::to_string(c.layer), c.head < 0 ? "" : std::to_string(c.head),
-             csv_number("%.6g", c.mean)});
+             csv_number("%.6g", c.mean), c.attention});
   write_file_atomically(path, csv.text());
 }
 

@@ -1,6 +1,5 @@
 #include "headlab/analysis/patching.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -251,12 +250,15 @@ PathPatching path_patching(Model<T>& model, const PatchingInputs& inputs) {
   PathPatching p;
   p.clean = run.clean_metric;
   p.corrupt = run.corrupt_metric;
-  for (int64_t l = 0; l < L; ++l)
+  std::vector<size_t> first_head(static_cast<size_t>(L));  // layer l's heads are first_head[l] + h
+  for (int64_t l = 0; l < L; ++l) {
+    first_head[static_cast<size_t>(l)] = p.labels.size();
     for (int64_t h = 0; h < spec.heads_at_site({AttentionKind::dec, l}); ++h) {
       p.labels.push_back(head_label({AttentionKind::dec, l}, h, true));
       p.layer.push_back(l);
       p.head.push_back(h);
     }
+  }
   const size_t N = p.labels.size();
   for (auto& scores : p.scores) scores.assign(N * N, kNaN);
   for (size_t sender = 0; sender < N; ++sender) {
@@ -285,9 +287,7 @@ PathPatching path_patching(Model<T>& model, const PatchingInputs& inputs) {
       qkv_sent.keep(run.qkv_of(x, lr));
       run.tape().reset();
       for (int64_t hr = 0; hr < s.heads; ++hr) {
-        const size_t receiver = static_cast<size_t>(
-            std::find(p.labels.begin(), p.labels.end(), head_label({AttentionKind::dec, lr}, hr, true)) -
-            p.labels.begin());
+        const size_t receiver = first_head[static_cast<size_t>(lr)] + static_cast<size_t>(hr);
         for (int site = 0; site < kPatchSites; ++site)
           p.scores[static_cast<size_t>(site)][sender * N + receiver] =
               run.with_slot(lr, qkv_slot(static_cast<PatchSite>(site), hr, s), qkv_sent.tensor);

@@ -6,8 +6,9 @@
 // keeps (along training), into the run folder (or --out):
 //   --detectors    every head's previous-token, duplicate-token, induction and prefix-matching
 //                  scores on repeated random tokens (analysis/head_detectors.h): detectors.csv, .h5
-//   --composition  Q-, K- and V-composition of every pair of heads in different layers, and each
-//                  head's OV copying score, from the weights (analysis/composition.h):
+//   --composition  Q-, K- and V-composition of every pair of heads where one reads what the other
+//                  writes (an encoder_decoder's three kinds included), and each head's OV copying
+//                  score, from the weights (analysis/composition.h):
 //                  composition.csv, ov_copying.csv
 //   --dla          direct logit attribution of every head, attention bias and MLP to the correct
 //                  token, and the logit lens after each layer, over a split
@@ -164,8 +165,8 @@ int run_circuits(int argc, char** argv) {
       "half", "--detectors: tokens before the repeat (default: half of data.seq_len)", cxxopts::value<int64_t>())(
       "seed", "--detectors: the random tokens' seed", cxxopts::value<int64_t>()->default_value("0"))(
       "composition",
-      "Q-, K- and V-composition scores of every pair of heads in different layers, and each head's OV copying "
-      "score (decoders): composition.csv, ov_copying.csv")(
+      "Q-, K- and V-composition scores of every pair of heads where one reads what the other writes, and each "
+      "head's OV copying score (models with an LM head): composition.csv, ov_copying.csv")(
       "dla",
       "direct logit attribution to the correct token of every head, attention bias and MLP, and the logit lens, "
       "over --split (one checkpoint: the given one, or the run's best): dla.csv, logit_lens.csv")(
@@ -207,18 +208,18 @@ int run_circuits(int argc, char** argv) {
   const ModelSpec spec = model_spec(config);
   const std::string problem = detector_model_problem(spec);
   HEADLAB_CHECK(!detectors || problem.empty(), "--detectors: " << files.front().path << ": " << problem);
-  HEADLAB_CHECK(!composition || !model_kind_info(spec.kind).source,
-                "--composition: " << files.front().path
-                                  << ": an encoder_decoder's stacks are not covered yet (decoder and encoder models)");
   const int64_t half = count_option<int64_t>(args, "half", 1)
                            .value_or(std::max<int64_t>(1, std::min(config.data.seq_len, spec.max_seq_len) / 2));
   HEADLAB_CHECK(!detectors || 2 * half <= spec.max_seq_len,
                 "--half " << half << ": sequences of 2 x " << half << " tokens are longer than the model's max_seq_len "
                           << spec.max_seq_len);
-  HEADLAB_CHECK(
-      !(dla || patch || path_patch) || (model_kind_info(spec.kind).lm_head && !model_kind_info(spec.kind).source),
-      (dla ? "--dla: " : "--patch: ") << files.front().path << ": a " << model_kind_info(spec.kind).name
-                                      << " model; it reads a decoder's LM head (model.kind = decoder)");
+  HEADLAB_CHECK(!dla || model_kind_info(spec.kind).lm_head,
+                "--dla: " << files.front().path << ": a " << model_kind_info(spec.kind).name
+                          << " model; it reads an LM head (model.kind = decoder or encoder_decoder)");
+  HEADLAB_CHECK(!(patch || path_patch) || (model_kind_info(spec.kind).lm_head && !model_kind_info(spec.kind).source),
+                (patch ? "--patch: " : "--path-patch: ")
+                    << files.front().path << ": a " << model_kind_info(spec.kind).name
+                    << " model; patching covers a decoder's one stack (model.kind = decoder)");
   const std::optional<int> threads = count_option<int>(args, "threads", 1);
   set_num_threads(threads ? *threads : resolved_threads(config));
 
@@ -257,13 +258,13 @@ int run_circuits(int argc, char** argv) {
       if (patch) {
         const double t0 = wall_seconds();
         patched = activation_patching(*opened.model, in);
-        std::printf("activation patching: clean %.6g, corrupted %.6g; %lld forwards in %.2f s\n", patched->clean,
+        std::printf("activation patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", patched->clean,
                     patched->corrupt, static_cast<long long>(patched->forwards), wall_seconds() - t0);
       }
       if (path_patch) {
         const double t0 = wall_seconds();
         paths = path_patching(*opened.model, in);
-        std::printf("path patching: clean %.6g, corrupted %.6g; %lld forwards in %.2f s\n", paths->clean,
+        std::printf("path patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", paths->clean,
                     paths->corrupt, static_cast<long long>(paths->forwards), wall_seconds() - t0);
       }
     }

@@ -129,7 +129,8 @@ def plot_pairs(run_dir, out_dir, title_prefix, written, name, columns, what, cen
     for column in columns:
         grid = [[float("nan")] * len(receivers) for _ in senders]
         for r in rows:
-            grid[senders.index(r["sender"])][receivers.index(r["receiver"])] = number(r[column])
+            v = number(r[column])  # empty: the composition does not apply (an encoder_decoder's pairs)
+            grid[senders.index(r["sender"])][receivers.index(r["receiver"])] = float("nan") if v is None else v
         grids.append(grid)
     values = [abs(v) for g in grids for row in g for v in row if v == v]
     limit = max(values + [1e-12])

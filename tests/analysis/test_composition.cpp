@@ -2,10 +2,13 @@
 // (the attention scores and values they imply are the forward's, for MHA, GQA and MQA, so each
 // query head reads the K/V head the forward gives it), the factored score against the C x C
 // matrices formed naively, and the hand-built induction circuit, whose previous-token head
-// K-composes with its induction head more than any other pair composes in any way.
+// K-composes with its induction head more than any other pair composes in any way. An
+// encoder_decoder: which pairs compose through which input, every connected pair's score against
+// the naive one, and a cross head's weights from its own LN_c and the encoder's final LayerNorm.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -162,9 +165,87 @@ TEST_CASE("the hand-built induction circuit: K-composition of its previous-token
       }
 }
 
-TEST_CASE("an encoder_decoder's composition is refused in one line", "[analysis][composition]") {
-  Model<double> model(test::tiny_seq2seq_spec(2, 2, 2, 2));
-  CHECK_THROWS_WITH(composition_scores(model), Catch::Contains("encoder_decoder"));
+TEST_CASE("an encoder_decoder: which heads compose through which input", "[analysis][composition]") {
+  using K = AttentionKind;
+  // Sites of 2 encoder and 2 decoder layers: enc 0, 1; dec.L0 2, cross.L0 3, dec.L1 4, cross.L1 5.
+  const auto between = [](K s, int64_t si, K r, int64_t ri) {
+    const std::array<bool, kCompositions> c = compositions_between({s, 0}, si, {r, 0}, ri);
+    return std::string(c[0] ? "q" : "") + (c[1] ? "k" : "") + (c[2] ? "v" : "");
+  };
+  CHECK(between(K::enc, 0, K::enc, 1) == "qkv");
+  CHECK(between(K::enc, 1, K::enc, 0) == "");
+  CHECK(between(K::enc, 1, K::cross, 3) == "kv");  // the memory, read by keys and values only
+  CHECK(between(K::enc, 0, K::cross, 5) == "kv");
+  CHECK(between(K::enc, 0, K::dec, 2) == "");  // the decoder's self-attention never reads the encoder
+  CHECK(between(K::dec, 2, K::cross, 3) == "q");  // the same layer's self-attention, before the cross
+  CHECK(between(K::cross, 3, K::dec, 4) == "qkv");
+  CHECK(between(K::cross, 3, K::cross, 5) == "q");
+  CHECK(between(K::dec, 4, K::cross, 3) == "");
+  CHECK(between(K::dec, 2, K::enc, 1) == "");
+  CHECK(between(K::dec, 0, K::dec, 1) == "qkv");  // a one-stack model's layers
+}
+
+TEST_CASE("an encoder_decoder's composition scores: every connected pair, factored as on C x C matrices",
+          "[analysis][composition]") {
+  const int64_t cross_kv = GENERATE(2, 1);
+  ModelSpec spec = test::tiny_seq2seq_spec(2, 2, 2, cross_kv);
+  spec.vocab_size = 12;
+  Model<double> model(spec);
+  test::randomize(model, 13);
+  const ParamIndex& index = model.param_index();
+  const CompositionScores s = composition_scores(model);
+  // 2 encoder layers, 2 decoder layers x (self + cross), 2 heads each.
+  REQUIRE(s.labels.size() == 12u);
+  CHECK(s.labels[0] == "enc.L0H0");
+  CHECK(s.labels[6] == "cross.L0H0");
+  const int64_t C = spec.d_model;
+  const std::vector<AttentionSite> sites = spec.attention_sites();
+  int64_t pairs = 0;
+  for (size_t a = 0; a < 12; ++a)
+    for (size_t r = 0; r < 12; ++r) {
+      const int64_t sa = static_cast<int64_t>(a / 2), sr = static_cast<int64_t>(r / 2);
+      const std::array<bool, kCompositions> kinds = compositions_between(sites[sa], sa, sites[sr], sr);
+      CHECK(s.connected[a * 12 + r] == (kinds[0] || kinds[1] || kinds[2]));
+      pairs += s.connected[a * 12 + r];
+      const HeadWeights ws = head_weights(model, sa, s.head[a]), wr = head_weights(model, sr, s.head[r]);
+      const int64_t Ds = ws.d_head, Dr = wr.d_head;
+      const std::vector<double> ov_s = matmul(ws.v, ws.o, C, Ds, C), ov_r = matmul(wr.v, wr.o, C, Dr, C),
+                                qk_r = matmul(wr.q, transpose(wr.k, C, Dr), C, Dr, C);
+      const double want[3] = {
+          frobenius(matmul(ov_s, qk_r, C, C, C)) / (frobenius(ov_s) * frobenius(qk_r)),
+          frobenius(matmul(ov_s, transpose(qk_r, C, C), C, C, C)) / (frobenius(ov_s) * frobenius(qk_r)),
+          frobenius(matmul(ov_s, ov_r, C, C, C)) / (frobenius(ov_s) * frobenius(ov_r))};
+      for (int k = 0; k < kCompositions; ++k) {
+        const double got = s.score(static_cast<Composition>(k), a, r);
+        if (kinds[static_cast<size_t>(k)])
+          CHECK(got == Approx(want[k]).epsilon(1e-12));
+        else
+          CHECK(std::isnan(got));
+      }
+    }
+  // Head pairs (4 per pair of sites): enc.L0 -> enc.L1; each encoder layer -> each cross layer (4
+  // site pairs); dec.L0 -> cross.L0, dec.L1, cross.L1; cross.L0 -> dec.L1, cross.L1; dec.L1 -> cross.L1.
+  CHECK(pairs == 4 * (1 + 4 + 3 + 2 + 1));
+
+  // OV copying: the encoder's heads have no path of their own to the logits; the others do.
+  const std::vector<double> copying = ov_copying_scores(model);
+  REQUIRE(copying.size() == 12u);
+  for (size_t k = 0; k < 12; ++k) CHECK(std::isnan(copying[k]) == (k < 4));
+
+  // A cross head's W_Q reads LN_c(decoder stream), its W_K and W_V the encoder's output through
+  // the encoder's final LayerNorm; with MQA every query head reads K/V head 0.
+  const BlockParams& blk = index.blocks[1];
+  const Tensor<double> q = model.params().value(blk.cross.q.weight), kv = model.params().value(blk.cross.kv.weight),
+                       ln_c = model.params().value(blk.cross.ln.weight),
+                       ln_enc = model.params().value(index.encoder_ln_f.weight);
+  const HeadWeights w = head_weights(model, 5, 1);  // cross.L1H1
+  const int64_t Dh = w.d_head, g = cross_kv == 1 ? 0 : 1;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t d = 0; d < Dh; ++d) {
+      CHECK(w.q[c * Dh + d] == ln_c.data()[c] * q.data()[(Dh + d) * C + c]);
+      CHECK(w.k[c * Dh + d] == ln_enc.data()[c] * kv.data()[(g * Dh + d) * C + c]);
+      CHECK(w.v[c * Dh + d] == ln_enc.data()[c] * kv.data()[((cross_kv + g) * Dh + d) * C + c]);
+    }
 }
 
 TEST_CASE("a head whose OV circuit projects onto the embedding copies (score 1); its negation suppresses (-1)",

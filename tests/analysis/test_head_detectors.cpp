@@ -51,26 +51,27 @@ TEST_CASE("scores are the attention's share on the pattern, prefix matching over
   const std::vector<int32_t> x = {1, 2, 3, 1, 2, 3};  // half 3
   const int64_t T = 6, half = 3;
   std::vector<double> a(T * T, 0.0);
+  const auto score = [&](HeadDetector d) { return detector_score(d, a.data(), detection_pattern(d, x.data(), T), T, half); };
   // A perfect previous-token head (row 0 can only attend to itself): 5 of 6 rows on the pattern.
   a[0] = 1;
   for (int64_t i = 1; i < T; ++i) a[static_cast<size_t>(i * T + i - 1)] = 1;
-  CHECK(detector_score(HeadDetector::previous_token, a.data(), x.data(), T, half) == Approx(5.0 / 6).epsilon(1e-15));
-  CHECK(detector_score(HeadDetector::induction, a.data(), x.data(), T, half) == 0);
+  CHECK(score(HeadDetector::previous_token) == Approx(5.0 / 6).epsilon(1e-15));
+  CHECK(score(HeadDetector::induction) == 0);
   // A perfect induction head: second-copy rows on the token after the first copy, first-copy rows
   // split evenly over what they see.
   std::fill(a.begin(), a.end(), 0.0);
   for (int64_t i = 0; i < half; ++i)
     for (int64_t j = 0; j <= i; ++j) a[static_cast<size_t>(i * T + j)] = 1.0 / static_cast<double>(i + 1);
   for (int64_t i = half; i < T; ++i) a[static_cast<size_t>(i * T + i - half + 1)] = 1;
-  CHECK(detector_score(HeadDetector::prefix_matching, a.data(), x.data(), T, half) == 1);
-  CHECK(detector_score(HeadDetector::induction, a.data(), x.data(), T, half) == Approx(3.0 / 6).epsilon(1e-15));
+  CHECK(score(HeadDetector::prefix_matching) == 1);
+  CHECK(score(HeadDetector::induction) == Approx(3.0 / 6).epsilon(1e-15));
   // Half the second copy's mass moved to the previous token: prefix matching 0.5.
   for (int64_t i = half; i < T; ++i) {
     a[static_cast<size_t>(i * T + i - half + 1)] = 0.5;
     a[static_cast<size_t>(i * T + i - 1)] += 0.5;
   }
-  CHECK(detector_score(HeadDetector::prefix_matching, a.data(), x.data(), T, half) == Approx(0.5).epsilon(1e-15));
-  CHECK(detector_score(HeadDetector::previous_token, a.data(), x.data(), T, half) ==
+  CHECK(score(HeadDetector::prefix_matching) == Approx(0.5).epsilon(1e-15));
+  CHECK(score(HeadDetector::previous_token) ==
         Approx((0.5 + 0.5 * 3 + 1.0 / 3) / 6).epsilon(1e-15));  // rows 1 and 2 of the first copy, and the second's
 }
 

@@ -2,7 +2,9 @@
 // model: the terms add up to the model's own logit of the correct token at every target (to 1e-10,
 // with biases, LayerNorm gains and gates all non-trivial, MHA and GQA), a switched-off head adds 0,
 // the lens after the last block is the model's own output (its loss and logit), and a model
-// without a decoder's LM head is refused.
+// without an LM head is refused. An encoder_decoder's decoder stream holds the self- and the
+// cross-attention's heads: its terms add up too, a cross head switched off adds 0, and the
+// encoder's heads have no term.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include "headlab/analysis/logit_attribution.h"
 #include "headlab/data/model_input.h"
 #include "support/tiny_model.h"
+#include "support/tiny_translation.h"
 
 using namespace headlab;
 
@@ -62,7 +65,35 @@ TEST_CASE("direct logit attributions add up to the logit; the last lens layer is
   CHECK(off.max_sum_error < 1e-10);
 }
 
-TEST_CASE("logit attribution refuses a model without a decoder's LM head", "[analysis][dla]") {
+TEST_CASE("an encoder_decoder's attributions: self and cross heads of each decoder layer, adding up to the logit",
+          "[analysis][dla]") {
+  const int64_t cross_kv = GENERATE(2, 1);  // MHA and MQA cross-attention
+  test::ScratchDir scratch("dla_seq2seq");
+  const TranslationDataset data(translation_options(test::tiny_translate_config(scratch.write_parallel_corpus(200))));
+  Model<double> model(test::TinyTranslation::fitted(test::tiny_seq2seq_spec(2, 2, 2, cross_kv), data));
+  test::randomize(model, 5);
+  const LogitAttribution a = logit_attribution(model, data, Split::val, 2, 3);
+  REQUIRE(a.targets > 0);
+  CHECK(a.max_sum_error < 1e-10);
+  // embed, 2 decoder layers x (2 self heads + self bias + 2 cross heads + cross bias + mlp), ln_f bias
+  REQUIRE(a.components.size() == 1u + 2u * 7u + 1u);
+  const std::vector<std::string> layer0 = {"dec.L0H0",  "dec.L0H1",  "dec.L0 attn bias", "cross.L0H0",
+                                           "cross.L0H1", "cross.L0 attn bias", "L0 mlp"};
+  for (size_t i = 0; i < layer0.size(); ++i) CHECK(a.components[1 + i].label == layer0[i]);
+  CHECK(a.components[4].attention == "cross");
+  for (const DlaComponent& c : a.components) CHECK(c.label.rfind("enc.", 0) == std::string::npos);
+  REQUIRE(a.lens.size() == 3u);
+  CHECK(a.lens[2].mean_logit == Approx(a.mean_logit).epsilon(1e-12));
+
+  // Cross head 1 of layer 1 switched off (site: 2 encoder layers, then self and cross per layer).
+  model.gates().value(model.spec().site_index({AttentionKind::cross, 1})).data()[1] = 0;
+  const LogitAttribution off = logit_attribution(model, data, Split::val, 2, 3);
+  CHECK(off.components[12].label == "cross.L1H1");
+  CHECK(off.components[12].mean == 0);
+  CHECK(off.max_sum_error < 1e-10);
+}
+
+TEST_CASE("logit attribution refuses a model without an LM head", "[analysis][dla]") {
   Model<double> encoder(test::tiny_spec(ModelKind::encoder, 16, 2, 2, 8));
   const std::unique_ptr<Dataset> data = test::tiny_task(ModelKind::encoder, 8);
   CHECK_THROWS_WITH(logit_attribution(encoder, *data, Split::val, 1, 4), Catch::Contains("model.kind = decoder"));

@@ -1,11 +1,13 @@
 // headlab circuits end to end: the detectors of every checkpoint of a tiny run (one CSV row per
-// checkpoint and head, the HDF5 file of kind circuits), a single checkpoint, and bad input as one
+// checkpoint and head, the HDF5 file of kind circuits), a single checkpoint, composition and DLA
+// on a translation model's three kinds of heads, and bad input as one
 // line and exit code 2: a model without causal self-attention, a folder without step checkpoints,
 // sequences longer than the model takes, no analysis asked for.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "headlab/io/checkpoint.h"
 #include "headlab/io/csv.h"
@@ -80,6 +82,39 @@ TEST_CASE("circuits --composition scores every pair of heads in different layers
       CHECK(v > 0);
       CHECK(v <= 1);
     }
+}
+
+TEST_CASE("circuits --composition and --dla on a translation model: its three kinds of heads", "[cli][circuits]") {
+  test::ScratchDir s("circuits_translate");
+  Config c = test::tiny_translate_config(s.write_parallel_corpus(120));
+  c.train.steps = 4;
+  c.train.eval_every = c.train.checkpoint_every = 4;
+  const fs::path run = s.dir / "run";
+  REQUIRE(run_headlab({"train", s.write_config("t.toml", c).string(), "--out", run.string()}, s.dir / "train.log")
+              .code == 0);
+  const auto r = run_headlab({"circuits", run.string(), "--composition", "--dla", "--batches", "1"},
+                             s.dir / "circuits.log");
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  // 1 encoder and 1 decoder layer, 2 heads each: enc -> cross (k, v), dec -> cross (q), 4 pairs each.
+  const CsvTable t = read_csv(run / "composition.csv");
+  REQUIRE(t.rows.size() == 8u);
+  for (const auto& row : t.rows) {
+    const bool from_encoder = row[t.column("sender")].rfind("enc.", 0) == 0;
+    CHECK(row[t.column("receiver")].rfind("cross.", 0) == 0);
+    CHECK(row[t.column("q")].empty() == from_encoder);
+    CHECK(row[t.column("k")].empty() == !from_encoder);
+    CHECK(row[t.column("v")].empty() == !from_encoder);
+  }
+  const CsvTable copying = read_csv(run / "ov_copying.csv");
+  REQUIRE(copying.rows.size() == 6u);  // enc, dec, cross: 2 heads each; the encoder's have no score
+  CHECK(copying.rows[0][copying.column("copying_score")].empty());
+  CHECK_FALSE(copying.rows[2][copying.column("copying_score")].empty());
+  const CsvTable dla = read_csv(run / "dla.csv");
+  std::vector<std::string> labels;
+  for (const auto& row : dla.rows) labels.push_back(row[dla.column("label")]);
+  CHECK(labels == std::vector<std::string>{"embed", "dec.L0H0", "dec.L0H1", "dec.L0 attn bias", "cross.L0H0",
+                                           "cross.L0H1", "cross.L0 attn bias", "L0 mlp", "ln_f bias"});
 }
 
 TEST_CASE("circuits --patch and --path-patch write every head's and position's patch, by prompt or generated pairs",

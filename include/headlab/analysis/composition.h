@@ -6,11 +6,14 @@
 //   Q-composition  ||W_OV^s W_QK^r||   / (||W_OV^s|| ||W_QK^r||)
 //   K-composition  ||W_OV^s W_QK^r^T|| / (||W_OV^s|| ||W_QK^r||)
 //   V-composition  ||W_OV^s W_OV^r||   / (||W_OV^s|| ||W_OV^r||)
-// (Frobenius norms; TransformerLens's all_composition_scores). The weights are taken as
+// (Frobenius norms; TransformerLens's all_composition_scores, which covers one stack; an
+// encoder_decoder's pairs follow compositions_between). The weights are taken as
 // TransformerLens's from_pretrained defaults present them: each block's LN1 weight folded into
 // the W_Q, W_K and W_V that read it (fold_ln), W_O centred over the residual dimensions
 // (center_writing_weights: the next LayerNorm removes that mean anyway), biases left out. A query
-// head h of a GQA/MQA site reads K/V head h / (H / Hkv), so W_K and W_V are that head's.
+// head h of a GQA/MQA site reads K/V head h / (H / Hkv), so W_K and W_V are that head's. An
+// encoder_decoder's cross-attention head has its W_Q folded with its own LN_c weight and its W_K
+// and W_V with the encoder's final LayerNorm weight (they read the encoder's output).
 //   HeadWeights w = head_weights(model, site, h);
 //   CompositionScores c = composition_scores(model);   // c.score(kind, sender, receiver)
 #pragma once
@@ -40,13 +43,25 @@ const char* composition_name(Composition kind);  // "q", "k", "v"
 // forming a C x C matrix): ||A M B^T||^2 = tr(M^T (A^T A) M (B^T B)).
 double composition_score(const HeadWeights& sender, const HeadWeights& receiver, Composition kind);
 
-// Every pair of heads of a one-stack model (decoder or encoder) with the sender in an earlier
-// layer; heads in HeadScores order. An encoder_decoder is one headlab::Error line.
+// Which compositions connect a sender head to a receiver (sites as in attention_sites(), with
+// their indices there, which is the order the model computes them in): those through which the
+// receiver reads the stream the sender has written into. In one stack (a decoder, an encoder
+// classifier, an encoder_decoder's encoder or its decoder stream) a later self-attention reads it
+// with its queries, keys and values (Q, K, V). An encoder_decoder's cross-attention reads the
+// decoder stream with its queries only (Q, from an earlier decoder self- or cross-attention head,
+// its own layer's self-attention included) and the encoder's output with its keys and values (K,
+// V, from every encoder head); the decoder's self-attention never reads the encoder's stream.
+std::array<bool, kCompositions> compositions_between(AttentionSite sender, int64_t sender_site, AttentionSite receiver,
+                                                     int64_t receiver_site);
+
+// Every connected pair of heads (compositions_between), heads in HeadScores order and named by
+// head_label (an encoder_decoder's "enc.L0H1", "dec.L1H0", "cross.L1H2").
 struct CompositionScores {
   std::vector<std::string> labels;
-  std::vector<int64_t> layer, head;
+  std::vector<int64_t> layer, head;  // a head's layer within its stack
+  std::vector<uint8_t> connected;    // [sender * N + receiver]: 1 when any composition applies
   std::array<std::vector<double>, kCompositions>
-      scores;  // [sender * N + receiver]; NaN unless sender's layer < receiver's
+      scores;  // [sender * N + receiver]; NaN where that composition does not apply
   double score(Composition kind, size_t sender, size_t receiver) const {
     return scores[static_cast<size_t>(kind)][sender * labels.size() + receiver];
   }
@@ -61,14 +76,16 @@ CompositionScores composition_scores(const Model<T>& model);
 // W_U the LM head (or the tied embedding) with ln_f's weight folded; positions are left out, as in
 // TransformerLens's OV circuit. The nonzero eigenvalues of W_E W_V W_O W_U are those of the d_head
 // x d_head W_O W_U W_E W_V, which is what is solved (LAPACK, linalg/eigenvalues.h). Heads in
-// HeadScores order; NaN for a head whose circuit is 0. A model without an LM head (an encoder) is
-// one headlab::Error line.
+// HeadScores order; NaN for a head whose circuit is 0, and for an encoder_decoder's encoder heads
+// (their output reaches the logits only through the cross-attention); a cross head's circuit reads
+// the source token's embedding (the vocabulary is joint): does it copy a source token into the
+// target? A model without an LM head (an encoder classifier) is one headlab::Error line.
 template <typename T>
 std::vector<double> ov_copying_scores(const Model<T>& model);
 
-// composition.csv: step,sender,receiver,sender_layer,receiver_layer,q,k,v (%.6g; empty where a
-// head has no weights to normalise by), one row per checkpoint and pair with the sender's layer
-// below the receiver's, in step order (`headlab circuits --composition`).
+// composition.csv: step,sender,receiver,sender_layer,receiver_layer,q,k,v (%.6g; empty where the
+// composition does not apply or a head has no weights to normalise by), one row per checkpoint
+// and connected pair, in step order (`headlab circuits --composition`).
 void write_composition_csv(const std::string& path, const std::vector<int64_t>& steps,
                            const std::vector<CompositionScores>& scores);
 // ov_copying.csv: step,label,layer,head,copying_score, one row per checkpoint and head (the heads of

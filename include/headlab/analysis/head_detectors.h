@@ -43,9 +43,12 @@ DetectorInputs repeated_random_tokens(int64_t rows, int64_t half, int64_t vocab,
 // previous_token, duplicate_token or induction on `tokens`; prefix_matching uses induction's.
 std::vector<uint8_t> detection_pattern(HeadDetector detector, const int32_t* tokens, int64_t T);
 
-// One head's score on one sequence: A [T,T] its pattern; `half` the first copy's length (read by
-// prefix_matching only). NaN when nothing is counted (sum(A) = 0, or no second copy).
-double detector_score(HeadDetector detector, const double* probs, const int32_t* tokens, int64_t T, int64_t half);
+// One head's score on one sequence: A [T,T] its attention, `pattern` the sequence's
+// detection_pattern for `detector` (built once per sequence, shared by every head); `half` the first
+// copy's length (read by prefix_matching only). NaN when nothing is counted (sum(A) = 0, or no
+// second copy).
+double detector_score(HeadDetector detector, const double* probs, const std::vector<uint8_t>& pattern, int64_t T,
+                      int64_t half);
 
 // Every head's four scores on `inputs`, averaged over its rows. Heads in HeadScores order (site by
 // site, head by head); only a decoder's causal self-attention is scored: any other kind of model
