@@ -29,7 +29,8 @@ import os
 import statistics
 import subprocess
 import sys
-import time
+
+from machine import docs_with, wait_idle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -69,22 +70,6 @@ def points():
     return out
 
 
-def foreign_cores(window=1.0):
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v[:3]) + v[5] + v[6]
-    a = sample()
-    time.sleep(window)
-    return (sample() - a) / os.sysconf("SC_CLK_TCK") / window
-
-
-def wait_idle():
-    deadline = time.time() + args.wait_idle
-    while args.wait_idle > 0 and foreign_cores() >= 0.3 and time.time() < deadline:
-        print("  (machine busy; waiting)", file=sys.stderr, flush=True)
-
-
 def run_all():
     path = args.log or f"/tmp/compare_seq2seq-{datetime.datetime.now():%Y%m%d-%H%M%S}.jsonl"
     print(f"log: {path}", file=sys.stderr)
@@ -95,7 +80,7 @@ def run_all():
             for i in range(0, len(pts), 2):
                 pair = pts[i:i + 2] if rep % 2 == 0 else pts[i:i + 2][::-1]
                 for point, program, cmd in pair:
-                    wait_idle()
+                    wait_idle(args.wait_idle)
                     r = subprocess.run(cmd, capture_output=True, text=True)
                     if r.returncode != 0:
                         sys.exit(f"error: {' '.join(cmd)}: {r.stderr.strip()[-400:]}")
@@ -159,13 +144,6 @@ def report(records):
     return "\n".join(lines) + "\n"
 
 
-def docs_with(text, rendered):
-    if BEGIN not in text or END not in text:
-        sys.exit(f"compare_seq2seq: {DOCS} has no {BEGIN} ... {END} section")
-    head, rest = text.split(BEGIN, 1)
-    return head + BEGIN + "\n" + rendered + END + rest.split(END, 1)[1]
-
-
 if args.from_log:
     with open(args.from_log) as f:
         rendered = report([json.loads(line) for line in f if line.strip()])
@@ -173,12 +151,12 @@ if args.from_log:
         with open(DOCS) as f:
             text = f.read()
         if args.check:
-            if docs_with(text, rendered) != text:
+            if docs_with(text, rendered, BEGIN, END, DOCS) != text:
                 sys.exit(f"compare_seq2seq: {DOCS} does not show {args.from_log}'s report: "
                          f"run bench/compare_seq2seq.py --from-log {args.from_log} --write-docs")
         else:
             with open(DOCS, "w") as f:
-                f.write(docs_with(text, rendered))
+                f.write(docs_with(text, rendered, BEGIN, END, DOCS))
     else:
         print(rendered, end="")
 else:

@@ -43,6 +43,8 @@ import subprocess
 import sys
 import time
 
+from machine import wait_idle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -95,29 +97,6 @@ def note(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def foreign_cores(window=1.0):
-    """Cores busy with processes other than ours over `window` seconds (we are idle meanwhile)."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v[:3]) + v[5] + v[6]
-    hz = os.sysconf("SC_CLK_TCK")
-    a = sample()
-    time.sleep(window)
-    return (sample() - a) / hz / window
-
-
-def wait_idle():
-    if args.wait_idle <= 0:
-        return
-    deadline = time.time() + args.wait_idle
-    while True:
-        busy = foreign_cores()
-        if busy < 0.3 or time.time() > deadline:
-            return
-        note(f"  (machine busy: {busy:.2f} other cores; waiting)")
-
-
 def run(cmd, kind, point):
     t0 = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -166,7 +145,7 @@ def measure(pts, steps_=None, with_gemm=False):
     for pt in pts:
         results.setdefault(pt["key"], dict(pt=pt, torch=[], headlab=[], headlab_b=[], gemm=[]))
     for rep in range(reps):
-        wait_idle()
+        wait_idle(args.wait_idle)
         order = ["torch", "headlab"] + (["headlab_b"] if args.headlab_b else [])
         if rep % 2:
             order.reverse()

@@ -1,7 +1,10 @@
 """What the PyTorch references record about the machine around a measurement (the keys
 `headlab bench` prints, src/cli/bench_machine.cpp): the BLAS mapped in, machine-wide busy CPU
-seconds, the CPU capability torch uses."""
+seconds, the CPU capability torch uses; and what the bench/compare_*.py drivers share: how busy
+the other cores are, waiting for a quiet machine, and a report between markers of a document."""
 import os
+import sys
+import time
 
 
 def blas_library():
@@ -32,3 +35,32 @@ def cpu_capability():
         if "CPU capability usage" in line:
             return line.split(":", 1)[1].strip()
     return None
+
+
+def foreign_cores(window=1.0):
+    """Cores busy over `window` seconds while the caller sleeps (so: other processes' load)."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v[:3]) + v[5] + v[6]
+    a = sample()
+    time.sleep(window)
+    return (sample() - a) / os.sysconf("SC_CLK_TCK") / window
+
+
+def wait_idle(seconds, busy_at=0.3):
+    """Wait up to `seconds` for fewer than busy_at other cores busy (0: do not wait)."""
+    deadline = time.time() + seconds
+    while seconds > 0:
+        busy = foreign_cores()
+        if busy < busy_at or time.time() > deadline:
+            return
+        print(f"  (machine busy: {busy:.2f} other cores; waiting)", file=sys.stderr, flush=True)
+
+
+def docs_with(text, rendered, begin, end, where):
+    """`text` with what lies between its markers begin and end replaced by `rendered`."""
+    if begin not in text or end not in text:
+        sys.exit(f"{where} has no {begin} ... {end} section")
+    head, rest = text.split(begin, 1)
+    return head + begin + "\n" + rendered + end + rest.split(end, 1)[1]

@@ -13,7 +13,6 @@ bench/results/mpi_scaling.json; the tables in docs/distributed.md are rendered f
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
