@@ -117,14 +117,16 @@ DetectorScores detect_heads(Model<T>& model, const DetectorInputs& inputs) {
     const int32_t* row = inputs.tokens.data() + r * T_;
     const AttentionExample a = attention_on_tokens(model, std::vector<int32_t>(row, row + T_));
     std::array<std::vector<uint8_t>, kHeadDetectors> patterns;
-    for (int d = 0; d < kHeadDetectors; ++d) patterns[d] = detection_pattern(static_cast<HeadDetector>(d), row, T_);
+    for (int d = 0; d < kHeadDetectors; ++d)
+      patterns[static_cast<size_t>(d)] = detection_pattern(static_cast<HeadDetector>(d), row, T_);
     size_t k = 0;
     for (int64_t l = 0; l < a.n_layers; ++l)
       for (int64_t h = 0; h < a.layer_heads[static_cast<size_t>(l)]; ++h, ++k) {
         const double* probs = a.probs.data() + (l * a.n_heads + h) * T_ * T_;
         for (int d = 0; d < kHeadDetectors; ++d)
           s.scores[static_cast<size_t>(d)][k] +=
-              detector_score(static_cast<HeadDetector>(d), probs, patterns[d], T_, inputs.half) / inputs.rows;
+              detector_score(static_cast<HeadDetector>(d), probs, patterns[static_cast<size_t>(d)], T_, inputs.half) /
+              inputs.rows;
       }
   }
   return s;

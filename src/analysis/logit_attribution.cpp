@@ -77,10 +77,12 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
                   ln_b = p.value(index.ln_f.bias);
 
   const bool one_stack = !kind.source;
+  std::vector<std::vector<StreamWriter>> writers;  // per decoder layer
+  for (int64_t l = 0; l < L; ++l) writers.push_back(stream_writers(spec, index.blocks[static_cast<size_t>(l)], l));
   LogitAttribution a;
   a.components.push_back({"embed", "embed", "", -1, -1, 0});
   for (int64_t l = 0; l < L; ++l) {
-    for (const StreamWriter& w : stream_writers(spec, index.blocks[static_cast<size_t>(l)], l)) {
+    for (const StreamWriter& w : writers[static_cast<size_t>(l)]) {
       const std::string attention = attention_kind_name(w.site.kind);
       for (int64_t h = 0; h < spec.heads_at_site(w.site); ++h)
         a.components.push_back({head_label(w.site, h, one_stack), "head", attention, l, h, 0});
@@ -124,7 +126,7 @@ LogitAttribution logit_attribution(Model<T>& model, const Dataset& dataset, Spli
       size_t k = 0;
       terms[k++] = dot(model.block_inputs()[0].value().data() + row * C, u.data(), C);
       for (int64_t l = 0; l < L; ++l) {
-        for (const StreamWriter& w : stream_writers(spec, index.blocks[static_cast<size_t>(l)], l)) {
+        for (const StreamWriter& w : writers[static_cast<size_t>(l)]) {
           const Tensor<T> proj = p.value(w.proj.weight);                                             // [C, H Dh]
           const Tensor<T>& heads = model.attention_outputs()[static_cast<size_t>(w.index)].value();  // [B,T,H,Dh]
           const int64_t HDh = proj.shape()[1], Dh = heads.shape()[3], H = HDh / Dh;

@@ -130,8 +130,8 @@ std::string example_json(const std::string& name, const AttentionExample& a, con
 }
 
 // What headlab circuits wrote into the folder (docs/circuits.md), each file or null.
-constexpr const char* kCircuitFiles[] = {"detectors", "composition", "ov_copying", "patching_heads",
-                                         "patching_resid", "path_patching", "dla", "logit_lens"};
+constexpr const char* kCircuitFiles[] = {"detectors",      "composition",   "ov_copying", "patching_heads",
+                                         "patching_resid", "path_patching", "dla",        "logit_lens"};
 
 std::string circuits_json(const fs::path& dir) {
   std::string out = "{";
@@ -152,8 +152,8 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   std::string out =
       "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
       ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" + optional_csv(dir / "metrics.csv") +
-      ",\"heads\":" + optional_csv(dir / "heads.csv") + ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv") +
-      ",\"circuits\":" + circuits_json(dir);
+      ",\"heads\":" + optional_csv(dir / "heads.csv") +
+      ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv") + ",\"circuits\":" + circuits_json(dir);
   std::vector<std::string> checkpoints;
   if (fs::is_directory(dir / "checkpoints"))
     for (const auto& entry : fs::directory_iterator(dir / "checkpoints"))

@@ -176,7 +176,7 @@ TEST_CASE("an encoder_decoder: which heads compose through which input", "[analy
   CHECK(between(K::enc, 1, K::enc, 0) == "");
   CHECK(between(K::enc, 1, K::cross, 3) == "kv");  // the memory, read by keys and values only
   CHECK(between(K::enc, 0, K::cross, 5) == "kv");
-  CHECK(between(K::enc, 0, K::dec, 2) == "");  // the decoder's self-attention never reads the encoder
+  CHECK(between(K::enc, 0, K::dec, 2) == "");     // the decoder's self-attention never reads the encoder
   CHECK(between(K::dec, 2, K::cross, 3) == "q");  // the same layer's self-attention, before the cross
   CHECK(between(K::cross, 3, K::dec, 4) == "qkv");
   CHECK(between(K::cross, 3, K::cross, 5) == "q");

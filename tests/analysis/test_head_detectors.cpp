@@ -51,7 +51,9 @@ TEST_CASE("scores are the attention's share on the pattern, prefix matching over
   const std::vector<int32_t> x = {1, 2, 3, 1, 2, 3};  // half 3
   const int64_t T = 6, half = 3;
   std::vector<double> a(T * T, 0.0);
-  const auto score = [&](HeadDetector d) { return detector_score(d, a.data(), detection_pattern(d, x.data(), T), T, half); };
+  const auto score = [&](HeadDetector d) {
+    return detector_score(d, a.data(), detection_pattern(d, x.data(), T), T, half);
+  };
   // A perfect previous-token head (row 0 can only attend to itself): 5 of 6 rows on the pattern.
   a[0] = 1;
   for (int64_t i = 1; i < T; ++i) a[static_cast<size_t>(i * T + i - 1)] = 1;

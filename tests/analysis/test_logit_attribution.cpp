@@ -77,8 +77,8 @@ TEST_CASE("an encoder_decoder's attributions: self and cross heads of each decod
   CHECK(a.max_sum_error < 1e-10);
   // embed, 2 decoder layers x (2 self heads + self bias + 2 cross heads + cross bias + mlp), ln_f bias
   REQUIRE(a.components.size() == 1u + 2u * 7u + 1u);
-  const std::vector<std::string> layer0 = {"dec.L0H0",  "dec.L0H1",  "dec.L0 attn bias", "cross.L0H0",
-                                           "cross.L0H1", "cross.L0 attn bias", "L0 mlp"};
+  const std::vector<std::string> layer0 = {
+      "dec.L0H0", "dec.L0H1", "dec.L0 attn bias", "cross.L0H0", "cross.L0H1", "cross.L0 attn bias", "L0 mlp"};
   for (size_t i = 0; i < layer0.size(); ++i) CHECK(a.components[1 + i].label == layer0[i]);
   CHECK(a.components[4].attention == "cross");
   for (const DlaComponent& c : a.components) CHECK(c.label.rfind("enc.", 0) == std::string::npos);

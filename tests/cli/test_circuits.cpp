@@ -90,10 +90,11 @@ TEST_CASE("circuits --composition and --dla on a translation model: its three ki
   c.train.steps = 4;
   c.train.eval_every = c.train.checkpoint_every = 4;
   const fs::path run = s.dir / "run";
-  REQUIRE(run_headlab({"train", s.write_config("t.toml", c).string(), "--out", run.string()}, s.dir / "train.log")
-              .code == 0);
-  const auto r = run_headlab({"circuits", run.string(), "--composition", "--dla", "--batches", "1"},
-                             s.dir / "circuits.log");
+  REQUIRE(
+      run_headlab({"train", s.write_config("t.toml", c).string(), "--out", run.string()}, s.dir / "train.log").code ==
+      0);
+  const auto r =
+      run_headlab({"circuits", run.string(), "--composition", "--dla", "--batches", "1"}, s.dir / "circuits.log");
   INFO(r.output);
   REQUIRE(r.code == 0);
   // 1 encoder and 1 decoder layer, 2 heads each: enc -> cross (k, v), dec -> cross (q), 4 pairs each.

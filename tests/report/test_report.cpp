@@ -158,8 +158,9 @@ TEST_CASE("a folder with only headlab circuits' files is a run, and its files go
   // The file names and columns headlab circuits writes (docs/circuits.md); the values are made up.
   test::ScratchDir s("report_circuits");
   const fs::path dir = s.write("detectors.csv",
-                   "step,label,layer,head,previous_token,duplicate_token,induction,prefix_matching\n"
-                   "20,L0H0,0,0,0.5,0.1,0.1,0.1\n20,L1H0,1,0,0.1,0.1,0.6,0.7\n").parent_path();
+                               "step,label,layer,head,previous_token,duplicate_token,induction,prefix_matching\n"
+                               "20,L0H0,0,0,0.5,0.1,0.1,0.1\n20,L1H0,1,0,0.1,0.1,0.6,0.7\n")
+                           .parent_path();
   s.write("patching_resid.csv", "layer,position,metric,restored\n0,0,1.5,0.25\n");
   const std::string json = gather_report(dir.string(), {});
   CHECK_THAT(json, Catch::Contains("\"circuits\":{\"detectors\":{\"columns\":[\"step\",\"label\",\"layer\",\"head\","

@@ -1,11 +1,11 @@
 // The interactive report: one self-contained HTML file of a run or sweep folder (docs/report.md).
 // gather_report() reads what the folder holds (config.toml, metrics.csv, heads.csv, prune/*/prune.csv,
-// headlab circuits' CSV files, attention_example_*.{h5,csv} + _tokens.csv; for a sweep grid.csv, results.csv, summary.md and
-// every run folder) into one JSON document; report_html() puts it into the page template, which
-// is compiled into the binary (src/report/report.html, embedded by cmake/embed_text.cmake), so an
-// installed headlab needs no shared file for it. Attention maps are quantised to one byte per
-// probability (round(255 p)), the lower triangle only for causal maps, compressed with zlib and
-// base64-encoded per head; the page decodes a head when it is first drawn.
+// headlab circuits' CSV files, attention_example_*.{h5,csv} + _tokens.csv; for a sweep grid.csv, results.csv,
+// summary.md and every run folder) into one JSON document; report_html() puts it into the page template, which is
+// compiled into the binary (src/report/report.html, embedded by cmake/embed_text.cmake), so an installed headlab needs
+// no shared file for it. Attention maps are quantised to one byte per probability (round(255 p)), the lower triangle
+// only for causal maps, compressed with zlib and base64-encoded per head; the page decodes a head when it is first
+// drawn.
 //   std::string json = gather_report("runs/default", {});
 //   write_file_atomically("runs/default/report.html", report_html(json, "default"));
 #pragma once
