@@ -1,6 +1,7 @@
 """experiments/translation/make_results.py on a made-up data/ folder: arms present and missing,
 the base arm's tables and the plateau rule on val BLEU and loss."""
 import os
+import re
 import sys
 
 import pytest
@@ -42,8 +43,10 @@ def test_base_tables(data):
     test = T.fill_base_test(data)
     assert "21.00 ± 1.41" in test and "674 test verses, beam 5" in test
     plateau = T.fill_base_plateau(data).splitlines()
-    assert plateau[2] == "| 0 | +2.00 | no | +4.17% | no |"
-    assert plateau[3] == "| 1 | +0.20 | yes | +0.50% | yes |"
+    # seed 0's loss misses the rule: the budget a power-law fit says it would need (tested in
+    # test_verdicts.py), with its exponent
+    assert re.fullmatch(r"\| 0 \| \+2\.00 \| no \| \+4\.17% \| no \| ([\d,]+ \(\d\.\d\d\)|beyond 1e9) \|", plateau[2])
+    assert plateau[3] == "| 1 | +0.20 | yes | +0.50% | yes | – |"
 
 
 def test_seeds_with_different_settings_fail(data, tmp_path):
