@@ -23,6 +23,7 @@ float32 precision) and how busy the other cores were.
 import argparse
 import csv
 import datetime
+import glob
 import json
 import os
 import re
@@ -105,7 +106,7 @@ def run_all():
              "--set", f"train.steps={TRAIN_STEPS}", "--set", "train.threads=1", "--set", "train.eval_every=0"]
     if subprocess.run(train, capture_output=True).returncode != 0:
         sys.exit(f"compare_patching: {' '.join(train)} failed")
-    checkpoint = os.path.join(run, "checkpoints", f"step_{TRAIN_STEPS}.h5")
+    checkpoint = sorted(glob.glob(os.path.join(run, "checkpoints", "step_*.h5")))[-1]
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     records = []
