@@ -150,9 +150,16 @@ PatchingInputs patching_inputs(const cxxopts::ParseResult& args, const OpenedChe
   return in;
 }
 
-}  // namespace
+// What was asked: the analyses, the checkpoints (every one of a run for the weight- and detector-
+// based analyses, else the one resolve_checkpoint picks) and the detectors' generated inputs.
+struct Request {
+  bool detectors = false, composition = false, dla = false, patch = false, path_patch = false;
+  std::string path;
+  std::vector<CheckpointFile> files;
+  int64_t rows = 0, half = 0, seed = 0;
+};
 
-int run_circuits(int argc, char** argv) {
+cxxopts::Options circuits_options() {
   cxxopts::Options options("headlab circuits",
                            "How heads cooperate: head detectors and composition scores, along training.");
   options.positional_help("CHECKPOINT.h5 | RUN");
@@ -186,110 +193,148 @@ int run_circuits(int argc, char** argv) {
       "out", "folder for the files (default: the run folder)", cxxopts::value<std::string>())(
       "threads", "worker threads (default: the checkpoint's train.threads)", cxxopts::value<int>())("h,help",
                                                                                                     "show this help");
+  return options;
+}
+
+// The analyses asked for, checked against the model of the first checkpoint (its config fixes
+// the model's kind, the inputs and the threads): one line for what cannot be scored.
+Request checked_request(const cxxopts::ParseResult& args) {
+  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab circuits CHECKPOINT|RUN --detectors)");
+  Request r;
+  r.detectors = args.count("detectors") > 0;
+  r.composition = args.count("composition") > 0;
+  r.dla = args.count("dla") > 0;
+  r.patch = args.count("patch") > 0;
+  r.path_patch = args.count("path-patch") > 0;
+  HEADLAB_CHECK(
+      r.detectors || r.composition || r.dla || r.patch || r.path_patch,
+      "no analysis given: --detectors, --composition, --dla, --patch, --path-patch (headlab circuits --help)");
+  for (const char* option : {"prompt", "corrupt", "answer", "wrong"})
+    HEADLAB_CHECK(r.patch || r.path_patch || !args.count(option),
+                  "--" << option << " goes with --patch or --path-patch");
+  r.path = args["checkpoint"].as<std::string>();
+  r.files = r.detectors || r.composition ? checkpoints_of(r.path)
+                                         : std::vector<CheckpointFile>{{-1, resolve_checkpoint(r.path)}};
+  r.rows = *count_option<int64_t>(args, "rows", 1);
+  r.seed = *count_option<int64_t>(args, "seed", 0);
+
+  const Config config = checkpoint_config(r.files.front().path);
+  const ModelSpec spec = model_spec(config);
+  const ModelKindInfo& kind = model_kind_info(spec.kind);
+  const std::string& first = r.files.front().path;
+  const std::string problem = detector_model_problem(spec);
+  HEADLAB_CHECK(!r.detectors || problem.empty(), "--detectors: " << first << ": " << problem);
+  r.half = count_option<int64_t>(args, "half", 1)
+               .value_or(std::max<int64_t>(1, std::min(config.data.seq_len, spec.max_seq_len) / 2));
+  HEADLAB_CHECK(!r.detectors || 2 * r.half <= spec.max_seq_len,
+                "--half " << r.half << ": sequences of 2 x " << r.half
+                          << " tokens are longer than the model's max_seq_len " << spec.max_seq_len);
+  HEADLAB_CHECK(!r.dla || kind.lm_head, "--dla: " << first << ": a " << kind.name
+                                                  << " model; it reads an LM head (model.kind = decoder or "
+                                                     "encoder_decoder)");
+  HEADLAB_CHECK(!(r.patch || r.path_patch) || (kind.lm_head && !kind.source),
+                (r.patch ? "--patch: " : "--path-patch: ")
+                    << first << ": a " << kind.name << " model; patching covers a decoder's one stack (model.kind = "
+                    << "decoder)");
+  const std::optional<int> threads = count_option<int>(args, "threads", 1);
+  set_num_threads(threads ? *threads : resolved_threads(config));
+  return r;
+}
+
+// The weight- and attention-based analyses of every checkpoint, in step order.
+struct AlongTraining {
+  DetectorCurves curves;  // its steps are every checkpoint's, detectors or not
+  std::vector<CompositionScores> compositions;
+  std::vector<std::vector<double>> copying;
+  bool copying_scored = false;  // the OV circuit ends in an LM head
+};
+
+AlongTraining score_checkpoints(const Request& r) {
+  AlongTraining t;
+  const ModelSpec spec = model_spec(checkpoint_config(r.files.front().path));
+  t.curves.inputs = repeated_random_tokens(r.rows, r.half, spec.vocab_size, static_cast<uint64_t>(r.seed));
+  t.curves.run = r.path;
+  t.copying_scored = model_kind_info(spec.kind).lm_head;
+  for (const CheckpointFile& file : r.files) {
+    Model<float> model(model_spec(checkpoint_config(file.path)));
+    HEADLAB_CHECK(model.spec().kind == spec.kind && model.spec().vocab_size == spec.vocab_size,
+                  file.path << ": not the model of " << r.files.front().path);
+    const RunProgress progress = load_training_checkpoint(file.path, model, nullptr);
+    t.curves.steps.push_back(progress.step);
+    if (r.detectors) {
+      t.curves.scores.push_back(detect_heads(model, t.curves.inputs));
+      print_top_heads(progress.step, t.curves.scores.back());
+    }
+    if (r.composition) {
+      t.compositions.push_back(composition_scores(model));
+      if (t.copying_scored) t.copying.push_back(ov_copying_scores(model));
+    }
+  }
+  return t;
+}
+
+// Activation and path patching of the one checkpoint, timed (the count of reruns with it).
+void run_patching(const cxxopts::ParseResult& args, const Request& r, std::optional<ActivationPatching>& patched,
+                  std::optional<PathPatching>& paths) {
+  const std::string checkpoint = resolve_checkpoint(r.path);
+  OpenedCheckpoint opened = open_checkpoint(checkpoint);
+  const PatchingInputs in = patching_inputs(args, opened, r.rows, r.half, r.seed);
+  std::printf("patching %s: %s of %lld tokens, metric %s\n", checkpoint.c_str(), counted(in.rows, "row").c_str(),
+              static_cast<long long>(in.seq_len), in.metric_name().c_str());
+  if (r.patch) {
+    const double t0 = wall_seconds();
+    patched = activation_patching(*opened.model, in);
+    std::printf("activation patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", patched->clean,
+                patched->corrupt, static_cast<long long>(patched->forwards), wall_seconds() - t0);
+  }
+  if (r.path_patch) {
+    const double t0 = wall_seconds();
+    paths = path_patching(*opened.model, in);
+    std::printf("path patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", paths->clean, paths->corrupt,
+                static_cast<long long>(paths->forwards), wall_seconds() - t0);
+  }
+}
+
+LogitAttribution run_dla(const cxxopts::ParseResult& args, const Request& r) {
+  const std::string checkpoint = resolve_checkpoint(r.path);
+  OpenedCheckpoint opened = open_checkpoint(checkpoint);
+  const Split split = parse_split(args["split"].as<std::string>(), true);
+  const int64_t batch_size = count_option<int64_t>(args, "batch-size", 1).value_or(opened.config.train.batch_size);
+  const int64_t batches = count_option<int64_t>(args, "batches", 1)
+                              .value_or(default_eval_batches(opened.config, *opened.dataset, split, batch_size));
+  LogitAttribution a = logit_attribution(*opened.model, *opened.dataset, split, batches, batch_size);
+  print_attribution(a, checkpoint, args["split"].as<std::string>());
+  return a;
+}
+
+}  // namespace
+
+int run_circuits(int argc, char** argv) {
+  cxxopts::Options options = circuits_options();
   const auto parsed = parse_options(options, {"checkpoint"}, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
-  HEADLAB_CHECK(args.count("checkpoint"), "no checkpoint given (usage: headlab circuits CHECKPOINT|RUN --detectors)");
-  const bool detectors = args.count("detectors") > 0, composition = args.count("composition") > 0,
-             dla = args.count("dla") > 0, patch = args.count("patch") > 0, path_patch = args.count("path-patch") > 0;
-  HEADLAB_CHECK(
-      detectors || composition || dla || patch || path_patch,
-      "no analysis given: --detectors, --composition, --dla, --patch, --path-patch (headlab circuits --help)");
-  for (const char* option : {"prompt", "corrupt", "answer", "wrong"})
-    HEADLAB_CHECK(patch || path_patch || !args.count(option), "--" << option << " goes with --patch or --path-patch");
-  const std::string path = args["checkpoint"].as<std::string>();
-  const std::vector<CheckpointFile> files =
-      detectors || composition ? checkpoints_of(path) : std::vector<CheckpointFile>{{-1, resolve_checkpoint(path)}};
-  const int64_t rows = *count_option<int64_t>(args, "rows", 1);
-  const int64_t seed = *count_option<int64_t>(args, "seed", 0);
+  const Request r = checked_request(args);
 
-  // The first checkpoint's config fixes the model's kind, the inputs and the threads.
-  const Config config = checkpoint_config(files.front().path);
-  const ModelSpec spec = model_spec(config);
-  const std::string problem = detector_model_problem(spec);
-  HEADLAB_CHECK(!detectors || problem.empty(), "--detectors: " << files.front().path << ": " << problem);
-  const int64_t half = count_option<int64_t>(args, "half", 1)
-                           .value_or(std::max<int64_t>(1, std::min(config.data.seq_len, spec.max_seq_len) / 2));
-  HEADLAB_CHECK(!detectors || 2 * half <= spec.max_seq_len,
-                "--half " << half << ": sequences of 2 x " << half << " tokens are longer than the model's max_seq_len "
-                          << spec.max_seq_len);
-  HEADLAB_CHECK(!dla || model_kind_info(spec.kind).lm_head,
-                "--dla: " << files.front().path << ": a " << model_kind_info(spec.kind).name
-                          << " model; it reads an LM head (model.kind = decoder or encoder_decoder)");
-  HEADLAB_CHECK(!(patch || path_patch) || (model_kind_info(spec.kind).lm_head && !model_kind_info(spec.kind).source),
-                (patch ? "--patch: " : "--path-patch: ")
-                    << files.front().path << ": a " << model_kind_info(spec.kind).name
-                    << " model; patching covers a decoder's one stack (model.kind = decoder)");
-  const std::optional<int> threads = count_option<int>(args, "threads", 1);
-  set_num_threads(threads ? *threads : resolved_threads(config));
-
-  DetectorCurves curves;
-  curves.inputs = repeated_random_tokens(rows, half, spec.vocab_size, static_cast<uint64_t>(seed));
-  curves.run = path;
-  std::vector<CompositionScores> compositions;
-  std::vector<std::vector<double>> copying;
-  const bool copying_scored = model_kind_info(spec.kind).lm_head;  // the OV circuit ends in an LM head
-  for (const CheckpointFile& file : detectors || composition ? files : std::vector<CheckpointFile>{}) {
-    Model<float> model(model_spec(checkpoint_config(file.path)));
-    HEADLAB_CHECK(model.spec().kind == spec.kind && model.spec().vocab_size == spec.vocab_size,
-                  file.path << ": not the model of " << files.front().path);
-    const RunProgress progress = load_training_checkpoint(file.path, model, nullptr);
-    curves.steps.push_back(progress.step);
-    if (detectors) {
-      curves.scores.push_back(detect_heads(model, curves.inputs));
-      print_top_heads(progress.step, curves.scores.back());
-    }
-    if (composition) {
-      compositions.push_back(composition_scores(model));
-      if (copying_scored) copying.push_back(ov_copying_scores(model));
-    }
-  }
-
-  std::optional<LogitAttribution> attribution;
+  // Everything is computed before anything is written: a failure leaves no partial output.
+  const AlongTraining t = r.detectors || r.composition ? score_checkpoints(r) : AlongTraining{};
   std::optional<ActivationPatching> patched;
   std::optional<PathPatching> paths;
-  if (patch || path_patch) {
-    const std::string checkpoint = resolve_checkpoint(path);
-    OpenedCheckpoint opened = open_checkpoint(checkpoint);
-    {
-      const PatchingInputs in = patching_inputs(args, opened, rows, half, seed);
-      std::printf("patching %s: %s of %lld tokens, metric %s\n", checkpoint.c_str(), counted(in.rows, "row").c_str(),
-                  static_cast<long long>(in.seq_len), in.metric_name().c_str());
-      if (patch) {
-        const double t0 = wall_seconds();
-        patched = activation_patching(*opened.model, in);
-        std::printf("activation patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", patched->clean,
-                    patched->corrupt, static_cast<long long>(patched->forwards), wall_seconds() - t0);
-      }
-      if (path_patch) {
-        const double t0 = wall_seconds();
-        paths = path_patching(*opened.model, in);
-        std::printf("path patching: clean %.6g, corrupted %.6g; %lld forwards in %.4f s\n", paths->clean,
-                    paths->corrupt, static_cast<long long>(paths->forwards), wall_seconds() - t0);
-      }
-    }
-  }
-  if (dla) {
-    const std::string checkpoint = resolve_checkpoint(path);
-    OpenedCheckpoint opened = open_checkpoint(checkpoint);
-    const Split split = parse_split(args["split"].as<std::string>(), true);
-    const int64_t batch_size = count_option<int64_t>(args, "batch-size", 1).value_or(opened.config.train.batch_size);
-    const int64_t batches = count_option<int64_t>(args, "batches", 1)
-                                .value_or(default_eval_batches(opened.config, *opened.dataset, split, batch_size));
-    attribution = logit_attribution(*opened.model, *opened.dataset, split, batches, batch_size);
-    print_attribution(*attribution, checkpoint, args["split"].as<std::string>());
-  }
+  if (r.patch || r.path_patch) run_patching(args, r, patched, paths);
+  std::optional<LogitAttribution> attribution;
+  if (r.dla) attribution = run_dla(args, r);
 
-  const fs::path out = args.count("out")        ? fs::path(args["out"].as<std::string>())
-                       : fs::is_directory(path) ? fs::path(path)
-                                                : fs::path(checkpoint_run_folder(path));
+  const fs::path out = args.count("out")          ? fs::path(args["out"].as<std::string>())
+                       : fs::is_directory(r.path) ? fs::path(r.path)
+                                                  : fs::path(checkpoint_run_folder(r.path));
   fs::create_directories(out);
-  if (detectors) {
-    write_detectors_csv((out / "detectors.csv").string(), curves);
-    write_detectors_h5((out / "detectors.h5").string(), curves);
+  const std::string checkpoints = counted(static_cast<int64_t>(r.files.size()), "checkpoint");
+  if (r.detectors) {
+    write_detectors_csv((out / "detectors.csv").string(), t.curves);
+    write_detectors_h5((out / "detectors.h5").string(), t.curves);
     std::printf("%s on %lld sequences of 2 x %lld random tokens (seed %lld): wrote %s/detectors.csv and detectors.h5\n",
-                counted(static_cast<int64_t>(files.size()), "checkpoint").c_str(), static_cast<long long>(rows),
-                static_cast<long long>(half), static_cast<long long>(seed), out.string().c_str());
+                checkpoints.c_str(), static_cast<long long>(r.rows), static_cast<long long>(r.half),
+                static_cast<long long>(r.seed), out.string().c_str());
   }
   if (patched) {
     write_activation_patching(out.string(), *patched);
@@ -304,13 +349,13 @@ int run_circuits(int argc, char** argv) {
     write_logit_lens_csv((out / "logit_lens.csv").string(), *attribution);
     std::printf("wrote %s/dla.csv and logit_lens.csv\n", out.string().c_str());
   }
-  if (composition) {
-    write_composition_csv((out / "composition.csv").string(), curves.steps, compositions);
-    print_top_compositions(compositions.back());
-    if (copying_scored) write_copying_csv((out / "ov_copying.csv").string(), curves.steps, compositions, copying);
-    std::printf("composition scores of %s: wrote %s/composition.csv%s\n",
-                counted(static_cast<int64_t>(files.size()), "checkpoint").c_str(), out.string().c_str(),
-                copying_scored ? " and ov_copying.csv" : " (no ov_copying.csv: the model has no LM head)");
+  if (r.composition) {
+    write_composition_csv((out / "composition.csv").string(), t.curves.steps, t.compositions);
+    print_top_compositions(t.compositions.back());
+    if (t.copying_scored)
+      write_copying_csv((out / "ov_copying.csv").string(), t.curves.steps, t.compositions, t.copying);
+    std::printf("composition scores of %s: wrote %s/composition.csv%s\n", checkpoints.c_str(), out.string().c_str(),
+                t.copying_scored ? " and ov_copying.csv" : " (no ov_copying.csv: the model has no LM head)");
   }
   return 0;
 }
