@@ -6,8 +6,11 @@ on a Model and the batches of a split (data.eval_batches):
                             example's mean loss, xi_h the head's gate (Michel et al. 2019)
     importance_normalized   importance divided by the l2 norm of its site's importances
     ablation_loss_delta     loss with head h alone gated to 0, minus loss
+    integrated_gradients    (g_h - b) times the mean over N midpoints a_k = (k + 1/2) / N of dL/dxi_h at
+                            xi = b + a_k (g - b), L the split's mean loss (Sundararajan et al. 2017)
 
     s = head_scores(model, eval_batches(ckpt.config, "val"))
+    ig = integrated_gradients(model, eval_batches(ckpt.config, "val"), steps=20)
 """
 from __future__ import annotations
 
@@ -97,3 +100,37 @@ def head_scores(model, batches, ablation: bool = True) -> dict:
     if ablation:
         result["ablation_loss_delta"] = [(m / n_targets - loss).tolist() for m in masked_sum]
     return result
+
+
+def integrated_gradients(model, batches, steps: int, baseline: float = 0.0) -> dict:
+    """`headlab analyze --ig-steps N`: {"attribution": [site][H] lists, "loss": L(g), "baseline_loss":
+    L(b)}, the path from every gate at `baseline` to the model's gates g, all heads together."""
+    base_gates = [g.detach().clone() for g in model.gates()]
+    dtype = model.tok_emb.weight.dtype
+
+    def mean_loss(a, grad):
+        gates = [(baseline + a * (g.to(dtype) - baseline)).requires_grad_(grad) for g in base_gates]
+        total, count, grads = 0.0, 0, [torch.zeros(len(g), dtype=torch.float64) for g in base_gates]
+        for tokens, targets, labels, key_padding, *source in batches:
+            source = dict(source=source[0], source_padding=source[1]) if source else {}
+            out = model(tokens, key_padding=key_padding, gates=gates, **source)
+            s, n = _example_losses(model, out, targets, labels)
+            if int(n.sum()) == 0:
+                continue
+            total += float(s.sum())
+            count += int(n.sum())
+            if grad:
+                for k, g in enumerate(torch.autograd.grad(s.sum(), gates)):
+                    grads[k] += g.detach().double()
+        return total / count, [g / count for g in grads]
+
+    path = [np.zeros(len(g)) for g in base_gates]
+    for k in range(steps):
+        _, grads = mean_loss((k + 0.5) / steps, True)
+        for site, g in enumerate(grads):
+            path[site] += g.numpy() / steps
+    attribution = [((g.double().numpy() - baseline) * p).tolist() for g, p in zip(base_gates, path)]
+    with torch.no_grad():
+        loss, _ = mean_loss(1.0, False)
+        baseline_loss, _ = mean_loss(0.0, False)
+    return dict(attribution=attribution, loss=loss, baseline_loss=baseline_loss)

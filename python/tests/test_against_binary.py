@@ -10,7 +10,8 @@ Tolerances: headlab computes in float32, the Python model here in float64, so ag
 limited by float32 rounding (about 1e-7 relative per operation; measured on these models: losses
 agree to 5e-7 relative or better, importance to 5e-6 relative, ablation deltas to 4e-7 nats).
 Losses must agree to 1e-5 relative, importance to 1e-5 relative (+1e-8 absolute), ablation
-deltas (differences of two losses) to 5e-6 nats + 1e-5 relative.
+deltas (differences of two losses) to 5e-6 nats + 1e-5 relative. Integrated gradients (means of
+gate gradients along a path, each a float32 backward) to 1e-4 relative + 1e-7 nats.
 """
 import glob
 import json
@@ -23,7 +24,7 @@ import pytest
 import torch
 
 import headlab
-from headlab.analysis import head_scores, split_loss
+from headlab.analysis import head_scores, integrated_gradients, split_loss
 from headlab.data import classify_examples, eval_batches
 
 from conftest import DECODERS, ENCODERS, run_headlab
@@ -92,6 +93,27 @@ def test_loss_importance_and_ablation_match_the_binary(variant, train_variant, t
     if variant == "mqa_active_heads":  # the heads switched off in training have gate 0 and no effect
         assert [g.tolist() for g in ckpt.gates()] == [[1, 1, 1, 0], [1, 1, 0, 0]]
         assert py["ablation_loss_delta"][0][3] == 0 and binary["ablation_loss_delta"][0, 3] == 0
+
+
+@pytest.mark.parametrize("variant", ["mha", "mqa_active_heads", "enc_first_gqa"])
+def test_integrated_gradients_match_the_binary(variant, train_variant, tmp_path):
+    # Gated-off heads (mqa_active_heads) get 0 on both sides; an encoder's labels too.
+    path = checkpoint_of(train_variant(variant))
+    ckpt = headlab.load_checkpoint(path)
+    run_headlab("analyze", path, "--out", tmp_path, "--no-similarity", "--no-ablation", "--threads", "1",
+                "--ig-steps", 8)
+    with h5py.File(tmp_path / "heads.h5", "r") as f:
+        binary = np.array(f["heads"]["integrated_gradients"])
+        change, error, steps = f.attrs["ig_loss_change"], f.attrs["ig_completeness_error"], f.attrs["ig_steps"]
+    assert steps == 8
+    py = integrated_gradients(headlab.Model.from_checkpoint(ckpt).double(), batches_for(ckpt), steps=8)
+    for l, n in enumerate(ckpt.spec["heads"]):
+        np.testing.assert_allclose(py["attribution"][l], binary[l, :n], rtol=1e-4, atol=1e-7, err_msg=f"site {l}")
+    py_change = py["loss"] - py["baseline_loss"]
+    assert abs(py_change - change) <= LOSS_RTOL * (abs(py["loss"]) + abs(py["baseline_loss"]))
+    # The same midpoint sum on both sides: the same distance from completeness, to float32 rounding.
+    py_error = abs(sum(sum(a) for a in py["attribution"]) - py_change)
+    assert abs(py_error - error) <= 1e-4 * abs(change) + 1e-7
 
 
 def test_float32_model_matches_too(train_variant):

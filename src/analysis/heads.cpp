@@ -24,6 +24,7 @@
 #include "headlab/analysis/heads.h"
 #include "headlab/analysis/attention_stats.h"
 #include "headlab/analysis/head_roles.h"
+#include "headlab/analysis/integrated_gradients.h"
 #include "headlab/common/error.h"
 #include "headlab/data/model_input.h"
 #include "headlab/nn/saved_forward.h"
@@ -430,6 +431,13 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   // Unmeasured columns stay NaN: sums without rows divide to NaN, and no JS rows leave no matrix.
   finish_attention_stats(sums, s);
   if (options.attention) assign_roles(s);
+  if (options.ig_steps > 0) {  // the same batches, the path from every head off to the model's gates
+    const IntegratedGradients ig = integrated_gradients(model, dataset, split, n_batches, B, options.ig_steps);
+    s.integrated_gradients = ig.attribution;
+    s.ig_steps = ig.steps;
+    s.ig_loss_change = ig.loss - ig.baseline_loss;
+    s.ig_completeness_error = ig.completeness_error;
+  }
   return s;
 }
 

@@ -68,6 +68,9 @@ const std::vector<HeadColumn>& head_columns() {
        "cross heads: alignment error rate against the Strong's gold (--alignment)"},
       {"alignment_precision", &HeadScores::alignment_precision, "cross heads: alignment precision (--alignment)"},
       {"alignment_recall", &HeadScores::alignment_recall, "cross heads: alignment recall (--alignment)"},
+      {"integrated_gradients", &HeadScores::integrated_gradients,
+       "integrated gradients of the loss along the gates' path from 0 (Sundararajan et al.; --ig-steps), nats; "
+       "< 0: the head lowers the loss"},
   };
   return columns;
 }
@@ -197,6 +200,11 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
   w.set_int_attr("n_targets", s.n_targets);
   w.set_int_attr("n_query_rows", s.n_query_rows);
   w.set_double_attr("loss", s.loss);
+  if (s.ig_steps > 0) {
+    w.set_int_attr("ig_steps", s.ig_steps);
+    w.set_double_attr("ig_loss_change", s.ig_loss_change);
+    w.set_double_attr("ig_completeness_error", s.ig_completeness_error);
+  }
   w.set_double_attr("accuracy", s.accuracy);
   for (const BaselineField& f : positional_baselines()) {
     const std::string prefix = std::string("baseline_") + f.relation;

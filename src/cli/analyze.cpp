@@ -1,5 +1,5 @@
 // headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
-//                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only]
+//                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only] [--ig-steps N]
 //                            [--mask HEADS] [--threads N] [--bleu [--beam N] [--lenpen X] [--sentences N]]
 //                            [--alignment [--sentences N]]
 // headlab analyze CHECKPOINT|RUN --alignment-only [--split S] [--sentences N]
@@ -123,6 +123,10 @@ int run_analyze(int argc, char** argv) {
       "no-similarity", "skip the head-by-head JS distance matrix")(
       "layer-only", "also each head alone in its layer (the others masked): L x H more forwards per batch")(
       "importance-by-rows", "one backward per example for the importance (the check of the fast path)")(
+      "ig-steps",
+      "also each head's integrated gradients along the gates' path from 0 (Sundararajan et al.), a midpoint sum "
+      "over N points (one forward and backward per batch and point): heads.csv's integrated_gradients",
+      cxxopts::value<int64_t>())(
       "alignment",
       "also score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
       "(translation on the Bible; beside the diagonal and IBM Model 1): heads.csv's alignment_aer, "
@@ -214,6 +218,7 @@ int run_analyze(int argc, char** argv) {
   o.similarity = !args.count("no-similarity");
   o.layer_only = args.count("layer-only") > 0;
   o.importance_by_rows = args.count("importance-by-rows") > 0;
+  o.ig_steps = count_option<int64_t>(args, "ig-steps", 1).value_or(0);
   o.pad_token = dataset->unkeyed_pad_token();
   const int64_t n = batches ? *batches : default_eval_batches(config, *dataset, split, o.batch_size);
   const std::vector<int64_t> dump =
@@ -255,6 +260,11 @@ int run_analyze(int argc, char** argv) {
     std::printf("loss %.4f, accuracy %.4f\n", s.loss, s.accuracy);
   else
     std::printf("loss %.4f\n", s.loss);
+  if (s.ig_steps > 0)
+    std::printf(
+        "integrated gradients (%lld points): the attributions add up to %.6f, the loss with the heads on "
+        "minus every head off, within %.2g\n",
+        static_cast<long long>(s.ig_steps), s.ig_loss_change, s.ig_completeness_error);
 
   if (alignment) {
     add_alignment_columns(*alignment, s);

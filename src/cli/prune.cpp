@@ -1,4 +1,5 @@
-// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|random|entropy|confidence|ablation|l0|none
+// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|integrated_gradients|random|entropy|confidence|
+//                                     ablation|l0|none [--ig-steps N]
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
@@ -37,7 +38,8 @@ int run_prune(int argc, char** argv) {
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(
       "strategy",
-      "importance, importance_raw, random, entropy, confidence, ablation, l0, or none (fine-tuning only: the control)",
+      "importance, importance_raw, integrated_gradients, random, entropy, confidence, ablation, l0, or none "
+      "(fine-tuning only: the control)",
       cxxopts::value<std::string>())("step-frac", "fraction of all heads pruned per round",
                                      cxxopts::value<double>()->default_value("0.1"))(
       "finetune-steps", "training steps after each round", cxxopts::value<int64_t>()->default_value("0"))(
@@ -50,7 +52,9 @@ int run_prune(int argc, char** argv) {
       "batches", "batches of the split at every round (default: the whole split, or train.eval_batches)",
       cxxopts::value<int64_t>())("score-batches",
                                  "training batches the scores are measured on (default: train.eval_batches)",
-                                 cxxopts::value<int64_t>())("lambda", "l0: penalty weight", cxxopts::value<double>())(
+                                 cxxopts::value<int64_t>())(
+      "ig-steps", "integrated_gradients: points of the gates' path", cxxopts::value<int64_t>()->default_value("20"))(
+      "lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
       "l0-freeze", "l0: train only the gates, the model's parameters frozen (default: both train)")(
@@ -93,6 +97,9 @@ int run_prune(int argc, char** argv) {
   o.split = parse_split(split_arg, false);
   if (const auto batches = count_option<int64_t>(args, "batches", 1)) o.eval_batches = *batches;
   if (const auto batches = count_option<int64_t>(args, "score-batches", 1)) o.score_batches = *batches;
+  o.ig_steps = *count_option<int64_t>(args, "ig-steps", 1);
+  HEADLAB_CHECK(o.strategy == PruneStrategy::integrated_gradients || !args.count("ig-steps"),
+                "--ig-steps applies only to --strategy integrated_gradients");
   HEADLAB_CHECK(
       l0 || !(args.count("lambda") || args.count("l0-steps") || args.count("l0-lr") || args.count("l0-penalty")),
       "--lambda, --l0-steps, --l0-lr and --l0-penalty apply only to --strategy l0");

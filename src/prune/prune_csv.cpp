@@ -11,9 +11,15 @@ namespace headlab {
 
 namespace {
 
-constexpr PruneStrategy kStrategies[] = {
-    PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::random, PruneStrategy::entropy,
-    PruneStrategy::confidence, PruneStrategy::ablation,       PruneStrategy::l0,     PruneStrategy::none};
+constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance,
+                                         PruneStrategy::importance_raw,
+                                         PruneStrategy::integrated_gradients,
+                                         PruneStrategy::random,
+                                         PruneStrategy::entropy,
+                                         PruneStrategy::confidence,
+                                         PruneStrategy::ablation,
+                                         PruneStrategy::l0,
+                                         PruneStrategy::none};
 
 // Space-separated, so a cell never needs CSV quoting.
 template <typename Seq, typename Fn>
@@ -34,6 +40,8 @@ const char* prune_strategy_name(PruneStrategy strategy) {
       return "importance";
     case PruneStrategy::importance_raw:
       return "importance_raw";
+    case PruneStrategy::integrated_gradients:
+      return "integrated_gradients";
     case PruneStrategy::random:
       return "random";
     case PruneStrategy::entropy:

@@ -28,6 +28,8 @@ namespace {
 //               across layers): the head whose gate the loss is least sensitive to goes first.
 //   importance_raw  the same without the per-layer normalisation (a global normalisation
 //               divides every head by one number and gives this order too).
+//   integrated_gradients  the head's integrated gradients along the gates' path from 0, negated:
+//               the head whose switching on lowers the loss least (or raises it) goes first.
 //   ablation    loss(head alone masked) - loss: the head whose removal raises the loss least
 //               (or lowers it) goes first.
 //   entropy     minus the mean attention entropy: the most spread-out (unfocused) head goes
@@ -45,6 +47,9 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
       return s.importance_normalized;
     case PruneStrategy::importance_raw:
       return s.importance;
+    case PruneStrategy::integrated_gradients:
+      for (double ig : s.integrated_gradients) scores.push_back(-ig);
+      return scores;
     case PruneStrategy::ablation:
       return s.ablation_loss_delta;
     case PruneStrategy::confidence:
@@ -151,6 +156,7 @@ void validate(const PruneOptions& o) {
                 "--strategy none prunes nothing: it is the control of fine-tuning, so it needs --finetune-steps K");
   HEADLAB_CHECK(o.eval_batches >= 0, "--batches must be positive, got " << o.eval_batches);
   HEADLAB_CHECK(o.score_batches >= 0, "--score-batches must be positive, got " << o.score_batches);
+  HEADLAB_CHECK(o.ig_steps >= 1, "--ig-steps must be positive, got " << o.ig_steps);
   HEADLAB_CHECK(o.lambda >= 0 && std::isfinite(o.lambda), "--lambda must be >= 0, got " << o.lambda);
   HEADLAB_CHECK(o.l0_steps > 0, "--l0-steps must be positive, got " << o.l0_steps);
   HEADLAB_CHECK(o.l0_lr > 0 && std::isfinite(o.l0_lr), "--l0-lr must be positive, got " << o.l0_lr);
@@ -205,6 +211,7 @@ std::vector<double> head_scores(Model<float>& model, const Config& config, const
   a.batch_size = config.train.batch_size;
   a.importance = options.strategy == PruneStrategy::importance || options.strategy == PruneStrategy::importance_raw;
   a.ablation = options.strategy == PruneStrategy::ablation;
+  a.ig_steps = options.strategy == PruneStrategy::integrated_gradients ? options.ig_steps : 0;
   a.attention = options.strategy == PruneStrategy::entropy || options.strategy == PruneStrategy::confidence;
   a.similarity = false;
   a.pad_token = dataset.unkeyed_pad_token();

@@ -2,7 +2,8 @@
 // over N batches of a data split (deterministic: batch i of the split, in order).
 //   importance   Michel et al. 2019: I_h = E_x |dL(x)/dxi_h|, one gradient per example x
 //                (L(x) = the example's mean loss over its scored targets), raw and l2-normalised
-//                per site (their default: per layer);
+//                per site (their default: per layer); and (ig_steps > 0) integrated gradients
+//                along the gates' path from 0 (analysis/integrated_gradients.h);
 //   ablation     change of the loss (and accuracy) when head h alone is gated to 0;
 //   layer_only   (off by default) the same when h is the only head left on in its site (every
 //                other head of the site gated to 0): Michel et al.'s Table 2, a layer reduced
@@ -48,6 +49,9 @@ struct AnalysisOptions {
   // example); a head whose gate is 0 has out = 0, so any zero gate switches to one backward per
   // example. Set to force that slower path.
   bool importance_by_rows = false;
+  // Points of the integrated-gradients path (analysis/integrated_gradients.h): one forward and
+  // backward per batch and point; 0 = not measured.
+  int64_t ig_steps = 0;
   // A token that marks padding in data without key_padding (Dataset::unkeyed_pad_token: grammar's
   // <pad>, sort's and reverse's PAD): query rows
   // holding it are left out of the attention statistics. -1 = none.
@@ -83,6 +87,12 @@ struct HeadScores {
   // One value per head (size N, in index() order); NaN where not measured or not applicable to the data.
   std::vector<double> gate;
   std::vector<double> importance, importance_normalized;
+  // Integrated gradients of the loss from every head off to the model's gates (ig_steps > 0): the
+  // attributions add up to ig_loss_change = L(gates) - L(all off) within ig_completeness_error.
+  std::vector<double> integrated_gradients;
+  int64_t ig_steps = 0;
+  double ig_loss_change = std::numeric_limits<double>::quiet_NaN();
+  double ig_completeness_error = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> ablation_loss_delta, ablation_accuracy_delta;      // masked - unmasked
   std::vector<double> layer_only_loss_delta, layer_only_accuracy_delta;  // h alone in its site - unmasked
   // Translation, in BLEU and chrF points (analysis/bleu_ablation.h: add_bleu_columns), and the

@@ -3,7 +3,7 @@
 // encoder_decoder's encoder layers, then each decoder layer's self- and cross-attention), as in
 // heads.csv. `only` restricts pruning to some kinds of attention (Michel et al.'s Fig. 4: enc,
 // dec or cross alone); the other kinds keep every head.
-//   iterative (importance, random, entropy, confidence, ablation): round 0 is the model as
+//   iterative (importance, integrated_gradients, random, entropy, confidence, ablation): round 0 is the model as
 //     loaded; each round prunes the max(1, round(F * prunable heads)) active heads with the
 //     lowest score (never a site's last active head), fine-tunes K steps with the gates fixed,
 //     evaluates, and optionally recomputes the scores, until every prunable site has one head left;
@@ -38,7 +38,17 @@
 
 namespace headlab {
 
-enum class PruneStrategy { importance, importance_raw, random, entropy, confidence, ablation, l0, none };
+enum class PruneStrategy {
+  importance,
+  importance_raw,
+  integrated_gradients,
+  random,
+  entropy,
+  confidence,
+  ablation,
+  l0,
+  none
+};
 // Throws one line with the nearest name ("unknown strategy 'importnce'; did you mean
 // 'importance'?") or the choices.
 PruneStrategy parse_prune_strategy(const std::string& name);
@@ -55,6 +65,7 @@ struct PruneOptions {
   Split split = Split::val;    // the metric's split
   int64_t eval_batches = 0;    // batches 0..n-1 of `split`; 0 = default_eval_batches()
   int64_t score_batches = 0;   // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
+  int64_t ig_steps = 20;       // integrated_gradients: points of the path (analysis/integrated_gradients.h)
   // l0 only.
   double lambda = 0;                           // penalty weight, >= 0
   int64_t l0_steps = 200;                      // fine-tuning steps with the stochastic gates

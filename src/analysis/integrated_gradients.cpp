@@ -1,0 +1,131 @@
+#include "headlab/analysis/integrated_gradients.h"
+
+#include <cmath>
+
+#include "headlab/common/error.h"
+#include "headlab/data/model_input.h"
+
+namespace headlab {
+
+namespace {
+
+// The gates at a point of the path, restoring the model's own when it goes out of scope (also
+// when a forward throws).
+template <typename T>
+class PathGates {
+ public:
+  explicit PathGates(Model<T>& model) : model_(model) {
+    for (int i = 0; i < model.gates().size(); ++i) {
+      const Tensor<T> g = model.gates().value(i);
+      own_.emplace_back(g.data(), g.data() + g.numel());
+    }
+  }
+  ~PathGates() { at(1, 0); }
+  PathGates(const PathGates&) = delete;
+  PathGates& operator=(const PathGates&) = delete;
+
+  // xi = b + a (g - b), site by site.
+  void at(double a, double baseline) {
+    for (int i = 0; i < model_.gates().size(); ++i) {
+      Tensor<T> g = model_.gates().value(i);
+      for (int64_t h = 0; h < g.numel(); ++h) {
+        const double own = static_cast<double>(own_[static_cast<size_t>(i)][static_cast<size_t>(h)]);
+        g.data()[h] = a == 1 ? own_[static_cast<size_t>(i)][static_cast<size_t>(h)]
+                             : static_cast<T>(baseline + a * (own - baseline));
+      }
+    }
+  }
+  double own(int site, int64_t head) const {
+    return static_cast<double>(own_[static_cast<size_t>(site)][static_cast<size_t>(head)]);
+  }
+
+ private:
+  Model<T>& model_;
+  std::vector<std::vector<T>> own_;
+};
+
+}  // namespace
+
+template <typename T>
+IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset, Split split, int64_t batches,
+                                         int64_t batch_size, int64_t steps, double baseline) {
+  HEADLAB_CHECK(steps >= 1, "integrated gradients: " << steps << " steps; the path needs at least 1");
+  HEADLAB_CHECK(baseline >= 0 && baseline <= 1, "integrated gradients: baseline " << baseline << " is outside [0, 1]");
+  const ModelSpec& spec = model.spec();
+  batches = dataset.batches_to_score(split, batches, batch_size, "integrated gradients");
+  const int n_sites = model.gates().size();
+  IntegratedGradients ig;
+  ig.steps = steps;
+  ig.batches = batches;
+  for (int i = 0; i < n_sites; ++i) ig.attribution.resize(ig.attribution.size() + model.gates().value(i).numel(), 0.0);
+
+  Arena arena;
+  Tape<T> tape(arena);
+  Batch batch = dataset.make_batch(batch_size);
+  PathGates<T> gates(model);
+  // The split's mean loss at the gates as they are set; with `grad`, adds d(that loss)/dxi times
+  // `weight` to `into`, head by head. The batch's loss is a mean over its own scored targets, so
+  // each batch's gradient counts by its share of the split's targets.
+  auto mean_loss = [&](bool grad, double weight, std::vector<double>* into) {
+    double loss_sum = 0;
+    int64_t targets = 0;
+    std::vector<double> grad_sum(grad ? ig.attribution.size() : 0, 0.0);
+    tape.set_grad_enabled(grad);
+    for (int64_t i = 0; i < batches; ++i) {
+      dataset.fill_batch(split, i, batch);
+      int64_t n = 0;
+      for (const int32_t t : scored_targets(spec, batch)) n += t >= 0;
+      if (n == 0) continue;
+      ForwardOptions options;
+      options.gate_grads = grad;
+      if (grad) model.gates().zero_grad();
+      const ModelOutput<T> out = model.forward(tape, model_input(spec, batch), options);
+      loss_sum += static_cast<double>(out.loss.value().data()[0]) * static_cast<double>(n);
+      targets += n;
+      if (grad) {
+        tape.backward(out.loss);
+        size_t k = 0;
+        for (int s = 0; s < n_sites; ++s) {
+          const Tensor<T> g = model.gates().grad(s);
+          for (int64_t h = 0; h < g.numel(); ++h)
+            grad_sum[k++] += static_cast<double>(g.data()[h]) * static_cast<double>(n);
+        }
+      }
+      tape.reset();
+    }
+    HEADLAB_CHECK(targets > 0, "integrated gradients: " << batches << " batches of the " << split_name(split)
+                                                        << " split hold no scored target");
+    ig.targets = targets;
+    for (size_t k = 0; k < grad_sum.size(); ++k) (*into)[k] += weight * grad_sum[k] / static_cast<double>(targets);
+    return loss_sum / static_cast<double>(targets);
+  };
+
+  std::vector<double> path_mean(ig.attribution.size(), 0.0);  // mean over the points of dL/dxi
+  for (int64_t k = 0; k < steps; ++k) {
+    gates.at((static_cast<double>(k) + 0.5) / static_cast<double>(steps), baseline);
+    mean_loss(true, 1 / static_cast<double>(steps), &path_mean);
+  }
+  gates.at(0, baseline);
+  ig.baseline_loss = mean_loss(false, 0, nullptr);
+  gates.at(1, baseline);
+  ig.loss = mean_loss(false, 0, nullptr);
+  model.params().zero_grad();
+  model.gates().zero_grad();
+
+  double sum = 0;
+  size_t k = 0;
+  for (int s = 0; s < n_sites; ++s)
+    for (int64_t h = 0; h < model.gates().value(s).numel(); ++h, ++k) {
+      ig.attribution[k] = (gates.own(s, h) - baseline) * path_mean[k];
+      sum += ig.attribution[k];
+    }
+  ig.completeness_error = std::abs(sum - (ig.loss - ig.baseline_loss));
+  return ig;
+}
+
+template IntegratedGradients integrated_gradients<float>(Model<float>&, const Dataset&, Split, int64_t, int64_t,
+                                                         int64_t, double);
+template IntegratedGradients integrated_gradients<double>(Model<double>&, const Dataset&, Split, int64_t, int64_t,
+                                                          int64_t, double);
+
+}  // namespace headlab
