@@ -252,7 +252,7 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
   };
   const std::vector<Case> bad = {
       {{"prune", run.checkpoint(), "--strategy", "magnitude"},
-       "unknown strategy 'magnitude' (expected importance, importance_raw, random"},
+       "unknown strategy 'magnitude' (expected importance, importance_raw, integrated_gradients, random"},
       {{"prune", run.checkpoint(), "--strategy", "importnce"},
        "unknown strategy 'importnce'; did you mean 'importance'?"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},
