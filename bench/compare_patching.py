@@ -7,7 +7,7 @@ corrupted one (--patch), and every sender head into every later receiver's q, k 
 the metric is the loss of the clean text's next tokens. headlab reruns a patched forward only from
 the patched block on (the layers below are kept); the hooks rerun the whole model every time, as a
 TransformerLens-style hook loop does. The model is configs/default.toml's (2 layers x 4 heads, d_model
-128, bytes) trained TRAIN_STEPS steps here, the inputs two 128-byte texts that differ in a few
+128, bytes) trained TRAIN_STEPS steps here, the inputs two 126-byte texts that differ in a few
 words; one thread each, the model in float32 on both sides.
 
 Each point runs the two programs --reps times, the order flipping every repetition, and the report
@@ -42,7 +42,7 @@ CLEAN = "And God said, Let there be light: and there was light. And God saw the 
         "and God divided the light from"
 CORRUPT = "And Man said, Let there be night: and there was light. And Man saw the light, that it was good: " \
           "and Man divided the light from"
-assert len(CLEAN) == len(CORRUPT) == 128
+assert len(CLEAN) == len(CORRUPT)
 ANALYSES = {"patch": "activation patching", "path-patch": "path patching"}
 
 # The hook side: load the checkpoint, time the analysis alone, print one JSON line.
@@ -143,7 +143,7 @@ def report(records):
     for r in records:
         by.setdefault((r["analysis"], r["program"]), []).append(r)
     lines = [f"headlab {records[0]['commit']}, PyTorch {by[('patch', 'torch')][0]['result']['torch']}; "
-             f"configs/default.toml's model after {TRAIN_STEPS} steps, two 128-byte texts, one thread each; "
+             f"configs/default.toml's model after {TRAIN_STEPS} steps, two {len(CLEAN)}-byte texts, one thread each; "
              f"{len(by[('patch', 'headlab')])} alternating repetitions, medians", "",
              "| analysis | forwards (headlab) | headlab s | torch hooks s | ratio torch / headlab "
              "| largest metric difference | other cores busy (max) |",
