@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 
-from machine import docs_with, foreign_cores, wait_idle
+from machine import add_log_options, foreign_cores, report_from_log, wait_idle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "bench", "RESULTS.md")
@@ -163,26 +163,10 @@ p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDes
 p.add_argument("--headlab", default=os.path.join(ROOT, "build", "headlab"))
 p.add_argument("--python", default="/usr/bin/python3")
 p.add_argument("--reps", type=int, default=5, help="alternating repetitions per analysis")
-p.add_argument("--wait-idle", type=float, default=0, help="before each run wait up to this many s for an idle machine")
-p.add_argument("--log", default=None, help="raw JSON lines (default /tmp/compare_patching-<time>.jsonl)")
-p.add_argument("--from-log", default=None, help="print the report of an earlier --log, run nothing")
-p.add_argument("--write-docs", action="store_true", help="with --from-log: write the report into bench/RESULTS.md")
-p.add_argument("--check", action="store_true", help="with --from-log: fail unless bench/RESULTS.md shows it")
+add_log_options(p, "compare_patching")
 args = p.parse_args()
 
 if args.from_log:
-    with open(args.from_log) as f:
-        rendered = report([json.loads(line) for line in f if line.strip()])
-    if args.write_docs or args.check:
-        with open(DOCS) as f:
-            text = f.read()
-        if args.check and docs_with(text, rendered, BEGIN, END, DOCS) != text:
-            sys.exit(f"compare_patching: {DOCS} does not show {args.from_log}'s report: "
-                     f"run bench/compare_patching.py --from-log {args.from_log} --write-docs")
-        if args.write_docs:
-            with open(DOCS, "w") as f:
-                f.write(docs_with(text, rendered, BEGIN, END, DOCS))
-    else:
-        print(rendered, end="")
+    report_from_log(args, report, "compare_patching", DOCS, BEGIN, END)
 else:
     print(report(run_all()), end="")

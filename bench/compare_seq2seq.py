@@ -30,7 +30,7 @@ import statistics
 import subprocess
 import sys
 
-from machine import docs_with, wait_idle
+from machine import add_log_options, report_from_log, wait_idle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -39,11 +39,7 @@ p.add_argument("--python", default="/usr/bin/python3")
 p.add_argument("--config", default=os.path.join(ROOT, "configs", "translate.toml"))
 p.add_argument("--reps", type=int, default=3, help="alternating repetitions per point")
 p.add_argument("--quick", action="store_true", help="1 repetition, fewer steps (to try the script)")
-p.add_argument("--wait-idle", type=float, default=0, help="before each run wait up to this many s for an idle machine")
-p.add_argument("--log", default=None, help="raw JSON lines (default /tmp/compare_seq2seq-<time>.jsonl)")
-p.add_argument("--from-log", default=None, help="print the report of an earlier --log, run nothing")
-p.add_argument("--write-docs", action="store_true", help="with --from-log: write the report into bench/RESULTS.md")
-p.add_argument("--check", action="store_true", help="with --from-log: fail unless bench/RESULTS.md shows it")
+add_log_options(p, "compare_seq2seq")
 args = p.parse_args()
 
 TORCH = os.path.join(ROOT, "bench", "torch_ref_seq2seq.py")
@@ -145,19 +141,6 @@ def report(records):
 
 
 if args.from_log:
-    with open(args.from_log) as f:
-        rendered = report([json.loads(line) for line in f if line.strip()])
-    if args.write_docs or args.check:
-        with open(DOCS) as f:
-            text = f.read()
-        if args.check:
-            if docs_with(text, rendered, BEGIN, END, DOCS) != text:
-                sys.exit(f"compare_seq2seq: {DOCS} does not show {args.from_log}'s report: "
-                         f"run bench/compare_seq2seq.py --from-log {args.from_log} --write-docs")
-        else:
-            with open(DOCS, "w") as f:
-                f.write(docs_with(text, rendered, BEGIN, END, DOCS))
-    else:
-        print(rendered, end="")
+    report_from_log(args, report, "compare_seq2seq", DOCS, BEGIN, END)
 else:
     print(report(run_all()), end="")

@@ -64,3 +64,35 @@ def docs_with(text, rendered, begin, end, where):
         sys.exit(f"{where} has no {begin} ... {end} section")
     head, rest = text.split(begin, 1)
     return head + begin + "\n" + rendered + end + rest.split(end, 1)[1]
+
+
+def add_log_options(parser, name):
+    """The options every compare_*.py driver shares: waiting for a quiet machine, the raw log, and
+    reporting an earlier log (printed, written into bench/RESULTS.md, or checked against it)."""
+    parser.add_argument("--wait-idle", type=float, default=0,
+                        help="before each run wait up to this many s for an idle machine")
+    parser.add_argument("--log", default=None, help=f"raw JSON lines (default /tmp/{name}-<time>.jsonl)")
+    parser.add_argument("--from-log", default=None, help="print the report of an earlier --log, run nothing")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="with --from-log: write the report into bench/RESULTS.md")
+    parser.add_argument("--check", action="store_true", help="with --from-log: fail unless bench/RESULTS.md shows it")
+
+
+def report_from_log(args, report, name, docs, begin, end):
+    """--from-log: report(records) of the log, printed, or written into (--write-docs) or checked
+    against (--check) the section of `docs` between the markers begin and end."""
+    import json
+
+    with open(args.from_log) as f:
+        rendered = report([json.loads(line) for line in f if line.strip()])
+    if not (args.write_docs or args.check):
+        print(rendered, end="")
+        return
+    with open(docs) as f:
+        text = f.read()
+    if args.check and docs_with(text, rendered, begin, end, docs) != text:
+        sys.exit(f"{name}: {docs} does not show {args.from_log}'s report: "
+                 f"run bench/{name}.py --from-log {args.from_log} --write-docs")
+    if args.write_docs:
+        with open(docs, "w") as f:
+            f.write(docs_with(text, rendered, begin, end, docs))
