@@ -239,6 +239,8 @@ def logit_attribution(model, batches) -> dict:
 
 
 # ---- activation and path patching, through forward hooks ------------------------------------------
+# Inputs: clean and corrupt are the (decoder's) tokens [B,T]; an encoder_decoder also takes
+# clean_source and corrupt_source [B,S]. Heads are listed site by site (attention_sites() order).
 
 def _metric(logits, targets, answer, wrong):
     if answer is not None:
@@ -249,95 +251,136 @@ def _metric(logits, targets, answer, wrong):
                                                    ignore_index=-1))
 
 
+def _sites(model) -> list:
+    """(kind, layer, attention module, block whose input is the site's stream or None) per site:
+    a decoder's ("dec", l); an encoder_decoder's encoder layers, then self and cross per layer."""
+    if not hasattr(model, "enc"):
+        return [("dec", l, blk.attn, blk) for l, blk in enumerate(model.blocks)]
+    sites = [("enc", l, model.enc.layer(l).attn, model.enc.layer(l)) for l in range(model.enc.n_layers)]
+    for l, blk in enumerate(model.blocks):
+        sites += [("dec", l, blk.attn, blk), ("cross", l, blk.cross, None)]
+    return sites
+
+
+def _label(model, kind, layer, head):
+    return f"{kind}.L{layer}H{head}" if hasattr(model, "enc") else f"L{layer}H{head}"
+
+
 @torch.no_grad()
-def _run(model, tokens, hooks=()):
-    """Logits of tokens [B,T] with forward hooks (module, kind, fn) on for the run only."""
+def _run(model, tokens, source=None, hooks=()):
+    """Logits of tokens [B,T] (and source [B,S]) with forward hooks (module, kind, fn) on for the
+    run only."""
     handles = [(m.register_forward_pre_hook(fn) if kind == "pre" else m.register_forward_hook(fn))
                for m, kind, fn in hooks]
     try:
-        return model(torch.as_tensor(tokens, dtype=torch.long)).logits
+        tokens = torch.as_tensor(tokens, dtype=torch.long)
+        return (model(tokens) if source is None else model(tokens, source=source)).logits
     finally:
         for h in handles:
             h.remove()
 
 
-def _cache(model, tokens):
-    """Each block's input stream, attention output [B,T,H,Dh] and fused q/k/v output."""
-    cache = {"x": {}, "a": {}, "qkv": {}}
-    hooks = []
-    for l, blk in enumerate(model.blocks):
-        hooks.append((blk, "pre", lambda m, args, l=l: cache["x"].__setitem__(l, args[0].clone())))
-        hooks.append((blk.attn, "post", lambda m, i, out, l=l: cache["a"].__setitem__(l, out[0].clone())))
-        hooks.append((blk.attn.qkv, "post", lambda m, i, out, l=l: cache["qkv"].__setitem__(l, out.clone())))
-    logits = _run(model, tokens, hooks)
-    return cache, logits
-
-
-def _slot(attn, site, h):
-    """The fused q/k/v slot a patch of query head h replaces: its query, or its K/V head's k or v."""
+def _input_slot(kind, attn, which, h):
+    """The module whose output holds query head h's queries (which = "q") or the keys or values it
+    reads, and the head's index in that output viewed as [.., heads, Dh]: a self-attention's
+    fused q/k/v, or a cross-attention's q or fused k/v projection."""
     g = h // (attn.n_heads // attn.n_kv_heads)
-    return {"q": h, "k": attn.n_heads + g, "v": attn.n_heads + attn.n_kv_heads + g}[site]
+    if kind == "cross":
+        return (attn.q, h) if which == "q" else (attn.kv, g if which == "k" else attn.n_kv_heads + g)
+    return attn.qkv, {"q": h, "k": attn.n_heads + g, "v": attn.n_heads + attn.n_kv_heads + g}[which]
 
 
-def _replace_slot(qkv, attn, slot, source):
-    out = qkv.view(*qkv.shape[:2], -1, attn.d_head).clone()
-    out[:, :, slot] = source.view(*source.shape[:2], -1, attn.d_head)[:, :, slot]
-    return out.view(qkv.shape)
+def _replace_head(out, index, source, d_head):
+    """out with head `index` (of out viewed as [.., heads, Dh]) taken from source."""
+    patched = out.view(*out.shape[:-1], -1, d_head).clone()
+    patched[..., index, :] = source.view(*source.shape[:-1], -1, d_head)[..., index, :]
+    return patched.view(out.shape)
 
 
-def activation_patching(model, clean, corrupt, targets=None, answer=None, wrong=None) -> dict:
+def _cache(model, tokens, source=None):
+    """Per site: the stream entering it ("x"), its attention output [B,P,H,Dh] ("a"), and each
+    q/k/v projection's output by module ("proj"); an encoder_decoder's encoder stream before
+    LN_enc ("enc_final")."""
+    cache = {"x": {}, "a": {}, "proj": {}}
+    hooks = []
+    for i, (kind, _, attn, blk) in enumerate(_sites(model)):
+        entering = blk if blk is not None else attn  # a cross-attention's first argument is its stream
+        hooks.append((entering, "pre", lambda m, args, i=i: cache["x"].__setitem__(i, args[0].clone())))
+        hooks.append((attn, "post", lambda m, inp, out, i=i: cache["a"].__setitem__(i, out[0].clone())))
+        for module in ([attn.q, attn.kv] if kind == "cross" else [attn.qkv]):
+            hooks.append((module, "post", lambda m, inp, out: cache["proj"].__setitem__(m, out.clone())))
+    if hasattr(model, "enc"):
+        hooks.append((model.enc.ln_f, "pre", lambda m, args: cache.__setitem__("enc_final", args[0].clone())))
+    return cache, _run(model, tokens, source, hooks)
+
+
+def activation_patching(model, clean, corrupt, targets=None, answer=None, wrong=None, clean_source=None,
+                        corrupt_source=None) -> dict:
     """`headlab circuits --patch` through forward hooks: {"clean", "corrupt", "head_out" [heads],
-    "q", "k", "v" [heads], "resid" [layers][T]}: the metric after each patch of the clean run into
-    the corrupted one (the model in float64)."""
-    cache, clean_logits = _cache(model, clean)
+    "q", "k", "v" [heads], "resid" {(stack, layer, position): metric}}: the metric after each
+    patch of the clean run into the corrupted one (the model in float64)."""
+    cache, clean_logits = _cache(model, clean, clean_source)
     metric = lambda logits: _metric(logits, targets, answer, wrong)  # noqa: E731
-    out = {"clean": metric(clean_logits), "corrupt": metric(_run(model, corrupt)), "head_out": [],
-           "q": [], "k": [], "v": [], "resid": []}
-    for l, blk in enumerate(model.blocks):
-        attn = blk.attn
+    corrupted = lambda hooks: metric(_run(model, corrupt, corrupt_source, hooks))  # noqa: E731
+    out = {"clean": metric(clean_logits), "corrupt": corrupted([]), "head_out": [], "q": [], "k": [], "v": [],
+           "resid": {}, "labels": []}
+    for i, (kind, l, attn, blk) in enumerate(_sites(model)):
         for h in range(attn.n_heads):
-            def patch_head(m, i, o, h=h, l=l):
+            out["labels"].append(_label(model, kind, l, h))
+
+            def patch_head(m, inp, o, h=h, i=i):
                 a = o[0].clone()
-                a[:, :, h] = cache["a"][l][:, :, h]
-                return a, o[1]
-            out["head_out"].append(metric(_run(model, corrupt, [(attn, "post", patch_head)])))
-            for site in ("q", "k", "v"):
-                slot = _slot(attn, site, h)
-                fn = lambda m, i, o, slot=slot, l=l: _replace_slot(o, attn, slot, cache["qkv"][l])  # noqa: E731
-                out[site].append(metric(_run(model, corrupt, [(attn.qkv, "post", fn)])))
-        row = []
-        for t in range(len(clean[0])):
-            def patch_resid(m, args, t=t, l=l):
+                a[:, :, h] = cache["a"][i][:, :, h]
+                return (a,) + tuple(o[1:])
+            out["head_out"].append(corrupted([(attn, "post", patch_head)]))
+            for which in ("q", "k", "v"):
+                module, index = _input_slot(kind, attn, which, h)
+                fn = lambda m, inp, o, index=index: _replace_head(o, index, cache["proj"][m], attn.d_head)  # noqa: E731
+                out[which].append(corrupted([(module, "post", fn)]))
+        if blk is None:
+            continue
+        for t in range(cache["x"][i].shape[1]):
+            def patch_resid(m, args, t=t, i=i):
                 x = args[0].clone()
-                x[:, t] = cache["x"][l][:, t]
+                x[:, t] = cache["x"][i][:, t]
                 return (x,) + tuple(args[1:])
-            row.append(metric(_run(model, corrupt, [(blk, "pre", patch_resid)])))
-        out["resid"].append(row)
+            out["resid"][(kind, l, t)] = corrupted([(blk, "pre", patch_resid)])
     return out
 
 
-def path_patching(model, clean, corrupt, targets=None, answer=None, wrong=None) -> dict:
+def path_patching(model, clean, corrupt, targets=None, answer=None, wrong=None, clean_source=None,
+                  corrupt_source=None) -> dict:
     """`headlab circuits --path-patch` through forward hooks: {(sender, receiver): {"q", "k",
     "v"}}, the metric when the receiver's queries (keys, values) are computed from the corrupted
-    stream plus the sender's change in direct output, (a_clean - a_corrupt) W_O^s."""
-    clean_cache, _ = _cache(model, clean)
-    corrupt_cache, _ = _cache(model, corrupt)
+    stream plus the sender's change in direct output, (a_clean - a_corrupt) W_O^s; an encoder
+    head reaches a cross-attention's keys and values through LN_enc of the encoder's stream plus
+    that change. Inputs without a path are absent (NaN), pairs with none are left out."""
+    clean_cache, _ = _cache(model, clean, clean_source)
+    corrupt_cache, _ = _cache(model, corrupt, corrupt_source)
     metric = lambda logits: _metric(logits, targets, answer, wrong)  # noqa: E731
+    sites = _sites(model)
     out = {}
-    for ls, sblk in enumerate(model.blocks):
-        sa = sblk.attn
+    for s, (skind, ls, sa, _) in enumerate(sites):
         for hs in range(sa.n_heads):
-            diff = clean_cache["a"][ls][:, :, hs] - corrupt_cache["a"][ls][:, :, hs]          # [B,T,Dh]
-            delta = diff @ sa.proj.weight[:, hs * sa.d_head:(hs + 1) * sa.d_head].T          # [B,T,C]
-            for lr in range(ls + 1, len(model.blocks)):
-                rblk = model.blocks[lr]
+            diff = clean_cache["a"][s][:, :, hs] - corrupt_cache["a"][s][:, :, hs]            # [B,P,Dh]
+            delta = diff @ sa.proj.weight[:, hs * sa.d_head:(hs + 1) * sa.d_head].T            # [B,P,C]
+            for r in range(s + 1, len(sites)):
+                rkind, lr, ra, rblk = sites[r]
                 with torch.no_grad():
-                    sent = rblk.attn.qkv(rblk.ln1(corrupt_cache["x"][lr] + delta))
-                for hr in range(rblk.attn.n_heads):
+                    if (skind == "enc") != (rkind == "enc") and rkind != "cross":
+                        continue  # an encoder head does not reach the decoder's self-attention
+                    if skind == "enc" and rkind == "cross":
+                        memory = model.enc.ln_f(corrupt_cache["enc_final"] + delta)
+                        sent, reached = {ra.kv: ra.kv(memory)}, ("k", "v")
+                    elif rkind == "cross":
+                        sent, reached = {ra.q: ra.q(ra.ln(corrupt_cache["x"][r] + delta))}, ("q",)
+                    else:
+                        sent, reached = {ra.qkv: ra.qkv(rblk.ln1(corrupt_cache["x"][r] + delta))}, ("q", "k", "v")
+                for hr in range(ra.n_heads):
                     scores = {}
-                    for site in ("q", "k", "v"):
-                        slot = _slot(rblk.attn, site, hr)
-                        fn = lambda m, i, o, slot=slot: _replace_slot(o, rblk.attn, slot, sent)  # noqa: E731
-                        scores[site] = metric(_run(model, corrupt, [(rblk.attn.qkv, "post", fn)]))
-                    out[(f"L{ls}H{hs}", f"L{lr}H{hr}")] = scores
+                    for which in reached:
+                        module, index = _input_slot(rkind, ra, which, hr)
+                        fn = lambda m, inp, o, index=index: _replace_head(o, index, sent[m], ra.d_head)  # noqa: E731
+                        scores[which] = metric(_run(model, corrupt, corrupt_source, [(module, "post", fn)]))
+                    out[(_label(model, skind, ls, hs), _label(model, rkind, lr, hr))] = scores
     return out

@@ -117,30 +117,64 @@ def test_direct_logit_attribution_of_a_translation_model_matches_the_binary(vari
 PROMPT, CORRUPT = "and the lord said unto", "and the lord sent unto"
 
 
+def check_patching_against_the_binary(tmp_path, model, clean, corrupt, targets, **sources):
+    """patching_heads.csv, patching_resid.csv and path_patching.csv against the forward hooks."""
+    want = activation_patching(model, clean, corrupt, targets, **sources)
+    tol = lambda v: 1e-5 * (1 + abs(v))  # noqa: E731  losses of float32 runs against float64
+    heads = read_rows(tmp_path / "patching_heads.csv")
+    assert [row["label"] for row in heads] == want["labels"]
+    for k, row in enumerate(heads):
+        for column in ("head_out", "q", "k", "v"):
+            assert abs(float(row[column]) - want[column][k]) <= tol(want[column][k]), (row, column)
+    resid = read_rows(tmp_path / "patching_resid.csv")
+    assert len(resid) == len(want["resid"])
+    for row in resid:
+        v = want["resid"][(row["stack"], int(row["layer"]), int(row["position"]))]
+        assert abs(float(row["metric"]) - v) <= tol(v), row
+    paths = path_patching(model, clean, corrupt, targets, **sources)
+    rows = read_rows(tmp_path / "path_patching.csv")
+    assert len(rows) == len(paths)
+    for row in rows:
+        scores = paths[(row["sender"], row["receiver"])]
+        for site in ("q", "k", "v"):
+            if site not in scores:
+                assert row[site] == "nan", (row, site)
+                continue
+            assert abs(float(row[site]) - scores[site]) <= tol(scores[site]), (row, site)
+    return heads, rows
+
+
 @pytest.mark.parametrize("variant", list(DECODERS))
 def test_activation_and_path_patching_match_the_binary(variant, train_variant, tmp_path):
     path = checkpoint_of(train_variant(variant))
     run_headlab("circuits", path, "--patch", "--path-patch", "--prompt", PROMPT, "--corrupt", CORRUPT, "--out", tmp_path)
     model = headlab.load_model(path, torch.float64)
     clean, corrupt = [list(PROMPT.encode())], [list(CORRUPT.encode())]
-    targets = [clean[0][1:] + [-1]]
-    want = activation_patching(model, clean, corrupt, targets)
-    tol = lambda v: 1e-5 * (1 + abs(v))  # noqa: E731  losses of float32 runs against float64
-    heads = read_rows(tmp_path / "patching_heads.csv")
-    assert len(heads) == len(want["head_out"])
-    for k, row in enumerate(heads):
-        for column in ("head_out", "q", "k", "v"):
-            assert abs(float(row[column]) - want[column][k]) <= tol(want[column][k]), (row, column)
-    for row in read_rows(tmp_path / "patching_resid.csv"):
-        v = want["resid"][int(row["layer"])][int(row["position"])]
-        assert abs(float(row["metric"]) - v) <= tol(v), row
-    paths = path_patching(model, clean, corrupt, targets)
-    rows = read_rows(tmp_path / "path_patching.csv")
-    assert len(rows) == len(paths)
-    for row in rows:
-        for site in ("q", "k", "v"):
-            v = paths[(row["sender"], row["receiver"])][site]
-            assert abs(float(row[site]) - v) <= tol(v), (row, site)
+    check_patching_against_the_binary(tmp_path, model, clean, corrupt, [clean[0][1:] + [-1]])
+
+
+SOURCE, CORRUPT_SOURCE, TARGET = "the king saw", "the lord saw", "el rey vio"
+
+
+@pytest.mark.parametrize("variant", SEQ2SEQ_VARIANTS)
+def test_patching_of_a_translation_model_matches_the_binary(variant, train_seq2seq, tmp_path):
+    # Encoder, decoder self- and cross-attention heads; the encoder's reach the cross-attention's
+    # keys and values through LN_enc, the decoder's its queries (MHA; GQA self, MQA enc and cross).
+    path = checkpoint_of(train_seq2seq(variant))
+    run_headlab("circuits", path, "--patch", "--path-patch", "--prompt", SOURCE, "--corrupt", CORRUPT_SOURCE,
+                "--target", TARGET, "--out", tmp_path)
+    model = headlab.load_model(path, torch.float64)
+    tok = model.tokenizer()
+    source, corrupt_source = [tok.encode(SOURCE) + [tok.eos]], [tok.encode(CORRUPT_SOURCE) + [tok.eos]]
+    target = [[tok.bos] + tok.encode(TARGET)]
+    heads, paths = check_patching_against_the_binary(tmp_path, model, target, target, [tok.encode(TARGET) + [tok.eos]],
+                                                     clean_source=source, corrupt_source=corrupt_source)
+    assert {row["attention"] for row in heads} == {"enc", "dec", "cross"}
+    kinds = {(row["sender"].split(".")[0], row["receiver"].split(".")[0]) for row in paths}
+    want = {("enc", "cross"), ("dec", "cross")}
+    want |= {("enc", "enc")} if model.enc.n_layers > 1 else set()
+    want |= {("dec", "dec"), ("cross", "dec"), ("cross", "cross")} if len(model.blocks) > 1 else set()
+    assert kinds == want
 
 
 def test_patterns_are_transformer_lens_s():

@@ -5,8 +5,7 @@
 //   3. (ablation) per head, the model with that head's gate set to 0;
 //   4. (layer_only) per head, the model with every other head of its site set to 0;
 //   3 and 4 give per-example losses and accuracies from the logits of one forward each;
-//   both rerun only the layers from the masked one up (nn/saved_forward.h); an encoder_decoder,
-//   which forward_from does not cover, reruns the whole model with the gates set.
+//   both rerun only the sites from the masked one on (nn/saved_forward.h).
 // Heads are numbered by attention site (spec.attention_sites(), one gate table each), so the
 // same code covers a decoder's layers and an encoder_decoder's encoder, self and cross sites.
 // Per-example gate gradients from one backward: the loss of a batch is the mean over its N
@@ -106,21 +105,11 @@ struct MaskedSums {
 };
 
 // The gates of site `site` with the heads where off[h] set to 0.
-template <typename T>
-std::vector<T> gates_without(const Model<T>& model, int64_t site, const std::vector<uint8_t>& off) {
-  const Tensor<T> g = model.gates().value(static_cast<int>(site));
-  std::vector<T> gates(g.data(), g.data() + g.numel());
-  for (size_t h = 0; h < gates.size(); ++h)
-    if (off[h]) gates[h] = T(0);
-  return gates;
-}
-
 // One masked forward per head, site_of(k)'s heads gated as `mask` says, on the batch whose
 // unmasked forward gave `unmasked` and `saved`. A mask that gates no head with a nonzero gate
-// changes nothing, so its forward is the unmasked one and is not run. One-stack models restart
-// from the masked layer (forward_from, bit-identical to the whole forward); an encoder_decoder
-// runs the whole model with the site's gates set (its encoder's output, unchanged when a decoder
-// site is masked, could be kept: not done yet).
+// changes nothing, so its forward is the unmasked one and is not run. Each restarts from the
+// masked site (forward_from, bit-identical to the whole forward; an encoder_decoder's decoder
+// sites keep the encoder's output).
 template <typename T>
 void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const HeadScores& s, SiteMask mask,
                      const SavedForward<T>& saved, const std::vector<CrossEntropyStats>& unmasked,
@@ -128,7 +117,6 @@ void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const
   NoGradGuard<T> no_grad(tape);
   ModelInput logits_only = in;  // the per-example stats come from the logits: no batch loss needed
   logits_only.targets = nullptr;
-  const bool restart = !model_kind_info(model.spec().kind).source;
   std::vector<uint8_t> off;
   for (int64_t l = 0; l < s.n_sites; ++l) {
     const int64_t H = s.heads_at(l);
@@ -141,14 +129,11 @@ void masked_forwards(Model<T>& model, Tape<T>& tape, const ModelInput& in, const
       }
       const std::vector<CrossEntropyStats>* stats = &unmasked;
       if (changes) {
-        if (restart) {
-          ModelOutput<T> m = model.forward_from(tape, logits_only, l, tape.constant(saved.block_input(l)),
-                                                tape.constant(saved.attention_without(tape.arena(), l, off)));
-          example_stats(model, m.logits.value(), in, scratch);
-        } else {
-          const ScopedSiteGates<T> gated(model, static_cast<size_t>(l), gates_without(model, l, off));
-          example_stats(model, model.forward(tape, logits_only, {}).logits.value(), in, scratch);
-        }
+        const Var<T> memory = saved.memory().empty() ? Var<T>{} : tape.constant(saved.memory());
+        const ModelOutput<T> m =
+            model.forward_from(tape, logits_only, l, tape.constant(saved.site_input(l)),
+                               tape.constant(saved.attention_without(tape.arena(), l, off)), memory);
+        example_stats(model, m.logits.value(), in, scratch);
         tape.reset();
         stats = &scratch;
       }
@@ -270,8 +255,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   }
   std::vector<CrossEntropyStats> examples, masked;
   MaskedSums ablation(options.ablation ? N : 0, has_accuracy), layer_only(options.layer_only ? N : 0, has_accuracy);
-  const bool restart = !model_kind_info(spec.kind).source;  // forward_from covers the model
-  SavedForward<T> unmasked;                                 // the unmasked forward of the batch, for the masked ones
+  SavedForward<T> unmasked;  // the unmasked forward of the batch, for the masked ones
   std::vector<Tensor<T>> probs;
   std::vector<double> importance_sum(static_cast<size_t>(N)), batch_grad;
   // Rare tokens are rare in the training split, whichever split is analysed.
@@ -290,7 +274,7 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
     forward.keep_probs = options.attention || options.similarity;
     ModelOutput<T> out = model.forward(tape, in, forward);
     example_stats(model, out.logits.value(), in, examples);
-    if (restart && (options.ablation || options.layer_only)) unmasked.save(model);
+    if (options.ablation || options.layer_only) unmasked.save(model);
     int64_t batch_targets = 0;
     for (const CrossEntropyStats& e : examples) {
       batch_targets += e.n_valid;

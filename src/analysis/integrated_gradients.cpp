@@ -1,6 +1,8 @@
 #include "headlab/analysis/integrated_gradients.h"
 
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "headlab/common/error.h"
 #include "headlab/data/model_input.h"
@@ -9,8 +11,8 @@ namespace headlab {
 
 namespace {
 
-// The gates at a point of the path, restoring the model's own when it goes out of scope (also
-// when a forward throws).
+// The gates at a point of the path; the model's own come back when it goes out of scope, also
+// when a forward throws (a ScopedSiteGates per site).
 template <typename T>
 class PathGates {
  public:
@@ -18,20 +20,17 @@ class PathGates {
     for (int i = 0; i < model.gates().size(); ++i) {
       const Tensor<T> g = model.gates().value(i);
       own_.emplace_back(g.data(), g.data() + g.numel());
+      restore_.push_back(std::make_unique<ScopedSiteGates<T>>(model, static_cast<size_t>(i), own_.back()));
     }
   }
-  ~PathGates() { at(1, 0); }
-  PathGates(const PathGates&) = delete;
-  PathGates& operator=(const PathGates&) = delete;
 
-  // xi = b + a (g - b), site by site.
+  // xi = b + a (g - b), site by site; a = 1 is the model's own gates exactly.
   void at(double a, double baseline) {
     for (int i = 0; i < model_.gates().size(); ++i) {
       Tensor<T> g = model_.gates().value(i);
       for (int64_t h = 0; h < g.numel(); ++h) {
-        const double own = static_cast<double>(own_[static_cast<size_t>(i)][static_cast<size_t>(h)]);
-        g.data()[h] = a == 1 ? own_[static_cast<size_t>(i)][static_cast<size_t>(h)]
-                             : static_cast<T>(baseline + a * (own - baseline));
+        const T own = own_[static_cast<size_t>(i)][static_cast<size_t>(h)];
+        g.data()[h] = a == 1 ? own : static_cast<T>(baseline + a * (static_cast<double>(own) - baseline));
       }
     }
   }
@@ -42,6 +41,7 @@ class PathGates {
  private:
   Model<T>& model_;
   std::vector<std::vector<T>> own_;
+  std::vector<std::unique_ptr<ScopedSiteGates<T>>> restore_;
 };
 
 }  // namespace

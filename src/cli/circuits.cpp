@@ -1,6 +1,7 @@
 // headlab circuits CHECKPOINT|RUN [--detectors [--rows N] [--half N] [--seed S]] [--composition]
 //                                [--dla [--split S] [--batches N] [--batch-size B]]
-//                                [--patch] [--path-patch] [--prompt TEXT --corrupt TEXT [--answer A --wrong W]]
+//                                [--patch] [--path-patch] [--prompt TEXT --corrupt TEXT [--target TEXT]
+//                                 [--answer A --wrong W]]
 //                                [--out DIR] [--threads N]
 // How heads cooperate (docs/circuits.md), for a checkpoint or for every checkpoint a run folder
 // keeps (along training), into the run folder (or --out):
@@ -20,9 +21,11 @@
 //   --path-patch   path patching of every sender head into every later receiver's q, k and v:
 //                  path_patching.csv
 //                  Inputs: --prompt and --corrupt (a text model; the loss of the clean text's next
-//                  tokens, or with --answer/--wrong the logit difference at the last position),
-//                  else repeated random tokens with the first copy resampled (--rows, --half,
-//                  --seed). One checkpoint, as --dla.
+//                  tokens, or with --answer/--wrong the logit difference at the last position;
+//                  a translation model: two sources and the --target both runs decode), else
+//                  generated pairs: repeated random tokens with the first copy resampled (--rows,
+//                  --half, --seed); a translation model's val sentences of one length with their
+//                  sources swapped (--rows). One checkpoint, as --dla.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -39,6 +42,7 @@
 #include "headlab/analysis/patching.h"
 #include "headlab/common/timing.h"
 #include "headlab/common/parallel.h"
+#include "headlab/data/translation.h"
 #include "headlab/io/config.h"
 #include "headlab/train/checkpointing.h"
 #include "headlab/train/run_folder.h"
@@ -106,41 +110,75 @@ void print_attribution(const LogitAttribution& a, const std::string& checkpoint,
                 l.accuracy, l.mean_logit, l.mean_prob);
 }
 
-// The patching inputs: --prompt/--corrupt by the model's tokenizer, else generated pairs.
+// One text by the model's tokenizer, for --prompt and the options that go with it.
+std::vector<int32_t> encoded(const cxxopts::ParseResult& args, const char* option, const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  tokenizer.encode(args[option].as<std::string>(), ids);
+  return ids;
+}
+
+// The patching inputs: --prompt/--corrupt (and a translation model's --target) by the model's
+// tokenizer, else generated pairs.
 PatchingInputs patching_inputs(const cxxopts::ParseResult& args, const OpenedCheckpoint& opened, int64_t rows,
                                int64_t half, int64_t seed) {
   const ModelSpec& spec = opened.model->spec();
+  const bool translation = model_kind_info(spec.kind).source;
   PatchingInputs in;
   if (!args.count("prompt")) {
-    HEADLAB_CHECK(!args.count("corrupt") && !args.count("answer") && !args.count("wrong"),
-                  "--corrupt, --answer and --wrong go with --prompt");
-    in = repeated_token_pairs(rows, half, spec.vocab_size, static_cast<uint64_t>(seed));
+    HEADLAB_CHECK(!args.count("corrupt") && !args.count("target") && !args.count("answer") && !args.count("wrong"),
+                  "--corrupt, --target, --answer and --wrong go with --prompt");
+    if (translation) {
+      const TranslationDataset* data = opened.dataset->translation();
+      HEADLAB_CHECK(data != nullptr, "--patch: the checkpoint's data.task = "
+                                         << opened.config.data.task
+                                         << " has no sentences to swap; give --prompt, --corrupt and --target");
+      in = source_swap_pairs(*data, Split::val, rows);
+    } else {
+      in = repeated_token_pairs(rows, half, spec.vocab_size, static_cast<uint64_t>(seed));
+    }
   } else {
     HEADLAB_CHECK(args.count("corrupt"), "--prompt needs --corrupt, the corrupted text of the same length");
+    HEADLAB_CHECK(translation == (args.count("target") > 0),
+                  (translation ? "--prompt: a translation model needs --target, the reference both runs decode"
+                               : "--target is for a translation model (model.kind = encoder_decoder)"));
     const Tokenizer* tokenizer = opened.dataset->tokenizer();
     HEADLAB_CHECK(tokenizer != nullptr,
                   "--prompt: the checkpoint's data.task = " << opened.config.data.task
                                                             << " has no tokenizer; leave "
                                                                "--prompt out for generated pairs");
-    std::vector<int32_t> clean, corrupt;
-    tokenizer->encode(args["prompt"].as<std::string>(), clean);
-    tokenizer->encode(args["corrupt"].as<std::string>(), corrupt);
+    const std::vector<int32_t> clean = encoded(args, "prompt", *tokenizer),
+                               corrupt = encoded(args, "corrupt", *tokenizer);
     HEADLAB_CHECK(clean.size() == corrupt.size(), "--prompt is " << clean.size() << " tokens and --corrupt "
                                                                  << corrupt.size()
                                                                  << "; patching needs inputs of the same length");
     in.rows = 1;
-    in.seq_len = static_cast<int64_t>(clean.size());
-    in.clean = clean;
-    in.corrupt = corrupt;
-    in.targets.assign(clean.size(), -1);
-    for (size_t t = 0; t + 1 < clean.size(); ++t) in.targets[t] = clean[t + 1];
+    if (translation) {  // sources + </s>; both runs decode <s> + the target, scored on target + </s>
+      const SpecialTokens specials = tokenizer->specials();
+      const std::vector<int32_t> target = encoded(args, "target", *tokenizer);
+      in.clean_source = clean;
+      in.corrupt_source = corrupt;
+      in.clean_source.push_back(specials.eos);
+      in.corrupt_source.push_back(specials.eos);
+      in.source_len = static_cast<int64_t>(in.clean_source.size());
+      in.clean = {specials.bos};
+      in.clean.insert(in.clean.end(), target.begin(), target.end());
+      in.corrupt = in.clean;
+      in.targets = target;
+      in.targets.push_back(specials.eos);
+      in.seq_len = static_cast<int64_t>(in.clean.size());
+    } else {
+      in.seq_len = static_cast<int64_t>(clean.size());
+      in.clean = clean;
+      in.corrupt = corrupt;
+      in.targets.assign(clean.size(), -1);
+      for (size_t t = 0; t + 1 < clean.size(); ++t) in.targets[t] = clean[t + 1];
+    }
     HEADLAB_CHECK(args.count("answer") == args.count("wrong"), "--answer and --wrong go together");
     if (args.count("answer")) {
       for (const char* option : {"answer", "wrong"}) {
-        std::vector<int32_t> ids;
-        const std::string text = args[option].as<std::string>();
-        tokenizer->encode(text, ids);
-        HEADLAB_CHECK(ids.size() == 1, "--" << option << " '" << escaped(text) << "' is " << ids.size()
+        const std::vector<int32_t> ids = encoded(args, option, *tokenizer);
+        HEADLAB_CHECK(ids.size() == 1, "--" << option << " '" << escaped(args[option].as<std::string>()) << "' is "
+                                            << ids.size()
                                             << " tokens of the model's vocabulary; a logit difference needs one");
         (std::string(option) == "answer" ? in.answer : in.wrong) = ids[0];
       }
@@ -167,10 +205,12 @@ cxxopts::Options circuits_options() {
                         cxxopts::value<std::string>())(
       "detectors",
       "every head's previous-token, duplicate-token, induction and prefix-matching score on repeated random "
-      "tokens: detectors.csv and detectors.h5")("rows", "--detectors: random sequences",
-                                                cxxopts::value<int64_t>()->default_value("32"))(
-      "half", "--detectors: tokens before the repeat (default: half of data.seq_len)", cxxopts::value<int64_t>())(
-      "seed", "--detectors: the random tokens' seed", cxxopts::value<int64_t>()->default_value("0"))(
+      "tokens: detectors.csv and detectors.h5")(
+      "rows", "--detectors, generated --patch pairs: random sequences (or swapped sentences)",
+      cxxopts::value<int64_t>()->default_value("32"))(
+      "half", "--detectors, generated --patch pairs: tokens before the repeat (default: half of data.seq_len)",
+      cxxopts::value<int64_t>())("seed", "--detectors, generated --patch pairs: the random tokens' seed",
+                                 cxxopts::value<int64_t>()->default_value("0"))(
       "composition",
       "Q-, K- and V-composition scores of every pair of heads where one reads what the other writes, and each "
       "head's OV copying score (models with an LM head): composition.csv, ov_copying.csv")(
@@ -185,8 +225,11 @@ cxxopts::Options circuits_options() {
       "activation patching, clean into corrupted, of every head's output, queries, keys and values and of the "
       "residual stream at every block and position: patching_heads.csv, patching_resid.csv")(
       "path-patch", "path patching of every head into every later head's queries, keys and values: path_patching.csv")(
-      "prompt", "--patch, --path-patch: the clean text (a text model)", cxxopts::value<std::string>())(
-      "corrupt", "--patch, --path-patch: the corrupted text, as many tokens as --prompt",
+      "prompt", "--patch, --path-patch: the clean text (a text model) or source (a translation model)",
+      cxxopts::value<std::string>())("corrupt",
+                                     "--patch, --path-patch: the corrupted text or source, as many tokens as --prompt",
+                                     cxxopts::value<std::string>())(
+      "target", "--prompt of a translation model: the reference both runs decode, whose loss is the metric",
       cxxopts::value<std::string>())(
       "answer", "--prompt: the metric is logit(answer) - logit(wrong) at the last position (one token each)",
       cxxopts::value<std::string>())("wrong", "--prompt: see --answer", cxxopts::value<std::string>())(
@@ -209,7 +252,7 @@ Request checked_request(const cxxopts::ParseResult& args) {
   HEADLAB_CHECK(
       r.detectors || r.composition || r.dla || r.patch || r.path_patch,
       "no analysis given: --detectors, --composition, --dla, --patch, --path-patch (headlab circuits --help)");
-  for (const char* option : {"prompt", "corrupt", "answer", "wrong"})
+  for (const char* option : {"prompt", "corrupt", "target", "answer", "wrong"})
     HEADLAB_CHECK(r.patch || r.path_patch || !args.count(option),
                   "--" << option << " goes with --patch or --path-patch");
   r.path = args["checkpoint"].as<std::string>();
@@ -232,10 +275,10 @@ Request checked_request(const cxxopts::ParseResult& args) {
   HEADLAB_CHECK(!r.dla || kind.lm_head, "--dla: " << first << ": a " << kind.name
                                                   << " model; it reads an LM head (model.kind = decoder or "
                                                      "encoder_decoder)");
-  HEADLAB_CHECK(!(r.patch || r.path_patch) || (kind.lm_head && !kind.source),
+  HEADLAB_CHECK(!(r.patch || r.path_patch) || kind.lm_head,
                 (r.patch ? "--patch: " : "--path-patch: ")
-                    << first << ": a " << kind.name << " model; patching covers a decoder's one stack (model.kind = "
-                    << "decoder)");
+                    << first << ": a " << kind.name << " model; patching reads an LM head (model.kind = decoder or "
+                    << "encoder_decoder)");
   const std::optional<int> threads = count_option<int>(args, "threads", 1);
   set_num_threads(threads ? *threads : resolved_threads(config));
   return r;

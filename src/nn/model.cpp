@@ -349,6 +349,7 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
     for (int64_t h = spec.active_heads[l]; h < g.numel(); ++h) g(h) = T(0);
   }
   attention_outputs_.reserve(spec.attention_sites().size());
+  site_inputs_.reserve(spec.attention_sites().size());
   block_inputs_.reserve(spec.n_layers);
   block_mids_.reserve(spec.n_layers);
   if (spec.positions == Positions::sinusoidal) {
@@ -368,30 +369,50 @@ template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
                                  const Var<T>* gate_vars) {
   attention_outputs_.clear();
+  site_inputs_.clear();
   block_inputs_.clear();
   block_mids_.clear();
-  const Var<T> memory = model_kind_info(spec_.kind).source ? encode(tape, in, opt, gate_vars) : Var<T>{};
-  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt, 0);
-  return forward_blocks(tape, in, opt, gate_vars, 0, x, Var<T>{}, memory, nullptr);
+  if (model_kind_info(spec_.kind).source) return decode_all(tape, in, opt, gate_vars, encode(tape, in, opt, gate_vars));
+  return decode_all(tape, in, opt, gate_vars, Var<T>{});
 }
 
 template <typename T>
-ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64_t layer, const Var<T>& x,
-                                      const Var<T>& a) {
-  HEADLAB_CHECK(!model_kind_info(spec_.kind).source,
-                "model: forward_from (head ablation) does not cover an encoder_decoder's three attentions yet");
-  HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
-                "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
-  const Shape x_shape{in.batch_size, in.seq_len, spec_.d_model};
-  const Shape a_shape{in.batch_size, in.seq_len, spec_.heads_at_site({AttentionKind::dec, layer}), spec_.d_head};
+ModelOutput<T> Model<T>::decode_all(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
+                                    const Var<T>* gate_vars, const Var<T>& memory) {
+  Var<T> x = embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, opt, 0);
+  return forward_blocks(tape, in, opt, gate_vars, 0, x, {}, memory, nullptr);
+}
+
+template <typename T>
+ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64_t site, const Var<T>& x,
+                                      const Var<T>& a, const Var<T>& memory) {
+  const std::vector<AttentionSite> sites = spec_.attention_sites();
+  HEADLAB_CHECK(site >= 0 && site < static_cast<int64_t>(sites.size()),
+                "model: attention site " << site << " is outside [0, " << sites.size() << ")");
+  const AttentionSite at = sites[static_cast<size_t>(site)];
+  const bool source = model_kind_info(spec_.kind).source;
+  const int64_t rows = at.kind == AttentionKind::enc && source ? in.source_len : in.seq_len;
+  const AttentionShape shape = spec_.attention_shape(at);
+  const Shape x_shape{in.batch_size, rows, spec_.d_model}, a_shape{in.batch_size, rows, shape.heads, shape.d_head};
   HEADLAB_CHECK(x.shape() == x_shape,
-                "model: forward_from layer " << layer << " needs x " << x_shape.str() << ", got " << x.shape().str());
+                "model: forward_from site " << site << " needs x " << x_shape.str() << ", got " << x.shape().str());
   HEADLAB_CHECK(!a.defined() || a.shape() == a_shape,
-                "model: forward_from layer " << layer << " needs a " << a_shape.str() << ", got " << a.shape().str());
-  attention_outputs_.assign(static_cast<size_t>(layer), Var<T>{});
-  block_inputs_.assign(static_cast<size_t>(layer), Var<T>{});
-  block_mids_.assign(static_cast<size_t>(layer), Var<T>{});
-  return forward_blocks(tape, in, {}, nullptr, layer, x, a, Var<T>{}, nullptr);
+                "model: forward_from site " << site << " needs a " << a_shape.str() << ", got " << a.shape().str());
+  attention_outputs_.assign(static_cast<size_t>(site), Var<T>{});
+  site_inputs_.assign(static_cast<size_t>(site), Var<T>{});
+  if (source && at.kind == AttentionKind::enc) {
+    block_inputs_.clear();
+    block_mids_.clear();
+    return decode_all(tape, in, {}, nullptr, encode_from(tape, in, {}, nullptr, at.layer, x, a));
+  }
+  HEADLAB_CHECK(!source || memory.defined(),
+                "model: forward_from a decoder site of an encoder_decoder needs the "
+                "encoder's output (memory)");
+  const auto below = static_cast<size_t>(at.layer);
+  block_inputs_.assign(below, Var<T>{});
+  block_mids_.assign(below, Var<T>{});
+  memory_ = memory;
+  return forward_blocks(tape, in, {}, nullptr, at.layer, x, {at.kind == AttentionKind::cross, a}, memory, nullptr);
 }
 
 template <typename T>
@@ -403,6 +424,7 @@ void Model<T>::start_decoding(Tape<T>& tape, const ModelInput& source, KvCache<T
                 "model: " << n_src << " source rows do not divide the cache's " << cache.rows() << " rows");
   cache.clear();
   attention_outputs_.clear();
+  site_inputs_.clear();
   const Var<T> memory = encode(tape, source, {}, nullptr);
   uint8_t* padding = cache.start_sources(n_src, S);
   for (int64_t i = 0; i < n_src * S; ++i) padding[i] = source.source_padding == nullptr ? 1 : source.source_padding[i];
@@ -428,11 +450,12 @@ ModelOutput<T> Model<T>::decode_step(Tape<T>& tape, const ModelInput& in, KvCach
                 "model: " << cache.length() << " cached + " << in.seq_len << " new tokens exceed the cache's capacity "
                           << cache.capacity());
   attention_outputs_.clear();
+  site_inputs_.clear();
   block_inputs_.clear();
   block_mids_.clear();
   Var<T> x =
       embed(tape, in.tokens, in.batch_size, in.seq_len, index_.pos_emb, kTargetEmbeddingStream, {}, cache.length());
-  ModelOutput<T> out = forward_blocks(tape, in, {}, nullptr, 0, x, Var<T>{}, Var<T>{}, &cache);
+  ModelOutput<T> out = forward_blocks(tape, in, {}, nullptr, 0, x, {}, Var<T>{}, &cache);
   cache.advance(in.seq_len);
   return out;
 }
@@ -440,11 +463,12 @@ ModelOutput<T> Model<T>::decode_step(Tape<T>& tape, const ModelInput& in, KvCach
 // Reads top to bottom as the whole model: forward() is embed (after the encoder), then this.
 template <typename T>
 ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
-                                        const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention,
+                                        const Var<T>* gate_vars, int64_t first, Var<T> x, const BlockStart& start,
                                         const Var<T>& memory, KvCache<T>* cache) {
   for (int64_t l = first; l < spec_.n_layers; ++l) {
-    block_inputs_.push_back(x);
-    x = decoder_block(tape, x, l, in, opt, gate_vars, l == first ? first_attention : Var<T>{}, memory, cache);
+    const bool from_cross = l == first && start.at_cross;
+    block_inputs_.push_back(from_cross ? Var<T>{} : x);  // a cross start's block input is not known
+    x = decoder_block(tape, x, l, in, opt, gate_vars, l == first ? start : BlockStart{}, memory, cache);
   }
   final_residual_ = x;
   return output(tape, x, in, opt.label_smoothing);
@@ -452,24 +476,31 @@ ModelOutput<T> Model<T>::forward_blocks(Tape<T>& tape, const ModelInput& in, con
 
 // Block l of the (decoder) stack: self-attention (causal unless the model is an encoder
 // classifier), an encoder_decoder's cross-attention to the memory (or to the cache's cross K/V),
-// the MLP. `given_self`, when defined, replaces the self-attention's output (head ablation).
+// the MLP. `start` may skip the self-attention (x is then the stream after it) and give the
+// first attention's output (head ablation, patching).
 template <typename T>
 Var<T> Model<T>::decoder_block(Tape<T>& tape, Var<T> x, int64_t l, const ModelInput& in, const ForwardOptions& opt,
-                               const Var<T>* gate_vars, const Var<T>& given_self, const Var<T>& memory,
+                               const Var<T>* gate_vars, const BlockStart& start, const Var<T>& memory,
                                KvCache<T>* cache) {
   const ModelKindInfo& kind = model_kind_info(spec_.kind);
   const BlockParams& blk = index_.blocks[l];
   // Sites: l, or in an encoder_decoder the encoder's first, then self and cross per layer.
   const int64_t self_site = kind.source ? spec_.n_encoder_layers + 2 * l : l;
-  Var<T> a = given_self;
-  if (!a.defined())
-    a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), kind.causal, in.key_padding, opt,
-               site_gates(tape, self_site, opt, gate_vars), cache, l);
-  attention_outputs_.push_back(a);
-  x = add_attention(tape, x, a, blk.proj, l, 1, opt);
+  if (!start.at_cross) {
+    site_inputs_.push_back(x);
+    Var<T> a = start.attention;
+    if (!a.defined())
+      a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::dec, l}), kind.causal, in.key_padding, opt,
+                 site_gates(tape, self_site, opt, gate_vars), cache, l);
+    attention_outputs_.push_back(a);
+    x = add_attention(tape, x, a, blk.proj, l, 1, opt);
+  }
   if (kind.source) {
-    Var<T> c = cross_attend(tape, x, memory, blk, spec_.attention_shape({AttentionKind::cross, l}), in, opt,
-                            site_gates(tape, self_site + 1, opt, gate_vars), cache, l);
+    site_inputs_.push_back(x);
+    Var<T> c = start.at_cross ? start.attention : Var<T>{};
+    if (!c.defined())
+      c = cross_attend(tape, x, memory, blk, spec_.attention_shape({AttentionKind::cross, l}), in, opt,
+                       site_gates(tape, self_site + 1, opt, gate_vars), cache, l);
     attention_outputs_.push_back(c);
     x = add_attention(tape, x, c, blk.cross.proj, l, 3, opt);
   }
@@ -484,14 +515,31 @@ Var<T> Model<T>::encode(Tape<T>& tape, const ModelInput& in, const ForwardOption
                 "model: an encoder_decoder needs a source (source_tokens, source_len >= 1)");
   Var<T> x = embed(tape, in.source_tokens, in.batch_size, in.source_len, index_.encoder_pos_emb,
                    source_embedding_stream(spec_), opt, 0);
-  for (int64_t l = 0; l < spec_.n_encoder_layers; ++l) {
+  return encode_from(tape, in, opt, gate_vars, 0, x, Var<T>{});
+}
+
+template <typename T>
+Var<T> Model<T>::encode_from(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt, const Var<T>* gate_vars,
+                             int64_t first, Var<T> x, const Var<T>& first_attention) {
+  for (int64_t l = first; l < spec_.n_encoder_layers; ++l) {
     const BlockParams& blk = index_.encoder_blocks[l];
     const int64_t stream = encoder_stream(spec_, l);
-    Var<T> a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
-                      site_gates(tape, l, opt, gate_vars), nullptr, l);
+    site_inputs_.push_back(x);
+    Var<T> a = l == first ? first_attention : Var<T>{};
+    if (!a.defined())
+      a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
+                 site_gates(tape, l, opt, gate_vars), nullptr, l);
     attention_outputs_.push_back(a);
     x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, stream, opt);
   }
+  encoder_final_residual_ = x;
+  memory_ = encoder_output(tape, x);
+  return memory_;
+}
+
+template <typename T>
+Var<T> Model<T>::encoder_output(Tape<T>& tape, const Var<T>& x) {
+  HEADLAB_CHECK(model_kind_info(spec_.kind).source, "model: encoder_output is an encoder_decoder's");
   return norm(tape, x, index_.encoder_ln_f);
 }
 
@@ -555,13 +603,45 @@ Var<T> Model<T>::self_attention_qkv(Tape<T>& tape, const Var<T>& x, const BlockP
   return reshape(norm_project(tape, x, blk.ln1, blk.qkv), {B, T_, shape.heads + 2 * shape.kv_heads, shape.d_head});
 }
 
+namespace {
+
+AttentionOptions site_attention_options(const ModelSpec& spec, AttentionSite site, const ModelInput& in) {
+  const ModelKindInfo& kind = model_kind_info(spec.kind);
+  AttentionOptions o;
+  o.causal = site.kind == AttentionKind::dec && kind.causal;
+  o.key_padding = site.kind == AttentionKind::dec || !kind.source ? in.key_padding : in.source_padding;
+  return o;
+}
+
+}  // namespace
+
 template <typename T>
-Var<T> Model<T>::attention_qkv(Tape<T>& tape, const Var<T>& x, int64_t layer) {
-  HEADLAB_CHECK(!model_kind_info(spec_.kind).source,
-                "model: attention_qkv covers one-stack models (an encoder_decoder's three attentions not yet)");
-  HEADLAB_CHECK(layer >= 0 && layer < spec_.n_layers,
-                "model: layer " << layer << " is outside [0, n_layers=" << spec_.n_layers << ")");
-  return self_attention_qkv(tape, x, index_.blocks[layer], spec_.attention_shape({AttentionKind::dec, layer}));
+typename Model<T>::AttentionInputs Model<T>::attention_inputs(Tape<T>& tape, int64_t site_index, const Var<T>& x,
+                                                              const Var<T>& memory) {
+  const std::vector<AttentionSite> sites = spec_.attention_sites();
+  HEADLAB_CHECK(site_index >= 0 && site_index < static_cast<int64_t>(sites.size()),
+                "model: attention site " << site_index << " is outside [0, " << sites.size() << ")");
+  const AttentionSite site = sites[static_cast<size_t>(site_index)];
+  const AttentionShape shape = spec_.attention_shape(site);
+  const int64_t H = shape.heads, Hkv = shape.kv_heads, B = x.shape()[0];
+  if (site.kind == AttentionKind::cross) {
+    HEADLAB_CHECK(memory.defined(), "model: a cross-attention site's keys and values need the encoder's output");
+    const CrossParams& c = index_.blocks[static_cast<size_t>(site.layer)].cross;
+    const Var<T> q = reshape(norm_project(tape, x, c.ln, c.q), {B, x.shape()[1], H, shape.d_head});
+    const Var<T> kv = reshape(project(tape, memory, c.kv), {B, memory.shape()[1], 2 * Hkv, shape.d_head});
+    return {q, slice(kv, 2, 0, Hkv), slice(kv, 2, Hkv, Hkv)};
+  }
+  const auto& blocks =
+      site.kind == AttentionKind::enc && model_kind_info(spec_.kind).source ? index_.encoder_blocks : index_.blocks;
+  const Var<T> qkv = self_attention_qkv(tape, x, blocks[static_cast<size_t>(site.layer)], shape);
+  return {slice(qkv, 2, 0, H), slice(qkv, 2, H, Hkv), slice(qkv, 2, H + Hkv, Hkv)};
+}
+
+template <typename T>
+Var<T> Model<T>::site_attention(Tape<T>& tape, int64_t site_index, const ModelInput& in, const AttentionInputs& qkv) {
+  const AttentionSite site = spec_.attention_sites().at(static_cast<size_t>(site_index));
+  return attention(qkv.q, qkv.k, qkv.v, site_attention_options(spec_, site, in),
+                   tape.constant(gates_.value(static_cast<int>(site_index))));
 }
 
 // attention(q, k, v) of LN1(x), q/k/v cut from one fused projection without copies. With a

@@ -13,24 +13,29 @@ void SavedForward<T>::copy_into(Stored& to, const Tensor<T>& from) {
 
 template <typename T>
 void SavedForward<T>::save(const Model<T>& model, int64_t first) {
-  const int64_t L = model.spec().n_layers;
-  HEADLAB_CHECK(static_cast<int64_t>(model.block_inputs().size()) == L && first >= 0 && first < L &&
-                    (first == 0 || n_layers() == L),
-                "SavedForward: save from layer " << first << " needs the model's last forward and, above layer 0, an "
-                                                 << "earlier save of every layer");
-  block_inputs_.resize(static_cast<size_t>(L));
-  attentions_.resize(static_cast<size_t>(L));
-  for (int64_t l = first; l < L; ++l) {
-    copy_into(block_inputs_[static_cast<size_t>(l)], model.block_inputs()[static_cast<size_t>(l)].value());
-    copy_into(attentions_[static_cast<size_t>(l)], model.attention_outputs()[static_cast<size_t>(l)].value());
+  const auto n = static_cast<int64_t>(model.spec().attention_sites().size());
+  HEADLAB_CHECK(static_cast<int64_t>(model.site_inputs().size()) == n &&
+                    static_cast<int64_t>(model.attention_outputs().size()) == n && first >= 0 && first < n &&
+                    (first == 0 || n_sites() == n),
+                "SavedForward: save from site " << first << " needs the model's last forward and, above site 0, an "
+                                                << "earlier save of every site");
+  site_inputs_.resize(static_cast<size_t>(n));
+  attentions_.resize(static_cast<size_t>(n));
+  for (int64_t s = first; s < n; ++s) {
+    copy_into(site_inputs_[static_cast<size_t>(s)], model.site_inputs()[static_cast<size_t>(s)].value());
+    copy_into(attentions_[static_cast<size_t>(s)], model.attention_outputs()[static_cast<size_t>(s)].value());
+  }
+  if (model.memory().defined()) {
+    copy_into(memory_, model.memory().value());
+    copy_into(encoder_final_, model.encoder_final_residual().value());
   }
 }
 
 template <typename T>
-Tensor<T> SavedForward<T>::attention_without(Arena& arena, int64_t layer, const std::vector<uint8_t>& off) const {
-  const Tensor<T>& a = attention(layer);  // [B,T,H,Dh]
+Tensor<T> SavedForward<T>::attention_without(Arena& arena, int64_t site, const std::vector<uint8_t>& off) const {
+  const Tensor<T>& a = attention(site);  // [B,T,H,Dh]
   HEADLAB_CHECK(static_cast<int64_t>(off.size()) == a.size(2),
-                "SavedForward: " << off.size() << " head flags for layer " << layer << " of " << a.size(2) << " heads");
+                "SavedForward: " << off.size() << " head flags for site " << site << " of " << a.size(2) << " heads");
   Tensor<T> masked = arena.empty<T>(a.shape());
   masked.copy_from(a);
   for (int64_t h = 0; h < a.size(2); ++h)

@@ -65,13 +65,20 @@ def plot_circuits(run_dir, out_dir, title_prefix, written):
                "Q-, K- and V-composition scores (weights, last checkpoint)", False)
 
 
-def layer_head_grid(rows, column):
-    """{layer: {head: value}} of a per-head CSV as a layers x heads grid (NaN where a layer has fewer)."""
+def site_of(row, key, kinds):
+    """A row's grid row: its layer, or in an encoder_decoder its kind (or stack) and layer."""
+    return f"{row[key]}.L{row['layer']}" if len(kinds) > 1 else f"L{row['layer']}"
+
+
+def site_head_grid(rows, column):
+    """A per-head CSV as an attention layers x heads grid (NaN where a layer has fewer), with the
+    rows' labels in file order (an encoder_decoder's: enc.L0, ..., dec.L0, cross.L0, ...)."""
+    kinds = {r.get("attention", "dec") for r in rows}
     cells = {}
     for r in rows:
-        cells.setdefault(int(r["layer"]), {})[int(r["head"])] = number(r[column])
+        cells.setdefault(site_of(r, "attention", kinds), {})[int(r["head"])] = number(r[column])
     heads = 1 + max(h for layer in cells.values() for h in layer)
-    return [[cells[l].get(h, float("nan")) for h in range(heads)] for l in sorted(cells)], heads
+    return [[layer.get(h, float("nan")) for h in range(heads)] for layer in cells.values()], heads, list(cells)
 
 
 def plot_patching(run_dir, out_dir, title_prefix, written):
@@ -81,21 +88,22 @@ def plot_patching(run_dir, out_dir, title_prefix, written):
     heads = read_csv(heads_path)
     resid = read_csv(resid_path)
     columns = ["head_out_restored", "q_restored", "k_restored", "v_restored"]
-    grids = [layer_head_grid(heads, column) for column in columns]
-    layers = sorted({int(r["layer"]) for r in resid})
-    positions = sorted({int(r["position"]) for r in resid})
-    resid_grid = [[float("nan")] * len(positions) for _ in layers]
+    grids = [site_head_grid(heads, column) for column in columns]
+    stacks = {r.get("stack", "dec") for r in resid}
+    blocks = list(dict.fromkeys(site_of(r, "stack", stacks) for r in resid))
+    positions = 1 + max(int(r["position"]) for r in resid)
+    resid_grid = [[float("nan")] * positions for _ in blocks]
     for r in resid:
-        resid_grid[int(r["layer"])][int(r["position"])] = number(r["restored"])
+        resid_grid[blocks.index(site_of(r, "stack", stacks))][int(r["position"])] = number(r["restored"])
     # One colour scale for every panel, symmetric around 0 (white: the patch changes nothing).
-    values = [v for g, _ in grids for row in g for v in row] + [v for row in resid_grid for v in row]
+    values = [v for g, _, _ in grids for row in g for v in row] + [v for row in resid_grid for v in row]
     limit = max([abs(v) for v in values if v == v] + [1e-12])
     scale = dict(cmap="RdBu_r", vmin=-limit, vmax=limit)
     fig, axes = plt.subplots(1, len(columns) + 1, figsize=(4 + 3 * len(columns), 4.2),
                              gridspec_kw={"width_ratios": [1] * len(columns) + [2]})
-    for ax, column, (grid, n_heads) in zip(axes, columns, grids):
+    for ax, column, (grid, n_heads, sites) in zip(axes, columns, grids):
         heatmap(ax, grid, annotate=len(grid) * n_heads <= 64, fmt="{:.2f}", **scale)
-        cell_ticks(ax, [str(h) for h in range(n_heads)], [str(l) for l in range(len(grid))])
+        cell_ticks(ax, [str(h) for h in range(n_heads)], sites)
         ax.set_title(column.replace("_restored", "").replace("head_out", "head output"), fontsize=9)
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
@@ -103,7 +111,7 @@ def plot_patching(run_dir, out_dir, title_prefix, written):
     axes[-1].set_title("residual stream entering the block", fontsize=9)
     axes[-1].set_xlabel("position")
     axes[-1].set_ylabel("block")
-    axes[-1].set_yticks(range(len(layers)), [str(l) for l in layers])
+    axes[-1].set_yticks(range(len(blocks)), blocks)
     fig.colorbar(image, ax=axes[-1], label="fraction of the clean metric restored")
     figure_title(fig, f"{title_prefix}activation patching, clean into corrupted (headlab circuits --patch):\n"
                       "(patched - corrupted) / (clean - corrupted); 1 = the clean run's metric fully back")

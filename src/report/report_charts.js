@@ -9,6 +9,8 @@ const consoleError = console.error.bind(console);
 console.error = (...args) => { reportError("console.error: " + args.join(" ")); consoleError(...args); };
 
 // ---- small helpers ---------------------------------------------------------------------------
+// The distinct values of a list, in order of first appearance.
+const distinctValues = xs => xs.filter((v, i) => xs.indexOf(v) === i);
 const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;"}[c]));
 function fmt(v) {
   if (v === null || v === undefined || Number.isNaN(v)) return "-";

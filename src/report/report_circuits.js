@@ -7,7 +7,6 @@
 
 // The rows of a CSV (gather.cpp's {columns, rows}) as objects.
 const records = csv => csv ? csv.rows.map(r => Object.fromEntries(csv.columns.map((c, i) => [c, r[i]]))) : [];
-const distinctValues = xs => xs.filter((v, i) => xs.indexOf(v) === i);
 
 // A grid of coloured cells, rows down and columns across, centred on 0 (blue below, red above).
 // cells: [{r, c, value, tip}]; a null value is grey. Each rect carries data-grid=name, data-row,
@@ -39,30 +38,36 @@ function gridHeatmap({name, title, rowLabels, colLabels, cells, note = ""}) {
          `${svg}${scaleBar(colour, lo, hi, width, true, name)}</figure>`;
 }
 
-// Activation patching of each head (patching_heads.csv): layers down, heads across, one grid per
-// patched activation.
+// Activation patching of each head (patching_heads.csv): attention layers down (an
+// encoder_decoder's named by kind: enc.L0, dec.L0, cross.L0), heads across, one grid per patched
+// activation.
 const PATCHED = [["head_out_restored", "head output"], ["q_restored", "queries"], ["k_restored", "keys"],
                  ["v_restored", "values"]];
 function headPatching(csv) {
   const rows = records(csv);
-  const layers = distinctValues(rows.map(x => x.layer)).sort((a, b) => a - b);
+  const kinds = distinctValues(rows.map(x => x.attention));
+  const rowOf = x => kinds.length > 1 ? `${x.attention}.L${x.layer}` : "L" + x.layer;
+  const sites = distinctValues(rows.map(rowOf));
   const heads = Math.max(...rows.map(x => x.head)) + 1;
   return PATCHED.filter(([column]) => csv.columns.includes(column)).map(([column, what]) => gridHeatmap({
     name: column, title: `${what} patched`, note: `patching_heads.csv ${column}`,
-    rowLabels: layers.map(l => "L" + l), colLabels: Array.from({length: heads}, (_, h) => h),
-    cells: rows.map(x => ({r: layers.indexOf(x.layer), c: x.head, value: x[column], tip: `${x.label}: ${what} from the clean run`})),
+    rowLabels: sites, colLabels: Array.from({length: heads}, (_, h) => h),
+    cells: rows.map(x => ({r: sites.indexOf(rowOf(x)), c: x.head, value: x[column], tip: `${x.label}: ${what} from the clean run`})),
   })).join("");
 }
-// The residual stream (patching_resid.csv): block inputs down, positions across.
+// The residual stream (patching_resid.csv): block inputs down (an encoder_decoder's encoder
+// blocks over source positions, then its decoder's over target positions), positions across.
 function residPatching(csv) {
   const rows = records(csv);
-  const layers = distinctValues(rows.map(x => x.layer)).sort((a, b) => a - b);
+  const stacks = distinctValues(rows.map(x => x.stack));
+  const rowOf = x => stacks.length > 1 ? `${x.stack} block ${x.layer}` : "block " + x.layer;
+  const blocks = distinctValues(rows.map(rowOf));
   const T = Math.max(...rows.map(x => x.position)) + 1;
   return gridHeatmap({
     name: "resid_restored", title: "residual stream patched", note: "patching_resid.csv restored",
-    rowLabels: layers.map(l => "block " + l), colLabels: Array.from({length: T}, (_, t) => t),
-    cells: rows.map(x => ({r: layers.indexOf(x.layer), c: x.position, value: x.restored,
-                           tip: `block ${x.layer}'s input at position ${x.position}`})),
+    rowLabels: blocks, colLabels: Array.from({length: T}, (_, t) => t),
+    cells: rows.map(x => ({r: blocks.indexOf(rowOf(x)), c: x.position, value: x.restored,
+                           tip: `${rowOf(x)}'s input at position ${x.position}`})),
   });
 }
 // Path patching (path_patching.csv): senders down, receivers across, one grid per receiving input.

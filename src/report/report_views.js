@@ -321,7 +321,7 @@ function finalCharts(results) {
   const n = results ? results.columns.indexOf("n_seeds") : -1;
   if (n < 0) return "";
   const rows = results.rows.map(r => Object.fromEntries(results.columns.map((c, i) => [c, r[i]])));
-  const distinct = k => rows.map(r => r[k]).filter((v, i, all) => all.indexOf(v) === i);
+  const distinct = k => distinctValues(rows.map(r => r[k]));
   const swept = results.columns.slice(0, n).filter(k => distinct(k).length > 1);
   const panelKey = swept.includes("data.task") ? "data.task" : null, rest = swept.filter(k => k !== panelKey);
   const numeric = k => distinct(k).every(v => typeof v === "number");

@@ -81,7 +81,8 @@ int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const 
 }
 
 EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
-  // forward_from restarts one stack of blocks; an encoder_decoder's three attentions run whole.
+  // The saved forwards' budget (SavedForward::bytes) counts one stack's sizes, so an
+  // encoder_decoder, whose batches also vary in source length, runs whole: not done yet.
   if (model_kind_info(model.spec().kind).source)
     return headlab::evaluate(model, dataset_, split_, n_batches_, batch_, tape);
   const int64_t L = model.spec().n_layers;
@@ -108,7 +109,7 @@ EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
     } else if (first < L) {
       const Tensor<float> a = saved.forward.attention_without(tape.arena(), first, off);
       const ModelOutput<float> out =
-          model.forward_from(tape, input, first, tape.constant(saved.forward.block_input(first)), tape.constant(a));
+          model.forward_from(tape, input, first, tape.constant(saved.forward.site_input(first)), tape.constant(a));
       saved.stats = cross_entropy_stats(out.logits.value(), input.targets, -1);
       saved.forward.save(model, first);
     }  // else nothing changed: the saved stats are this forward's

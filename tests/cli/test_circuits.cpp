@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "headlab/io/checkpoint.h"
@@ -116,6 +117,40 @@ TEST_CASE("circuits --composition and --dla on a translation model: its three ki
   for (const auto& row : dla.rows) labels.push_back(row[dla.column("label")]);
   CHECK(labels == std::vector<std::string>{"embed", "dec.L0H0", "dec.L0H1", "dec.L0 attn bias", "cross.L0H0",
                                            "cross.L0H1", "cross.L0 attn bias", "L0 mlp", "ln_f bias"});
+
+  // Patching: two sources of 9 bytes (+ </s>), one target (<s> + 6 bytes) both runs decode.
+  const auto p = run_headlab({"circuits", run.string(), "--patch", "--path-patch", "--prompt", "the light", "--corrupt",
+                              "the night", "--target", "la luz"},
+                             s.dir / "patch.log");
+  INFO(p.output);
+  REQUIRE(p.code == 0);
+  const CsvTable heads = read_csv(run / "patching_heads.csv");
+  REQUIRE(heads.rows.size() == 6u);
+  CHECK(heads.rows[0][heads.column("attention")] == "enc");
+  CHECK(heads.rows[5][heads.column("label")] == "cross.L0H1");
+  const CsvTable resid = read_csv(run / "patching_resid.csv");
+  REQUIRE(resid.rows.size() == 10u + 7u);  // the encoder block over the source, the decoder block over the target
+  CHECK(resid.rows.front()[resid.column("stack")] == "enc");
+  CHECK(resid.rows.back()[resid.column("stack")] == "dec");
+  const CsvTable paths = read_csv(run / "path_patching.csv");
+  REQUIRE(paths.rows.size() == 8u);  // enc -> cross (keys, values), dec -> cross (queries): 4 pairs each
+  for (const auto& row : paths.rows) {
+    const bool from_encoder = row[paths.column("sender")].rfind("enc.", 0) == 0;
+    CHECK((row[paths.column("q")] == "nan") == from_encoder);
+    CHECK((row[paths.column("k")] == "nan") == !from_encoder);
+  }
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--prompt", "the light", "--corrupt", "the night"}, "a translation model needs --target"},
+           {{"--prompt", "the light", "--corrupt", "the nights", "--target", "la luz"},
+            "--prompt is 9 tokens and "
+            "--corrupt 10"}}) {
+    std::vector<std::string> command = {"circuits", run.string(), "--patch"};
+    command.insert(command.end(), args.begin(), args.end());
+    const auto r = run_headlab(command, s.dir / "refused.log");
+    INFO(r.output);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains(message));
+  }
 }
 
 TEST_CASE("circuits --patch and --path-patch write every head's and position's patch, by prompt or generated pairs",
@@ -178,7 +213,10 @@ TEST_CASE("circuits refuses what it cannot score in one line, exit code 2, writi
            "--wrong", "t"},
           "--answer 'st' is 2 tokens of the model's vocabulary; a logit difference needs one");
   refused({"circuits", run.string(), "--dla", "--corrupt", "x"}, "--corrupt goes with --patch or --path-patch");
-  refused({"circuits", (enc_run / "checkpoints" / "best.h5").string(), "--patch"}, "model.kind = decoder");
+  refused({"circuits", (enc_run / "checkpoints" / "best.h5").string(), "--patch"},
+          "model.kind = decoder or encoder_decoder");
+  refused({"circuits", run.string(), "--patch", "--prompt", "the dust", "--corrupt", "the land", "--target", "x"},
+          "--target is for a translation model");
   CHECK_FALSE(fs::exists(run / "detectors.csv"));
   CHECK_FALSE(fs::exists(run / "patching_heads.csv"));
 }

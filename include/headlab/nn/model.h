@@ -207,20 +207,32 @@ class Model {
   // typed by T and the options are not.
   ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
                          const Var<T>* gate_vars = nullptr);
-  // The rest of a forward from block `layer` on, given the residual stream x entering that block
-  // [B,T,C] (nn/saved_forward.h keeps a forward's), and optionally its attention output a
-  // [B,T,H,Dh] instead of computing it: head ablation passes the unmasked forward's with the
-  // masked heads' rows zeroed. Blocks use the model's gates; no dropout. Bit-identical to
-  // forward() when x (and a) are what forward() computed with these parameters and gates.
-  // Decoder and encoder kinds only (a headlab::Error for encoder_decoder).
-  ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t layer, const Var<T>& x,
-                              const Var<T>& a = {});
+  // The rest of a forward from attention site `site` on (spec().attention_sites() order: a
+  // decoder's or encoder's layer; an encoder_decoder's encoder layers, then self and cross per
+  // decoder layer), given the residual stream x entering the site's attention [B,T,C] (an
+  // encoder site's is the source side's [B,S,C]; a cross site's is its block's stream after the
+  // self-attention), and optionally the site's attention output a [B,T,H,Dh] instead of
+  // computing it: head ablation passes the unmasked forward's with the masked heads' rows
+  // zeroed, patching a patched one. An encoder_decoder's decoder sites read the encoder's output
+  // `memory` [B,S,C] (site_inputs(), memory() and SavedForward keep a forward's); from an encoder
+  // site the encoder runs on, then the whole decoder. Gates are the model's; no dropout.
+  // Bit-identical to forward() when x, a and memory are what forward() computed with these
+  // parameters and gates.
+  ModelOutput<T> forward_from(Tape<T>& tape, const ModelInput& input, int64_t site, const Var<T>& x,
+                              const Var<T>& a = {}, const Var<T>& memory = {});
 
-  // The fused query/key/value projection of block `layer`'s self-attention for a residual stream x
-  // entering it [B,T,C]: LN1(x) W_qkv^T + b as [B,T,H + 2 Hkv,Dh] (queries, then keys, then values,
-  // head by head), what forward() feeds the attention op. For patching a head's queries, keys or
-  // values (analysis/patching.h). One-stack models.
-  Var<T> attention_qkv(Tape<T>& tape, const Var<T>& x, int64_t layer);
+  // An attention site's queries [B,T,H,Dh], keys and values [B,S,Hkv,Dh] for the stream x
+  // entering it (LN1(x) W_qkv^T + b, cut head by head as forward() feeds the attention op; at a
+  // cross site the queries from LN_c(x) and the keys and values from `memory`, the encoder's
+  // output), and the attention of given ones with the site's masks (causal; `input`'s padding)
+  // and the model's gates: for patching one head's queries, keys or values (analysis/patching.h).
+  struct AttentionInputs {
+    Var<T> q, k, v;
+  };
+  AttentionInputs attention_inputs(Tape<T>& tape, int64_t site, const Var<T>& x, const Var<T>& memory = {});
+  Var<T> site_attention(Tape<T>& tape, int64_t site, const ModelInput& input, const AttentionInputs& qkv);
+  // An encoder_decoder's memory from the stream leaving its last encoder block: LN_enc(x) [B,S,C].
+  Var<T> encoder_output(Tape<T>& tape, const Var<T>& x);
 
   // Incremental decoding with a KV cache (nn/kv_cache.h), grad off. start_decoding runs an
   // encoder_decoder's encoder on `source` (source_tokens, source_padding, source_len; batch_size
@@ -237,6 +249,11 @@ class Model {
   // forward_from.
   const std::vector<Var<T>>& attention_outputs() const { return attention_outputs_; }
   const std::vector<Var<T>>& block_inputs() const { return block_inputs_; }
+  // Of the last forward, per attention site: the residual stream entering its attention (what
+  // forward_from takes); an encoder_decoder's memory and the encoder's stream before LN_enc.
+  const std::vector<Var<T>>& site_inputs() const { return site_inputs_; }
+  const Var<T>& memory() const { return memory_; }
+  const Var<T>& encoder_final_residual() const { return encoder_final_residual_; }
   // Of the last forward, for circuit analysis (analysis/logit_attribution.h): the residual stream
   // of each (decoder) block after its attention, before its MLP (an encoder_decoder's: after the
   // cross-attention), and the stream entering the final LayerNorm.
@@ -276,25 +293,38 @@ class Model {
   Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t stream,
                  const ForwardOptions& options);
   ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input, double label_smoothing);
-  // Blocks `first` .. n_layers-1 on x, then the output; `first_attention`, when defined, is block
-  // first's attention output; `memory` is an encoder_decoder's encoder output (or the cache holds
-  // its cross K/V).
+  // Where a (decoder) block starts: at its self-attention or, in an encoder_decoder, at its
+  // cross-attention (x then the stream after the self-attention), with the attention output there
+  // given or (undefined) computed.
+  struct BlockStart {
+    bool at_cross = false;
+    Var<T> attention;
+  };
+  // Blocks `first` .. n_layers-1 on x, block first starting at `start`, then the output; `memory`
+  // is an encoder_decoder's encoder output (or the cache holds its cross K/V).
   ModelOutput<T> forward_blocks(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
-                                const Var<T>* gate_vars, int64_t first, Var<T> x, const Var<T>& first_attention,
+                                const Var<T>* gate_vars, int64_t first, Var<T> x, const BlockStart& start,
                                 const Var<T>& memory, KvCache<T>* cache);
   Var<T> decoder_block(Tape<T>& tape, Var<T> x, int64_t layer, const ModelInput& input, const ForwardOptions& options,
-                       const Var<T>* gate_vars, const Var<T>& given_self, const Var<T>& memory, KvCache<T>* cache);
-  // encoder_decoder: the encoder over the source, m = LN_enc(blocks(embed(source))) [B,S,C].
+                       const Var<T>* gate_vars, const BlockStart& start, const Var<T>& memory, KvCache<T>* cache);
+  // encoder_decoder: the encoder over the source, m = LN_enc(blocks(embed(source))) [B,S,C];
+  // encode_from runs blocks first .. on the stream x entering block first (whose attention
+  // output is `first_attention` when defined).
   Var<T> encode(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options, const Var<T>* gate_vars);
+  Var<T> encode_from(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options, const Var<T>* gate_vars,
+                     int64_t first, Var<T> x, const Var<T>& first_attention);
+  // The target side from the embeddings through the decoder, given the memory (forward's second half).
+  ModelOutput<T> decode_all(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
+                            const Var<T>* gate_vars, const Var<T>& memory);
 
   ModelSpec spec_;
   Parameters<T> params_;
   Parameters<T> gates_;
   ParamIndex index_;  // parameter positions, so forward() does no name lookups (and no allocation)
   Buffer sinusoid_;   // [max_seq_len, d_model] when positions = sinusoidal
-  std::vector<Var<T>> attention_outputs_, block_inputs_,
-      block_mids_;  // capacity kept across steps: no per-step allocation
-  Var<T> final_residual_;
+  std::vector<Var<T>> attention_outputs_, block_inputs_, block_mids_,
+      site_inputs_;  // capacity kept across steps: no per-step allocation
+  Var<T> final_residual_, memory_, encoder_final_residual_;
 };
 
 // One attention site's gates set to `gates` for a scope (a masked forward or decoding); the
