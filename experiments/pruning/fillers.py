@@ -34,9 +34,9 @@ def fill_provenance(d, _):
             ["scale, tasks, seeds", f"{p.get('scale', '')}; {p.get('tasks', '')}; seeds {p.get('seeds', '')}"],
             ["base training, summed over runs", f"{base_seconds / 60:.1f} min"],
             ["analysis, pruning and retraining jobs, summed", f"{job_seconds / 60:.1f} min"],
-            ["wall time on 2 cores, estimated", f"{(base_seconds + job_seconds) / 2 / 60:.0f} min (the sums / 2: run.sh "
-             f"runs two one-thread jobs at a time; an upper bound, as some jobs were timed while other work shared "
-             f"the cores)"]]
+            ["wall time on 2 cores, estimated", f"{(base_seconds + job_seconds) / 2 / 60:.0f} min (the sums / 2, as run.sh "
+             f"runs two one-thread jobs at a time; the measured time below is longer where one job was left to run "
+             f"alone)"]]
     if p.get("run_sh_wall_seconds"):
         rows.append(["run.sh wall time, measured", f"{number(p['run_sh_wall_seconds']) / 60:.0f} min"])
     for i in range(1, 100):  # a regeneration in parts (collect.py --merge), every part at the commit above
