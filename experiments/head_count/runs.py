@@ -228,11 +228,14 @@ def wall_span(regen):
     return int(max(s + int(r["wall_s"]) for s, r in zip(starts, regen)) - min(starts))
 
 
-def collect_runs(out, data):
-    """Every finished run under OUT -> DATA/runs.csv and DATA/curves.csv; returns the runs' rows.
-    experiments/translation's head-count arm collects its runs through this too."""
+def collect_runs(out, data, studies=None):
+    """Every finished run under OUT (of STUDIES only, when given) -> DATA/runs.csv and
+    DATA/curves.csv; returns the runs' rows. experiments/translation's head-count arms collect
+    their runs through this too, one study each."""
     runs, curves = [], []
     for study, run in run_dirs(out):
+        if studies is not None and study not in studies:
+            continue
         got = run_facts(run) if os.path.exists(os.path.join(run, "metrics.csv")) else None
         if got is None:
             fail(f"{run} has not finished: run run.sh to the end first")

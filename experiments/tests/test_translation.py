@@ -71,17 +71,18 @@ def test_head_count_claims_on_bleu_use_the_bleu_threshold():
 
 
 def test_the_head_count_sweep_trains_the_base_model():
-    """head_count_lr.toml changes only what it sweeps and the checkpoints kept: the same base
-    config and [set] as base.toml (but for the keys its [grid] sweeps), and its middle rate is the
-    base rate."""
+    """head_count_lr.toml changes only what it sweeps, the checkpoints kept and its fixed step
+    budget (at most the base models'): the same base config and [set] as base.toml (but for the
+    keys its [grid] sweeps), and its middle rate is the base rate."""
     import tomllib
     folder = os.path.join(EXPERIMENTS, "translation")
     base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
     lr = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
     assert lr["base"] == base["base"]
     drop = lambda s: {k: v for k, v in s.items()  # noqa: E731
-                      if k != "train.keep_checkpoints" and k not in lr["grid"]}
+                      if k not in ("train.keep_checkpoints", "train.steps") and k not in lr["grid"]}
     assert drop(lr["set"]) == drop(base["set"])
+    assert lr["set"]["train.steps"] <= base["set"]["train.steps"]
     config = tomllib.load(open(os.path.join(folder, base["base"]), "rb"))
     rate = base["set"].get("train.lr", config["train"]["lr"])
     assert lr["grid"]["train.lr"] == [rate / 2, rate, rate * 2]
@@ -92,7 +93,6 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
     """Made-up runs where one head is 2 BLEU below the best and 16 heads 1.5 below it: both halves
     of Vaswani's finding hold."""
     from head_count.runs import RUN_COLUMNS
-    hc = tmp_path / "head_count"
     rows = []
     mean = {1: 18.0, 2: 19.5, 4: 20.0, 8: 20.0, 16: 18.5}
     for h in mean:
@@ -103,19 +103,22 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
             rows.append({"study": "seeds", "run": f"h{h}s{seed}", "heads": h, "lr": 2e-3, "seed": seed,
                          "val_loss": 3.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
     for r in rows:
-        r.update(task="translate", kv_heads=r["heads"], d_head=128 // r["heads"], d_model=128, layers=2,
+        r.update(task="translate", kv_heads=r["heads"], d_head=128 // r["heads"], d_model=128, layers=2, steps=2000,
                  params=1000, test_loss=2.0, test_chrf=40.0)
     from common import write_csv
-    write_csv(str(hc / "runs.csv"), RUN_COLUMNS, rows) if hc.mkdir() is None else None
-    write(str(hc / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\nstarted_utc,x\n"
-          "machine,m\nwall_seconds,60\nmax_load_1min,\n")
+    for arm, study in (("head_count_lr", "lr"), ("head_count", "seeds")):  # one study per arm's folder
+        (tmp_path / arm).mkdir()
+        write_csv(str(tmp_path / arm / "runs.csv"), RUN_COLUMNS, [r for r in rows if r["study"] == study])
+        write(str(tmp_path / arm / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
+              "started_utc,x\nmachine,m\nwall_seconds,60\nmax_load_1min,\n")
     text = T.fill_head_count(T.Data(str(tmp_path)))
     assert "1 head 0.002, 2 heads 0.002" in text
     assert "more heads help up to a point, then hurt" in text
     assert "Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): 1: 24.9; 4: 25.5; 8: 25.8; " \
            "16: 25.8" in text
     assert "the largest count worse than the best: yes" in text
-    assert "*(no runs in data/head_count/)*" in text  # the d_head arm is not in this data
+    assert "not run yet: `experiments/translation/run.sh head_count_d_head`" in text  # not in this data
+    assert "Every head-count run trains 2000 steps" in text
 
 
 def test_michel_classes_and_pruning_from_made_up_rows():

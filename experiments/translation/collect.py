@@ -5,17 +5,18 @@ data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or a
   python3 experiments/translation/collect.py ARM runs/translation experiments/translation/data \\
       [--binary build/headlab] [--started UTC] [--wall-seconds S] [--load FILE]
   python3 experiments/translation/collect.py base-d-head experiments/translation/base.toml
-      prints the base model's head width (run.sh's fixed-d_head arm)
+      prints the base model's head width (run.sh's fixed-d_head arm); base-heads: its head count
 
 data/base/
   setup.csv        seed,<the model and training facts of the run's config.toml>
   curves.csv       seed,step,train_loss,val_loss,val_bleu: the evaluation rows of metrics.csv
                    (val BLEU: greedy, over the first train.eval_bleu_sentences val verses)
   test.csv         seed,step,bleu,chrf,loss,sentences,beam: the final checkpoint on test, beam 5
-data/head_count/   runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
-                   collect_runs), one row per run of OUT/head_count/{lr,seeds,d_head}; the
-                   studies are lr (seed 0 at three rates), seeds (5 fresh seeds per count at its
-                   rate, d_model fixed) and d_head (the same with d_head fixed)
+data/head_count_lr/, data/head_count/, data/head_count_d_head/
+                   runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
+                   collect_runs), one row per run of one study of OUT/head_count/: lr (seed 0 of
+                   every count at three rates), seeds (5 fresh seeds per count at its rate,
+                   d_model fixed) and d_head (the same with d_head fixed at the base model's)
 data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
                    --layer-only --alignment): heads.csv (seed + heads.csv's columns),
                    bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
@@ -54,7 +55,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
 
-ARMS = ("base", "budget", "head_count", "michel", "voita", "kv_heads")
+ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "michel", "voita", "kv_heads")
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -101,9 +102,16 @@ def collect_base(out, data, _sweeps):
     write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
 
 
-def collect_head_count(out, data, _sweeps):
-    from head_count.runs import collect_runs
-    collect_runs(os.path.join(out, "head_count"), data)
+# The head-count arms, each one study of OUT/head_count/: the rate sweep, the fresh seeds at fixed
+# d_model, the fresh seeds at fixed d_head (run.sh runs them as three arms, each within a session).
+HEAD_COUNT_STUDIES = {"head_count_lr": "lr", "head_count": "seeds", "head_count_d_head": "d_head"}
+
+
+def collect_head_count_study(arm):
+    def collect(out, data, _sweeps):
+        from head_count.runs import collect_runs
+        collect_runs(os.path.join(out, "head_count"), data, studies={HEAD_COUNT_STUDIES[arm]})
+    return collect
 
 
 def collect_michel(out, data, _sweeps):
@@ -365,16 +373,18 @@ def main():
     if sys.argv[1:2] == ["budget-sweep"] and len(sys.argv) == 4:
         budget_sweep(sys.argv[2], sys.argv[3])
         return
-    if sys.argv[1:2] == ["base-d-head"]:
+    if sys.argv[1:2] in (["base-d-head"], ["base-heads"]):
         if len(sys.argv) != 3:
-            fail("usage: collect.py base-d-head BASE.toml")
-        print(base_d_head(sys.argv[2]))
+            fail(f"usage: collect.py {sys.argv[1]} BASE.toml")
+        print(base_d_head(sys.argv[2]) if sys.argv[1] == "base-d-head" else base_model(sys.argv[2])["n_heads"])
         return
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
-    {"base": collect_base, "budget": collect_budget, "head_count": collect_head_count, "michel": collect_michel,
-     "voita": collect_voita, "kv_heads": collect_kv_heads}[args.arm](args.out, data, args.sweeps)
+    collectors = {"base": collect_base, "budget": collect_budget, "michel": collect_michel, "voita": collect_voita,
+                  "kv_heads": collect_kv_heads}
+    collectors.update({arm: collect_head_count_study(arm) for arm in HEAD_COUNT_STUDIES})
+    collectors[args.arm](args.out, data, args.sweeps)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",

@@ -25,7 +25,9 @@ from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter
 # run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
 ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
         ("budget", "the base config at twice its steps, seeds 0 and 1: what more training still gains"),
-        ("head_count", "head count at fixed d_model (Vaswani Table 3 A), and d_head fixed"),
+        ("head_count_lr", "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps"),
+        ("head_count", "head count at fixed d_model, 5 fresh seeds per count at its rate"),
+        ("head_count_d_head", "head count with d_head fixed at the base model's, 5 fresh seeds per count"),
         ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
         ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
         ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
@@ -199,31 +201,59 @@ def figures(d):
 
 # ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
 
+# The head-count arms and their studies (collect.py's HEAD_COUNT_STUDIES) with what each holds fixed.
+HEAD_COUNT_ARMS = {"head_count_lr": "lr", "head_count": "seeds", "head_count_d_head": "d_head"}
 HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as in Vaswani et al. Table 3 A",
                       "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
 
 
 def head_count_sweeps(d):
+    """The head-count arms' runs as one head_count.sweeps.Data, and a Sweep per study present."""
     from head_count.sweeps import Data as RunsData, Sweep
-    runs = RunsData(os.path.join(d.folder, "head_count"))
+    parts = [RunsData(os.path.join(d.folder, arm)) for arm in HEAD_COUNT_ARMS if arm in d.arms]
+    runs = parts[0]
+    for p in parts[1:]:
+        runs.runs += p.runs
+        runs.curves.update(p.curves)
     return runs, {study: Sweep(runs, study) for study in HEAD_COUNT_STUDIES if runs.rows(study)}
 
 
+def head_count_budget(d, runs):
+    """The head-count arms' fixed step budget against the base models' (and where the base curve
+    stands at it)."""
+    steps = sorted({int(r["steps"]) for r in runs.runs})
+    words = (f"Every head-count run trains {' or '.join(map(str, steps))} steps with the base config's warmup and "
+             f"schedule (Vaswani et al. trained every Table 3 row for their base model's steps, 100K); a fixed "
+             f"budget, so the counts are compared at equal steps, not each at its plateau.")
+    if "base" not in d.arms or len(steps) != 1:
+        return words
+    curves = base_curves(d)
+    at = [dict((st, b) for st, b, _ in c).get(steps[0], math.nan) for c in curves.values()]
+    final = [c[-1][1] for c in curves.values()]
+    if any(math.isnan(x) for x in at):
+        return words
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return (words + f" The base models (trained {curves[min(curves)][-1][0]} steps) had reached a mean val BLEU "
+            f"of {mean(at):.2f} at step {steps[0]} (under their own, longer schedule), against {mean(final):.2f} at "
+            f"their end.")
+
+
 def fill_head_count(d):
-    if "head_count" not in d.arms:
-        return not_run("head_count")
+    if "head_count_lr" not in d.arms:
+        return not_run("head_count_lr")
     from head_count.fields import too_many_hurt
     from head_count.runs import choose_rates
     from head_count.sweeps import key_label
     runs, sweeps = head_count_sweeps(d)
     rates = choose_rates(runs.rows("lr"))
-    parts = ["Each count's rate, the one whose seed-0 run ended with the lowest val loss of 0.5x, 1x and 2x the "
+    parts = [head_count_budget(d, runs), "Each count's rate, the one whose seed-0 run ended with the lowest val loss of 0.5x, 1x and 2x the "
              "base rate: " + ", ".join(f"{key_label('heads', h)} {lr:g}" for h, lr in rates.items()) + "."]
     vaswani = PAPER_NUMBERS["vaswani_table3a"]
     for study, words in HEAD_COUNT_STUDIES.items():
         s = sweeps.get(study)
         if s is None:
-            parts.append(f"**{words}**: *(no runs in data/head_count/)*")
+            arm = next(a for a, st in HEAD_COUNT_ARMS.items() if st == study)
+            parts.append(f"**{words}**: {not_run(arm)}")
             continue
         paper = "; ".join(f"{h}: {vaswani[h]:g}" for h in s.points if h in vaswani)
         parts += [f"**{words}.** {s.pattern()}.", s.table(), s.vs_ref_sentence(),

@@ -14,10 +14,13 @@
 #   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
 #               by beam 5: what more training would still gain over the base models (the plateau
 #               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
-#   head_count  Vaswani Table 3 A: head_count_lr.toml (1-16 heads at fixed d_model, 3 rates, seed
-#               0), then 5 fresh seeds per count at its best rate (OUT/head_count/seeds), and the
-#               same with d_head held at the base model's (OUT/head_count/d_head); every final
-#               checkpoint on test by beam 5; collect.py head_count -> data/head_count/
+#   head_count_lr  Vaswani Table 3 A, step 1: head_count_lr.toml (1-16 heads at fixed d_model, 3
+#               rates, seed 0, at the head-count arms' own fixed step budget); collect.py
+#               head_count_lr -> data/head_count_lr/
+#   head_count  5 fresh seeds per count at its best rate (OUT/head_count/seeds); data/head_count/
+#   head_count_d_head  the same with d_head held at the base model's (OUT/head_count/d_head; the
+#               base count's runs are the seeds study's); data/head_count_d_head/
+#               Every head-count run's final checkpoint on test by beam 5.
 #   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
 #               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
 #               every cross head's AER); prune by importance, by ablation and in 3 random orders
@@ -52,8 +55,9 @@ DATA=${DATA:-$HERE/data}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|budget|head_count|michel|voita|kv_heads) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count, michel, voita, kv_heads)" >&2; exit 2 ;;
+  base|budget|head_count_lr|head_count|head_count_d_head|michel|voita|kv_heads) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head, michel," \
+          "voita, kv_heads)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -98,20 +102,55 @@ budget() {
   final_on_test "${f%.toml}"/train.seed=*/
 }
 
+# The head-count arms share OUT/head_count/: lr (the rate sweep), seeds and d_head. Each later arm
+# first finishes what it needs of the earlier ones (the sweeps skip finished runs).
+head_count_lr() {
+  "$HEADLAB" sweep "$SWEEPS/head_count_lr.toml" --jobs "$JOBS" --out "$OUT/head_count/lr"
+  head_count_on_test
+}
+
+head_count_on_test() {  # every finished head-count run without its test.txt, by beam 5
+  "$PY" experiments/head_count/make_results.py eval-jobs "$HEADLAB" "$OUT/head_count" |
+    xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
+}
+
+head_count_seeds() {  # STUDY EXTRA...: one sweep file per count at its chosen rate, fresh seeds
+  local study=$1
+  shift
+  "$PY" experiments/head_count/make_results.py seeds-sweeps "$SWEEPS/head_count_lr.toml" "$OUT/head_count/lr" \
+    "$OUT/head_count/$study" "$@"
+}
+
 head_count() {
-  local hc=experiments/head_count/make_results.py out=$OUT/head_count
-  "$HEADLAB" sweep "$SWEEPS/head_count_lr.toml" --jobs "$JOBS" --out "$out/lr"
-  # The second arm holds every kind's head width at the base model's (d_model / n_heads of
-  # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count).
-  local w
-  w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
-  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/seeds" > /dev/null
-  "$PY" $hc seeds-sweeps "$SWEEPS/head_count_lr.toml" "$out/lr" "$out/d_head" "--set=model.d_head=$w" \
-    "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
-  for f in "$out"/seeds/heads=*.toml "$out"/d_head/heads=*.toml; do
+  head_count_lr
+  head_count_seeds seeds > /dev/null
+  local f
+  for f in "$OUT"/head_count/seeds/heads=*.toml; do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
   done
-  "$PY" $hc eval-jobs "$HEADLAB" "$out" | xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
+  head_count_on_test
+}
+
+# The second study holds every kind's head width at the base model's (d_model / n_heads of
+# base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count). At
+# the base model's head count that is the seeds study's model, so its runs are shared (a link).
+head_count_d_head() {
+  head_count_lr
+  local w heads f out=$OUT/head_count
+  w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
+  heads=$("$PY" $HERE/collect.py base-heads "$SWEEPS/base.toml")
+  head_count_seeds seeds > /dev/null
+  head_count_seeds d_head "--set=model.d_head=$w" "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
+  "$HEADLAB" sweep "$out/seeds/heads=$heads.toml" --jobs "$JOBS" --out "$out/seeds/heads=$heads"
+  if [[ -d $out/d_head/heads=$heads && ! -L $out/d_head/heads=$heads ]]; then
+    echo "run.sh: $out/d_head/heads=$heads is a folder; it must be a link to the seeds study's runs" >&2
+    exit 2
+  fi
+  ln -sfn "../seeds/heads=$heads" "$out/d_head/heads=$heads"
+  for f in "$out"/d_head/heads=*.toml; do
+    [[ $f == */heads=$heads.toml ]] || "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  done
+  head_count_on_test
 }
 
 # Michel's arm: the test verses decoded (beam 5) at every pruning round and for every head of the
@@ -227,7 +266,9 @@ kv_heads() {
 case $arm in
   base) base_models ;;
   budget) budget ;;
+  head_count_lr) head_count_lr ;;
   head_count) head_count ;;
+  head_count_d_head) head_count_d_head ;;
   michel) michel ;;
   voita) voita ;;
   kv_heads) kv_heads ;;
