@@ -218,3 +218,39 @@ def test_budget_table_against_the_base_models(data):
     assert lines[2] == "| 0 | 400 → 800 | 20.00 → 20.30 | +0.30 | 10.00 → 11.00 | +1.00 |"
     assert lines[3] == "| 1 | 400 → 800 | 22.00 → 23.00 | +1.00 | 10.10 → 10.10 | +0.00 |"
     assert "less than 0.5 BLEU in 1 of 2 seeds" in lines[-1]
+
+
+def test_the_kv_arm_trains_every_setting_at_the_head_count_budget(tmp_path, capsys):
+    """Multi-head attention included (its own reference), every kind's K/V heads set, the
+    head-count arms' steps."""
+    import tomllib
+    from translation import collect as C
+    folder = os.path.join(EXPERIMENTS, "translation")
+    C.kv_sweeps(os.path.join(folder, "base.toml"), str(tmp_path))
+    paths = capsys.readouterr().out.split()
+    heads = C.base_model(os.path.join(folder, "base.toml"))["n_heads"]
+    assert [os.path.basename(p) for p in paths] == [f"kv={k}.toml" for k in C.kv_values(os.path.join(folder,
+                                                                                                   "base.toml"))]
+    assert os.path.basename(paths[-1]) == f"kv={heads}.toml"
+    for p in paths:
+        s = tomllib.load(open(p, "rb"))["set"]
+        k = int(os.path.basename(p)[3:-5])
+        assert s["model.n_kv_heads"] == s["model.enc_n_kv_heads"] == s["model.cross_n_kv_heads"] == k
+        assert s["train.steps"] == C.head_count_steps(os.path.join(folder, "base.toml"))
+
+
+def test_kv_table_compares_with_its_own_multi_head_runs(tmp_path):
+    write(str(tmp_path / "kv_heads" / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
+          "started_utc,x\nmachine,m\nwall_seconds,60\nmax_load_1min,\n")
+    write(str(tmp_path / "kv_heads" / "config.csv"),
+          "key,value\nn_layers,2\nn_encoder_layers,2\nn_heads,8\nd_head,16\nsteps,2000\n")
+    rows = ["kv_heads,seed,step,bleu,chrf,loss,sentences,beam"]
+    for k, mean, m in ((1, 9.0, 3), (8, 10.0, 2)):
+        rows += [f"{k},{s},2000,{mean + 0.1 * (s % m)},30,3,674,5" for s in range(5)]
+    write(str(tmp_path / "kv_heads" / "runs.csv"), "\n".join(rows) + "\n")
+    write(str(tmp_path / "kv_heads" / "bench.csv"), "kv_heads,round,sentences_per_s,ms_median,foreign_cores,params\n"
+          "1,1,20,50,0.01,100\n8,1,10,100,0.01,120\n")
+    text = T.fill_kv_heads(T.Data(str(tmp_path)))
+    assert "Every setting trains the head-count arms' 2000 steps" in text
+    assert "| MHA (8 K/V) |" in text and "| MQA (1 K/V) |" in text
+    assert "2.00x" in text  # beam-5 speed against MHA

@@ -31,10 +31,10 @@ data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lamb
                    from-scratch layouts, arm scratch, on val and test); roles.csv: seed + heads.csv
                    of headlab analyze on val (Voita's roles); scratch.csv: seed,arm,active_heads,steps;
                    timings.csv: seed,job,seconds
-data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (the models with fewer K/V
-                   heads than query heads, on test; multi-head attention is data/base/test.csv);
+data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (every K/V count, multi-
+                   head attention included, at the head-count arms' step budget, on test);
                    config.csv: key,value (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's
-                   size follows from them); bench.csv: kv_heads,round,sentences_per_s,ms_median,
+                   size follows from them; steps); bench.csv: kv_heads,round,sentences_per_s,ms_median,
                    foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
 data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
                    base config at its steps S (the base arm's runs) and at 2S, each run's last
@@ -251,12 +251,21 @@ def derived_sweep(sweep_path, path, what, changes, seeds=None):
     print(path)
 
 
+def head_count_steps(sweep_path):
+    """The head-count arms' fixed step budget: head_count_lr.toml's train.steps, beside base.toml."""
+    path = os.path.join(os.path.dirname(sweep_path), "head_count_lr.toml")
+    return tomllib.load(open(path, "rb"))["set"]["train.steps"]
+
+
 def kv_sweeps(sweep_path, out):
-    """One sweep file per K/V count below the head count (OUT/kv=<K>.toml): base.toml with every
-    kind's K/V heads set to K; prints their paths."""
-    for k in kv_values(sweep_path)[:-1]:
+    """One sweep file per K/V count (OUT/kv=<K>.toml), multi-head attention (K = the head count)
+    included: base.toml with every kind's K/V heads set to K, at the head-count arms' fixed step
+    budget (head_count_steps; the base models' budget would not fit the arm), only the final
+    checkpoint kept; prints their paths."""
+    for k in kv_values(sweep_path):
         derived_sweep(sweep_path, os.path.join(out, f"kv={k}.toml"), f"every kind with {k} K/V heads",
-                      {f"model.{key}": k for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")})
+                      {**{f"model.{key}": k for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")},
+                       "train.steps": head_count_steps(sweep_path), "train.keep_checkpoints": 1})
 
 
 def base_steps(sweep_path):
@@ -315,7 +324,8 @@ def collect_kv_heads(out, data, sweeps):
         fail(f"{root} holds no finished kv=<K> run: run experiments/translation/run.sh kv_heads first")
     m = base_model(os.path.join(sweeps, "base.toml"))
     config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
-              "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"]}
+              "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"],
+              "steps": head_count_steps(os.path.join(sweeps, "base.toml"))}
     write_csv(os.path.join(data, "runs.csv"), list(runs[0]), runs)
     write_csv(os.path.join(data, "bench.csv"), ["kv_heads", "round", "sentences_per_s", "ms_median", "foreign_cores",
                                                 "params"], bench)

@@ -449,13 +449,11 @@ def fill_voita_scratch(d):
 def fill_kv_heads(d):
     if "kv_heads" not in d.arms:
         return not_run("kv_heads")
-    if "base" not in d.arms:
-        return "*(needs the base arm's data: multi-head attention is the base models)*"
     from statistics import median
     from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
     config = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}
     heads, d_head = config["n_heads"], config["d_head"]
-    bleu = {heads: {int(r["seed"]): number(r["bleu"]) for r in d.read("base", "test.csv")}}
+    bleu = {}
     for r in d.read("kv_heads", "runs.csv"):
         bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
     speed, busy = {}, []
@@ -476,7 +474,11 @@ def fill_kv_heads(d):
                      "reference" if v is None else f"{v.effect:+.2f}, Holm p = {v.p:.3f}: {v.words()}",
                      f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
                      "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
-    return (md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
+    if heads not in bleu:
+        return "*(data/kv_heads/runs.csv has no multi-head attention runs, the reference)*"
+    return (f"Every setting trains the head-count arms' {config.get('steps', '?')} steps at the base rate "
+            "(the base models' budget would not fit the arm), seeds as the base models'.\n\n"
+            + md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
                       f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
                       "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)
             + f"\n\nOther processes' use of the cores during the timings (headlab bench's foreign_cores), at most: "

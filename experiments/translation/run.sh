@@ -34,10 +34,11 @@
 #               layout retrained from scratch for base + L0_STEPS steps (model.active_heads),
 #               on val and test; collect.py voita -> data/voita/
 #   kv_heads    MQA/GQA: the base model with 1, 2, ... K/V heads shared by its query heads in every
-#               kind (multi-head attention is the base models themselves), 5 seeds each, test
-#               BLEU by beam 5; then, with nothing else running, beam-5 decoding speed of each
-#               setting (headlab bench --decode, random weights, one thread, BENCH_ROUNDS rounds
-#               that take the settings in turn); collect.py kv_heads -> data/kv_heads/
+#               kind, multi-head attention included, at the head-count arms' fixed step budget
+#               (head_count_lr.toml), 5 seeds each, test BLEU by beam 5; then, with nothing else
+#               running, beam-5 decoding speed of each setting (headlab bench --decode, random
+#               weights, one thread, BENCH_ROUNDS rounds that take the settings in turn);
+#               collect.py kv_heads -> data/kv_heads/
 # The alignment heads (AER against the Strong's gold, and whether importance pruning keeps them)
 # come from the michel arm's analyses and prune runs.
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
@@ -243,7 +244,6 @@ voita() {
 BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 
 kv_heads() {
-  base_models
   local f k r
   for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
