@@ -27,10 +27,12 @@ data/michel/       per base seed's final checkpoint (headlab analyze --split tes
                    seed,job,seconds
 data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lambda<X>: encoder heads
                    gated; l0_all_lambda<X>: every kind) and of the control none_l0, on val;
-                   evals.csv: seed,arm,split,bleu,chrf,loss (those models on test; the
-                   from-scratch layouts, arm scratch, on val and test); roles.csv: seed + heads.csv
-                   of headlab analyze on val (Voita's roles); scratch.csv: seed,arm,active_heads,steps;
-                   timings.csv: seed,job,seconds
+                   evals.csv: seed,arm,split,bleu,chrf,loss (those models on test); roles.csv:
+                   seed + heads.csv of headlab analyze on val (Voita's roles); timings.csv:
+                   seed,job,seconds
+data/voita_scratch/  scratch.csv: seed,arm,active_heads,steps (each seed's val-chosen encoder
+                   layout trained from scratch); evals.csv (as voita's: arm scratch on val and
+                   test); timings.csv
 data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (every K/V count, multi-
                    head attention included, at the head-count arms' step budget, on test);
                    config.csv: key,value (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's
@@ -55,7 +57,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
 
-ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "michel", "voita", "kv_heads")
+ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "michel", "voita", "voita_scratch",
+        "kv_heads")
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -168,31 +171,53 @@ def print_layouts(out):
             print(seed, V.layout(got[1]))
 
 
+def voita_evals(seed, d, arm):
+    """headlab eval --json files of one run folder: test.json of a gated model or its control,
+    val.json and test.json of a from-scratch layout."""
+    rows = []
+    for split in ("test",) if arm != "scratch" else ("val", "test"):
+        path = os.path.join(d, arm, f"{split}.json")
+        if os.path.exists(path):
+            e = json.load(open(path))
+            rows.append({"seed": seed, "arm": arm, "split": split, "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"]})
+    return rows
+
+
+def write_tables(data, tables):
+    for name, rows in tables:
+        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)) or ["seed"], rows)
+
+
 def collect_voita(out, data, _sweeps):
     prune = voita_prune_rows(out)
     if not prune:
         fail(f"{os.path.join(out, 'voita')} holds no finished prune run: run experiments/translation/run.sh voita")
-    evals, roles, scratch, timings = [], [], [], []
+    evals, roles, timings = [], [], []
     for seed in sorted({r["seed"] for r in prune}):
         d = os.path.join(out, "voita", f"seed{seed}")
-        for arm in sorted(os.listdir(d)):
-            files = [("test", os.path.join(d, arm, "test.json"))] if arm != "scratch" else \
-                [(split, os.path.join(d, arm, f"{split}.json")) for split in ("val", "test")]
-            for split, path in files:
-                if os.path.exists(path):
-                    e = json.load(open(path))
-                    evals.append({"seed": seed, "arm": arm, "split": split, "bleu": e["bleu"], "chrf": e["chrf"],
-                                  "loss": e["loss"]})
+        for arm in sorted(a for a in os.listdir(d) if a != "scratch"):
+            evals += voita_evals(seed, d, arm)
             timings += job_seconds(seed, os.path.join(d, arm), arm)
         roles += [{"seed": seed, **r} for r in read_rows(os.path.join(d, "roles", "heads.csv"))]
-        sc = os.path.join(d, "scratch")
-        if os.path.exists(os.path.join(sc, "done")):
-            c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
-            scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
-                            "steps": c["train"]["steps"]})
-    for name, rows in (("prune.csv", prune), ("evals.csv", evals), ("roles.csv", roles), ("scratch.csv", scratch),
-                       ("timings.csv", timings)):
-        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)) or ["seed"], rows)
+    write_tables(data, (("prune.csv", prune), ("evals.csv", evals), ("roles.csv", roles), ("timings.csv", timings)))
+
+
+def collect_voita_scratch(out, data, _sweeps):
+    evals, scratch, timings = [], [], []
+    root = os.path.join(out, "voita")
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        sc = os.path.join(root, name, "scratch")
+        if not (name.startswith("seed") and os.path.exists(os.path.join(sc, "done"))):
+            continue
+        seed = int(name[len("seed"):])
+        c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+        scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
+                        "steps": c["train"]["steps"]})
+        evals += voita_evals(seed, os.path.join(root, name), "scratch")
+        timings += job_seconds(seed, sc, "scratch")
+    if not scratch:
+        fail(f"{root} holds no finished scratch run: run experiments/translation/run.sh voita_scratch")
+    write_tables(data, (("scratch.csv", scratch), ("evals.csv", evals), ("timings.csv", timings)))
 
 
 def base_train_args(sweep_path, extra_steps):
@@ -392,7 +417,7 @@ def main():
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
     collectors = {"base": collect_base, "budget": collect_budget, "michel": collect_michel, "voita": collect_voita,
-                  "kv_heads": collect_kv_heads}
+                  "voita_scratch": collect_voita_scratch, "kv_heads": collect_kv_heads}
     collectors.update({arm: collect_head_count_study(arm) for arm in HEAD_COUNT_STUDIES})
     collectors[args.arm](args.out, data, args.sweeps)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,

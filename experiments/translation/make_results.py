@@ -29,7 +29,8 @@ ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by
         ("head_count", "head count at fixed d_model, 5 fresh seeds per count at its rate"),
         ("head_count_d_head", "head count with d_head fixed at the base model's, 5 fresh seeds per count"),
         ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
-        ("voita", "Voita: L0 on encoder heads and on all kinds, roles, the layout from scratch"),
+        ("voita", "Voita: L0 on encoder heads and on all kinds, roles"),
+        ("voita_scratch", "Voita: each seed's L0 layout trained from scratch"),
         ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
 
 
@@ -424,12 +425,15 @@ def fill_voita_survival(d):
 
 
 def fill_voita_scratch(d):
+    if "voita_scratch" not in d.arms:
+        return not_run("voita_scratch")
     if "voita" not in d.arms:
-        return not_run("voita")
+        return "*(needs the voita arm's data: the layouts and the L0-pruned models to compare with)*"
     from translation import voita as V
-    prune, evals = d.read("voita", "prune.csv"), voita_evals(d)
+    prune = d.read("voita", "prune.csv")
+    evals = {**voita_evals(d), **{(int(r["seed"]), r["arm"], r["split"]): r for r in d.read("voita_scratch", "evals.csv")}}
     out = []
-    for r in d.read("voita", "scratch.csv"):
+    for r in d.read("voita_scratch", "scratch.csv"):
         seed = int(r["seed"])
         arm, row = V.chosen(prune, seed) or (None, None)
         pruned = evals.get((seed, arm, "test"))

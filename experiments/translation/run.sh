@@ -30,9 +30,10 @@
 #   voita       Voita et al. on each base seed's final checkpoint: L0 gates over the encoder's heads
 #               and over every kind, at each of LAMBDAS for L0_STEPS steps, against the control
 #               (the same steps, nothing gated), BLEU on val (the lambda's choice) and on test;
-#               the heads' roles (headlab analyze on val); then each seed's val-chosen encoder
-#               layout retrained from scratch for base + L0_STEPS steps (model.active_heads),
-#               on val and test; collect.py voita -> data/voita/
+#               the heads' roles (headlab analyze on val); collect.py voita -> data/voita/
+#   voita_scratch  each seed's val-chosen encoder layout (from the voita arm's runs, which it
+#               finishes first) retrained from scratch for base + L0_STEPS steps
+#               (model.active_heads), on val and test; collect.py voita_scratch -> data/voita_scratch/
 #   kv_heads    MQA/GQA: the base model with 1, 2, ... K/V heads shared by its query heads in every
 #               kind, multi-head attention included, at the head-count arms' fixed step budget
 #               (head_count_lr.toml), 5 seeds each, test BLEU by beam 5; then, with nothing else
@@ -56,9 +57,9 @@ DATA=${DATA:-$HERE/data}
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|budget|head_count_lr|head_count|head_count_d_head|michel|voita|kv_heads) ;;
+  base|budget|head_count_lr|head_count|head_count_d_head|michel|voita|voita_scratch|kv_heads) ;;
   *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head, michel," \
-          "voita, kv_heads)" >&2; exit 2 ;;
+          "voita, voita_scratch, kv_heads)" >&2; exit 2 ;;
 esac
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
@@ -226,8 +227,13 @@ voita() {
   for p in "$OUT"/voita/seed*/{none_l0,l0_*}/pruned.h5; do
     echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
-  # The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
-  # steps as the L0 model had in all.
+}
+
+# The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
+# steps as the L0 model had in all (an arm of its own: five more base-length trainings).
+voita_scratch() {
+  voita
+  local d final
   "$PY" $HERE/collect.py voita "$OUT" "$DATA" --layouts | while read -r seed heads; do
     echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $HEADLAB train $("$PY" $HERE/collect.py \
       base-train-args "$SWEEPS/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
@@ -271,6 +277,7 @@ case $arm in
   head_count_d_head) head_count_d_head ;;
   michel) michel ;;
   voita) voita ;;
+  voita_scratch) voita_scratch ;;
   kv_heads) kv_heads ;;
 esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
