@@ -16,6 +16,7 @@ from .analysis import (
 from .claims_text import (
     fill_claims_details, fill_claims_summary, fill_few_seeds, fill_figure5, fill_old_rules, fill_rules, fill_what_changed
 )
+from .beyond import fill_beyond
 from .fillers_l0 import FILLERS_L0, not_run, table
 from .michel import CLASSES, effect_unit, table1, table2
 
@@ -305,4 +306,4 @@ FILLERS = {"prune_figures": fill_prune_figures, "provenance": fill_provenance, "
            "spearman": fill_spearman, "timings": fill_timings, "rules": fill_rules,
            "claims_summary": fill_claims_summary, "claims_details": fill_claims_details,
            "what_changed": fill_what_changed, "early": lambda d, _: f"{EARLY:.0%}", "few_seeds": fill_few_seeds,
-           "figure5": fill_figure5, "old_rules": fill_old_rules, **FILLERS_L0}
+           "figure5": fill_figure5, "old_rules": fill_old_rules, "beyond": fill_beyond, **FILLERS_L0}

@@ -77,9 +77,11 @@ def main():
     if args.check:
         return check_results(target, text, args.data, "experiments/pruning/make_results.py")
     write_atomically(target, text)
+    from pruning import beyond
     from pruning.figures import figures  # matplotlib: not for --check
 
     figures(d)
+    beyond.figures(d, os.path.join(HERE, "figures"))
     print(f"wrote {target} and figures/")
 
 

@@ -1,0 +1,96 @@
+"""experiments/pruning's section beyond single heads (beyond.py) on made-up data/beyond/ files:
+rank correlations, the fraction prunable per order and unit against random, IG against importance,
+and recovery judged against the control at the same round. Run: python3 -m pytest experiments/tests."""
+import math
+import os
+import sys
+
+EXPERIMENTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, EXPERIMENTS)
+from common import write_csv  # noqa: E402
+from pruning import beyond as B  # noqa: E402
+
+SEEDS = range(5)
+
+
+def curve(fractions, accuracies):
+    """prune.csv rows of one arm (an accuracy task: the metric is val_accuracy)."""
+    return [{"round": i, "fraction_pruned": f, "val_accuracy": a, "val_loss": 1.0, "val_bpb": ""}
+            for i, (f, a) in enumerate(zip(fractions, accuracies))]
+
+
+def made_up(tmp_path):
+    """induction, 5 seeds, 2 layers x 2 heads. Heads: IG orders heads as importance does, and
+    ablation in reverse. Curves (accuracy; NOTICEABLE's drop is 1 point): importance and IG keep
+    the accuracy to 0.5 of the heads pruned, ablation and random to 0.25; distillation to 0.75
+    against its control, fine-tuning to 0.5."""
+    folder = tmp_path / "beyond"
+    heads, analyses, prune = [], [], []
+    for s in SEEDS:
+        for k, (layer, head) in enumerate([(0, 0), (0, 1), (1, 0), (1, 1)]):
+            heads.append({"task": "induction", "seed": s, "layer": layer, "head": head, "importance": k + 1,
+                          "importance_normalized": k + 1, "ablation_loss_delta": 4 - k,
+                          "integrated_gradients": -(k + 1) * 0.1})
+        analyses.append({"task": "induction", "seed": s, "loss": 0.5, "ig_loss_change": -1.0,
+                         "ig_completeness_error": 1e-4, "ig_steps": 20})
+        x = [0, 0.25, 0.5, 0.75]
+        good, bad = [0.99, 0.99, 0.985, 0.5], [0.99, 0.985, 0.6, 0.4]
+        arms = {"importance": good, "integrated_gradients": good, "ablation": bad, "random_seed1": bad,
+                "importance_ffn": good, "magnitude_ffn": bad, "integrated_gradients_ffn": good, "random_ffn_seed1": bad,
+                "importance_ft20": good, "importance_ft20_distill": [0.99, 0.99, 0.985, 0.985],
+                "none_ft20": [0.99, 0.99, 0.99, 0.99]}
+        for unit in ("attention_layers", "ffn_blocks"):
+            for order in ("importance", "ablation", "integrated_gradients"):
+                arms[f"{order}_{unit}"] = good
+            arms[f"random_{unit}_seed1"] = bad
+        for arm, acc in arms.items():
+            fr = [0] * 4 if arm.startswith("none") else x
+            prune += [{"task": "induction", "seed": s, "arm": arm, **r} for r in curve(fr, acc)]
+    write_csv(str(folder / "heads.csv"), list(heads[0]), heads) if folder.mkdir() is None else None
+    write_csv(str(folder / "analyses.csv"), list(analyses[0]), analyses)
+    write_csv(str(folder / "prune.csv"), list(prune[0]), prune)
+    write_csv(str(folder / "provenance.csv"), ["key", "value"],
+              [{"key": k, "value": v} for k, v in (("commit", "abc1234"), ("uncommitted_changes", "no"),
+                                                  ("started_utc", "x"), ("machine", "m"), ("wall_seconds", "600"),
+                                                  ("max_load_1min", "2.0"))])
+    return B.load(str(tmp_path))
+
+
+def test_rank_correlations_and_completeness(tmp_path):
+    b = made_up(tmp_path)
+    table = B.fill_correlations(b)
+    row = table.splitlines()[2]
+    # -IG and I_h agree exactly; ablation is the reverse of both.
+    assert row.startswith("| induction | 1.00 ± 0.00")
+    assert "-1.00 ± 0.00" in row
+    assert "1.0e-04" in row
+
+
+def test_orders_against_random_and_ig_against_importance(tmp_path):
+    b = made_up(tmp_path)
+    for s in SEEDS:
+        assert B.order_prunable(b, "induction", s, "heads", "importance") == 0.5
+        assert B.order_prunable(b, "induction", s, "heads", "ablation") == 0.25
+        assert B.order_prunable(b, "induction", s, "heads", "random") == 0.25
+        assert B.order_prunable(b, "induction", s, "ffn_blocks", "importance") == 0.5
+    text = B.fill_orders(b, "heads")
+    # identical differences over seeds give a zero spread: the claims are judged as stats.Paired does
+    assert "importance prunes more" in text or "not resolved" in text
+    assert "IG vs importance" in text
+
+
+def test_recovery_is_judged_against_the_control(tmp_path):
+    b = made_up(tmp_path)
+    assert B.recovery_prunable(b, "induction", 0, "heads", "finetune") == 0.5
+    assert B.recovery_prunable(b, "induction", 0, "heads", "distill") == 0.75
+    assert math.isnan(B.recovery_prunable(b, "induction", 0, "ffn", "distill"))  # no FFN recovery arms here
+    text = B.fill_recovery(b)
+    assert "| attention heads | induction |" in text
+
+
+def test_the_section_says_when_it_has_not_run(tmp_path):
+    class D:
+        folder = str(tmp_path)
+    assert "not run yet" in B.fill_beyond(D())
+    made_up(tmp_path)
+    assert "From commit `abc1234`" in B.fill_beyond(D())
