@@ -202,8 +202,8 @@ def figures(d):
 
 # ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
 
-# The head-count arms and their studies (collect.py's HEAD_COUNT_STUDIES) with what each holds fixed.
-HEAD_COUNT_ARMS = {"head_count_lr": "lr", "head_count": "seeds", "head_count_d_head": "d_head"}
+# The head-count arms' studies (arm -> study, as collect.py collects them), and what each holds fixed.
+from translation.collect import HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
 HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as in Vaswani et al. Table 3 A",
                       "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
 
