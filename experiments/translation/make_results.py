@@ -21,6 +21,7 @@ from common import (  # noqa: E402
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
+from translation.collect import HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
 
 # run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
 ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
@@ -202,8 +203,7 @@ def figures(d):
 
 # ---- head count (Vaswani Table 3 A) -------------------------------------------------------------------
 
-# The head-count arms' studies (arm -> study, as collect.py collects them), and what each holds fixed.
-from translation.collect import HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
+# What each head-count study holds fixed (HEAD_COUNT_ARMS: arm -> study, as collect.py collects them).
 HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as in Vaswani et al. Table 3 A",
                       "d_head": "d_head fixed at the base model's (the attention width grows with the heads)"}
 
