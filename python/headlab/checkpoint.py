@@ -67,6 +67,7 @@ def model_spec(config: dict) -> dict:
         pooling=get("pooling", "first"),
         layer_heads=layer_heads,
         active_heads=[int(h) for h in get("active_heads", [])],
+        mlp_units=[int(u) for u in get("mlp_units", [])],
     )
     # Layer l's query heads and K/V heads (a pruned layer keeps MHA: as many K/V heads as query heads).
     spec["heads"] = layer_heads if layer_heads else [n_heads] * n_layers
@@ -91,7 +92,37 @@ def model_spec(config: dict) -> dict:
     for l, (h, hkv) in enumerate(zip(spec["heads"], spec["kv_heads"])):
         if h % hkv:
             raise ValueError(f"layer {l}: n_kv_heads={hkv} does not divide n_heads={h}")
+    blocks = mlp_blocks(spec)
+    if spec["mlp_units"] and len(spec["mlp_units"]) != blocks:
+        raise ValueError(f"model.mlp_units has {len(spec['mlp_units'])} entries but the model has {blocks} MLP blocks "
+                         "(an encoder_decoder's encoder blocks, then the decoder's), or [] for d_mlp units in each")
     return spec
+
+
+def mlp_blocks(spec: dict) -> int:
+    """Blocks with an MLP (ModelSpec::mlp_blocks): an encoder_decoder's encoder blocks, then the
+    decoder's; otherwise the stack's."""
+    return spec["n_layers"] + (spec["n_encoder_layers"] if spec["kind"] == "encoder_decoder" else 0)
+
+
+def mlp_units(spec: dict, encoder: bool, layer: int) -> int:
+    """Hidden units of a block's MLP (ModelSpec::units_at_block): mlp_units, or d_mlp."""
+    if not spec["mlp_units"]:
+        return spec["d_mlp"]
+    block = layer if encoder or spec["kind"] != "encoder_decoder" else spec["n_encoder_layers"] + layer
+    return spec["mlp_units"][block]
+
+
+def ffn_gate_shapes(spec: dict) -> dict:
+    """The FFN unit gates ("enc/<l>/mlp/gates", "blocks/<l>/mlp/gates": [units]), in MLP block
+    order. A checkpoint holds all of them or none (none: every gate 1)."""
+    shapes = {}
+    if spec["kind"] == "encoder_decoder":
+        for l in range(spec["n_encoder_layers"]):
+            shapes[f"enc/{l}/mlp/gates"] = (mlp_units(spec, True, l),)
+    for l in range(spec["n_layers"]):
+        shapes[f"blocks/{l}/mlp/gates"] = (mlp_units(spec, False, l),)
+    return shapes
 
 
 def _check_site_lists(spec: dict) -> None:
@@ -151,7 +182,7 @@ def parameter_shapes(spec: dict) -> dict:
     """Every model tensor of a spec, name -> shape, in headlab's declaration order
     (src/nn/model.cpp parameter_layout), gates included ("blocks/<l>/attn/gates"; an
     encoder_decoder's also "enc/<l>/attn/gates" and "blocks/<l>/cross/gates")."""
-    C, Dh, F, V = spec["d_model"], spec["d_head"], spec["d_mlp"], spec["vocab_size"]
+    C, Dh, V = spec["d_model"], spec["d_head"], spec["vocab_size"]
     shapes = {"tok_emb/weight": (V, C)}
     if spec["positions"] == "learned":
         shapes["pos_emb/weight"] = (spec["max_seq_len"], C)
@@ -165,7 +196,7 @@ def parameter_shapes(spec: dict) -> dict:
         shapes[name + "/weight"] = (C,)
         shapes[name + "/bias"] = (C,)
 
-    def block(prefix, H, Hkv, Dh, cross=None):
+    def block(prefix, H, Hkv, Dh, F, cross=None):
         norm(f"{prefix}/ln1")
         linear(f"{prefix}/attn/qkv", (H + 2 * Hkv) * Dh, C)
         linear(f"{prefix}/attn/proj", C, H * Dh)
@@ -184,10 +215,10 @@ def parameter_shapes(spec: dict) -> dict:
         if spec["positions"] == "learned":
             shapes["enc/pos_emb/weight"] = (spec["max_seq_len"], C)
         for l in range(spec["n_encoder_layers"]):
-            block(f"enc/{l}", *attention_shape(spec, "enc", l))
+            block(f"enc/{l}", *attention_shape(spec, "enc", l), mlp_units(spec, True, l))
         norm("enc/ln_f")
     for l in range(spec["n_layers"]):
-        block(f"blocks/{l}", spec["heads"][l], spec["kv_heads"][l], Dh,
+        block(f"blocks/{l}", spec["heads"][l], spec["kv_heads"][l], Dh, mlp_units(spec, False, l),
               attention_shape(spec, "cross", l) if seq2seq else None)
     norm("ln_f")
     if spec["kind"] in ("decoder", "encoder_decoder"):
@@ -267,6 +298,9 @@ def load_checkpoint(path: str, optimizer: bool = False) -> Checkpoint:
 
 def check_params(spec: dict, params: dict, where: str = "checkpoint") -> None:
     want = parameter_shapes(spec)
+    ffn = ffn_gate_shapes(spec)
+    if next(iter(ffn)) in params:  # FFN gates: all or none
+        want.update(ffn)
     missing = [k for k in want if k not in params]
     extra = [k for k in params if k not in want]
     if missing or extra:

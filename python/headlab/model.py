@@ -23,7 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .checkpoint import Checkpoint, load_checkpoint, model_spec, parameter_shapes, save_checkpoint
+from .checkpoint import (Checkpoint, ffn_gate_shapes, load_checkpoint, mlp_units, model_spec, parameter_shapes,
+                         save_checkpoint)
 
 
 @dataclass
@@ -118,15 +119,16 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, spec, n_heads, n_kv_heads, d_head=None):
+    def __init__(self, spec, n_heads, n_kv_heads, d_head=None, d_mlp=None):
         super().__init__()
-        C, eps = spec["d_model"], spec["norm_eps"]
+        C, eps, units = spec["d_model"], spec["norm_eps"], d_mlp or spec["d_mlp"]
         self.ln1 = LayerNorm(C, eps)
         self.attn = Attention(C, n_heads, n_kv_heads, d_head or spec["d_head"], spec["bias"])
         self.ln2 = LayerNorm(C, eps)
         self.mlp = nn.Module()
-        self.mlp.fc = Linear(C, spec["d_mlp"], spec["bias"])
-        self.mlp.proj = Linear(spec["d_mlp"], C, spec["bias"])
+        self.mlp.fc = Linear(C, units, spec["bias"])
+        self.mlp.proj = Linear(units, C, spec["bias"])
+        self.mlp.register_buffer("gates", torch.ones(units))  # FFN unit gates (1 = on, 0 = pruned)
         self.activation = spec["activation"]
 
     def forward(self, x, hidden, padded, gates):
@@ -142,6 +144,8 @@ class Block(nn.Module):
     def add_mlp(self, x):
         h = self.mlp.fc(self.ln2(x))
         h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)
+        if self.attn.gated and not bool((self.mlp.gates == 1).all()):  # all 1: the ungated MLP, as headlab skips it
+            h = h * self.mlp.gates
         return x + self.mlp.proj(h)
 
 
@@ -168,17 +172,23 @@ class CheckpointModule(nn.Module):
         return model
 
     def load_arrays(self, params: dict) -> None:
-        """Copies checkpoint-named arrays ("blocks/0/attn/qkv/weight") into the model."""
+        """Copies checkpoint-named arrays ("blocks/0/attn/qkv/weight") into the model; FFN gates
+        a checkpoint does not hold are all 1."""
         state = self.state_dict()
-        for name in parameter_shapes(self.spec):
+        for name in list(parameter_shapes(self.spec)) + list(ffn_gate_shapes(self.spec)):
             key = name.replace("/", ".")
-            state[key].copy_(torch.from_numpy(np.asarray(params[name])).to(state[key].dtype))
+            value = params[name] if name in params else np.ones(tuple(state[key].shape), np.float32)
+            state[key].copy_(torch.from_numpy(np.asarray(value)).to(state[key].dtype))
 
     def arrays(self) -> dict:
-        """The model's tensors by checkpoint name, float32 numpy arrays (gates included)."""
+        """The model's tensors by checkpoint name, float32 numpy arrays (gates included; the FFN
+        gates only when one is not 1, as headlab writes them)."""
         state = self.state_dict()
-        return {name: state[name.replace("/", ".")].detach().cpu().float().numpy().copy()
-                for name in parameter_shapes(self.spec)}
+        names = list(parameter_shapes(self.spec))
+        ffn = list(ffn_gate_shapes(self.spec))
+        if any(bool((state[n.replace("/", ".")] != 1).any()) for n in ffn):
+            names += ffn
+        return {name: state[name.replace("/", ".")].detach().cpu().float().numpy().copy() for name in names}
 
     def to_checkpoint(self) -> Checkpoint:
         attrs = dict(getattr(self, "checkpoint_attrs", {}))
@@ -228,7 +238,7 @@ class Model(CheckpointModule):
                              "(Model.from_checkpoint and load_model choose it themselves)")
         C, V = spec["d_model"], spec["vocab_size"]
         add_embeddings(self, spec)
-        self.blocks = nn.ModuleList(Block(spec, spec["heads"][l], spec["kv_heads"][l])
+        self.blocks = nn.ModuleList(Block(spec, spec["heads"][l], spec["kv_heads"][l], d_mlp=mlp_units(spec, False, l))
                                     for l in range(spec["n_layers"]))
         for blk in self.blocks:
             blk.attn.gated = gated

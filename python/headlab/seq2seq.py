@@ -32,7 +32,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .checkpoint import attention_shape, attention_sites, model_spec
+from .checkpoint import attention_shape, attention_sites, mlp_units, model_spec
 from .model import Block, CheckpointModule, LayerNorm, Linear, add_embeddings, attend
 
 
@@ -73,7 +73,7 @@ class DecoderBlock(Block):
     """Self-attention, cross-attention to the encoder's output, MLP."""
 
     def __init__(self, spec, layer):
-        super().__init__(spec, spec["heads"][layer], spec["kv_heads"][layer])
+        super().__init__(spec, spec["heads"][layer], spec["kv_heads"][layer], d_mlp=mlp_units(spec, False, layer))
         self.cross = CrossAttention(spec["d_model"], *attention_shape(spec, "cross", layer), spec["bias"],
                                     spec["norm_eps"])
 
@@ -94,7 +94,7 @@ class Encoder(nn.Module):
             self.pos_emb = nn.Module()
             self.pos_emb.weight = nn.Parameter(torch.zeros(spec["max_seq_len"], spec["d_model"]))
         for l in range(spec["n_encoder_layers"]):
-            self.add_module(str(l), Block(spec, *attention_shape(spec, "enc", l)))
+            self.add_module(str(l), Block(spec, *attention_shape(spec, "enc", l), d_mlp=mlp_units(spec, True, l)))
         self.ln_f = LayerNorm(spec["d_model"], spec["norm_eps"])
         self.n_layers = spec["n_encoder_layers"]
 

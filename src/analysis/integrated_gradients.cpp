@@ -16,18 +16,18 @@ namespace {
 template <typename T>
 class PathGates {
  public:
-  explicit PathGates(Model<T>& model) : model_(model) {
-    for (int i = 0; i < model.gates().size(); ++i) {
-      const Tensor<T> g = model.gates().value(i);
+  explicit PathGates(Parameters<T>& gates) : gates_(gates) {
+    for (int i = 0; i < gates.size(); ++i) {
+      const Tensor<T> g = gates.value(i);
       own_.emplace_back(g.data(), g.data() + g.numel());
-      restore_.push_back(std::make_unique<ScopedSiteGates<T>>(model, static_cast<size_t>(i), own_.back()));
+      restore_.push_back(std::make_unique<ScopedSiteGates<T>>(gates, static_cast<size_t>(i), own_.back()));
     }
   }
 
   // xi = b + a (g - b), site by site; a = 1 is the model's own gates exactly.
   void at(double a, double baseline) {
-    for (int i = 0; i < model_.gates().size(); ++i) {
-      Tensor<T> g = model_.gates().value(i);
+    for (int i = 0; i < gates_.size(); ++i) {
+      Tensor<T> g = gates_.value(i);
       for (int64_t h = 0; h < g.numel(); ++h) {
         const T own = own_[static_cast<size_t>(i)][static_cast<size_t>(h)];
         g.data()[h] = a == 1 ? own : static_cast<T>(baseline + a * (static_cast<double>(own) - baseline));
@@ -39,7 +39,7 @@ class PathGates {
   }
 
  private:
-  Model<T>& model_;
+  Parameters<T>& gates_;
   std::vector<std::vector<T>> own_;
   std::vector<std::unique_ptr<ScopedSiteGates<T>>> restore_;
 };
@@ -48,21 +48,22 @@ class PathGates {
 
 template <typename T>
 IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset, Split split, int64_t batches,
-                                         int64_t batch_size, int64_t steps, double baseline) {
+                                         int64_t batch_size, int64_t steps, double baseline, GateKind kind) {
   HEADLAB_CHECK(steps >= 1, "integrated gradients: " << steps << " steps; the path needs at least 1");
   HEADLAB_CHECK(baseline >= 0 && baseline <= 1, "integrated gradients: baseline " << baseline << " is outside [0, 1]");
   const ModelSpec& spec = model.spec();
   batches = dataset.batches_to_score(split, batches, batch_size, "integrated gradients");
-  const int n_sites = model.gates().size();
+  Parameters<T>& table = gates_of(model, kind);
+  const int n_sites = table.size();
   IntegratedGradients ig;
   ig.steps = steps;
   ig.batches = batches;
-  for (int i = 0; i < n_sites; ++i) ig.attribution.resize(ig.attribution.size() + model.gates().value(i).numel(), 0.0);
+  for (int i = 0; i < n_sites; ++i) ig.attribution.resize(ig.attribution.size() + table.value(i).numel(), 0.0);
 
   Arena arena;
   Tape<T> tape(arena);
   Batch batch = dataset.make_batch(batch_size);
-  PathGates<T> gates(model);
+  PathGates<T> gates(table);
   // The split's mean loss at the gates as they are set; with `grad`, adds d(that loss)/dxi times
   // `weight` to `into`, head by head. The batch's loss is a mean over its own scored targets, so
   // each batch's gradient counts by its share of the split's targets.
@@ -76,17 +77,16 @@ IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset
       int64_t n = 0;
       for (const int32_t t : scored_targets(spec, batch)) n += t >= 0;
       if (n == 0) continue;
-      ForwardOptions options;
-      options.gate_grads = grad;
-      if (grad) model.gates().zero_grad();
-      const ModelOutput<T> out = model.forward(tape, model_input(spec, batch), options);
+      if (grad) table.zero_grad();
+      const ModelOutput<T> out =
+          model.forward(tape, model_input(spec, batch), grad ? recording_gate_grads(kind) : ForwardOptions{});
       loss_sum += static_cast<double>(out.loss.value().data()[0]) * static_cast<double>(n);
       targets += n;
       if (grad) {
         tape.backward(out.loss);
         size_t k = 0;
         for (int s = 0; s < n_sites; ++s) {
-          const Tensor<T> g = model.gates().grad(s);
+          const Tensor<T> g = table.grad(s);
           for (int64_t h = 0; h < g.numel(); ++h)
             grad_sum[k++] += static_cast<double>(g.data()[h]) * static_cast<double>(n);
         }
@@ -110,12 +110,12 @@ IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset
   gates.at(1, baseline);
   ig.loss = mean_loss(false, 0, nullptr);
   model.params().zero_grad();
-  model.gates().zero_grad();
+  table.zero_grad();
 
   double sum = 0;
   size_t k = 0;
   for (int s = 0; s < n_sites; ++s)
-    for (int64_t h = 0; h < model.gates().value(s).numel(); ++h, ++k) {
+    for (int64_t h = 0; h < table.value(s).numel(); ++h, ++k) {
       ig.attribution[k] = (gates.own(s, h) - baseline) * path_mean[k];
       sum += ig.attribution[k];
     }
@@ -124,8 +124,8 @@ IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset
 }
 
 template IntegratedGradients integrated_gradients<float>(Model<float>&, const Dataset&, Split, int64_t, int64_t,
-                                                         int64_t, double);
+                                                         int64_t, double, GateKind);
 template IntegratedGradients integrated_gradients<double>(Model<double>&, const Dataset&, Split, int64_t, int64_t,
-                                                          int64_t, double);
+                                                          int64_t, double, GateKind);
 
 }  // namespace headlab

@@ -1,5 +1,6 @@
 // headlab analyze CHECKPOINT|RUN [--split val|test|train] [--batches N] [--batch-size B] [--out DIR]
 //                            [--dump-example I]... [--no-ablation] [--no-similarity] [--layer-only] [--ig-steps N]
+//                            [--ffn]
 //                            [--mask HEADS] [--threads N] [--bleu [--beam N] [--lenpen X] [--sentences N]]
 //                            [--alignment [--sentences N]]
 // headlab analyze CHECKPOINT|RUN --alignment-only [--split S] [--sentences N]
@@ -15,7 +16,7 @@
 // bleu_ablation.csv and bleu_ablation.h5 with every head's per-sentence statistics; --alignment
 // scores the cross heads as word aligners (analysis/alignment_heads.h): heads.csv's alignment
 // columns and alignment.csv (--alignment-only: alignment.csv alone, without the head analysis).
-// docs/analysis.md.
+// --ffn scores every FFN hidden unit too (analysis/ffn_units.h): units.csv. docs/analysis.md.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -28,8 +29,10 @@
 #include "headlab/analysis/alignment_heads.h"
 #include "headlab/analysis/attention_dump.h"
 #include "headlab/analysis/bleu_ablation.h"
+#include "headlab/analysis/ffn_units.h"
 #include "headlab/analysis/head_roles.h"
 #include "headlab/analysis/heads.h"
+#include "headlab/common/files.h"
 #include "headlab/common/parallel.h"
 #include "headlab/data/tasks.h"
 #include "headlab/data/text.h"
@@ -127,6 +130,9 @@ int run_analyze(int argc, char** argv) {
       "also each head's integrated gradients along the gates' path from 0 (Sundararajan et al.), a midpoint sum "
       "over N points (one forward and backward per batch and point): heads.csv's integrated_gradients",
       cxxopts::value<int64_t>())(
+      "ffn",
+      "also every FFN hidden unit's importance (mean |dL/dgate| over batches), magnitude (|gate| ||W_fc row|| "
+      "||W_proj column||) and, with --ig-steps, integrated gradients over the FFN gates: units.csv")(
       "alignment",
       "also score every cross-attention head as a word aligner against the Strong's gold alignment of the split "
       "(translation on the Bible; beside the diagonal and IBM Model 1): heads.csv's alignment_aer, "
@@ -283,6 +289,17 @@ int run_analyze(int argc, char** argv) {
   write_heads_h5((out / "heads.h5").string(), s, info);
   std::printf("wrote %s/heads.csv%s%s and heads.h5\n", out.string().c_str(),
               o.similarity ? ", heads_similarity.csv" : "", alignment ? ", alignment.csv" : "");
+
+  if (args.count("ffn")) {
+    const FfnUnitScores u = ffn_unit_scores(model, *dataset, split, n, o.batch_size, o.ig_steps);
+    write_file_atomically((out / "units.csv").string(), units_csv(u));
+    std::printf("FFN units: %s in %s, loss %.4f", counted(u.n_units(), "unit").c_str(),
+                counted(static_cast<int64_t>(u.block_units.size()), "MLP block").c_str(), u.loss);
+    if (!u.integrated_gradients.empty())
+      std::printf("; integrated gradients add up to %.6f within %.2g", u.ig.loss - u.ig.baseline_loss,
+                  u.ig.completeness_error);
+    std::printf("\nwrote %s/units.csv\n", out.string().c_str());
+  }
 
   if (!dump.empty()) {
     for (int64_t example : dump) {

@@ -1,14 +1,15 @@
-// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|integrated_gradients|random|entropy|confidence|
-//                                     ablation|l0|none [--ig-steps N]
+// headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|integrated_gradients|magnitude|random|entropy|
+//                                     confidence|ablation|l0|none [--ig-steps N] [--unit heads|ffn]
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
 //                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze]
 //                          [--l0-penalty layer_mean|mean|sum] [--only enc|dec|cross]...
 //                          [--beam N] [--lenpen X] [--sentences N] [--no-bleu] [--out DIR] [--set train.key=value]...
-// Prunes heads by masking their gates (prune/prune_loop.h) and writes DIR/prune.csv (rewritten
-// after every round) and DIR/pruned.h5 (the last round's model: an ordinary checkpoint, with the
-// optimizer state fine-tuning continued, so `train --init` of it continues it too).
+// Prunes heads (or, --unit ffn, FFN hidden units) by masking their gates (prune/prune_loop.h) and
+// writes DIR/prune.csv (rewritten after every round) and DIR/pruned.h5 (the last round's model: an
+// ordinary checkpoint, with the optimizer state fine-tuning continued, so `train --init` of it
+// continues it too), and DIR/pruned_small.h5, the same with the masked heads (units) cut out.
 // DIR defaults to <run folder>/prune/<prune_run_name()>. A translation model's rounds are also
 // scored in BLEU and chrF (beam 5 unless --beam says otherwise). docs/pruning-verb.md.
 #include <cstdio>
@@ -33,13 +34,14 @@ namespace headlab::cli {
 namespace fs = std::filesystem;
 
 int run_prune(int argc, char** argv) {
-  cxxopts::Options options("headlab prune", "Prune attention heads of a checkpoint by masking their gates.");
+  cxxopts::Options options("headlab prune",
+                           "Prune attention heads (or FFN units) of a checkpoint by masking their gates.");
   options.positional_help("CHECKPOINT.h5 | RUN");
   options.add_options()("checkpoint", "checkpoint file (.h5), or a run folder (its best.h5, else its newest)",
                         cxxopts::value<std::string>())(
       "strategy",
       "importance, importance_raw, integrated_gradients, random, entropy, confidence, ablation, l0, or none "
-      "(fine-tuning only: the control)",
+      "(fine-tuning only: the control); magnitude for FFN units",
       cxxopts::value<std::string>())("step-frac", "fraction of all heads pruned per round",
                                      cxxopts::value<double>()->default_value("0.1"))(
       "finetune-steps", "training steps after each round", cxxopts::value<int64_t>()->default_value("0"))(
@@ -54,6 +56,8 @@ int run_prune(int argc, char** argv) {
                                  "training batches the scores are measured on (default: train.eval_batches)",
                                  cxxopts::value<int64_t>())(
       "ig-steps", "integrated_gradients: points of the gates' path", cxxopts::value<int64_t>()->default_value("20"))(
+      "unit", "what to prune: heads (attention heads) or ffn (FFN hidden units)",
+      cxxopts::value<std::string>()->default_value("heads"))(
       "lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
@@ -81,6 +85,9 @@ int run_prune(int argc, char** argv) {
   HEADLAB_CHECK(args.count("strategy"), "no --strategy given (e.g. --strategy importance; see --help)");
   PruneOptions o;
   o.strategy = parse_prune_strategy(args["strategy"].as<std::string>());
+  const std::string unit = args["unit"].as<std::string>();
+  HEADLAB_CHECK(unit == "heads" || unit == "ffn", "--unit must be heads or ffn, got '" << unit << "'");
+  o.unit = unit == "ffn" ? GateKind::ffn_units : GateKind::heads;
   const bool l0 = o.strategy == PruneStrategy::l0;
   o.step_frac = args["step-frac"].as<double>();
   o.finetune_steps = *count_option<int64_t>(args, "finetune-steps", 0);
@@ -148,11 +155,13 @@ int run_prune(int argc, char** argv) {
       [&](const std::vector<PruneRound>& done) {
         write_file_atomically(out / "prune.csv", prune_csv(done, o));
         const PruneRound& r = done.back();
+        const bool ffn = o.unit == GateKind::ffn_units;
         std::string sites;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
-        for (int64_t c : r.heads_per_site) sites.append(" ").append(std::to_string(c));
-        std::printf("round %lld: %s pruned, heads per %s%s, %s loss %.4f", static_cast<long long>(r.round),
-                    counted(static_cast<int64_t>(r.pruned.size()), "head").c_str(), translation ? "site" : "layer",
-                    sites.c_str(), split_arg.c_str(), r.metric.loss);
+        for (int64_t c : ffn ? r.units_per_block : r.heads_per_site) sites.append(" ").append(std::to_string(c));
+        std::printf("round %lld: %s pruned, %s per %s%s, %s loss %.4f", static_cast<long long>(r.round),
+                    counted(static_cast<int64_t>(r.pruned.size()), ffn ? "FFN unit" : "head").c_str(),
+                    ffn ? "units" : "heads", ffn ? "block" : translation ? "site" : "layer", sites.c_str(),
+                    split_arg.c_str(), r.metric.loss);
         if (r.bleu >= 0) std::printf(", BLEU %.2f, chrF %.2f", r.bleu, r.chrf);
         std::printf("\n");
         std::fflush(stdout);
@@ -162,8 +171,22 @@ int run_prune(int argc, char** argv) {
   save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress,
                            opened.dataset->tokenizer());
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
-  // The same model with the masked heads physically removed, when nn/prune.h's one check allows
-  // it (it does not for GQA/MQA, or when a layer kept no head: L0 may close a whole layer).
+  // The same model with the masked heads (units) physically removed, when nn/prune.h's one check
+  // allows it (it does not for GQA/MQA heads, or when a layer kept no head: L0 may close a whole layer).
+  if (o.unit == GateKind::ffn_units) {
+    const UnitKeepMask keep = units_with_nonzero_gates(*opened.model);
+    if (const std::string why = prune_units_problem(opened.model->spec(), keep); why.empty()) {
+      const Model<float> small = prune_units(*opened.model, keep);
+      save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, small, progress.step,
+                             opened.dataset->tokenizer());
+      std::printf("wrote %s/pruned_small.h5 (FFN units removed from the tensors: %lld of %lld parameters left)\n",
+                  out.string().c_str(), static_cast<long long>(small.params().count()),
+                  static_cast<long long>(opened.model->params().count()));
+    } else {
+      std::printf("no pruned_small.h5: %s\n", why.c_str());
+    }
+    return 0;
+  }
   const HeadKeepMask keep = heads_with_nonzero_gates(*opened.model);
   if (const std::string why = prune_problem(opened.model->spec(), keep); why.empty()) {
     save_pruned_checkpoint((out / "pruned_small.h5").string(), opened.config, prune_heads(*opened.model, keep),

@@ -425,6 +425,7 @@ ModelSpec model_spec(const Config& config) {
   s.layer_heads = m.layer_heads;
   s.active_heads = m.active_heads;
   s.d_mlp = m.mlp_ratio * m.d_model;
+  s.mlp_units = m.mlp_units;
   s.max_seq_len = m.max_seq_len;
   s.positions = m.positions == "sinusoidal" ? Positions::sinusoidal : Positions::learned;
   s.activation = m.activation == "relu" ? Activation::relu : Activation::gelu;

@@ -116,6 +116,18 @@ AttentionShape ModelSpec::attention_shape(AttentionSite site) const {
   return a;
 }
 
+int64_t ModelSpec::mlp_blocks() const {
+  return n_layers + (model_kind_info(kind).source ? n_encoder_layers : 0);
+}
+
+int64_t ModelSpec::mlp_block(bool encoder, int64_t layer) const {
+  return encoder || !model_kind_info(kind).source ? layer : n_encoder_layers + layer;
+}
+
+int64_t ModelSpec::units_at_block(int64_t block) const {
+  return mlp_units.empty() ? d_mlp : mlp_units[static_cast<size_t>(block)];
+}
+
 namespace {
 
 std::optional<SpecProblem> make_problem(const std::string& prefix, std::string message,
@@ -151,6 +163,30 @@ std::optional<SpecProblem> site_count_problem(const ModelSpec& s, const std::str
       concat(prefix, key, " has ", entries, " entries but an encoder_decoder has ", sites, " attention sites (",
              s.n_encoder_layers, " encoder layers, then self and cross per decoder layer), or [] for all heads"),
       {key, "n_encoder_layers", "n_layers"});
+}
+
+// mlp_units: one entry per MLP block, each in [1, d_mlp] (a block keeps at least one unit).
+std::optional<SpecProblem> mlp_units_problem(const ModelSpec& s, const std::string& prefix) {
+  if (s.mlp_units.empty()) return std::nullopt;
+  const std::string f = prefix + "mlp_units";
+  if (static_cast<int64_t>(s.mlp_units.size()) != s.mlp_blocks())
+    return model_kind_info(s.kind).source
+               ? make_problem(prefix,
+                              concat(f, " has ", s.mlp_units.size(), " entries but an encoder_decoder has ",
+                                     s.mlp_blocks(), " MLP blocks (", s.n_encoder_layers,
+                                     " encoder layers, then the decoder's), or [] for d_mlp units in each"),
+                              {"mlp_units", "n_encoder_layers", "n_layers"})
+               : make_problem(prefix,
+                              concat(f, " has ", s.mlp_units.size(), " entries but ", prefix,
+                                     "n_layers=", s.n_layers, ": one per layer, or [] for d_mlp units in each"),
+                              {"mlp_units", "n_layers"});
+  for (size_t i = 0; i < s.mlp_units.size(); ++i)
+    if (s.mlp_units[i] < 1 || s.mlp_units[i] > s.d_mlp)
+      return make_problem(prefix,
+                          concat(f, "[", i, "]=", s.mlp_units[i], " is outside [1, ", prefix, "d_mlp=", s.d_mlp,
+                                 "] (a block keeps at least one unit)"),
+                          {"mlp_units", "d_mlp"});
+  return std::nullopt;
 }
 
 // layer_heads: one entry per site, each in [1, its kind's n_heads], and MHA in every kind (a
@@ -246,6 +282,7 @@ std::optional<SpecProblem> spec_problem(const ModelSpec& s, const std::string& p
     }
   }
   if (std::optional<SpecProblem> p = layer_heads_problem(s, prefix)) return p;
+  if (std::optional<SpecProblem> p = mlp_units_problem(s, prefix)) return p;
   return active_heads_problem(s, prefix);
 }
 
@@ -294,9 +331,10 @@ ParamLayout parameter_layout(const ModelSpec& s) {
       b.cross.kv = linear_layer(name("cross/kv"), 2 * x.kv_heads * x.d_head, C, std);
       b.cross.proj = linear_layer(name("cross/proj"), C, x.heads * x.d_head, out_std);
     }
+    const int64_t units = s.units_at_block(s.mlp_block(source && site.kind == AttentionKind::enc, site.layer));
     b.ln2 = norm_layer(name("ln2"));
-    b.fc = linear_layer(name("mlp/fc"), s.d_mlp, C, std);
-    b.mlp_proj = linear_layer(name("mlp/proj"), C, s.d_mlp, out_std);
+    b.fc = linear_layer(name("mlp/fc"), units, C, std);
+    b.mlp_proj = linear_layer(name("mlp/proj"), C, units, out_std);
     return b;
   };
   index.tok_emb = add({"tok_emb/weight", {s.vocab_size, C}, Init::normal, std, ParamKind::embedding});
@@ -337,13 +375,31 @@ std::vector<ParamSpec> gate_specs(const ModelSpec& s) {
   return g;
 }
 
+std::vector<ParamSpec> ffn_gate_specs(const ModelSpec& s) {
+  std::vector<ParamSpec> g;
+  const bool source = model_kind_info(s.kind).source;
+  auto add = [&](AttentionSite site) {
+    const int64_t block = s.mlp_block(site.kind == AttentionKind::enc, site.layer);
+    g.push_back({site_name(site, "mlp/gates"), {s.units_at_block(block)}, Init::ones, 0.0, ParamKind::weight});
+  };
+  if (source)
+    for (int64_t l = 0; l < s.n_encoder_layers; ++l) add({AttentionKind::enc, l});
+  for (int64_t l = 0; l < s.n_layers; ++l) add({AttentionKind::dec, l});
+  return g;
+}
+
 template <typename T>
 Model<T>::Model(const ModelSpec& spec) : Model(spec, parameter_layout(spec)) {}
 
 template <typename T>
 Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
-    : spec_(spec), params_(std::move(layout.specs)), gates_(gate_specs(spec)), index_(std::move(layout.index)) {
+    : spec_(spec),
+      params_(std::move(layout.specs)),
+      gates_(gate_specs(spec)),
+      ffn_gates_(ffn_gate_specs(spec)),
+      index_(std::move(layout.index)) {
   gates_.init(0);  // all ones, then the switched-off heads' zeros
+  ffn_gates_.init(0);
   for (int64_t l = 0; l < static_cast<int64_t>(spec.active_heads.size()); ++l) {
     Tensor<T> g = gates_.value(static_cast<int>(l));
     for (int64_t h = spec.active_heads[l]; h < g.numel(); ++h) g(h) = T(0);
@@ -505,7 +561,7 @@ Var<T> Model<T>::decoder_block(Tape<T>& tape, Var<T> x, int64_t l, const ModelIn
     x = add_attention(tape, x, c, blk.cross.proj, l, 3, opt);
   }
   block_mids_.push_back(x);
-  return add_mlp(tape, x, blk, l, opt);
+  return add_mlp(tape, x, blk, spec_.mlp_block(false, l), l, opt);
 }
 
 // The source through the encoder: bidirectional self-attention over real source tokens.
@@ -530,7 +586,8 @@ Var<T> Model<T>::encode_from(Tape<T>& tape, const ModelInput& in, const ForwardO
       a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
                  site_gates(tape, l, opt, gate_vars), nullptr, l);
     attention_outputs_.push_back(a);
-    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, stream, opt);
+    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, spec_.mlp_block(true, l), stream,
+                opt);
   }
   encoder_final_residual_ = x;
   memory_ = encoder_output(tape, x);
@@ -708,19 +765,33 @@ Var<T> Model<T>::add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, 
   return add(x, dropout(project(tape, flat, proj), spec_.dropout, dropout_site(opt.dropout_seed, stream, site)));
 }
 
-// x += mlp(x): fc -> activation -> proj; without dropout, gelu(fc) is not kept either.
+// x += mlp(x): fc -> activation -> proj; without dropout, gelu(fc) is not kept either. The FFN
+// gates g scale the hidden units before the projection: W (g * act) = (W diag(g)) act, so they
+// fold into the projection's weight (gated_mlp_weight) and the fused gelu-projection stays.
 template <typename T>
-Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, int64_t stream,
+Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, int64_t mlp_block, int64_t stream,
                          const ForwardOptions& opt) {
   const ModelSpec& s = spec_;
   const bool dropout_on = opt.training && s.dropout > 0;
   Var<T> h = norm_project(tape, x, blk.ln2, blk.fc);
+  const Var<T> w = gated_mlp_weight(tape, blk, mlp_block, opt);
   if (s.activation == Activation::gelu && !dropout_on)
-    return residual_linear(x, h, param(tape, blk.mlp_proj.weight), bias(tape, blk.mlp_proj), LinearInput::gelu);
+    return residual_linear(x, h, w, bias(tape, blk.mlp_proj), LinearInput::gelu);
   Var<T> act = s.activation == Activation::gelu ? gelu(h) : relu(h);
-  if (!dropout_on)
-    return residual_linear(x, act, param(tape, blk.mlp_proj.weight), bias(tape, blk.mlp_proj), LinearInput::plain);
-  return add(x, dropout(project(tape, act, blk.mlp_proj), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
+  if (!dropout_on) return residual_linear(x, act, w, bias(tape, blk.mlp_proj), LinearInput::plain);
+  return add(x, dropout(linear(act, w, bias(tape, blk.mlp_proj)), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
+}
+
+template <typename T>
+Var<T> Model<T>::gated_mlp_weight(Tape<T>& tape, const BlockParams& blk, int64_t mlp_block,
+                                  const ForwardOptions& opt) {
+  const Var<T> w = param(tape, blk.mlp_proj.weight);
+  const int gi = static_cast<int>(mlp_block);
+  const Tensor<T> g = ffn_gates_.value(gi);
+  if (opt.ffn_gate_grads) return mul(w, tape.leaf(g, ffn_gates_.grad(gi)));
+  for (int64_t f = 0; f < g.numel(); ++f)
+    if (g.data()[f] != T(1)) return mul(w, tape.constant(g));
+  return w;  // every gate 1: the ungated model, bit for bit
 }
 
 // Decoder: logits of every token; encoder: of the pooled sequence. The loss when there are targets.
@@ -755,25 +826,18 @@ ModelOutput<T> Model<T>::output(Tape<T>& tape, const Var<T>& x_in, const ModelIn
 template <typename T>
 double Model<T>::forward_flops_per_token(int64_t seq_len) const {
   const ModelSpec& s = spec_;
-  const double C = s.d_model, F = s.d_mlp, T_ = static_cast<double>(seq_len);
+  const double C = s.d_model, T_ = static_cast<double>(seq_len);
   // 2 flops per multiply-add: projections, MLP, attention scores and A*V (full T x T, as the
-  // PyTorch reference counts), LM head. Layers may differ in heads (a pruned model). An
-  // encoder_decoder counts per target token with a source as long as the target: its encoder
-  // blocks, and per decoder block the cross-attention's projections and scores.
-  auto block = [&](AttentionShape a) {
-    const double H = a.heads, Hkv = a.kv_heads, Dh = a.d_head;
-    return 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * C * F + 2 * 2 * H * Dh * T_;
-  };
+  // PyTorch reference counts), LM head. Sites may differ in heads and blocks in MLP units (a
+  // pruned model). An encoder_decoder counts per target token with a source as long as the
+  // target: its encoder blocks, and per decoder block the cross-attention's projections and scores.
   double flops = model_kind_info(s.kind).lm_head ? 2 * C * s.vocab_size : 0;
   for (const AttentionSite& site : s.attention_sites()) {
     const AttentionShape a = s.attention_shape(site);
-    if (site.kind != AttentionKind::cross) {
-      flops += block(a);
-    } else {
-      const double H = a.heads, Hkv = a.kv_heads, Dh = a.d_head;
-      flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * H * Dh * T_;
-    }
+    const double H = a.heads, Hkv = a.kv_heads, Dh = a.d_head;
+    flops += 2 * C * (H + 2 * Hkv) * Dh + 2 * H * Dh * C + 2 * 2 * H * Dh * T_;
   }
+  for (int64_t b = 0; b < s.mlp_blocks(); ++b) flops += 2 * 2 * C * static_cast<double>(s.units_at_block(b));
   return flops;
 }
 

@@ -6,11 +6,14 @@
 //   cross q            [H Dh, C]    -> [H' Dh, C]     (queries from the target stream)
 //   cross kv           [(2H) Dh, C] -> [(2H') Dh, C]  (k, v blocks, from the encoder's output)
 //   proj               [C, H Dh]    -> [C, H' Dh];    gates [H] -> [H']: gates[k_j].
-// Everything else (embeddings, norms, proj bias, MLP, heads) is copied unchanged.
+// Everything else (embeddings, norms, proj bias, MLP, heads) is copied unchanged. FFN units
+// (prune_units) likewise: fc [F, C] -> [F', C] rows, its bias, the output projection [C, F] ->
+// [C, F'] columns and the FFN gates [F] -> [F'].
 #include "headlab/nn/prune.h"
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -68,7 +71,7 @@ std::string gqa_problem(const ModelSpec& spec) {
   return "";
 }
 
-std::vector<int64_t> kept_heads(const std::vector<bool>& keep) {
+std::vector<int64_t> kept_indices(const std::vector<bool>& keep) {
   std::vector<int64_t> kept;
   for (size_t h = 0; h < keep.size(); ++h)
     if (keep[h]) kept.push_back(static_cast<int64_t>(h));
@@ -141,7 +144,7 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
   };
   const std::vector<AttentionSite> sites = spec.attention_sites();
   for (size_t i = 0; i < sites.size(); ++i) {
-    const std::vector<int64_t> kept = kept_heads(keep[i]);
+    const std::vector<int64_t> kept = kept_indices(keep[i]);
     const int64_t H = spec.heads_at_site(sites[i]), Dh = spec.attention_shape(sites[i]).d_head;
     const SiteHeadTensors old_site = site_head_tensors(model.param_index(), sites[i]),
                           new_site = site_head_tensors(pruned.param_index(), sites[i]);
@@ -158,6 +161,81 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep) {
   // The rest keep their shapes: copied by name (Parameters::index throws on a name `from` lacks).
   for (int i = 0; i < to.size(); ++i)
     if (!per_head[static_cast<size_t>(i)]) to.value(i).copy_from(from.value(to.spec(i).name));
+  for (int i = 0; i < pruned.ffn_gates().size(); ++i) pruned.ffn_gates().value(i).copy_from(model.ffn_gates().value(i));
+  return pruned;
+}
+
+template <typename T>
+UnitKeepMask units_with_nonzero_gates(const Model<T>& model) {
+  UnitKeepMask keep;
+  for (int b = 0; b < model.ffn_gates().size(); ++b) {
+    const Tensor<T> g = model.ffn_gates().value(b);
+    keep.emplace_back();
+    for (int64_t f = 0; f < g.numel(); ++f) keep.back().push_back(g(f) != T(0));
+  }
+  return keep;
+}
+
+std::string prune_units_problem(const ModelSpec& spec, const UnitKeepMask& keep) {
+  validate(spec);
+  if (static_cast<int64_t>(keep.size()) != spec.mlp_blocks())
+    return concat("the keep mask has ", keep.size(), " MLP blocks, the model ", spec.mlp_blocks());
+  for (size_t b = 0; b < keep.size(); ++b) {
+    const int64_t units = spec.units_at_block(static_cast<int64_t>(b));
+    if (static_cast<int64_t>(keep[b].size()) != units)
+      return concat("the keep mask of MLP block ", b, " has ", keep[b].size(), " units, the block ", units);
+    if (std::none_of(keep[b].begin(), keep[b].end(), [](bool k) { return k; }))
+      return concat("MLP block ", b, " would keep no unit (at least one per block must remain)");
+  }
+  return "";
+}
+
+ModelSpec pruned_units_spec(const ModelSpec& spec, const UnitKeepMask& keep) {
+  if (const std::string why = prune_units_problem(spec, keep); !why.empty()) throw Error("prune_units: " + why);
+  ModelSpec out = spec;
+  out.mlp_units.clear();
+  bool all_full = true;
+  for (const std::vector<bool>& block : keep) {
+    const auto kept = static_cast<int64_t>(std::count(block.begin(), block.end(), true));
+    out.mlp_units.push_back(kept);
+    all_full = all_full && kept == spec.d_mlp;
+  }
+  if (all_full) out.mlp_units.clear();
+  validate(out);
+  return out;
+}
+
+template <typename T>
+Model<T> prune_units(const Model<T>& model, const UnitKeepMask& keep) {
+  const ModelSpec& spec = model.spec();
+  Model<T> pruned(pruned_units_spec(spec, keep));
+  const Parameters<T>& from = model.params();
+  Parameters<T>& to = pruned.params();
+  std::vector<bool> per_unit(static_cast<size_t>(to.size()), false);
+  // Unit f is row f of fc's weight and bias, column f of the output projection, entry f of the gates.
+  auto cut = [&](const Tensor<T>& dst, const Tensor<T>& src, int dim, const std::vector<int64_t>& kept) {
+    for (size_t j = 0; j < kept.size(); ++j)
+      dst.narrow(dim, static_cast<int64_t>(j), 1).copy_from(src.narrow(dim, kept[j], 1));
+  };
+  const ParamIndex &old_index = model.param_index(), &new_index = pruned.param_index();
+  const bool source = model_kind_info(spec.kind).source;
+  for (int64_t b = 0; b < spec.mlp_blocks(); ++b) {
+    const std::vector<int64_t> kept = kept_indices(keep[static_cast<size_t>(b)]);
+    const bool encoder = source && b < spec.n_encoder_layers;
+    const auto l = static_cast<size_t>(encoder || !source ? b : b - spec.n_encoder_layers);
+    const BlockParams& o = encoder ? old_index.encoder_blocks[l] : old_index.blocks[l];
+    const BlockParams& n = encoder ? new_index.encoder_blocks[l] : new_index.blocks[l];
+    for (const auto& [dst, src, dim] : {std::tuple{n.fc.weight, o.fc.weight, 0}, std::tuple{n.fc.bias, o.fc.bias, 0},
+                                        std::tuple{n.mlp_proj.weight, o.mlp_proj.weight, 1}}) {
+      if (dst < 0) continue;  // no bias
+      cut(to.value(dst), from.value(src), dim, kept);
+      per_unit[static_cast<size_t>(dst)] = true;
+    }
+    cut(pruned.ffn_gates().value(static_cast<int>(b)), model.ffn_gates().value(static_cast<int>(b)), 0, kept);
+  }
+  for (int i = 0; i < to.size(); ++i)
+    if (!per_unit[static_cast<size_t>(i)]) to.value(i).copy_from(from.value(to.spec(i).name));
+  for (int i = 0; i < pruned.gates().size(); ++i) pruned.gates().value(i).copy_from(model.gates().value(i));
   return pruned;
 }
 
@@ -182,5 +260,9 @@ template HeadKeepMask heads_with_nonzero_gates<float>(const Model<float>&);
 template HeadKeepMask heads_with_nonzero_gates<double>(const Model<double>&);
 template Model<float> prune_heads<float>(const Model<float>&, const HeadKeepMask&);
 template Model<double> prune_heads<double>(const Model<double>&, const HeadKeepMask&);
+template UnitKeepMask units_with_nonzero_gates<float>(const Model<float>&);
+template UnitKeepMask units_with_nonzero_gates<double>(const Model<double>&);
+template Model<float> prune_units<float>(const Model<float>&, const UnitKeepMask&);
+template Model<double> prune_units<double>(const Model<double>&, const UnitKeepMask&);
 
 }  // namespace headlab

@@ -1,4 +1,5 @@
-"""Figures of headlab prune's prune.csv files: metric against heads pruned, heads left per layer."""
+"""Figures of headlab prune's prune.csv files: metric against heads (or FFN units) pruned, heads
+(units) left per layer (MLP block). A folder with runs of both draws each apart (prune_ffn_*.png)."""
 import math
 import os
 
@@ -17,6 +18,8 @@ PRUNE_HEADER = ["strategy", "seed", "finetune_steps", "recompute", "lambda", "ro
 PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
     "importance": ("importance (Michel et al.)", "tab:blue"),
     "importance_raw": ("importance, not normalised per layer", "tab:cyan"),
+    "integrated_gradients": ("integrated gradients", "tab:brown"),
+    "magnitude": ("weight magnitude (FFN units)", "tab:olive"),
     "ablation": ("ablation loss", "tab:purple"),
     "entropy": ("attention entropy", "tab:green"),
     "confidence": ("confidence (Voita et al.)", "tab:orange"),
@@ -25,6 +28,9 @@ PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
     "none": ("nothing pruned, fine-tuned only (the control)", "black"),
 }
 UNSCORED = ("random", "l0", "none")  # strategies without a score to recompute
+# The words and file names of what a prune.csv pruned (its unit column).
+UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="prune_"),
+              "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_")}
 PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss", "val_bleu", "val_chrf")  # BLEU, chrF: translation only
 
 
@@ -49,20 +55,30 @@ def read_prune(path):
         fail(f"{path}: no rows")
     parsed = []
     for i, r in enumerate(rows, start=2):
+        unit = r.get("unit") or "heads"  # absent before FFN units could be pruned
+        if unit not in ("heads", "ffn"):
+            fail(f"{path}: line {i}: unknown unit '{unit}' (expected heads|ffn)")
+        # What was pruned, whichever unit: n_pruned, n_kept and per_table (kept per layer or block).
+        pruned_col, kept_col, per_col, list_col = (("heads_pruned", "heads_kept", "heads_per_layer", "pruned_heads")
+                                                   if unit == "heads" else
+                                                   ("units_pruned", "units_kept", "units_per_block", "pruned_units"))
         try:
-            row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round", "heads_pruned", "heads_kept")}
+            row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round")}
+            row.update({"n_pruned": int(r[pruned_col]), "n_kept": int(r[kept_col])})
             row.update({k: float(r[k]) for k in ("fraction_pruned", "val_loss")})
             row.update({k: number(r[k]) for k in ("lambda", "val_accuracy", "val_bpb")})
             row.update({k: number(r.get(k)) for k in ("val_bleu", "val_chrf")})  # absent before translation
-            row["heads_per_layer"] = [int(n) for n in r["heads_per_layer"].split()]
-        except (TypeError, ValueError):
+            row["per_table"] = [int(n) for n in r[per_col].split()]
+        except (TypeError, ValueError, KeyError):
             fail(f"{path}: line {i} has a malformed number")
-        if sum(row["heads_per_layer"]) != row["heads_kept"] or len(r["pruned_heads"].split()) != row["heads_pruned"]:
-            fail(f"{path}: line {i}: heads_per_layer must sum to heads_kept and pruned_heads list heads_pruned heads")
+        if sum(row["per_table"]) != row["n_kept"] or len(r[list_col].split()) != row["n_pruned"]:
+            fail(f"{path}: line {i}: {per_col} must sum to {kept_col} and {list_col} list {pruned_col}")
+        row["unit"] = unit
         if r["strategy"] not in PRUNE_STRATEGIES:
             fail(f"{path}: line {i}: unknown strategy '{r['strategy']}' (expected {'|'.join(PRUNE_STRATEGIES)})")
-        if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]):
-            fail(f"{path}: line {i}: one file holds one strategy and seed")
+        if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]) or \
+                unit != (rows[0].get("unit") or "heads"):
+            fail(f"{path}: line {i}: one file holds one strategy, seed and unit")
         row["strategy"] = r["strategy"]
         parsed.append(row)
     return sorted(parsed, key=lambda r: r["round"])
@@ -106,20 +122,22 @@ def by_round(files, value):
 
 
 def prunable_limit(rows):
-    """(limit, end) for the x axis of the prune curves. limit: the largest fraction of heads the
-    files' strategies can prune; the round-based ones stop at (heads - layers) / heads, since every
-    layer keeps one head (src/prune/prune_loop.cpp), while L0 alone may close every gate (1). end:
-    where the axis ends, the larger of limit and the largest fraction any row reached."""
-    heads = rows[0]["heads_pruned"] + rows[0]["heads_kept"]
+    """(limit, end) for the x axis of the prune curves. limit: the largest fraction of heads (units)
+    the files' strategies can prune; the round-based ones stop at (heads - layers) / heads, since
+    every layer (block) keeps one (src/prune/prune_loop.cpp), while L0 alone may close every gate
+    (1). end: where the axis ends, the larger of limit and the largest fraction any row reached."""
+    heads = rows[0]["n_pruned"] + rows[0]["n_kept"]
     rounds = any(r["strategy"] != "l0" for r in rows)
-    limit = (heads - len(rows[0]["heads_per_layer"])) / heads if rounds else 1.0
+    limit = (heads - len(rows[0]["per_table"])) / heads if rounds else 1.0
     return limit, max([limit] + [r["fraction_pruned"] for r in rows])
 
 
 def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written):
-    """prune_<metric>.png: the metric against the fraction of heads pruned, one curve per strategy."""
+    """prune_<metric>.png (prune_ffn_<metric>.png): the metric against the fraction of heads (FFN
+    units) pruned, one curve per strategy."""
     all_rows = [r for files in series.values() for rows in files for r in rows]
-    total_heads = all_rows[0]["heads_pruned"] + all_rows[0]["heads_kept"]
+    w = UNIT_WORDS[all_rows[0]["unit"]]
+    total_heads = all_rows[0]["n_pruned"] + all_rows[0]["n_kept"]
     for metric in PRUNE_METRICS:
         if not any(r[metric] is not None for r in all_rows):
             continue
@@ -160,30 +178,32 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
                                 linewidth=0)
         limit, end = prunable_limit(all_rows)
         ax.set_xlim(-0.02, end + 0.02)
-        ax.set_xlabel(f"fraction of heads pruned (at most {limit:.3g}: every layer keeps one head)"
-                      if end == limit < 1 else "fraction of heads pruned")
+        ax.set_xlabel(f"fraction of {w['what']} pruned (at most {limit:.3g}: every {w['table']} keeps one "
+                      f"{w['one']})" if end == limit < 1 else f"fraction of {w['what']} pruned")
         ax.set_ylabel(metric_label(metric))
         top = ax.secondary_xaxis("top", functions=(lambda f: f * total_heads, lambda n: n / total_heads))
-        top.set_xlabel(f"heads pruned (of {total_heads})")
+        top.set_xlabel(f"{w['what']} pruned (of {total_heads})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
                   title_fontsize=7)
-        figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as heads are pruned "
+        figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as {w['what']} are pruned "
                          f"({plural(n_files, 'prune.csv file')}){subtitle}", fontsize=10)
-        save(fig, os.path.join(out_dir, f"prune_{metric}"), written)
+        save(fig, os.path.join(out_dir, f"{w['prefix']}{metric}"), written)
 
 
 def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written):
-    """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda).
-    The control (none) keeps every head: it has no grid."""
+    """prune_heads_per_layer.png: per strategy, a layer x round grid of the heads left (l0: x lambda);
+    prune_ffn_units_per_block.png the same of FFN units. The control (none) keeps every head: it
+    has no grid."""
     keys = [key for key in series if key[0] != "none"]
     if not keys:
         return
+    w = UNIT_WORDS[series[keys[0]][0][0]["unit"]]
     n_cols = min(3, len(keys))
     n_rows = math.ceil(len(keys) / n_cols)
-    n_layers = max(len(r["heads_per_layer"]) for files in series.values() for rows in files for r in rows)
-    most = max(max(r["heads_per_layer"]) for files in series.values() for rows in files for r in rows)
+    n_layers = max(len(r["per_table"]) for files in series.values() for rows in files for r in rows)
+    most = max(max(r["per_table"]) for files in series.values() for rows in files for r in rows)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(5.2 * n_cols, 0.5 * n_layers * n_rows + 1.3 * n_rows + 1),
                              squeeze=False, constrained_layout=True)
     for i, key in enumerate(keys):
@@ -191,40 +211,47 @@ def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
         files = series[key]
         if key[0] == "l0":
             ends = sorted((rows[-1] for rows in files), key=lambda r: r["lambda"] or 0.0)
-            columns = [r["heads_per_layer"] for r in ends]
+            columns = [r["per_table"] for r in ends]
             x_labels = [f"\u03bb={r['lambda']:g}\n{100 * r['fraction_pruned']:.0f}%" for r in ends]
-            ax.set_xlabel("gate penalty lambda / % of heads pruned")
+            ax.set_xlabel(f"gate penalty lambda / % of {w['what']} pruned")
         else:
             columns = []
             for layer in range(n_layers):
-                columns.append(by_round(files, lambda r: r["heads_per_layer"][layer]))
+                columns.append(by_round(files, lambda r: r["per_table"][layer]))
             x_labels = [f"{n}\n{100 * p[0]:.0f}%" for n, p in enumerate(columns[0])]
             columns = [[columns[layer][n][1] for layer in range(n_layers)] for n in range(len(columns[0]))]
-            ax.set_xlabel("pruning round / % of heads pruned")
+            ax.set_xlabel(f"pruning round / % of {w['what']} pruned")
         values = [[column[layer] for column in columns] for layer in range(n_layers)]
         image = heatmap(ax, values, cmap="Blues", vmin=0, vmax=most, annotate=True, fmt="{:.2g}")
         cell_ticks(ax, x_labels, [str(l) for l in range(n_layers)])
         ax.tick_params(axis="x", labelsize=7)
-        ax.set_ylabel("layer")
+        ax.set_ylabel(w["table"])
         label = series_label(key, files, band=False).replace(" (mean", "\n(mean")
         ax.set_title(label, fontsize=8)
     for j in range(len(keys), n_rows * n_cols):
         axes[j // n_cols][j % n_cols].set_visible(False)
-    fig.colorbar(image, ax=axes.ravel().tolist(), label="heads left in the layer", shrink=0.8)
-    figure_title(fig, f"{title_prefix}heads left per layer as pruning proceeds, by strategy{subtitle}", fontsize=10)
-    save(fig, os.path.join(out_dir, "prune_heads_per_layer"), written)
+    fig.colorbar(image, ax=axes.ravel().tolist(), label=f"{w['what']} left in the {w['table']}", shrink=0.8)
+    figure_title(fig, f"{title_prefix}{w['what']} left per {w['table']} as pruning proceeds, by strategy{subtitle}",
+                 fontsize=10)
+    save(fig, os.path.join(out_dir, "prune_heads_per_layer" if w["one"] == "head" else "prune_ffn_units_per_block"),
+         written)
 
 
 def plot_prune(folder, out_dir, title_prefix, written):
     paths = find_prune_files(folder)
     if not paths:
         return
-    files = [read_prune(p) for p in paths]
-    shapes = {(len(r["heads_per_layer"]), r["heads_kept"] + r["heads_pruned"]) for rows in files for r in rows}
-    if len(shapes) > 1:
-        fail(f"{folder}: its prune.csv files are of different models (layers, heads): {sorted(shapes)}")
-    series = prune_series(files)
     context = describe_config(read_config(folder))
     subtitle = f"\n{context}" if context else ""
-    plot_prune_curves(series, out_dir, title_prefix, subtitle, len(paths), written)
-    plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
+    all_files = [read_prune(p) for p in paths]
+    for unit in UNIT_WORDS:
+        files = [rows for rows in all_files if rows[0]["unit"] == unit]
+        if not files:
+            continue
+        shapes = {(len(r["per_table"]), r["n_kept"] + r["n_pruned"]) for rows in files for r in rows}
+        if len(shapes) > 1:
+            fail(f"{folder}: its prune.csv files of {UNIT_WORDS[unit]['what']} are of different models "
+                 f"({UNIT_WORDS[unit]['table']}s, {UNIT_WORDS[unit]['what']}): {sorted(shapes)}")
+        series = prune_series(files)
+        plot_prune_curves(series, out_dir, title_prefix, subtitle, len(files), written)
+        plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)

@@ -14,6 +14,7 @@ namespace {
 constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance,
                                          PruneStrategy::importance_raw,
                                          PruneStrategy::integrated_gradients,
+                                         PruneStrategy::magnitude,
                                          PruneStrategy::random,
                                          PruneStrategy::entropy,
                                          PruneStrategy::confidence,
@@ -42,6 +43,8 @@ const char* prune_strategy_name(PruneStrategy strategy) {
       return "importance_raw";
     case PruneStrategy::integrated_gradients:
       return "integrated_gradients";
+    case PruneStrategy::magnitude:
+      return "magnitude";
     case PruneStrategy::random:
       return "random";
     case PruneStrategy::entropy:
@@ -69,26 +72,35 @@ PruneStrategy parse_prune_strategy(const std::string& name) {
 
 const char* const kPruneCsvHeader =
     "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-    "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty";
+    "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty,unit,units_pruned,units_kept,"
+    "units_per_block,pruned_units";
 
+// The heads_* columns describe a heads run (pruned heads in pruning order), the units_* columns a
+// --unit ffn run; fraction_pruned is of whichever was pruned. The other unit's columns are empty,
+// but for its count kept per table (heads_per_layer, units_per_block), which every round reports.
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options) {
-  const bool l0 = options.strategy == PruneStrategy::l0;
+  const bool l0 = options.strategy == PruneStrategy::l0, ffn = options.unit == GateKind::ffn_units;
   const std::string only = joined(options.only, [](AttentionKind k) { return std::string(attention_kind_name(k)); });
+  auto counts = [](const std::vector<int64_t>& c) { return joined(c, [](int64_t n) { return std::to_string(n); }); };
+  auto listed = [](const std::vector<SiteHead>& p) {
+    return joined(p, [](const SiteHead& x) { return std::to_string(x.site) + ":" + std::to_string(x.head); });
+  };
   CsvWriter csv(split_csv_line(kPruneCsvHeader));
   for (const PruneRound& r : rounds) {
-    const int64_t kept = r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
+    const int64_t kept = ffn ? r.units_total() : r.heads_total(), pruned = static_cast<int64_t>(r.pruned.size());
+    const std::string n_pruned = std::to_string(pruned), n_kept = std::to_string(kept);
     const EvalStats& m = r.metric;
     csv.row({prune_strategy_name(options.strategy), std::to_string(options.seed),
              // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
              std::to_string(l0 ? options.l0_steps : options.finetune_steps), options.recompute ? "1" : "0",
-             l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), std::to_string(pruned),
-             csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)), std::to_string(kept),
-             joined(r.heads_per_site, [](int64_t c) { return std::to_string(c); }), csv_number("%.9g", m.loss),
+             l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), ffn ? "" : n_pruned,
+             csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)),
+             ffn ? "" : n_kept, counts(r.heads_per_site), csv_number("%.9g", m.loss),
              m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
-             m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "",
-             joined(r.pruned, [](const SiteHead& x) { return std::to_string(x.site) + ":" + std::to_string(x.head); }),
-             only, r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",
-             l0 ? l0_penalty_name(options.l0_penalty) : ""});
+             m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", ffn ? "" : listed(r.pruned), only,
+             r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",
+             l0 ? l0_penalty_name(options.l0_penalty) : "", ffn ? "ffn" : "heads", ffn ? n_pruned : "",
+             ffn ? n_kept : "", counts(r.units_per_block), ffn ? listed(r.pruned) : ""});
   }
   return csv.text();
 }
@@ -96,6 +108,7 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
 std::string prune_run_name(const PruneOptions& options) {
   const bool l0 = options.strategy == PruneStrategy::l0;
   std::string name = prune_strategy_name(options.strategy);
+  if (options.unit == GateKind::ffn_units) name += "_ffn";
   for (AttentionKind k : options.only) name.append("_").append(attention_kind_name(k));
   if (!l0 && options.finetune_steps > 0) name += "_ft" + std::to_string(options.finetune_steps);
   if (!l0 && options.recompute) name += "_recompute";

@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 
+#include "headlab/analysis/ffn_units.h"
 #include "headlab/analysis/heads.h"
 #include "headlab/decode/translate_split.h"
 #include "headlab/common/hash.h"
@@ -40,6 +41,9 @@ namespace {
 //               goes first, by the same finding.
 //   random      a uniform draw per head from the seed: a seeded permutation, the same in every
 //               round (with --recompute there is nothing to recompute).
+// FFN units (--unit ffn) by analysis/ffn_units.h's scores: importance (normalised per block),
+// importance_raw, integrated_gradients (negated) as for heads, and magnitude, |g| ||W_fc row||
+// ||W_proj column||: the unit that can move the residual stream least goes first; random alike.
 std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy) {
   std::vector<double> scores;
   switch (strategy) {
@@ -64,19 +68,25 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
   return scores;
 }
 
-// The model's heads numbered site by site (heads.csv's order): the site of each, and whether
-// `only` lets it be pruned (empty = every kind).
-struct HeadNumbering {
+// The model's heads numbered site by site (heads.csv's order), or its FFN units block by block
+// (units.csv's order): the table (site or block) of each, and whether `only` lets it be pruned
+// (empty = every kind; an FFN block's kind is its stack's, enc or dec).
+struct GateNumbering {
   std::vector<int64_t> site_of;
   std::vector<uint8_t> prunable;
   int64_t n_sites = 0;
 
-  HeadNumbering(const Model<float>& model, const std::vector<AttentionKind>& only) {
-    const std::vector<AttentionSite> sites = model.spec().attention_sites();
-    n_sites = static_cast<int64_t>(sites.size());
+  GateNumbering(const Model<float>& model, GateKind unit, const std::vector<AttentionKind>& only) {
+    const ModelSpec& spec = model.spec();
+    const Parameters<float>& gates = gates_of(model, unit);
+    const std::vector<AttentionSite> sites = spec.attention_sites();
+    n_sites = gates.size();
     for (int64_t l = 0; l < n_sites; ++l) {
-      const bool kind_ok = only.empty() || std::find(only.begin(), only.end(), sites[l].kind) != only.end();
-      for (int64_t h = 0; h < model.gates().value(static_cast<int>(l)).numel(); ++h) {
+      const bool encoder_block = model_kind_info(spec.kind).source && l < spec.n_encoder_layers;
+      const AttentionKind kind =
+          unit == GateKind::heads ? sites[l].kind : encoder_block ? AttentionKind::enc : AttentionKind::dec;
+      const bool kind_ok = only.empty() || std::find(only.begin(), only.end(), kind) != only.end();
+      for (int64_t h = 0; h < gates.value(static_cast<int>(l)).numel(); ++h) {
         site_of.push_back(l);
         prunable.push_back(kind_ok);
       }
@@ -89,12 +99,27 @@ struct HeadNumbering {
   }
 };
 
-// heads_with_nonzero_gates flattened, site by site.
-std::vector<uint8_t> active_heads(const Model<float>& model) {
+// The gates of `unit` that are not 0, flattened table by table.
+std::vector<uint8_t> active_gates(const Model<float>& model, GateKind unit) {
   std::vector<uint8_t> active;
-  for (const std::vector<bool>& site : heads_with_nonzero_gates(model))
-    active.insert(active.end(), site.begin(), site.end());
+  const Parameters<float>& gates = gates_of(model, unit);
+  for (int i = 0; i < gates.size(); ++i) {
+    const Tensor<float> g = gates.value(i);
+    for (int64_t k = 0; k < g.numel(); ++k) active.push_back(g(k) != 0.0f);
+  }
   return active;
+}
+
+// Active gates per table.
+std::vector<int64_t> active_per_table(const Parameters<float>& gates) {
+  std::vector<int64_t> counts;
+  for (int i = 0; i < gates.size(); ++i) {
+    const Tensor<float> g = gates.value(i);
+    int64_t n = 0;
+    for (int64_t k = 0; k < g.numel(); ++k) n += g(k) != 0.0f;
+    counts.push_back(n);
+  }
+  return counts;
 }
 
 // A round's record from the model's gates (the pruned list keeps the order heads went in).
@@ -105,8 +130,8 @@ PruneRound record_round(Model<float>& model, int64_t round, int64_t step, const 
   r.round = round;
   r.step = step;
   r.pruned = pruned;
-  for (const std::vector<bool>& site : heads_with_nonzero_gates(model))
-    r.heads_per_site.push_back(std::count(site.begin(), site.end(), true));
+  r.heads_per_site = active_per_table(model.gates());
+  r.units_per_block = active_per_table(model.ffn_gates());
   r.metric = curve.evaluate(model, tape);
   if (options.bleu && dataset.translation() != nullptr) {
     const SplitTranslation t =
@@ -126,7 +151,7 @@ ScheduleOptions finetune_schedule(double lr) {
 }
 
 // Rounds an iterative strategy takes from `active`: the none control fine-tunes as often.
-int64_t pruning_round_count(std::vector<uint8_t> active, const HeadNumbering& heads, int64_t per_round) {
+int64_t pruning_round_count(std::vector<uint8_t> active, const GateNumbering& heads, int64_t per_round) {
   const std::vector<double> any_order(active.size(), 0.0);
   int64_t rounds = 0;
   for (std::vector<int64_t> chosen;
@@ -143,6 +168,10 @@ double finetune_rate(const Config& config, const PruneOptions& options, int64_t 
 
 int64_t PruneRound::heads_total() const {
   return std::accumulate(heads_per_site.begin(), heads_per_site.end(), int64_t{0});
+}
+
+int64_t PruneRound::units_total() const {
+  return std::accumulate(units_per_block.begin(), units_per_block.end(), int64_t{0});
 }
 
 void validate(const PruneOptions& o) {
@@ -164,6 +193,15 @@ void validate(const PruneOptions& o) {
   HEADLAB_CHECK(!o.l0_freeze || o.strategy == PruneStrategy::l0, "--l0-freeze applies only to --strategy l0");
   HEADLAB_CHECK(o.bleu_sentences >= 0, "--sentences must be positive, got " << o.bleu_sentences);
   HEADLAB_CHECK(o.search.beam >= 1, "--beam must be positive, got " << o.search.beam);
+  const bool ffn = o.unit == GateKind::ffn_units;
+  const PruneStrategy s = o.strategy;
+  HEADLAB_CHECK(!ffn || s == PruneStrategy::importance || s == PruneStrategy::importance_raw ||
+                    s == PruneStrategy::integrated_gradients || s == PruneStrategy::magnitude ||
+                    s == PruneStrategy::random || s == PruneStrategy::none,
+                "--unit ffn: --strategy " << prune_strategy_name(s)
+                                          << " scores heads; FFN units take importance, importance_raw, "
+                                             "integrated_gradients, magnitude, random or none");
+  HEADLAB_CHECK(ffn || s != PruneStrategy::magnitude, "--strategy magnitude scores FFN units (--unit ffn)");
 }
 
 std::vector<AttentionKind> parse_attention_kinds(const std::vector<std::string>& names) {
@@ -187,25 +225,51 @@ std::vector<AttentionKind> parse_attention_kinds(const std::vector<std::string>&
 }
 
 void validate(const PruneOptions& options, const ModelSpec& spec) {
-  HEADLAB_CHECK(spec.layer_heads.empty(),
+  const bool ffn = options.unit == GateKind::ffn_units;
+  HEADLAB_CHECK(ffn || spec.layer_heads.empty(),
                 "prune: the checkpoint was already physically pruned (model.layer_heads is set); prune the unpruned "
                 "checkpoint it came from, whose gates mask heads instead");
+  HEADLAB_CHECK(!ffn || spec.mlp_units.empty(),
+                "prune --unit ffn: the checkpoint's FFN units were already physically removed (model.mlp_units is "
+                "set); prune the checkpoint it came from, whose gates mask units instead");
   HEADLAB_CHECK(options.only.empty() || model_kind_info(spec.kind).source,
                 "--only: a " << model_kind_info(spec.kind).name
                              << " model has one kind of attention; --only picks among an encoder_decoder's enc, dec "
                                 "and cross heads");
+  HEADLAB_CHECK(!ffn || std::find(options.only.begin(), options.only.end(), AttentionKind::cross) == options.only.end(),
+                "--only cross: cross-attention has no FFN units; --unit ffn prunes the enc or dec blocks' MLPs");
 }
 
-std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
+std::vector<double> unit_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options) {
-  const HeadNumbering heads(model, {});
-  const int64_t n = heads.total();
+  const GateNumbering numbering(model, options.unit, {});
+  const int64_t n = numbering.total();
   std::vector<double> scores;
   if (options.strategy == PruneStrategy::random) {
     for (int64_t k = 0; k < n; ++k)
       scores.push_back(static_cast<double>(splitmix64(hash_combine(options.seed, static_cast<uint64_t>(k))) >> 11) *
                        0x1.0p-53);
     return scores;
+  }
+  const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
+  if (options.unit == GateKind::ffn_units) {
+    const bool ig = options.strategy == PruneStrategy::integrated_gradients;
+    const FfnUnitScores u =
+        ffn_unit_scores(model, dataset, Split::train, batches, config.train.batch_size, ig ? options.ig_steps : 0);
+    switch (options.strategy) {
+      case PruneStrategy::importance:
+        return u.importance_normalized;
+      case PruneStrategy::importance_raw:
+        return u.importance;
+      case PruneStrategy::magnitude:
+        return u.magnitude;
+      case PruneStrategy::integrated_gradients:
+        for (double x : u.integrated_gradients) scores.push_back(-x);
+        return scores;
+      default:
+        break;
+    }
+    HEADLAB_CHECK(false, "prune: strategy " << prune_strategy_name(options.strategy) << " has no FFN unit scores");
   }
   AnalysisOptions a;
   a.batch_size = config.train.batch_size;
@@ -215,10 +279,9 @@ std::vector<double> head_scores(Model<float>& model, const Config& config, const
   a.attention = options.strategy == PruneStrategy::entropy || options.strategy == PruneStrategy::confidence;
   a.similarity = false;
   a.pad_token = dataset.unkeyed_pad_token();
-  const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
   const HeadScores s = analyze_heads(model, dataset, Split::train, batches, a);
   scores = strategy_scores(s, options.strategy);
-  const std::vector<uint8_t> active = active_heads(model);
+  const std::vector<uint8_t> active = active_gates(model, GateKind::heads);
   for (int64_t k = 0; k < n; ++k)
     HEADLAB_CHECK(!active[k] || std::isfinite(scores[k]), "prune: " << prune_strategy_name(options.strategy)
                                                                     << " has no score for head " << head_label(s, k)
@@ -252,7 +315,10 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                                         const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   validate(options, model.spec());
-  const HeadNumbering heads(model, options.only);
+  HEADLAB_CHECK(options.unit == GateKind::heads || options.strategy != PruneStrategy::l0,
+                "--strategy l0 gates heads; L0 gates on FFN units are not built yet");
+  const GateNumbering heads(model, options.unit, options.only);
+  Parameters<float>& gates = gates_of(model, options.unit);
   const int64_t n = heads.total();
   Arena arena;
   Tape<float> tape(arena);
@@ -272,7 +338,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     if (on_round) on_round(rounds);
   };
   std::vector<SiteHead> pruned;
-  std::vector<uint8_t> active = active_heads(model);
+  std::vector<uint8_t> active = active_gates(model, options.unit);
   for (int64_t k = 0; k < n; ++k)
     if (!active[k]) pruned.push_back(heads.site_head(k));  // already masked in the checkpoint
   finish_round(0, pruned);
@@ -311,7 +377,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
       l0.step();
     }
     l0.binarise_into(model);
-    const std::vector<uint8_t> open = active_heads(model);
+    const std::vector<uint8_t> open = active_gates(model, GateKind::heads);
     for (int64_t k = 0; k < n; ++k)
       if (active[k] && !open[k]) pruned.push_back(heads.site_head(k));
     finish_round(1, pruned);
@@ -328,14 +394,14 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     }
     return rounds;
   }
-  std::vector<double> scores = head_scores(model, config, dataset, options);
-  // Until every prunable site is down to one head (which heads can go does not depend on scores).
+  std::vector<double> scores = unit_scores(model, config, dataset, options);
+  // Until every prunable site (block) is down to one head (unit); which can go does not depend on scores.
   for (int64_t round = 1; !heads_to_prune(scores, active, heads.site_of, 1, heads.prunable).empty(); ++round) {
-    if (options.recompute && round > 1) scores = head_scores(model, config, dataset, options);
+    if (options.recompute && round > 1) scores = unit_scores(model, config, dataset, options);
     const std::vector<int64_t> chosen = heads_to_prune(scores, active, heads.site_of, per_round, heads.prunable);
     for (int64_t k : chosen) {
       const SiteHead x = heads.site_head(k);
-      model.gates().value(static_cast<int>(x.site))(x.head) = 0.0f;
+      gates.value(static_cast<int>(x.site))(x.head) = 0.0f;
       active[k] = 0;
       pruned.push_back(x);
     }

@@ -14,6 +14,22 @@ namespace {
 constexpr const char* kModelPrefix = "model/";
 constexpr const char *kTokenizerKind = "tokenizer", *kTokenizerModel = "tokenizer/model";
 
+// FFN unit gates are saved only when a unit is switched off (a gate is not 1), so checkpoints of
+// models that never pruned a unit, and those written before FFN gates existed, hold none: their
+// gates are all 1. A file has all of them or none.
+bool has_ffn_gates(const CheckpointReader& r, const ModelSpec& spec) {
+  return r.has(kModelPrefix + ffn_gate_specs(spec).front().name);
+}
+template <typename T>
+bool ffn_gates_all_ones(const Model<T>& model) {
+  for (int i = 0; i < model.ffn_gates().size(); ++i) {
+    const Tensor<T> g = model.ffn_gates().value(i);
+    for (int64_t f = 0; f < g.numel(); ++f)
+      if (g.data()[f] != T(1)) return false;
+  }
+  return true;
+}
+
 // Refuses, before anything is allocated, a file whose model datasets are not exactly those of
 // the model `config` describes (names and shapes from the spec alone): a config attribute
 // claiming a huge model would otherwise have it allocated before the loader's shape checks.
@@ -21,6 +37,8 @@ void check_model_tensors(const CheckpointReader& r, const Config& config) {
   const ModelSpec spec = model_spec(config);
   std::vector<ParamSpec> want = parameter_specs(spec);
   for (ParamSpec& gate : gate_specs(spec)) want.push_back(std::move(gate));
+  if (has_ffn_gates(r, spec))
+    for (ParamSpec& gate : ffn_gate_specs(spec)) want.push_back(std::move(gate));
   std::set<std::string> names;
   for (const ParamSpec& p : want) {
     const std::string name = kModelPrefix + p.name;
@@ -49,6 +67,9 @@ void save_training_checkpoint(const std::string& path, const Config& config, con
     w.add(kModelPrefix + model.params().spec(i).name, model.params().value(i));
   for (int i = 0; i < model.gates().size(); ++i)
     w.add(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  if (!ffn_gates_all_ones(model))
+    for (int i = 0; i < model.ffn_gates().size(); ++i)
+      w.add(kModelPrefix + model.ffn_gates().spec(i).name, model.ffn_gates().value(i));
   if (optimizer != nullptr) {
     for (const auto& [name, tensor] : optimizer->state_tensors()) w.add(name, tensor);
     w.set_string_attr("optimizer", optimizer->kind());
@@ -79,6 +100,7 @@ Config pruned_config(const Config& config, const ModelSpec& spec) {
   Config c = config;
   c.model.layer_heads = spec.layer_heads;
   c.model.active_heads = spec.active_heads;
+  c.model.mlp_units = spec.mlp_units;
   c.model.d_head = spec.d_head;             // n_heads stays the unpruned count, but say the width outright
   if (model_kind_info(spec.kind).source) {  // enc_n_heads and cross_n_heads alike
     c.model.enc_d_head = spec.enc_d_head;
@@ -90,7 +112,8 @@ Config pruned_config(const Config& config, const ModelSpec& spec) {
   bool same = want.size() == got.size();
   for (size_t i = 0; same && i < want.size(); ++i) same = want[i].name == got[i].name && want[i].shape == got[i].shape;
   HEADLAB_CHECK(same,
-                "pruned checkpoint: the config's model section does not describe this model (other than in its heads)");
+                "pruned checkpoint: the config's model section does not describe this model (other than in its heads "
+                "and FFN units)");
   return c;
 }
 
@@ -138,12 +161,17 @@ RunProgress load_training_checkpoint(const std::string& path, Model<float>& mode
     read(kModelPrefix + model.params().spec(i).name, model.params().value(i));
   for (int i = 0; i < model.gates().size(); ++i)
     read(kModelPrefix + model.gates().spec(i).name, model.gates().value(i));
+  const bool ffn_gates = has_ffn_gates(r, model.spec());
+  model.ffn_gates().init(0);  // all ones unless the file has them
+  if (ffn_gates)
+    for (int i = 0; i < model.ffn_gates().size(); ++i)
+      read(kModelPrefix + model.ffn_gates().spec(i).name, model.ffn_gates().value(i));
   // A file with more model tensors than this model has was made by a different architecture.
   int64_t model_tensors = 0;
   for (const std::string& name : r.names()) model_tensors += name.rfind(kModelPrefix, 0) == 0;
-  HEADLAB_CHECK(model_tensors == model.params().size() + model.gates().size(),
-                path << ": holds " << model_tensors << " model tensors, this model has "
-                     << model.params().size() + model.gates().size());
+  const int64_t expected = model.params().size() + model.gates().size() + (ffn_gates ? model.ffn_gates().size() : 0);
+  HEADLAB_CHECK(model_tensors == expected,
+                path << ": holds " << model_tensors << " model tensors, this model has " << expected);
   if (optimizer != nullptr) {
     HEADLAB_CHECK(r.has_attr("optimizer") && r.string_attr("optimizer") == optimizer->kind(),
                   path << ": optimizer state is for '"

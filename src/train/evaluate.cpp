@@ -56,28 +56,54 @@ void PruningEvaluation::forget() {
   for (SavedBatch& s : saved_) s.valid = false;
 }
 
-// Where a batch's forward can start, from the gates its saved forward ran with: the lowest layer
-// whose gates changed, `off` flagging the heads switched off there since (the layers above run
-// anew, so their gates may have changed any way). L = nothing changed; -1 = run it whole (a gate
-// of that layer changed other than to 0).
-int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const SavedBatch& saved,
-                                               std::vector<uint8_t>& off) {
-  if (static_cast<int64_t>(saved.gates.size()) != model.spec().n_layers) return -1;  // another model
-  for (int64_t l = 0; l < model.spec().n_layers; ++l) {
-    const Tensor<float> g = model.gates().value(static_cast<int>(l));
-    const std::vector<float>& was = saved.gates[static_cast<size_t>(l)];
-    if (static_cast<int64_t>(was.size()) != g.numel()) return -1;
+namespace {
+
+// The lowest table of `gates` (a layer's heads, or a block's FFN units) whose gates changed since
+// `was`, `off` flagging the entries switched off there; the table count when nothing changed; -1
+// when a gate changed other than to 0, or the shapes differ (another model).
+int64_t first_changed_table(const Parameters<float>& gates, const std::vector<std::vector<float>>& was,
+                            std::vector<uint8_t>& off) {
+  if (static_cast<int64_t>(was.size()) != gates.size()) return -1;
+  for (int l = 0; l < gates.size(); ++l) {
+    const Tensor<float> g = gates.value(l);
+    const std::vector<float>& before = was[static_cast<size_t>(l)];
+    if (static_cast<int64_t>(before.size()) != g.numel()) return -1;
     off.assign(static_cast<size_t>(g.numel()), 0);
     bool changed = false;
-    for (int64_t h = 0; h < g.numel(); ++h) {
-      if (g(h) == was[static_cast<size_t>(h)]) continue;
-      if (g(h) != 0.0f) return -1;
-      off[static_cast<size_t>(h)] = 1;
+    for (int64_t k = 0; k < g.numel(); ++k) {
+      if (g(k) == before[static_cast<size_t>(k)]) continue;
+      if (g(k) != 0.0f) return -1;
+      off[static_cast<size_t>(k)] = 1;
       changed = true;
     }
     if (changed) return l;
   }
-  return model.spec().n_layers;
+  return gates.size();
+}
+
+void copy_gates(const Parameters<float>& gates, std::vector<std::vector<float>>& into) {
+  into.resize(static_cast<size_t>(gates.size()));
+  for (int l = 0; l < gates.size(); ++l) {
+    const Tensor<float> g = gates.value(l);
+    into[static_cast<size_t>(l)].assign(g.data(), g.data() + g.numel());
+  }
+}
+
+}  // namespace
+
+// Where a batch's forward can start, from the gates its saved forward ran with: the lowest layer
+// whose head gates changed, `off` flagging the heads switched off there since, or the lowest
+// layer whose FFN gates changed, its attention output as saved (its MLP comes after it; the
+// layers above run anew, so their gates may have changed any way). L = nothing changed; -1 = run
+// it whole (a gate changed other than to 0).
+int64_t PruningEvaluation::first_changed_layer(const Model<float>& model, const SavedBatch& saved,
+                                               std::vector<uint8_t>& off) {
+  std::vector<uint8_t> unit_off;
+  const int64_t heads = first_changed_table(model.gates(), saved.gates, off);
+  const int64_t units = first_changed_table(model.ffn_gates(), saved.ffn_gates, unit_off);
+  if (heads < 0 || units < 0) return -1;
+  if (units < heads) off.assign(static_cast<size_t>(model.gates().value(static_cast<int>(units)).numel()), 0);
+  return std::min(heads, units);
 }
 
 EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
@@ -115,11 +141,8 @@ EvalStats PruningEvaluation::evaluate(Model<float>& model, Tape<float>& tape) {
     }  // else nothing changed: the saved stats are this forward's
     tape.reset();
     sums.add(saved.stats);
-    saved.gates.resize(static_cast<size_t>(L));
-    for (int64_t l = 0; l < L; ++l) {
-      const Tensor<float> g = model.gates().value(static_cast<int>(l));
-      saved.gates[static_cast<size_t>(l)].assign(g.data(), g.data() + g.numel());
-    }
+    copy_gates(model.gates(), saved.gates);
+    copy_gates(model.ffn_gates(), saved.ffn_gates);
     saved.valid = true;
   }
   return sums.stats(dataset_, split_);

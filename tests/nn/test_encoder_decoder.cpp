@@ -77,7 +77,7 @@ TEST_CASE("an encoder_decoder has an encoder, and cross-attention in every decod
   CHECK(sites[4].layer == 0);
 }
 
-TEST_CASE("encoder_decoder gradients match central differences for every parameter and head gate",
+TEST_CASE("encoder_decoder gradients match central differences for every parameter, head gate and FFN unit gate",
           "[nn][model][encoder_decoder][grad]") {
   struct Heads {
     int64_t dec, enc, cross, cross_kv;
@@ -86,11 +86,14 @@ TEST_CASE("encoder_decoder gradients match central differences for every paramet
   ModelSpec spec = tiny_seq2seq_spec(h.dec, h.enc, h.cross, h.cross_kv);
   spec.positions = GENERATE(Positions::learned, Positions::sinusoidal);
   spec.tie_embeddings = spec.positions == Positions::learned;
+  if (h.dec == 1) spec.mlp_units = {3, 16, 7, 16};  // units removed from encoder block 0, decoder block 0
   Model<double> model(spec);
   randomize(model, 5);
+  test::randomize_ffn_gates(model, 6);
   TinyBatch batch(spec, 9);
   const test::GradCheckResult result = test::check_model_gradients(model, batch.input());
-  INFO(result.str() << " (input >= 1000: gates of attention site input-1000)");
+  INFO(result.str() << " (input >= 1000: gates of attention site input-1000; >= 2000: FFN gates of block "
+                       "input-2000)");
   REQUIRE(result.max_rel_error <= 1e-6);
 }
 

@@ -21,7 +21,8 @@ using test::randomize;
 using test::tiny_spec;
 using test::TinyBatch;
 
-TEST_CASE("model gradients match central differences for every parameter and head gate, ragged layers included",
+TEST_CASE("model gradients match central differences for every parameter, head gate and FFN unit gate, ragged "
+          "layers included",
           "[nn][model][grad]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   struct Heads {
@@ -31,13 +32,16 @@ TEST_CASE("model gradients match central differences for every parameter and hea
   const Heads heads = GENERATE(Heads{2, 2, {}}, Heads{4, 2, {}}, Heads{4, 1, {}}, Heads{4, 4, {1, 3}});
   ModelSpec spec = tiny_spec(kind, heads.n_heads, heads.n_kv_heads);
   spec.layer_heads = heads.layer_heads;
+  if (!heads.layer_heads.empty()) spec.mlp_units = {5, 16};  // and FFN units removed from block 0
   spec.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
   spec.tie_embeddings = kind == ModelKind::decoder;
+  spec.activation = kind == ModelKind::decoder ? Activation::gelu : Activation::relu;
   Model<double> model(spec);
   randomize(model, 5);
+  test::randomize_ffn_gates(model, 6);
   TinyBatch batch(spec, 9);
   const test::GradCheckResult result = test::check_model_gradients(model, batch.input());
-  INFO(result.str() << " (input >= 1000: gates of layer input-1000)");
+  INFO(result.str() << " (input >= 1000: gates of layer input-1000; >= 2000: FFN gates of block input-2000)");
   REQUIRE(result.max_rel_error <= 1e-6);
 }
 
@@ -333,4 +337,43 @@ TEST_CASE("a spec's problem names its fields with the caller's prefix, the field
   spec.d_mlp = 0;
   CHECK_THROWS_WITH(Model<float>(spec),
                     Catch::StartsWith("model: sizes must be positive (") && Catch::Contains("d_mlp=0"));
+}
+
+TEST_CASE("FFN gates of 1 leave the model as it was, bit for bit; a gate of 0 removes its unit exactly",
+          "[nn][model][ffn]") {
+  const ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 2);
+  Model<float> model(spec);
+  randomize(model, 8);
+  const TinyBatch batch(spec, 4);
+  Arena arena;
+  Tape<float> tape(arena);
+  NoGradGuard<float> no_grad(tape);
+  auto loss = [&] {
+    const float value = model.forward(tape, batch.input(), {}).loss.value()(0);
+    tape.reset();
+    return value;
+  };
+  const float plain = loss();
+  // A gate of 0 is the same model as zeroing the unit's column of the output projection.
+  model.ffn_gates().value(1)(3) = 0;
+  const float gated = loss();
+  CHECK(gated != plain);
+  model.ffn_gates().value(1)(3) = 1;
+  CHECK(loss() == plain);
+  Tensor<float> proj = model.params().value(model.param_index().blocks[1].mlp_proj.weight);  // [C, F]
+  for (int64_t c = 0; c < proj.size(0); ++c) proj(c, 3) = 0;
+  CHECK(loss() == gated);
+}
+
+TEST_CASE("mlp_units of the wrong length or outside [1, d_mlp] are one line naming the key", "[nn][model][ffn]") {
+  ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 2);
+  spec.mlp_units = {4};
+  CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units has 1 entries but n_layers=2"));
+  spec.mlp_units = {4, 17};
+  CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units[1]=17 is outside [1, d_mlp=16]"));
+  spec.mlp_units = {4, 16};
+  const Model<float> model(spec);
+  CHECK(model.ffn_gates().value(0).numel() == 4);
+  CHECK(model.params().value(model.param_index().blocks[0].fc.weight).size(0) == 4);
+  CHECK(model.ffn_gates().spec(1).name == "blocks/1/mlp/gates");
 }

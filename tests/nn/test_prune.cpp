@@ -329,3 +329,57 @@ TEST_CASE("an encoder_decoder's keep mask that empties a site, has the wrong sha
         "physical removal needs multi-head attention (cross_n_kv_heads=cross_n_heads), got cross_n_kv_heads=2, "
         "cross_n_heads=4; mask GQA/MQA heads with gates instead");
 }
+
+TEST_CASE("FFN units gated to 0 and the model with them cut out give the same logits, in every kind",
+          "[nn][prune][ffn]") {
+  // GQA and MQA too: a unit is not shared the way a K/V head is.
+  const int kind = GENERATE(0, 1, 2);
+  const ModelSpec spec = kind == 0   ? tiny_spec(ModelKind::decoder, 4, 2)
+                         : kind == 1 ? tiny_spec(ModelKind::encoder, 2, 2)
+                                     : test::tiny_seq2seq_spec(2, 2, 2, 1);
+  const TinyBatch batch(spec, 3);
+  auto masked_of = [&](auto zero) {
+    using T = decltype(zero);
+    Model<T> model(spec);
+    randomize(model, 31);
+    test::randomize_ffn_gates(model, 32);
+    for (int b = 0; b < model.ffn_gates().size(); ++b)  // 3 units of each block, a different 3 each time
+      for (const int f : {b % 16, (b + 5) % 16, (b + 11) % 16}) model.ffn_gates().value(b)(f) = zero;
+    return model;
+  };
+  Model<float> masked = masked_of(0.0f);
+  const UnitKeepMask keep = units_with_nonzero_gates(masked);
+  Model<float> pruned = prune_units(masked, keep);
+  const int64_t blocks = spec.mlp_blocks(), C = spec.d_model;
+  CHECK(pruned.spec().mlp_units == std::vector<int64_t>(static_cast<size_t>(blocks), 13));
+  // Each removed unit took its row of fc (C weights and a bias) and its column of the projection.
+  CHECK(masked.params().count() - pruned.params().count() == blocks * 3 * (2 * C + 1));
+  // Surviving gates are copied: block 0 lost units 0, 5 and 11, so its new unit 0 is old unit 1.
+  CHECK(pruned.ffn_gates().value(0)(0) == masked.ffn_gates().value(0)(1));
+  CHECK(pruned.gates().value(0)(1) == masked.gates().value(0)(1));
+  const double float_diff = max_abs_difference(logits_of(masked, batch), logits_of(pruned, batch));
+  INFO("float: max |masked - pruned| = " << float_diff);
+  CHECK(float_diff <= 1e-5);
+  Model<double> masked_d = masked_of(0.0);
+  Model<double> pruned_d = prune_units(masked_d, units_with_nonzero_gates(masked_d));
+  const double double_diff = max_abs_difference(logits_of(masked_d, batch), logits_of(pruned_d, batch));
+  INFO("double: max |masked - pruned| = " << double_diff);
+  CHECK(double_diff <= 1e-12);
+  // Pruning the pruned model again, keeping everything, is the same model.
+  Model<double> again = prune_units(pruned_d, units_with_nonzero_gates(pruned_d));
+  CHECK(max_abs_difference(logits_of(pruned_d, batch), logits_of(again, batch)) == 0);
+}
+
+TEST_CASE("an FFN keep mask that empties a block or has the wrong shape is one line", "[nn][prune][ffn]") {
+  const ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 2);
+  UnitKeepMask keep(2, std::vector<bool>(16, true));
+  CHECK(prune_units_problem(spec, keep).empty());
+  keep[1].assign(16, false);
+  CHECK(prune_units_problem(spec, keep) == "MLP block 1 would keep no unit (at least one per block must remain)");
+  CHECK_THROWS_WITH(pruned_units_spec(spec, keep), "prune_units: MLP block 1 would keep no unit (at least one per "
+                                                    "block must remain)");
+  keep.pop_back();
+  CHECK(prune_units_problem(spec, keep) == "the keep mask has 1 MLP blocks, the model 2");
+  keep = UnitKeepMask(2, std::vector<bool>(15, true));
+  CHECK(prune_units_problem(spec, keep) == "the keep mask of MLP block 0 has 15 units, the block 16");
+}

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -97,6 +98,51 @@ TEST_CASE("the prune loop runs end to end on a tiny model and its curve starts a
                           rounds.back().pruned.end();
       CHECK(p.checkpoint.model->gates().value(static_cast<int>(l))(h) == (pruned ? 0.0f : 1.0f));
     }
+}
+
+TEST_CASE("FFN units are pruned like heads: every block keeps one, the curve starts at the unpruned metric",
+          "[prune][ffn]") {
+  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::magnitude,
+                                          PruneStrategy::integrated_gradients, PruneStrategy::random);
+  INFO("strategy " << prune_strategy_name(strategy));
+  PruneOptions o = fast_options(strategy);
+  o.unit = GateKind::ffn_units;
+  o.step_frac = 0.3;
+  o.ig_steps = 4;
+  Pruned p(o);
+  const std::vector<PruneRound>& rounds = p.rounds;
+  const Model<float>& model = *p.checkpoint.model;
+  const int64_t units = model.ffn_gates().value(0).numel() + model.ffn_gates().value(1).numel();
+  const int64_t per_round = std::llround(0.3 * static_cast<double>(units));
+  REQUIRE(rounds.size() >= 3);
+  CHECK(rounds[0].metric.loss == unpruned_metric(2).loss);
+  CHECK(rounds[0].heads_per_site == std::vector<int64_t>{4, 4});
+  for (size_t r = 1; r < rounds.size(); ++r) {
+    CHECK(rounds[r].heads_per_site == std::vector<int64_t>{4, 4});  // heads untouched
+    CHECK(rounds[r].units_total() + static_cast<int64_t>(rounds[r].pruned.size()) == units);
+    CHECK(static_cast<int64_t>(rounds[r].pruned.size()) <= static_cast<int64_t>(r) * per_round);
+    for (int64_t c : rounds[r].units_per_block) CHECK(c >= 1);
+  }
+  CHECK(rounds.back().units_per_block == std::vector<int64_t>{1, 1});
+  for (const SiteHead& x : rounds.back().pruned)
+    CHECK(model.ffn_gates().value(static_cast<int>(x.site))(x.head) == 0.0f);
+  const std::string csv = prune_csv(rounds, o);
+  CHECK(csv.find(",ffn,") != std::string::npos);
+}
+
+TEST_CASE("FFN pruning refuses the strategies and options that score heads, in one line", "[prune][ffn]") {
+  PruneOptions o = fast_options(PruneStrategy::ablation);
+  o.unit = GateKind::ffn_units;
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("--unit ffn: --strategy ablation scores heads"));
+  o.strategy = PruneStrategy::magnitude;
+  CHECK_NOTHROW(validate(o));
+  o.unit = GateKind::heads;
+  CHECK_THROWS_WITH(validate(o), Catch::Contains("--strategy magnitude scores FFN units (--unit ffn)"));
+  CHECK(prune_run_name([] {
+          PruneOptions x;
+          x.unit = GateKind::ffn_units;
+          return x;
+        }()) == "importance_ffn");
 }
 
 TEST_CASE("random pruning is identical for the same seed and differs across seeds", "[prune]") {

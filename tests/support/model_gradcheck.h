@@ -1,7 +1,9 @@
 // Central differences for a whole model: the loss's gradient for a few random elements of every
-// parameter tensor and for every head gate, against what the model's backward gives.
+// parameter tensor, for every head gate and for a few FFN unit gates of every block, against what
+// the model's backward gives.
 //   const test::GradCheckResult r = test::check_model_gradients(model, batch.input());
-//   REQUIRE(r.max_rel_error <= 1e-6);   // r.str() names the worst element; gates are input 1000+i
+//   REQUIRE(r.max_rel_error <= 1e-6);   // r.str() names the worst element; head gates are input
+//                                       // 1000+i, FFN gates 2000+i
 #pragma once
 
 #include <cstdint>
@@ -20,7 +22,8 @@ inline GradCheckResult check_model_gradients(Model<double>& model, const ModelIn
   Tape<double> tape(arena);
   model.params().zero_grad();
   model.gates().zero_grad();
-  tape.backward(model.forward(tape, input, {.gate_grads = true}).loss);
+  model.ffn_gates().zero_grad();
+  tape.backward(model.forward(tape, input, {.gate_grads = true, .ffn_gate_grads = true}).loss);
   tape.reset();
   auto loss = [&] {
     Tape<double> t(arena);
@@ -46,6 +49,14 @@ inline GradCheckResult check_model_gradients(Model<double>& model, const ModelIn
     std::iota(indices.begin(), indices.end(), model.gates().offset(i));
     compare_with_central_differences(loss, model.gates().values(), model.gates().grads(), indices, 1000 + i, options,
                                      result);
+  }
+  for (int i = 0; i < model.ffn_gates().size(); ++i) {
+    std::vector<int64_t> indices;
+    const int64_t n = model.ffn_gates().value(i).numel();
+    for (int j = 0; j < elements_per_tensor; ++j)
+      indices.push_back(model.ffn_gates().offset(i) + static_cast<int64_t>(rng() % n));
+    compare_with_central_differences(loss, model.ffn_gates().values(), model.ffn_gates().grads(), indices, 2000 + i,
+                                     options, result);
   }
   return result;
 }

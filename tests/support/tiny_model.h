@@ -101,6 +101,18 @@ void randomize(Model<T>& model, uint64_t seed) {
   }
 }
 
+// The FFN unit gates in [0.5, 1.5) (randomize leaves them 1, the model's default, so that tests
+// written before FFN gates keep their numbers): every unit's gate then carries gradient.
+template <typename T>
+void randomize_ffn_gates(Model<T>& model, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int i = 0; i < model.ffn_gates().size(); ++i) {
+    Tensor<T> g = model.ffn_gates().value(i);
+    for (int64_t f = 0; f < g.numel(); ++f) g.data()[f] = static_cast<T>(1 + u(rng));
+  }
+}
+
 // A tiny generated task for a decoder (k_relation, vocab 11) or an encoder (classify, vocab 16,
 // rows of different lengths: some padding in every batch), eval_examples in val and test.
 inline std::unique_ptr<Dataset> tiny_task(ModelKind kind, int64_t seq_len, int64_t eval_examples = 64) {

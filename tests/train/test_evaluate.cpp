@@ -63,4 +63,16 @@ TEST_CASE("a pruning curve's evaluation equals evaluate() bit for bit, round aft
   curve.forget();
   gate(1, 1) = 0.0f;
   round("parameters changed (forget), then a head off");
+  // FFN units: a block's MLP follows its attention, so the forward restarts at that layer.
+  auto unit = [&](int64_t b, int64_t f) -> float& { return model.ffn_gates().value(static_cast<int>(b))(f); };
+  unit(1, 5) = 0.0f;
+  round("an FFN unit of the middle block off");
+  unit(0, 2) = 0.0f;
+  gate(1, 3) = 0.0f;
+  round("an FFN unit of the first block and a head of the middle layer off");
+  gate(0, 1) = 0.0f;
+  unit(2, 7) = 0.0f;
+  round("a head of the first layer and an FFN unit of the top block off");
+  unit(1, 5) = 1.0f;
+  round("an FFN unit reopened");
 }

@@ -278,6 +278,43 @@ TEST_CASE("a pruned checkpoint round-trips: config with layer_heads, no optimize
                     Catch::Contains("does not describe this model"));
 }
 
+TEST_CASE("FFN gates are saved when a unit is off and read back; FFN units cut out round-trip with mlp_units",
+          "[train][checkpoint][prune][ffn]") {
+  Scratch s;
+  const Config c = tiny_config(s);
+  Model<float> model(model_spec(c));
+  model.params().init(5);
+  const std::string plain = (s.dir / "plain.h5").string(), gated = (s.dir / "gated.h5").string(),
+                    small = (s.dir / "small.h5").string();
+  save_pruned_checkpoint(plain, c, model, 1, nullptr);
+  CHECK_FALSE(CheckpointReader(plain).has("model/blocks/0/mlp/gates"));  // all 1: none saved
+  model.ffn_gates().value(1)(2) = 0.0f;
+  model.ffn_gates().value(0)(7) = 0.5f;
+  save_pruned_checkpoint(gated, c, model, 2, nullptr);
+  CHECK(CheckpointReader(gated).has("model/blocks/0/mlp/gates"));
+  Model<float> loaded(model_spec(checkpoint_config(gated)));
+  load_training_checkpoint(gated, loaded, nullptr);
+  CHECK(loaded.ffn_gates().value(1)(2) == 0.0f);
+  CHECK(loaded.ffn_gates().value(0)(7) == 0.5f);
+  load_training_checkpoint(plain, loaded, nullptr);  // a file without FFN gates: all 1 again
+  CHECK(loaded.ffn_gates().value(1)(2) == 1.0f);
+
+  const Model<float> pruned = prune_units(model, units_with_nonzero_gates(model));
+  save_pruned_checkpoint(small, c, pruned, 3, nullptr);
+  const Config saved = checkpoint_config(small);
+  const int64_t d_mlp = c.model.mlp_ratio * c.model.d_model;
+  CHECK(saved.model.mlp_units == std::vector<int64_t>{d_mlp, d_mlp - 1});
+  Model<float> reloaded(model_spec(saved));
+  load_training_checkpoint(small, reloaded, nullptr);
+  CHECK(reloaded.ffn_gates().value(0)(7) == 0.5f);
+  auto dataset = make_dataset(c);
+  Arena arena;
+  Tape<float> tape(arena);
+  Batch batch = dataset->make_batch(c.train.batch_size);
+  CHECK(evaluate(reloaded, *dataset, Split::val, 2, batch, tape).loss ==
+        Approx(evaluate(model, *dataset, Split::val, 2, batch, tape).loss).epsilon(1e-5));
+}
+
 TEST_CASE("an encoder_decoder's pruned checkpoint round-trips with per-site layer_heads and the same loss",
           "[train][checkpoint][prune][encoder_decoder]") {
   test::ScratchDir s("pruned_seq2seq");

@@ -10,6 +10,8 @@
 // Michel et al.'s importance is the path's end only, E|dL/dxi_h| at xi = g, a first-order Taylor
 // term of the loss in one gate, which misleads where the loss is far from linear in the gates.
 // IG_h < 0: turning the heads on lowers the loss along the path, and this is h's share of it.
+// The same for FFN hidden units (GateKind::ffn_units): the path runs over the FFN gates, the
+// head gates staying as they are.
 //   IntegratedGradients ig = integrated_gradients(model, *dataset, Split::val, 8, 32, 20);
 #pragma once
 
@@ -22,7 +24,8 @@
 namespace headlab {
 
 struct IntegratedGradients {
-  std::vector<double> attribution;  // [N], heads numbered site by site (HeadScores::index), nats
+  std::vector<double> attribution;  // [N], heads numbered site by site (HeadScores::index), or
+                                    // units block by block; nats
   double loss = 0;                  // L(g): the model as it is
   double baseline_loss = 0;         // L(b): every gate at the baseline
   double completeness_error = 0;    // |sum over heads of IG_h - (L(g) - L(b))|
@@ -34,6 +37,7 @@ struct IntegratedGradients {
 // gradient slabs left zeroed. Deterministic: one forward and backward per batch and step, in order.
 template <typename T>
 IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset, Split split, int64_t batches,
-                                         int64_t batch_size, int64_t steps, double baseline = 0);
+                                         int64_t batch_size, int64_t steps, double baseline = 0,
+                                         GateKind kind = GateKind::heads);
 
 }  // namespace headlab

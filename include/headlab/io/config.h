@@ -49,6 +49,9 @@ using IntList = std::vector<int64_t>;
     "heads switched on in each layer (encoder_decoder: each attention site), the first n (gate 1); the rest are "     \
     "gated to 0 from init on, so never trained; [] = all")                                                            \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
+  X(mlp_units, IntList, (IntList{}), positive(),                                                                      \
+    "hidden units of each MLP block (encoder_decoder: the encoder's blocks, then the decoder's; a model with FFN "     \
+    "units physically removed); [] = mlp_ratio * d_model everywhere")                                                 \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \
   X(dropout, double, 0.0, half_open(0, 1), "dropout on the embeddings and on each residual branch")                   \

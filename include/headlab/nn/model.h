@@ -88,6 +88,10 @@ struct ModelSpec {
   // with gate 0 and, gated, get no gradient: a layout trained from scratch, emptied sites
   // included, which layer_heads cannot express. Empty = all on. Only the initial gates depend on it.
   std::vector<int64_t> active_heads;
+  // FFN hidden units of each MLP block (mlp_block() order: an encoder_decoder's encoder blocks,
+  // then its decoder's; otherwise the stack's blocks), a model with units physically removed
+  // (nn/prune.h); empty = d_mlp in every block.
+  std::vector<int64_t> mlp_units;
   // encoder_decoder only: the encoder's blocks (n_layers counts the decoder's), and the shapes of
   // the encoder's self-attention (enc_) and of the cross-attention (cross_); the decoder's
   // self-attention is n_heads, n_kv_heads, d_head. Other kinds ignore them.
@@ -108,6 +112,12 @@ struct ModelSpec {
   AttentionShape kind_shape(AttentionKind kind) const;
   // The shape of a site's attention: its kind's, with heads_at_site query and K/V heads.
   AttentionShape attention_shape(AttentionSite site) const;
+  // Blocks with an MLP: n_layers, and an encoder_decoder's n_encoder_layers before them. A block's
+  // index among them (in mlp_units and Model::ffn_gates()): encoder block l of an
+  // encoder_decoder, else block l of the (decoder) stack. And its hidden units: mlp_units or d_mlp.
+  int64_t mlp_blocks() const;
+  int64_t mlp_block(bool encoder, int64_t layer) const;
+  int64_t units_at_block(int64_t block) const;
 };
 
 // What is wrong with a spec, or nullopt: the model's rules, in one place. Fields are spelled
@@ -173,6 +183,7 @@ struct ForwardOptions {
   bool training = false;       // dropout on
   uint64_t dropout_seed = 0;   // distinct per step and micro-batch for reproducible dropout
   bool gate_grads = false;     // record the gates as leaves so d loss / d gate is computed
+  bool ffn_gate_grads = false;  // the same for the FFN units' gates
   bool keep_probs = false;     // keep attention probabilities for attention_probs()
   double label_smoothing = 0;  // of the loss (cross_entropy's); the logits do not change
 };
@@ -198,6 +209,12 @@ class Model {
   // encoder kinds site l is layer l, "blocks/<l>/attn/gates"); not trained by the optimizer.
   Parameters<T>& gates() { return gates_; }
   const Parameters<T>& gates() const { return gates_; }
+  // FFN unit gates, one [units] table per MLP block (spec().mlp_block() order;
+  // "blocks/<l>/mlp/gates", "enc/<l>/mlp/gates"): hidden unit f of a block is multiplied by its
+  // gate before the output projection (0 = pruned). All ones unless a unit was switched off;
+  // not trained by the optimizer.
+  Parameters<T>& ffn_gates() { return ffn_gates_; }
+  const Parameters<T>& ffn_gates() const { return ffn_gates_; }
   // Where each parameter sits in params() (parameter_layout's index).
   const ParamIndex& param_index() const { return index_; }
 
@@ -290,8 +307,12 @@ class Model {
   // x + dropout(proj(a)) for an attention output a [B,T,H,Dh].
   Var<T> add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream, int site,
                        const ForwardOptions& options);
-  Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t stream,
+  // x + MLP(LN2(x)) of MLP block `mlp_block` (spec().mlp_block()), its FFN gates applied.
+  Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t mlp_block, int64_t stream,
                  const ForwardOptions& options);
+  // The output projection's weight [C, F] with the block's FFN gates folded in, W diag(g): a leaf
+  // times the gates when they are leaves (ffn_gate_grads) or not all 1, else the weight itself.
+  Var<T> gated_mlp_weight(Tape<T>& tape, const BlockParams& block, int64_t mlp_block, const ForwardOptions& options);
   ModelOutput<T> output(Tape<T>& tape, const Var<T>& x, const ModelInput& input, double label_smoothing);
   // Where a (decoder) block starts: at its self-attention or, in an encoder_decoder, at its
   // cross-attention (x then the stream after the self-attention), with the attention output there
@@ -320,6 +341,7 @@ class Model {
   ModelSpec spec_;
   Parameters<T> params_;
   Parameters<T> gates_;
+  Parameters<T> ffn_gates_;
   ParamIndex index_;  // parameter positions, so forward() does no name lookups (and no allocation)
   Buffer sinusoid_;   // [max_seq_len, d_model] when positions = sinusoidal
   std::vector<Var<T>> attention_outputs_, block_inputs_, block_mids_,
@@ -327,15 +349,37 @@ class Model {
   Var<T> final_residual_, memory_, encoder_final_residual_;
 };
 
-// One attention site's gates set to `gates` for a scope (a masked forward or decoding); the
-// model's own are put back at its end, also when the forward throws.
+// A model's two kinds of gates: one per attention head (Model::gates(), a table per attention
+// site) and one per FFN hidden unit (Model::ffn_gates(), a table per MLP block). Pruning and the
+// gate-based analyses (integrated gradients) take either.
+enum class GateKind { heads, ffn_units };
+template <typename T>
+Parameters<T>& gates_of(Model<T>& model, GateKind kind) {
+  return kind == GateKind::heads ? model.gates() : model.ffn_gates();
+}
+template <typename T>
+const Parameters<T>& gates_of(const Model<T>& model, GateKind kind) {
+  return kind == GateKind::heads ? model.gates() : model.ffn_gates();
+}
+// Forward options that record the kind's gates as leaves, so the backward gives d loss / d gate.
+inline ForwardOptions recording_gate_grads(GateKind kind) {
+  ForwardOptions o;
+  (kind == GateKind::heads ? o.gate_grads : o.ffn_gate_grads) = true;
+  return o;
+}
+
+// One gate table (an attention site's head gates, or an MLP block's unit gates) set to `gates`
+// for a scope (a masked forward, decoding, a point of a path); the model's own are put back at
+// its end, also when the forward throws.
 template <typename T>
 class ScopedSiteGates {
  public:
   ScopedSiteGates(Model<T>& model, size_t site, const std::vector<T>& gates)
-      : table_(model.gates().value(static_cast<int>(site))), kept_(table_.data(), table_.data() + table_.numel()) {
+      : ScopedSiteGates(model.gates(), site, gates) {}
+  ScopedSiteGates(Parameters<T>& tables, size_t site, const std::vector<T>& gates)
+      : table_(tables.value(static_cast<int>(site))), kept_(table_.data(), table_.data() + table_.numel()) {
     HEADLAB_CHECK(static_cast<int64_t>(gates.size()) == table_.numel(),
-                  "site " << site << " has " << table_.numel() << " heads, got " << gates.size() << " gates");
+                  "gate table " << site << " has " << table_.numel() << " entries, got " << gates.size() << " gates");
     std::copy(gates.begin(), gates.end(), table_.data());
   }
   ~ScopedSiteGates() { std::copy(kept_.begin(), kept_.end(), table_.data()); }
@@ -355,6 +399,9 @@ std::vector<ParamSpec> parameter_specs(const ModelSpec& spec);
 // The head gates' table, one per attention site ("blocks/<l>/attn/gates", "enc/<l>/attn/gates",
 // "blocks/<l>/cross/gates"; [heads]), what Model::gates() holds.
 std::vector<ParamSpec> gate_specs(const ModelSpec& spec);
+// The FFN unit gates' table, one per MLP block ("blocks/<l>/mlp/gates", "enc/<l>/mlp/gates";
+// [units]), what Model::ffn_gates() holds.
+std::vector<ParamSpec> ffn_gate_specs(const ModelSpec& spec);
 
 extern template class Model<float>;
 extern template class Model<double>;

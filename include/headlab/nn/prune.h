@@ -1,5 +1,5 @@
-// Physical head pruning: a model without some attention heads, as opposed to masking them with
-// a gate of 0. Attention site i (spec.attention_sites(): a layer of a decoder or encoder; an
+// Physical pruning: a model without some attention heads (or FFN units, below), as opposed to
+// masking them with a gate of 0. Attention site i (spec.attention_sites(): a layer of a decoder or encoder; an
 // encoder_decoder's encoder self-attention, decoder self- and cross-attention) keeps H'_i of its
 // H_i heads; the new model's spec has layer_heads = H' and its parameters are the old ones with
 // the removed heads' rows of the site's Q/K/V projections (the fused qkv; cross-attention's query
@@ -48,11 +48,32 @@ Model<T> prune_heads(const Model<T>& model, const HeadKeepMask& keep);
 template <typename T>
 void switch_off_heads(Model<T>& model, const HeadKeepMask& heads);
 
+// FFN units: [mlp block][unit] over spec.mlp_block() order (the FFN gates' order), true = keep.
+// Removing a unit cuts its row of the block's fc (weight and bias) and its column of the output
+// projection; the model computes what the model with that unit's gate at 0 computes (the unit
+// adds 0 to the projection), to float precision (the projection sums fewer terms), with fewer
+// flops. Any kind of attention (GQA/MQA included); every block keeps at least one unit.
+using UnitKeepMask = std::vector<std::vector<bool>>;
+
+template <typename T>
+UnitKeepMask units_with_nonzero_gates(const Model<T>& model);
+// Why `keep` cannot be cut out of a model of `spec`, or "": a mask of the wrong shape, a block
+// left without units.
+std::string prune_units_problem(const ModelSpec& spec, const UnitKeepMask& keep);
+// The spec with mlp_units = kept units per block (empty when every block keeps d_mlp).
+ModelSpec pruned_units_spec(const ModelSpec& spec, const UnitKeepMask& keep);
+template <typename T>
+Model<T> prune_units(const Model<T>& model, const UnitKeepMask& keep);
+
 extern template HeadKeepMask heads_with_nonzero_gates<float>(const Model<float>&);
 extern template HeadKeepMask heads_with_nonzero_gates<double>(const Model<double>&);
 extern template Model<float> prune_heads<float>(const Model<float>&, const HeadKeepMask&);
 extern template Model<double> prune_heads<double>(const Model<double>&, const HeadKeepMask&);
 extern template void switch_off_heads<float>(Model<float>&, const HeadKeepMask&);
 extern template void switch_off_heads<double>(Model<double>&, const HeadKeepMask&);
+extern template UnitKeepMask units_with_nonzero_gates<float>(const Model<float>&);
+extern template UnitKeepMask units_with_nonzero_gates<double>(const Model<double>&);
+extern template Model<float> prune_units<float>(const Model<float>&, const UnitKeepMask&);
+extern template Model<double> prune_units<double>(const Model<double>&, const UnitKeepMask&);
 
 }  // namespace headlab

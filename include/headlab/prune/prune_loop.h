@@ -42,6 +42,7 @@ enum class PruneStrategy {
   importance,
   importance_raw,
   integrated_gradients,
+  magnitude,
   random,
   entropy,
   confidence,
@@ -56,6 +57,10 @@ const char* prune_strategy_name(PruneStrategy strategy);
 
 struct PruneOptions {
   PruneStrategy strategy = PruneStrategy::importance;
+  // What is pruned: attention heads (their gates), or FFN hidden units (analysis/ffn_units.h
+  // scores them: importance, importance_raw, magnitude, integrated_gradients, random; l0 and
+  // the attention-based strategies are for heads).
+  GateKind unit = GateKind::heads;
   double step_frac = 0.1;      // F, in (0, 1): fraction of all heads pruned per round
   int64_t finetune_steps = 0;  // K: training steps after each round's pruning
   double finetune_lr = 0;      // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
@@ -92,7 +97,8 @@ void validate(const PruneOptions& options);
 // ... or that do not fit a model of `spec` (--only on a one-stack model; a physically pruned spec).
 void validate(const PruneOptions& options, const ModelSpec& spec);
 
-// A head by its attention site (the gates' table; a layer of a one-stack model) and index there.
+// A head by its attention site (the gates' table; a layer of a one-stack model) and index there;
+// or an FFN unit by its MLP block (the FFN gates' table) and index there.
 struct SiteHead {
   int64_t site = 0, head = 0;
   bool operator==(const SiteHead&) const = default;
@@ -100,12 +106,14 @@ struct SiteHead {
 
 struct PruneRound {
   int64_t round = 0;
-  int64_t step = 0;                     // the model's training step after the round (fine-tuning counts)
-  std::vector<int64_t> heads_per_site;  // active (gate != 0) heads per attention site
-  std::vector<SiteHead> pruned;         // every head with gate 0 so far, in pruning order
-  EvalStats metric;                     // on options.split
-  double bleu = -1, chrf = -1;          // translation with options.bleu; else -1
+  int64_t step = 0;                      // the model's training step after the round (fine-tuning counts)
+  std::vector<int64_t> heads_per_site;   // active (gate != 0) heads per attention site
+  std::vector<int64_t> units_per_block;  // active FFN units per MLP block
+  std::vector<SiteHead> pruned;          // every head (or unit, options.unit) with gate 0 so far, in pruning order
+  EvalStats metric;                      // on options.split
+  double bleu = -1, chrf = -1;           // translation with options.bleu; else -1
   int64_t heads_total() const;
+  int64_t units_total() const;
 };
 
 // Runs the strategy's schedule on `model` (left with the last round's gates and fine-tuned
@@ -121,9 +129,10 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
 // at `start_step` (after the last step: train.lr * min_lr_ratio), where training left the model.
 double finetune_rate(const Config& config, const PruneOptions& options, int64_t start_step);
 
-// One score per head (numbered site by site, as heads.csv) of the model as it is; the lowest is
-// pruned first (the sign conventions are in prune_loop.cpp). Not for l0.
-std::vector<double> head_scores(Model<float>& model, const Config& config, const Dataset& dataset,
+// One score per head (numbered site by site, as heads.csv) or FFN unit (block by block, as
+// units.csv) of the model as it is, as options.unit says; the lowest is pruned first (the sign
+// conventions are in prune_loop.cpp). Not for l0.
+std::vector<double> unit_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options);
 
 // The `count` heads to prune next: heads that are active and prunable, in ascending (score,
@@ -136,7 +145,7 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
+// "<strategy>[_ffn][_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
 // default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears
 // where it changes the result (random order, fine-tuning, L0), the L0 penalty where it is not the
 // default (PruneOptions{}.l0_penalty), so the folders of runs before it existed keep their names.

@@ -3,8 +3,8 @@
 //   EvalStats e = evaluate(model, dataset, Split::val, n_batches, batch, tape);
 // A pruning curve evaluates one model on the same batches round after round while heads are
 // only switched off; PruningEvaluation gives evaluate()'s numbers bit for bit and reruns only
-// the layers from the lowest one whose gates changed (nn/saved_forward.h); an encoder_decoder's
-// rounds run whole.
+// the layers from the lowest one whose head or FFN gates changed (nn/saved_forward.h); an
+// encoder_decoder's rounds run whole.
 //   PruningEvaluation curve(dataset, Split::val, n_batches, batch_size);
 //   for (...) { set gates to 0; EvalStats e = curve.evaluate(model, tape); }
 //   curve.forget();  // after changing the parameters (fine-tuning)
@@ -48,7 +48,7 @@ class PruningEvaluation {
  private:
   struct SavedBatch {
     SavedForward<float> forward;
-    std::vector<std::vector<float>> gates;  // per layer, the gates `forward` was run with
+    std::vector<std::vector<float>> gates, ffn_gates;  // per layer, the gates `forward` was run with
     CrossEntropyStats stats;                // of its logits
     bool valid = false;
   };
