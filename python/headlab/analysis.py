@@ -9,8 +9,15 @@ on a Model and the batches of a split (data.eval_batches):
     integrated_gradients    (g_h - b) times the mean over N midpoints a_k = (k + 1/2) / N of dL/dxi_h at
                             xi = b + a_k (g - b), L the split's mean loss (Sundararajan et al. 2017)
 
+FFN units (`headlab analyze --ffn`, src/analysis/ffn_units.cpp), per MLP block (the FFN gates' order):
+
+    importance[b][f]        mean over batches of |dL/dg_f|, L the batch's mean loss, g the unit's gate
+    magnitude[b][f]         |g_f| ||W_fc[f,:]|| ||W_proj[:,f]||
+    integrated_gradients    as for heads, over the FFN gates
+
     s = head_scores(model, eval_batches(ckpt.config, "val"))
     ig = integrated_gradients(model, eval_batches(ckpt.config, "val"), steps=20)
+    u = ffn_unit_scores(model, eval_batches(ckpt.config, "val"), ig_steps=8)
 """
 from __future__ import annotations
 
@@ -134,3 +141,80 @@ def integrated_gradients(model, batches, steps: int, baseline: float = 0.0) -> d
         loss, _ = mean_loss(1.0, False)
         baseline_loss, _ = mean_loss(0.0, False)
     return dict(attribution=attribution, loss=loss, baseline_loss=baseline_loss)
+
+
+def mlp_blocks(model) -> list:
+    """The blocks with an MLP in the FFN gates' order: an encoder_decoder's encoder blocks, then its
+    decoder's; otherwise the stack's."""
+    encoder = [model.enc.layer(l) for l in range(model.enc.n_layers)] if hasattr(model, "enc") else []
+    return encoder + list(model.blocks)
+
+
+def _with_ffn_gates(model, gates, fn):
+    """fn() with each MLP block's gates set to `gates` (tensors, maybe requiring grad), then restored."""
+    blocks = mlp_blocks(model)
+    own = [b.mlp.gates for b in blocks]
+    try:
+        for b, g in zip(blocks, gates):
+            b.mlp.gates = g
+        return fn()
+    finally:
+        for b, g in zip(blocks, own):
+            b.mlp.gates = g
+
+
+def _batch_terms(model, batches):
+    """(loss sum, scored targets) of each batch, with the model's current gates."""
+    for tokens, targets, labels, key_padding, *source in batches:
+        source = dict(source=source[0], source_padding=source[1]) if source else {}
+        out = model(tokens, key_padding=key_padding, **source)
+        s, n = _example_losses(model, out, targets, labels)
+        if int(n.sum()) > 0:
+            yield s.sum(), int(n.sum())
+
+
+def ffn_unit_scores(model, batches, ig_steps: int = 0) -> dict:
+    """`headlab analyze --ffn`: {"importance", "magnitude"[, "integrated_gradients"]}, each one list
+    of floats per MLP block, and "loss"."""
+    blocks = mlp_blocks(model)
+    dtype = model.tok_emb.weight.dtype
+    own = [b.mlp.gates.detach().clone().to(dtype) for b in blocks]
+    out = {"magnitude": [], "importance": []}
+    for b, g in zip(blocks, own):
+        rows = b.mlp.fc.weight.detach().double().norm(dim=1)
+        cols = b.mlp.proj.weight.detach().double().norm(dim=0)
+        out["magnitude"].append((g.double().abs() * rows * cols).tolist())
+
+    def importance():
+        gates = [g.clone().requires_grad_(True) for g in own]
+        sums, n_batches, total, count = [torch.zeros(len(g), dtype=torch.float64) for g in own], 0, 0.0, 0
+
+        def run():
+            nonlocal n_batches, total, count
+            for s, n in _batch_terms(model, batches):
+                for k, g in enumerate(torch.autograd.grad(s / n, gates)):
+                    sums[k] += g.detach().double().abs()
+                n_batches += 1
+                total += float(s)
+                count += n
+        _with_ffn_gates(model, gates, run)
+        return [((x / n_batches) * (g != 0)).tolist() for x, g in zip(sums, own)], total / count
+
+    out["importance"], out["loss"] = importance()
+    if ig_steps > 0:
+        path = [torch.zeros(len(g), dtype=torch.float64) for g in own]
+        for k in range(ig_steps):
+            a = (k + 0.5) / ig_steps
+            gates = [(a * g).requires_grad_(True) for g in own]
+
+            def point():
+                grads, total = [torch.zeros(len(g), dtype=torch.float64) for g in own], 0
+                for s, n in _batch_terms(model, batches):
+                    for j, g in enumerate(torch.autograd.grad(s, gates)):
+                        grads[j] += g.detach().double()
+                    total += n
+                return [g / total for g in grads]
+            for j, g in enumerate(_with_ffn_gates(model, gates, point)):
+                path[j] += g / ig_steps
+        out["integrated_gradients"] = [(g.double() * p).tolist() for g, p in zip(own, path)]
+    return out

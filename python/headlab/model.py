@@ -144,8 +144,9 @@ class Block(nn.Module):
     def add_mlp(self, x):
         h = self.mlp.fc(self.ln2(x))
         h = F.gelu(h, approximate="tanh") if self.activation == "gelu" else F.relu(h)
-        if self.attn.gated and not bool((self.mlp.gates == 1).all()):  # all 1: the ungated MLP, as headlab skips it
-            h = h * self.mlp.gates
+        g = self.mlp.gates  # all 1 and no gradient asked of them: the ungated MLP, as headlab skips it
+        if self.attn.gated and (g.requires_grad or not bool((g == 1).all())):
+            h = h * g
         return x + self.mlp.proj(h)
 
 

@@ -13,6 +13,7 @@ Losses must agree to 1e-5 relative, importance to 1e-5 relative (+1e-8 absolute)
 deltas (differences of two losses) to 5e-6 nats + 1e-5 relative. Integrated gradients (means of
 gate gradients along a path, each a float32 backward) to 1e-4 relative + 1e-7 nats.
 """
+import csv
 import glob
 import json
 import os
@@ -24,7 +25,7 @@ import pytest
 import torch
 
 import headlab
-from headlab.analysis import head_scores, integrated_gradients, split_loss
+from headlab.analysis import ffn_unit_scores, head_scores, integrated_gradients, split_loss
 from headlab.data import classify_examples, eval_batches
 
 from conftest import DECODERS, ENCODERS, run_headlab
@@ -116,6 +117,24 @@ def test_integrated_gradients_match_the_binary(variant, train_variant, tmp_path)
     assert abs(py_error - error) <= 1e-4 * abs(change) + 1e-7
 
 
+@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "enc_first_gqa"])
+def test_ffn_unit_scores_match_the_binary(variant, train_variant, tmp_path):
+    # units.csv of `headlab analyze --ffn --ig-steps 8` against forward passes in torch.
+    path = checkpoint_of(train_variant(variant))
+    ckpt = headlab.load_checkpoint(path)
+    run_headlab("analyze", path, "--out", tmp_path, "--no-similarity", "--no-ablation", "--threads", "1", "--ffn",
+                "--ig-steps", 8)
+    with open(tmp_path / "units.csv") as f:
+        rows = list(csv.DictReader(f))
+    py = ffn_unit_scores(headlab.Model.from_checkpoint(ckpt).double(), batches_for(ckpt), ig_steps=8)
+    flat = {k: [x for block in py[k] for x in block] for k in ("importance", "magnitude", "integrated_gradients")}
+    assert len(rows) == len(flat["importance"])
+    for k, row in enumerate(rows):
+        for column, rtol, atol in (("importance", 1e-4, 1e-8), ("magnitude", 1e-6, 1e-9),
+                                   ("integrated_gradients", 1e-4, 1e-7)):
+            assert abs(float(row[column]) - flat[column][k]) <= atol + rtol * abs(flat[column][k]), (row, column)
+
+
 def test_float32_model_matches_too(train_variant):
     path = checkpoint_of(train_variant("mha"))
     ckpt = headlab.load_checkpoint(path)
@@ -189,6 +208,29 @@ def test_a_checkpoint_written_from_python_evaluates_in_headlab_to_the_same_loss(
     assert abs(py - binary["loss"]) <= LOSS_RTOL * binary["loss"]
     assert abs(eval_loss(edited) - py) <= LOSS_RTOL * py
     assert "model" in run_headlab("info", edited).decode()
+
+
+@pytest.mark.parametrize("variant", ["mha", "gqa_tied_sin_nobias_relu", "enc_mean_nobias_sin_relu"])
+def test_ffn_units_gated_and_cut_out_score_as_the_binary(variant, train_variant, tmp_path):
+    # headlab prune --unit ffn: pruned.h5 holds the FFN gates (some 0), pruned_small.h5 has the
+    # units cut out (model.mlp_units); both score the same in Python as in headlab.
+    path = checkpoint_of(train_variant(variant))
+    out = tmp_path / "prune"
+    run_headlab("prune", path, "--unit", "ffn", "--strategy", "magnitude", "--step-frac", "0.3", "--batches", "2",
+                "--score-batches", "2", "--out", out, "--threads", "1")
+    for name in ("pruned.h5", "pruned_small.h5"):
+        ckpt = headlab.load_checkpoint(str(out / name))
+        model = headlab.Model.from_checkpoint(ckpt).double()
+        if name == "pruned.h5":
+            gates = [ckpt.params[f"blocks/{l}/mlp/gates"] for l in range(ckpt.spec["n_layers"])]
+            assert all(int((g != 0).sum()) == 1 for g in gates)  # every block down to one unit
+        else:
+            assert ckpt.config["model"]["mlp_units"] == [1] * ckpt.spec["n_layers"]
+        py = split_loss(model, batches_for(ckpt))
+        assert abs(eval_loss(str(out / name)) - py) <= LOSS_RTOL * py, name
+        again = str(tmp_path / f"rewritten_{name}")
+        model.float().save_checkpoint(again)  # Python writes the gates back as headlab does
+        assert abs(eval_loss(again) - py) <= LOSS_RTOL * py, name
 
 
 def test_rewriting_a_checkpoint_keeps_every_tensor_bit_for_bit(train_variant, tmp_path):
