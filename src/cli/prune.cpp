@@ -1,6 +1,7 @@
 // headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|integrated_gradients|magnitude|random|entropy|
 //                                     confidence|ablation|l0|none [--ig-steps N] [--unit heads|ffn]
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
+//                          [--recover finetune|distill [--distill-alpha A] [--distill-temperature T]]
 //                          [--rounds N] [--seed N]
 //                          [--split val|test] [--batches N] [--score-batches N]
 //                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze]
@@ -58,6 +59,13 @@ int run_prune(int argc, char** argv) {
       "ig-steps", "integrated_gradients: points of the gates' path", cxxopts::value<int64_t>()->default_value("20"))(
       "unit", "what to prune: heads (attention heads) or ffn (FFN hidden units)",
       cxxopts::value<std::string>()->default_value("heads"))(
+      "recover",
+      "how the fine-tuning steps train: finetune (the hard targets) or distill (the model as loaded teaches its "
+      "pruned self: (1 - alpha) hard + alpha soft loss)",
+      cxxopts::value<std::string>()->default_value("finetune"))(
+      "distill-alpha", "--recover distill: weight of the soft loss", cxxopts::value<double>()->default_value("0.5"))(
+      "distill-temperature", "--recover distill: temperature of both softmaxes",
+      cxxopts::value<double>()->default_value("2"))(
       "lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
@@ -71,8 +79,8 @@ int run_prune(int argc, char** argv) {
       "sentences", "translation: BLEU of every round over the split's first N sentences (default all)",
       cxxopts::value<int64_t>())("no-bleu", "translation: no BLEU, the loss only")(
       "out",
-      "output folder (default: <run folder>/prune/<strategy>[_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>]"
-      "[_penalty_<P>][_frozen])",
+      "output folder (default: <run folder>/prune/<strategy>[_ffn][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>]"
+      "[_lambda<X>][_penalty_<P>][_frozen])",
       cxxopts::value<std::string>())(
       "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
@@ -88,6 +96,14 @@ int run_prune(int argc, char** argv) {
   const std::string unit = args["unit"].as<std::string>();
   HEADLAB_CHECK(unit == "heads" || unit == "ffn", "--unit must be heads or ffn, got '" << unit << "'");
   o.unit = unit == "ffn" ? GateKind::ffn_units : GateKind::heads;
+  const std::string recover = args["recover"].as<std::string>();
+  HEADLAB_CHECK(recover == "finetune" || recover == "distill",
+                "--recover must be finetune or distill, got '" << recover << "'");
+  o.distill = recover == "distill";
+  HEADLAB_CHECK(o.distill || !(args.count("distill-alpha") || args.count("distill-temperature")),
+                "--distill-alpha and --distill-temperature apply only to --recover distill");
+  o.distill_alpha = args["distill-alpha"].as<double>();
+  o.distill_temperature = args["distill-temperature"].as<double>();
   const bool l0 = o.strategy == PruneStrategy::l0;
   o.step_frac = args["step-frac"].as<double>();
   o.finetune_steps = *count_option<int64_t>(args, "finetune-steps", 0);

@@ -73,7 +73,7 @@ PruneStrategy parse_prune_strategy(const std::string& name) {
 const char* const kPruneCsvHeader =
     "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
     "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty,unit,units_pruned,units_kept,"
-    "units_per_block,pruned_units";
+    "units_per_block,pruned_units,recover,distill_alpha,distill_temperature";
 
 // The heads_* columns describe a heads run (pruned heads in pruning order), the units_* columns a
 // --unit ffn run; fraction_pruned is of whichever was pruned. The other unit's columns are empty,
@@ -100,7 +100,9 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
              m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", ffn ? "" : listed(r.pruned), only,
              r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",
              l0 ? l0_penalty_name(options.l0_penalty) : "", ffn ? "ffn" : "heads", ffn ? n_pruned : "",
-             ffn ? n_kept : "", counts(r.units_per_block), ffn ? listed(r.pruned) : ""});
+             ffn ? n_kept : "", counts(r.units_per_block), ffn ? listed(r.pruned) : "",
+             options.distill ? "distill" : "finetune", options.distill ? csv_number("%g", options.distill_alpha) : "",
+             options.distill ? csv_number("%g", options.distill_temperature) : ""});
   }
   return csv.text();
 }
@@ -111,6 +113,7 @@ std::string prune_run_name(const PruneOptions& options) {
   if (options.unit == GateKind::ffn_units) name += "_ffn";
   for (AttentionKind k : options.only) name.append("_").append(attention_kind_name(k));
   if (!l0 && options.finetune_steps > 0) name += "_ft" + std::to_string(options.finetune_steps);
+  if (options.distill) name += "_distill";
   if (!l0 && options.recompute) name += "_recompute";
   if (options.strategy == PruneStrategy::random || options.finetune_steps > 0 || l0)
     name += "_seed" + std::to_string(options.seed);

@@ -17,6 +17,7 @@
 #include "headlab/common/hash.h"
 #include "headlab/optim/schedule.h"
 #include "headlab/prune/l0_gates.h"
+#include "headlab/train/distillation.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
 
@@ -202,6 +203,11 @@ void validate(const PruneOptions& o) {
                                           << " scores heads; FFN units take importance, importance_raw, "
                                              "integrated_gradients, magnitude, random or none");
   HEADLAB_CHECK(ffn || s != PruneStrategy::magnitude, "--strategy magnitude scores FFN units (--unit ffn)");
+  HEADLAB_CHECK(!o.distill || o.finetune_steps > 0 || s == PruneStrategy::l0,
+                "--recover distill trains the pruned model: it needs --finetune-steps K (or --strategy l0)");
+  HEADLAB_CHECK(o.distill_alpha >= 0 && o.distill_alpha <= 1, "--distill-alpha must be in [0, 1], got " << o.distill_alpha);
+  HEADLAB_CHECK(o.distill_temperature > 0 && std::isfinite(o.distill_temperature),
+                "--distill-temperature must be positive, got " << o.distill_temperature);
 }
 
 std::vector<AttentionKind> parse_attention_kinds(const std::vector<std::string>& names) {
@@ -356,6 +362,14 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                       config.train.grad_clip,
                       hash_combine(static_cast<uint64_t>(config.train.seed), options.seed)};
   ctx.label_smoothing = config.train.label_smoothing;
+  // Distillation: the model as loaded teaches its pruned self through every fine-tuning step.
+  std::unique_ptr<Model<float>> teacher;
+  std::unique_ptr<Distillation> distillation;
+  if (options.distill) {
+    teacher = copy_of(model);
+    distillation.reset(new Distillation{*teacher, options.distill_alpha, options.distill_temperature});
+    ctx.distillation = distillation.get();
+  }
 
   if (options.strategy == PruneStrategy::l0) {
     L0Options l0_options;

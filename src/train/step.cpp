@@ -5,6 +5,7 @@
 
 #include "headlab/common/hash.h"
 #include "headlab/dist/dist.h"
+#include "headlab/ops/distillation.h"
 #include "headlab/ops/elementwise.h"
 #include "headlab/optim/clip.h"
 
@@ -45,6 +46,24 @@ class PhaseClock {
   StepPhases* phases_;
   std::chrono::steady_clock::time_point start_, last_;
 };
+// The teacher's logits of a micro-batch into d.logits (its own tape: nothing of it is recorded
+// on the student's).
+void teacher_logits(Distillation& d, const ModelInput& input) {
+  Tape<float> tape(d.arena);
+  NoGradGuard<float> no_grad(tape);
+  const Tensor<float> logits = d.teacher.forward(tape, input, {}).logits.value();
+  d.logits.assign(logits.data(), logits.data() + logits.numel());
+  tape.reset();
+}
+
+// (1 - alpha) hard + alpha soft, over the rows the hard loss scores.
+Var<float> distilled(Distillation& d, const ModelOutput<float>& out, const ModelInput& input) {
+  Tape<float>& tape = *out.logits.tape;
+  const Var<float> teacher = tape.constant(Tensor<float>(d.logits.data(), out.logits.shape()));
+  const Var<float> soft = distillation_loss(out.logits, teacher, input.targets, -1, d.temperature);
+  return add(scale(out.loss, 1 - d.alpha), scale(soft, d.alpha));
+}
+
 }  // namespace
 
 StepStats train_step(TrainingContext& ctx, int64_t step) {
@@ -71,14 +90,17 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       options.training = true;
       options.dropout_seed = micro_batch_seed(ctx.seed, step, micro);
       options.label_smoothing = ctx.label_smoothing;
+      const ModelInput input = model_input(ctx.model.spec(), batch);
+      if (ctx.distillation) teacher_logits(*ctx.distillation, input);
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
-      ModelOutput<float> out = ctx.model.forward(ctx.tape, model_input(ctx.model.spec(), batch), options, gates);
+      ModelOutput<float> out = ctx.model.forward(ctx.tape, input, options, gates);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);
       clock.lap(&StepPhases::forward);
       // Each micro-batch's gradient of loss / grad_accum, on its own (zeroed) slab; the slabs are
       // then added in MicroBatchSum's tree, the order a data-parallel job reproduces.
       params.zero_grad();
-      const Var<float> objective = ctx.gate_sampler ? add(out.loss, ctx.gate_sampler->penalty(ctx.tape)) : out.loss;
+      Var<float> objective = ctx.distillation ? distilled(*ctx.distillation, out, input) : out.loss;
+      if (ctx.gate_sampler) objective = add(objective, ctx.gate_sampler->penalty(ctx.tape));
       ctx.tape.backward(scale(objective, 1.0 / static_cast<double>(ctx.grad_accum)));
       clock.lap(&StepPhases::backward);
       ctx.tape.reset();

@@ -22,6 +22,7 @@
 #include "headlab/io/csv.h"
 #include "headlab/io/provenance.h"
 #include "headlab/train/checkpointing.h"
+#include "headlab/train/distillation.h"
 #include "headlab/train/evaluate.h"
 #include "headlab/train/run_folder.h"
 #include "headlab/train/setup.h"
@@ -452,6 +453,14 @@ RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics)
                       tc.grad_clip,
                       static_cast<uint64_t>(tc.seed)};
   ctx.label_smoothing = tc.label_smoothing;
+  // Distillation (train.teacher): the teacher's model, loaded once; its logits join each micro-batch's loss.
+  std::unique_ptr<Model<float>> teacher;
+  std::unique_ptr<Distillation> distillation;
+  if (!tc.teacher.empty()) {
+    teacher = load_teacher(tc.teacher, run.model.spec(), run.dataset.tokenizer());
+    distillation.reset(new Distillation{*teacher, tc.distill_alpha, tc.distill_temperature});
+    ctx.distillation = distillation.get();
+  }
   StepLog log(run, progress, metrics, eval_batch, tape);  // starts the clock
   RunResult result;
 

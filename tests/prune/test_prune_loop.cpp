@@ -183,6 +183,34 @@ TEST_CASE("fine-tuning between rounds trains the model but never reopens a prune
   CHECK(changed > model.params().count() / 2);
 }
 
+TEST_CASE("recovery by distillation: alpha 0 is fine-tuning bit for bit; alpha 0.5 trains differently",
+          "[prune][distill]") {
+  PruneOptions o = fast_options(PruneStrategy::importance);
+  o.finetune_steps = 3;
+  const Pruned tuned(o);
+  o.distill = true;
+  o.distill_alpha = 0;
+  const Pruned zero(o);
+  o.distill_alpha = 0.5;
+  const Pruned half(o);
+  REQUIRE(zero.rounds.size() == tuned.rounds.size());
+  for (size_t r = 0; r < tuned.rounds.size(); ++r) {
+    CHECK(zero.rounds[r].metric.loss == tuned.rounds[r].metric.loss);
+    CHECK(zero.rounds[r].pruned == tuned.rounds[r].pruned);
+  }
+  const Parameters<float>&a = tuned.checkpoint.model->params(), &b = zero.checkpoint.model->params(),
+                    &c = half.checkpoint.model->params();
+  CHECK(std::equal(a.values(), a.values() + a.slab_size(), b.values()));
+  CHECK_FALSE(std::equal(a.values(), a.values() + a.slab_size(), c.values()));
+  CHECK(half.rounds[1].metric.loss != tuned.rounds[1].metric.loss);
+  const std::string csv = prune_csv(half.rounds, o);
+  CHECK(csv.find(",distill,0.5,2") != std::string::npos);
+  CHECK(prune_run_name(o) == "importance_ft3_distill_seed0");
+  PruneOptions bad = fast_options(PruneStrategy::importance);
+  bad.distill = true;
+  CHECK_THROWS_WITH(validate(bad), Catch::Contains("--recover distill trains the pruned model"));
+}
+
 TEST_CASE("heads are chosen by ascending score, ties by index, never a layer's last head", "[prune]") {
   // 2 layers x 3 heads; layer 0 holds the three lowest scores.
   const std::vector<double> scores = {0.1, 0.2, 0.3, 0.5, 0.2, 0.9};

@@ -14,6 +14,7 @@
 #include "headlab/train/run_folder.h"
 #include "headlab/nn/prune.h"
 #include "headlab/train/checkpointing.h"
+#include "headlab/train/distillation.h"
 #include "headlab/train/evaluate.h"
 #include "headlab/train/setup.h"
 #include "headlab/train/step.h"
@@ -72,6 +73,60 @@ TEST_CASE("a small model drives the loss on learnable text far below its start",
   INFO("final val loss " << *r.val_loss);
   CHECK(*r.val_loss < 1.0);
   CHECK(r.end == RunEnd::finished);
+}
+
+TEST_CASE("distillation: alpha 0 is plain training bit for bit; a teacher equal to the student gives no soft "
+          "gradient; a teacher of other outputs is one line",
+          "[train][distill]") {
+  Scratch s;
+  Config c = tiny_config(s);
+  c.train.steps = 4;
+  c.train.eval_every = c.train.checkpoint_every = 4;
+  run_training(c, quiet_run(s.dir / "teacher"));
+  const std::string teacher = (s.dir / "teacher" / "checkpoints" / "step_4.h5").string();
+  auto final_params = [&](const Config& config, const std::string& name) {
+    run_training(config, quiet_run(s.dir / name));
+    Model<float> m(model_spec(config));
+    load_training_checkpoint((s.dir / name / "checkpoints" / "step_4.h5").string(), m, nullptr);
+    return std::vector<float>(m.params().values(), m.params().values() + m.params().slab_size());
+  };
+  const std::vector<float> plain = final_params(c, "plain");
+  Config zero = c;
+  zero.train.teacher = teacher;
+  zero.train.distill_alpha = 0;
+  CHECK(final_params(zero, "alpha0") == plain);
+  Config half = zero;
+  half.train.distill_alpha = 0.5;
+  CHECK(final_params(half, "alpha_half") != plain);
+
+  // The teacher as the student's start with alpha 1: the student's logits are the teacher's (no
+  // dropout), so the soft loss's gradient is 0 but for rounding; with half the hard loss it is not.
+  {
+    const Config tc = checkpoint_config(teacher);
+    Model<float> student(model_spec(tc));
+    load_training_checkpoint(teacher, student, nullptr);
+    auto dataset = make_dataset(tc);
+    std::unique_ptr<Model<float>> t = load_teacher(teacher, student.spec(), dataset->tokenizer());
+    auto optimizer = make_optimizer(tc, student.params());
+    Arena arena;
+    Tape<float> tape(arena);
+    BatchPrefetcher batches(*dataset, Split::train, tc.train.batch_size, false);
+    Distillation d{*t, 1.0, 2.0};
+    TrainingContext ctx{student, *optimizer, batches, tape, schedule_options(tc), 1, 0.0, 0};
+    ctx.distillation = &d;
+    ctx.update_parameters = false;
+    const double soft_only = train_step(ctx, 0).grad_norm;
+    d.alpha = 0.5;
+    const double mixed = train_step(ctx, 0).grad_norm;
+    CHECK(mixed > 0);
+    CHECK(soft_only <= 1e-5 * mixed);
+  }
+
+  Config other = c;
+  other.model.vocab_size = 300;
+  other.train.teacher = teacher;
+  CHECK_THROWS_WITH(run_training(other, quiet_run(s.dir / "mismatched")),
+                    Catch::Contains("model.vocab_size = 256, the student's is 300"));
 }
 
 TEST_CASE("a run stopped between checkpoints and resumed ends bit-identical to a straight run", "[train][resume]") {

@@ -124,6 +124,10 @@ using IntList = std::vector<int64_t>;
   X(momentum, double, 0.9, half_open(0, 1), "sgd momentum (0 = plain sgd)")                                      \
   X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                    \
   X(label_smoothing, double, 0.0, half_open(0, 1), "eps of the training loss's targets; val_loss is the NLL")    \
+  X(teacher, std::string, "", any(),                                                                             \
+    "a checkpoint to distil from: the loss mixes the teacher's soft targets in (Hinton et al.); \"\" = none")       \
+  X(distill_alpha, double, 0.5, closed(0, 1), "with train.teacher: weight of the soft loss, 1 - it the hard's")   \
+  X(distill_temperature, double, 2.0, positive(), "with train.teacher: temperature of both softmaxes")           \
   X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                      \
   X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                         \
   X(decay_embeddings, bool, true, any(), "apply weight decay to token and position embeddings")                  \

@@ -63,6 +63,10 @@ struct PruneOptions {
   GateKind unit = GateKind::heads;
   double step_frac = 0.1;      // F, in (0, 1): fraction of all heads pruned per round
   int64_t finetune_steps = 0;  // K: training steps after each round's pruning
+  // How those steps train: on the hard targets (fine-tuning), or distilled from the model as
+  // loaded, the unpruned teacher (train/step.h's Distillation: (1 - alpha) hard + alpha soft).
+  bool distill = false;
+  double distill_alpha = 0.5, distill_temperature = 2.0;
   double finetune_lr = 0;      // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
   bool recompute = false;      // scores again after every round (after fine-tuning)
   int64_t rounds = 0;          // none only: rounds of fine-tuning; 0 = as many as pruning takes
@@ -145,7 +149,7 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_ffn][_<kind>...][_ft<K>][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
+// "<strategy>[_ffn][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
 // default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears
 // where it changes the result (random order, fine-tuning, L0), the L0 penalty where it is not the
 // default (PruneOptions{}.l0_penalty), so the folders of runs before it existed keep their names.

@@ -47,6 +47,17 @@ struct StepPhases {
   double total = 0;
 };
 
+// Knowledge distillation (train.teacher, prune --recover distill): each micro-batch's objective is
+// (1 - alpha) * the hard loss + alpha * distillation_loss(student, teacher, temperature)
+// (ops/distillation.h), the teacher's logits from its own forward on the same batch (no dropout,
+// no gradient). The reported loss stays the hard one. alpha = 0 is plain training, bit for bit.
+struct Distillation {
+  Model<float>& teacher;
+  double alpha = 0.5, temperature = 2.0;
+  Arena arena{};                // the teacher's forwards
+  std::vector<float> logits{};  // the teacher's logits of the micro-batch, kept through the backward
+};
+
 struct TrainingContext {
   Model<float>& model;
   Optimizer<float>& optimizer;
@@ -58,6 +69,7 @@ struct TrainingContext {
   uint64_t seed = 0;                    // train.seed
   double label_smoothing = 0;           // train.label_smoothing: of the training loss only
   GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
+  Distillation* distillation = nullptr;  // null = the hard loss alone
   // false: the step computes the loss and the gradients (a gate sampler's) but leaves the
   // model's parameters and optimizer as they are (L0 gates trained on a frozen model).
   bool update_parameters = true;
