@@ -196,6 +196,9 @@ void validate(const PruneOptions& o) {
   HEADLAB_CHECK(o.search.beam >= 1, "--beam must be positive, got " << o.search.beam);
   const bool ffn = o.unit == GateKind::ffn_units;
   const PruneStrategy s = o.strategy;
+  HEADLAB_CHECK(!ffn || s != PruneStrategy::l0,
+                "--unit ffn: L0 gates on FFN units are not built yet; prune units by a score (e.g. --strategy "
+                "importance)");
   HEADLAB_CHECK(!ffn || s == PruneStrategy::importance || s == PruneStrategy::importance_raw ||
                     s == PruneStrategy::integrated_gradients || s == PruneStrategy::magnitude ||
                     s == PruneStrategy::random || s == PruneStrategy::none,
@@ -321,8 +324,6 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                                         const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   validate(options, model.spec());
-  HEADLAB_CHECK(options.unit == GateKind::heads || options.strategy != PruneStrategy::l0,
-                "--strategy l0 gates heads; L0 gates on FFN units are not built yet");
   const GateNumbering heads(model, options.unit, options.only);
   Parameters<float>& gates = gates_of(model, options.unit);
   const int64_t n = heads.total();
