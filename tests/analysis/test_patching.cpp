@@ -21,6 +21,19 @@
 
 using namespace headlab;
 
+namespace {
+
+// Clean and corrupted inputs alike: every patch gives the clean metric, bit for bit.
+void check_changes_nothing(const ActivationPatching& p) {
+  REQUIRE(p.clean == p.corrupt);
+  for (double v : p.head_out) CHECK(v == p.clean);
+  for (const auto& site : p.qkv)
+    for (double v : site) CHECK(v == p.clean);
+  for (double v : p.resid) CHECK(v == p.clean);
+}
+
+}  // namespace
+
 TEST_CASE("patching the clean run into itself changes nothing, bit for bit", "[analysis][patching]") {
   const int64_t kv = GENERATE(2, 1);
   ModelSpec spec = test::tiny_spec(ModelKind::decoder, 11, 2, kv, 8);
@@ -29,11 +42,7 @@ TEST_CASE("patching the clean run into itself changes nothing, bit for bit", "[a
   PatchingInputs in = repeated_token_pairs(3, 4, 11, 2);
   in.corrupt = in.clean;
   const ActivationPatching p = activation_patching(model, in);
-  REQUIRE(p.clean == p.corrupt);
-  for (double v : p.head_out) CHECK(v == p.clean);
-  for (const auto& site : p.qkv)
-    for (double v : site) CHECK(v == p.clean);
-  for (double v : p.resid) CHECK(v == p.clean);
+  check_changes_nothing(p);
   const PathPatching pp = path_patching(model, in);
   for (const auto& site : pp.scores)
     for (double v : site)
@@ -146,12 +155,7 @@ TEST_CASE(
   CHECK(p.forwards == 2 * 4 * 4 + 2 * (2 + 4) * 4 + 2 * 6 + 2 * 5 + 6);
 
   in.corrupt_source = in.clean_source;
-  const ActivationPatching same = activation_patching(model, in);
-  REQUIRE(same.clean == same.corrupt);
-  for (double v : same.head_out) CHECK(v == same.clean);
-  for (const auto& site : same.qkv)
-    for (double v : site) CHECK(v == same.clean);
-  for (double v : same.resid) CHECK(v == same.clean);
+  check_changes_nothing(activation_patching(model, in));
 }
 
 TEST_CASE(
