@@ -78,10 +78,9 @@ TEST_CASE("bad command lines are one line naming the argument, exit code 2, with
        "headlab prune: error: unknown strategy 'entropi'; did you mean 'entropy'?"},
       {{"prune", "x.h5", "--strategy", "l0", "--lambda", "1", "--l0-penalty", "meen"},
        "headlab prune: error: unknown l0 penalty 'meen'; did you mean 'mean'?"},
-      {{"prune", "x.h5", "--strategy", "magnitude"},
-       "headlab prune: error: unknown strategy 'magnitude' (expected importance, importance_raw, integrated_gradients, "
-       "random, entropy, "
-       "confidence, ablation, l0 or none)"},
+      {{"prune", "x.h5", "--strategy", "weight_norm"},
+       "headlab prune: error: unknown strategy 'weight_norm' (expected importance, importance_raw, "
+       "integrated_gradients, magnitude, random, entropy, confidence, ablation, l0 or none)"},
       {{"prune", "x.h5", "--strategy", "random", "--split", "tets"},
        "headlab prune: error: unknown split 'tets'; did you mean 'test'?"},
       {{"eval", "x.h5", "--split", "vall"}, "headlab eval: error: unknown split 'vall'; did you mean 'val'?"},

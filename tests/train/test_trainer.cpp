@@ -75,19 +75,20 @@ TEST_CASE("a small model drives the loss on learnable text far below its start",
   CHECK(r.end == RunEnd::finished);
 }
 
-TEST_CASE("distillation: alpha 0 is plain training bit for bit; a teacher equal to the student gives no soft "
-          "gradient; a teacher of other outputs is one line",
-          "[train][distill]") {
+TEST_CASE(
+    "distillation: alpha 0 is plain training bit for bit; a teacher equal to the student gives no soft "
+    "gradient; a teacher of other outputs is one line",
+    "[train][distill]") {
   Scratch s;
   Config c = tiny_config(s);
   c.train.steps = 4;
   c.train.eval_every = c.train.checkpoint_every = 4;
   run_training(c, quiet_run(s.dir / "teacher"));
-  const std::string teacher = (s.dir / "teacher" / "checkpoints" / "step_4.h5").string();
+  const std::string teacher = newest_checkpoint((s.dir / "teacher").string())->path;
   auto final_params = [&](const Config& config, const std::string& name) {
     run_training(config, quiet_run(s.dir / name));
     Model<float> m(model_spec(config));
-    load_training_checkpoint((s.dir / name / "checkpoints" / "step_4.h5").string(), m, nullptr);
+    load_training_checkpoint(newest_checkpoint((s.dir / name).string())->path, m, nullptr);
     return std::vector<float>(m.params().values(), m.params().values() + m.params().slab_size());
   };
   const std::vector<float> plain = final_params(c, "plain");
