@@ -32,8 +32,8 @@ std::vector<MlpBlock> blocks_with_mlp(const Model<T>& model) {
 }  // namespace
 
 template <typename T>
-FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split split, int64_t batches,
-                              int64_t batch_size, int64_t ig_steps) {
+FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split split, int64_t batches, int64_t batch_size,
+                              int64_t ig_steps) {
   const ModelSpec& spec = model.spec();
   batches = dataset.batches_to_score(split, batches, batch_size, "FFN unit scores");
   Parameters<T>& gates = model.ffn_gates();
@@ -44,8 +44,8 @@ FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split spl
     const Tensor<T> g = gates.value(b);
     s.block_units.push_back(g.numel());
     s.block_labels.push_back(blocks[static_cast<size_t>(b)].label);
-    const Tensor<T> fc = model.params().value(blocks[static_cast<size_t>(b)].params->fc.weight),        // [F, C]
-        proj = model.params().value(blocks[static_cast<size_t>(b)].params->mlp_proj.weight);             // [C, F]
+    const Tensor<T> fc = model.params().value(blocks[static_cast<size_t>(b)].params->fc.weight),  // [F, C]
+        proj = model.params().value(blocks[static_cast<size_t>(b)].params->mlp_proj.weight);      // [C, F]
     for (int64_t f = 0; f < g.numel(); ++f) {
       double in = 0, out = 0;
       for (int64_t c = 0; c < fc.size(1); ++c) in += std::pow(static_cast<double>(fc(f, c)), 2);
@@ -104,7 +104,7 @@ FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split spl
 }
 
 std::string units_csv(const FfnUnitScores& s) {
-  std::vector<std::string> header = {"block", "label", "unit", "gate", "importance", "importance_normalized",
+  std::vector<std::string> header = {"block",    "label", "unit", "gate", "importance", "importance_normalized",
                                      "magnitude"};
   if (!s.integrated_gradients.empty()) header.push_back("integrated_gradients");
   CsvWriter csv(header);

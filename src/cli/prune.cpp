@@ -65,8 +65,7 @@ int run_prune(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value("finetune"))(
       "distill-alpha", "--recover distill: weight of the soft loss", cxxopts::value<double>()->default_value("0.5"))(
       "distill-temperature", "--recover distill: temperature of both softmaxes",
-      cxxopts::value<double>()->default_value("2"))(
-      "lambda", "l0: penalty weight", cxxopts::value<double>())(
+      cxxopts::value<double>()->default_value("2"))("lambda", "l0: penalty weight", cxxopts::value<double>())(
       "l0-steps", "l0: fine-tuning steps with the stochastic gates", cxxopts::value<int64_t>()->default_value("200"))(
       "l0-lr", "l0: Adam learning rate of log_alpha", cxxopts::value<double>()->default_value("0.1"))(
       "l0-freeze", "l0: train only the gates, the model's parameters frozen (default: both train)")(
@@ -166,22 +165,26 @@ int run_prune(int argc, char** argv) {
     std::printf("fine-tuning at lr %g from %s\n", finetune_rate(opened.config, o, opened.progress.step),
                 continued ? "the checkpoint's optimizer state" : "fresh optimizer moments (the checkpoint holds none)");
   }
-  const std::vector<PruneRound> rounds = iterative_prune(
-      *opened.model, *optimizer, opened.config, *opened.dataset, o, opened.progress.step,
-      [&](const std::vector<PruneRound>& done) {
-        write_file_atomically(out / "prune.csv", prune_csv(done, o));
-        const PruneRound& r = done.back();
-        const bool ffn = o.unit == GateKind::ffn_units;
-        std::string sites;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
-        for (int64_t c : ffn ? r.units_per_block : r.heads_per_site) sites.append(" ").append(std::to_string(c));
-        std::printf("round %lld: %s pruned, %s per %s%s, %s loss %.4f", static_cast<long long>(r.round),
-                    counted(static_cast<int64_t>(r.pruned.size()), ffn ? "FFN unit" : "head").c_str(),
-                    ffn ? "units" : "heads", ffn ? "block" : translation ? "site" : "layer", sites.c_str(),
-                    split_arg.c_str(), r.metric.loss);
-        if (r.bleu >= 0) std::printf(", BLEU %.2f, chrF %.2f", r.bleu, r.chrf);
-        std::printf("\n");
-        std::fflush(stdout);
-      });
+  const std::vector<PruneRound> rounds =
+      iterative_prune(*opened.model, *optimizer, opened.config, *opened.dataset, o, opened.progress.step,
+                      [&](const std::vector<PruneRound>& done) {
+                        write_file_atomically(out / "prune.csv", prune_csv(done, o));
+                        const PruneRound& r = done.back();
+                        const bool ffn = o.unit == GateKind::ffn_units;
+                        std::string sites;  // appended: on " " + std::to_string(c), GCC 12 warns falsely (-Wrestrict)
+                        for (int64_t c : ffn ? r.units_per_block : r.heads_per_site)
+                          sites.append(" ").append(std::to_string(c));
+                        std::printf("round %lld: %s pruned, %s per %s%s, %s loss %.4f", static_cast<long long>(r.round),
+                                    counted(static_cast<int64_t>(r.pruned.size()), ffn ? "FFN unit" : "head").c_str(),
+                                    ffn ? "units" : "heads",
+                                    ffn           ? "block"
+                                    : translation ? "site"
+                                                  : "layer",
+                                    sites.c_str(), split_arg.c_str(), r.metric.loss);
+                        if (r.bleu >= 0) std::printf(", BLEU %.2f, chrF %.2f", r.bleu, r.chrf);
+                        std::printf("\n");
+                        std::fflush(stdout);
+                      });
   RunProgress progress = opened.progress;
   progress.step = rounds.back().step;
   save_training_checkpoint((out / "pruned.h5").string(), opened.config, *opened.model, optimizer.get(), progress,

@@ -177,8 +177,8 @@ std::optional<SpecProblem> mlp_units_problem(const ModelSpec& s, const std::stri
                                      " encoder layers, then the decoder's), or [] for d_mlp units in each"),
                               {"mlp_units", "n_encoder_layers", "n_layers"})
                : make_problem(prefix,
-                              concat(f, " has ", s.mlp_units.size(), " entries but ", prefix,
-                                     "n_layers=", s.n_layers, ": one per layer, or [] for d_mlp units in each"),
+                              concat(f, " has ", s.mlp_units.size(), " entries but ", prefix, "n_layers=", s.n_layers,
+                                     ": one per layer, or [] for d_mlp units in each"),
                               {"mlp_units", "n_layers"});
   for (size_t i = 0; i < s.mlp_units.size(); ++i)
     if (s.mlp_units[i] < 1 || s.mlp_units[i] > s.d_mlp)
@@ -586,8 +586,7 @@ Var<T> Model<T>::encode_from(Tape<T>& tape, const ModelInput& in, const ForwardO
       a = attend(tape, x, blk, spec_.attention_shape({AttentionKind::enc, l}), false, in.source_padding, opt,
                  site_gates(tape, l, opt, gate_vars), nullptr, l);
     attention_outputs_.push_back(a);
-    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, spec_.mlp_block(true, l), stream,
-                opt);
+    x = add_mlp(tape, add_attention(tape, x, a, blk.proj, stream, 1, opt), blk, spec_.mlp_block(true, l), stream, opt);
   }
   encoder_final_residual_ = x;
   memory_ = encoder_output(tape, x);
@@ -779,12 +778,12 @@ Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk,
     return residual_linear(x, h, w, bias(tape, blk.mlp_proj), LinearInput::gelu);
   Var<T> act = s.activation == Activation::gelu ? gelu(h) : relu(h);
   if (!dropout_on) return residual_linear(x, act, w, bias(tape, blk.mlp_proj), LinearInput::plain);
-  return add(x, dropout(linear(act, w, bias(tape, blk.mlp_proj)), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
+  return add(x,
+             dropout(linear(act, w, bias(tape, blk.mlp_proj)), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
 }
 
 template <typename T>
-Var<T> Model<T>::gated_mlp_weight(Tape<T>& tape, const BlockParams& blk, int64_t mlp_block,
-                                  const ForwardOptions& opt) {
+Var<T> Model<T>::gated_mlp_weight(Tape<T>& tape, const BlockParams& blk, int64_t mlp_block, const ForwardOptions& opt) {
   const Var<T> w = param(tape, blk.mlp_proj.weight);
   const int gi = static_cast<int>(mlp_block);
   const Tensor<T> g = ffn_gates_.value(gi);

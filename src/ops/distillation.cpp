@@ -72,9 +72,9 @@ Var<T> distillation_loss(Var<T> student, Var<T> teacher, const int32_t* targets,
   const Shape& shape = student.shape();
   HEADLAB_CHECK(shape.rank >= 1 && shape.last() >= 1 && student.value().is_contiguous(),
                 "distillation_loss: student logits " << shape.str() << " must be contiguous [..., V]");
-  HEADLAB_CHECK(teacher.shape() == shape && teacher.value().is_contiguous(),
-                "distillation_loss: teacher logits " << teacher.shape().str() << " must match the student's "
-                                                     << shape.str());
+  HEADLAB_CHECK(
+      teacher.shape() == shape && teacher.value().is_contiguous(),
+      "distillation_loss: teacher logits " << teacher.shape().str() << " must match the student's " << shape.str());
   HEADLAB_CHECK(temperature > 0 && std::isfinite(temperature),
                 "distillation_loss: temperature " << temperature << " must be positive");
   const int64_t V = shape.last(), rows = shape.rows();

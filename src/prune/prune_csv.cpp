@@ -11,16 +11,11 @@ namespace headlab {
 
 namespace {
 
-constexpr PruneStrategy kStrategies[] = {PruneStrategy::importance,
-                                         PruneStrategy::importance_raw,
-                                         PruneStrategy::integrated_gradients,
-                                         PruneStrategy::magnitude,
-                                         PruneStrategy::random,
-                                         PruneStrategy::entropy,
-                                         PruneStrategy::confidence,
-                                         PruneStrategy::ablation,
-                                         PruneStrategy::l0,
-                                         PruneStrategy::none};
+constexpr PruneStrategy kStrategies[] = {
+    PruneStrategy::importance, PruneStrategy::importance_raw, PruneStrategy::integrated_gradients,
+    PruneStrategy::magnitude,  PruneStrategy::random,         PruneStrategy::entropy,
+    PruneStrategy::confidence, PruneStrategy::ablation,       PruneStrategy::l0,
+    PruneStrategy::none};
 
 // Space-separated, so a cell never needs CSV quoting.
 template <typename Seq, typename Fn>
@@ -94,8 +89,8 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
              // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
              std::to_string(l0 ? options.l0_steps : options.finetune_steps), options.recompute ? "1" : "0",
              l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), ffn ? "" : n_pruned,
-             csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)),
-             ffn ? "" : n_kept, counts(r.heads_per_site), csv_number("%.9g", m.loss),
+             csv_number("%.6g", static_cast<double>(pruned) / static_cast<double>(pruned + kept)), ffn ? "" : n_kept,
+             counts(r.heads_per_site), csv_number("%.9g", m.loss),
              m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
              m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", ffn ? "" : listed(r.pruned), only,
              r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",

@@ -84,8 +84,9 @@ struct GateNumbering {
     n_sites = gates.size();
     for (int64_t l = 0; l < n_sites; ++l) {
       const bool encoder_block = model_kind_info(spec.kind).source && l < spec.n_encoder_layers;
-      const AttentionKind kind =
-          unit == GateKind::heads ? sites[l].kind : encoder_block ? AttentionKind::enc : AttentionKind::dec;
+      const AttentionKind kind = unit == GateKind::heads ? sites[l].kind
+                                 : encoder_block         ? AttentionKind::enc
+                                                         : AttentionKind::dec;
       const bool kind_ok = only.empty() || std::find(only.begin(), only.end(), kind) != only.end();
       for (int64_t h = 0; h < gates.value(static_cast<int>(l)).numel(); ++h) {
         site_of.push_back(l);
@@ -208,7 +209,8 @@ void validate(const PruneOptions& o) {
   HEADLAB_CHECK(ffn || s != PruneStrategy::magnitude, "--strategy magnitude scores FFN units (--unit ffn)");
   HEADLAB_CHECK(!o.distill || o.finetune_steps > 0 || s == PruneStrategy::l0,
                 "--recover distill trains the pruned model: it needs --finetune-steps K (or --strategy l0)");
-  HEADLAB_CHECK(o.distill_alpha >= 0 && o.distill_alpha <= 1, "--distill-alpha must be in [0, 1], got " << o.distill_alpha);
+  HEADLAB_CHECK(o.distill_alpha >= 0 && o.distill_alpha <= 1,
+                "--distill-alpha must be in [0, 1], got " << o.distill_alpha);
   HEADLAB_CHECK(o.distill_temperature > 0 && std::isfinite(o.distill_temperature),
                 "--distill-temperature must be positive, got " << o.distill_temperature);
 }

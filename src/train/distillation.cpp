@@ -20,8 +20,7 @@ std::unique_ptr<Model<float>> load_teacher(const std::string& path, const ModelS
                 "train.teacher = " << path << ": "
                                    << (kind.lm_head ? concat("model.vocab_size = ", spec.vocab_size)
                                                     : concat("model.n_classes = ", spec.n_classes))
-                                   << ", the student's is "
-                                   << (kind.lm_head ? student.vocab_size : student.n_classes)
+                                   << ", the student's is " << (kind.lm_head ? student.vocab_size : student.n_classes)
                                    << "; its outputs must mean the student's");
   const std::shared_ptr<const Tokenizer> tokenizer = checkpoint_tokenizer(path, config);
   HEADLAB_CHECK((tokenizer == nullptr) == (student_tokenizer == nullptr) &&

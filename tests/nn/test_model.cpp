@@ -21,9 +21,10 @@ using test::randomize;
 using test::tiny_spec;
 using test::TinyBatch;
 
-TEST_CASE("model gradients match central differences for every parameter, head gate and FFN unit gate, ragged "
-          "layers included",
-          "[nn][model][grad]") {
+TEST_CASE(
+    "model gradients match central differences for every parameter, head gate and FFN unit gate, ragged "
+    "layers included",
+    "[nn][model][grad]") {
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   struct Heads {
     int64_t n_heads, n_kv_heads;

@@ -376,8 +376,9 @@ TEST_CASE("an FFN keep mask that empties a block or has the wrong shape is one l
   CHECK(prune_units_problem(spec, keep).empty());
   keep[1].assign(16, false);
   CHECK(prune_units_problem(spec, keep) == "MLP block 1 would keep no unit (at least one per block must remain)");
-  CHECK_THROWS_WITH(pruned_units_spec(spec, keep), "prune_units: MLP block 1 would keep no unit (at least one per "
-                                                    "block must remain)");
+  CHECK_THROWS_WITH(pruned_units_spec(spec, keep),
+                    "prune_units: MLP block 1 would keep no unit (at least one per "
+                    "block must remain)");
   keep.pop_back();
   CHECK(prune_units_problem(spec, keep) == "the keep mask has 1 MLP blocks, the model 2");
   keep = UnitKeepMask(2, std::vector<bool>(15, true));

@@ -43,11 +43,10 @@ TEST_CASE("distillation_loss's gradient matches central differences; ignored row
   const int32_t targets[] = {1, -1, 4, 0, 2, -1};
   test::GradCheckOptions options;
   options.differentiable = {true, false};
-  auto r = gradcheck(
-      [&](Tape<double>&, const std::vector<Var<double>>& in) {
-        return distillation_loss(in[0], in[1], targets, -1, tau);
-      },
-      {student, teacher}, options);
+  auto r =
+      gradcheck([&](Tape<double>&,
+                    const std::vector<Var<double>>& in) { return distillation_loss(in[0], in[1], targets, -1, tau); },
+                {student, teacher}, options);
   INFO("tau " << tau << ": " << r.str());
   REQUIRE(r.max_rel_error <= 1e-6);
   // The ignored rows (1 and 5) get a zero gradient and change nothing.

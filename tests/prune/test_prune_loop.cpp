@@ -199,7 +199,7 @@ TEST_CASE("recovery by distillation: alpha 0 is fine-tuning bit for bit; alpha 0
     CHECK(zero.rounds[r].pruned == tuned.rounds[r].pruned);
   }
   const Parameters<float>&a = tuned.checkpoint.model->params(), &b = zero.checkpoint.model->params(),
-                    &c = half.checkpoint.model->params();
+        &c = half.checkpoint.model->params();
   CHECK(std::equal(a.values(), a.values() + a.slab_size(), b.values()));
   CHECK_FALSE(std::equal(a.values(), a.values() + a.slab_size(), c.values()));
   CHECK(half.rounds[1].metric.loss != tuned.rounds[1].metric.loss);

@@ -27,19 +27,19 @@
 namespace headlab {
 
 struct FfnUnitScores {
-  std::vector<int64_t> block_units;  // units per MLP block
+  std::vector<int64_t> block_units;       // units per MLP block
   std::vector<std::string> block_labels;  // "L0" in one stack; "enc.L0", "dec.L1" in an encoder_decoder
   std::vector<double> gate, importance, importance_normalized, magnitude;  // [units], block by block
-  std::vector<double> integrated_gradients;  // [units], or empty without ig_steps
-  IntegratedGradients ig;                    // its loss, baseline loss and completeness error
-  double loss = 0;                           // the mean loss over the scored targets
+  std::vector<double> integrated_gradients;                                // [units], or empty without ig_steps
+  IntegratedGradients ig;  // its loss, baseline loss and completeness error
+  double loss = 0;         // the mean loss over the scored targets
   int64_t batches = 0;
   int64_t n_units() const { return static_cast<int64_t>(gate.size()); }
 };
 
 template <typename T>
-FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split split, int64_t batches,
-                              int64_t batch_size, int64_t ig_steps = 0);
+FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split split, int64_t batches, int64_t batch_size,
+                              int64_t ig_steps = 0);
 
 // units.csv: block,label,unit,gate,importance,importance_normalized,magnitude[,integrated_gradients].
 std::string units_csv(const FfnUnitScores& s);

@@ -50,7 +50,7 @@ using IntList = std::vector<int64_t>;
     "gated to 0 from init on, so never trained; [] = all")                                                            \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
   X(mlp_units, IntList, (IntList{}), positive(),                                                                      \
-    "hidden units of each MLP block (encoder_decoder: the encoder's blocks, then the decoder's; a model with FFN "     \
+    "hidden units of each MLP block (encoder_decoder: the encoder's blocks, then the decoder's; a model with FFN "    \
     "units physically removed); [] = mlp_ratio * d_model everywhere")                                                 \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \
@@ -125,8 +125,8 @@ using IntList = std::vector<int64_t>;
   X(grad_clip, double, 1.0, non_negative(), "clip the global gradient norm to this; 0 = off")                    \
   X(label_smoothing, double, 0.0, half_open(0, 1), "eps of the training loss's targets; val_loss is the NLL")    \
   X(teacher, std::string, "", any(),                                                                             \
-    "a checkpoint to distil from: the loss mixes the teacher's soft targets in (Hinton et al.); \"\" = none")       \
-  X(distill_alpha, double, 0.5, closed(0, 1), "with train.teacher: weight of the soft loss, 1 - it the hard's")   \
+    "a checkpoint to distil from: the loss mixes the teacher's soft targets in (Hinton et al.); \"\" = none")    \
+  X(distill_alpha, double, 0.5, closed(0, 1), "with train.teacher: weight of the soft loss, 1 - it the hard's")  \
   X(distill_temperature, double, 2.0, positive(), "with train.teacher: temperature of both softmaxes")           \
   X(decay_biases, bool, false, any(), "apply weight decay to bias vectors")                                      \
   X(decay_norms, bool, false, any(), "apply weight decay to LayerNorm gains and biases")                         \

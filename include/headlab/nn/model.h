@@ -180,12 +180,12 @@ struct ModelInput {
 };
 
 struct ForwardOptions {
-  bool training = false;       // dropout on
-  uint64_t dropout_seed = 0;   // distinct per step and micro-batch for reproducible dropout
-  bool gate_grads = false;     // record the gates as leaves so d loss / d gate is computed
+  bool training = false;        // dropout on
+  uint64_t dropout_seed = 0;    // distinct per step and micro-batch for reproducible dropout
+  bool gate_grads = false;      // record the gates as leaves so d loss / d gate is computed
   bool ffn_gate_grads = false;  // the same for the FFN units' gates
-  bool keep_probs = false;     // keep attention probabilities for attention_probs()
-  double label_smoothing = 0;  // of the loss (cross_entropy's); the logits do not change
+  bool keep_probs = false;      // keep attention probabilities for attention_probs()
+  double label_smoothing = 0;   // of the loss (cross_entropy's); the logits do not change
 };
 
 template <typename T>

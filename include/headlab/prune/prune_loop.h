@@ -67,14 +67,14 @@ struct PruneOptions {
   // loaded, the unpruned teacher (train/step.h's Distillation: (1 - alpha) hard + alpha soft).
   bool distill = false;
   double distill_alpha = 0.5, distill_temperature = 2.0;
-  double finetune_lr = 0;      // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
-  bool recompute = false;      // scores again after every round (after fine-tuning)
-  int64_t rounds = 0;          // none only: rounds of fine-tuning; 0 = as many as pruning takes
-  uint64_t seed = 0;           // random order, fine-tuning dropout, L0 noise
-  Split split = Split::val;    // the metric's split
-  int64_t eval_batches = 0;    // batches 0..n-1 of `split`; 0 = default_eval_batches()
-  int64_t score_batches = 0;   // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
-  int64_t ig_steps = 20;       // integrated_gradients: points of the path (analysis/integrated_gradients.h)
+  double finetune_lr = 0;     // constant fine-tuning rate; 0 = the checkpoint's schedule at its step
+  bool recompute = false;     // scores again after every round (after fine-tuning)
+  int64_t rounds = 0;         // none only: rounds of fine-tuning; 0 = as many as pruning takes
+  uint64_t seed = 0;          // random order, fine-tuning dropout, L0 noise
+  Split split = Split::val;   // the metric's split
+  int64_t eval_batches = 0;   // batches 0..n-1 of `split`; 0 = default_eval_batches()
+  int64_t score_batches = 0;  // batches 0..n-1 of the train split for scores; 0 = train.eval_batches
+  int64_t ig_steps = 20;      // integrated_gradients: points of the path (analysis/integrated_gradients.h)
   // l0 only.
   double lambda = 0;                           // penalty weight, >= 0
   int64_t l0_steps = 200;                      // fine-tuning steps with the stochastic gates

@@ -49,7 +49,7 @@ class PruningEvaluation {
   struct SavedBatch {
     SavedForward<float> forward;
     std::vector<std::vector<float>> gates, ffn_gates;  // per layer, the gates `forward` was run with
-    CrossEntropyStats stats;                // of its logits
+    CrossEntropyStats stats;                           // of its logits
     bool valid = false;
   };
   static int64_t first_changed_layer(const Model<float>& model, const SavedBatch& saved, std::vector<uint8_t>& off);

@@ -65,10 +65,10 @@ struct TrainingContext {
   Tape<float>& tape;
   ScheduleOptions schedule;
   int64_t grad_accum = 1;
-  double grad_clip = 0;                 // 0 = off
-  uint64_t seed = 0;                    // train.seed
-  double label_smoothing = 0;           // train.label_smoothing: of the training loss only
-  GateSampler* gate_sampler = nullptr;  // null = the model's gates, fixed
+  double grad_clip = 0;                  // 0 = off
+  uint64_t seed = 0;                     // train.seed
+  double label_smoothing = 0;            // train.label_smoothing: of the training loss only
+  GateSampler* gate_sampler = nullptr;   // null = the model's gates, fixed
   Distillation* distillation = nullptr;  // null = the hard loss alone
   // false: the step computes the loss and the gradients (a gate sampler's) but leaves the
   // model's parameters and optimizer as they are (L0 gates trained on a frozen model).
