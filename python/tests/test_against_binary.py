@@ -217,7 +217,7 @@ def test_ffn_units_gated_and_cut_out_score_as_the_binary(variant, train_variant,
     path = checkpoint_of(train_variant(variant))
     out = tmp_path / "prune"
     run_headlab("prune", path, "--unit", "ffn", "--strategy", "magnitude", "--step-frac", "0.3", "--batches", "2",
-                "--score-batches", "2", "--out", out, "--threads", "1")
+                "--score-batches", "2", "--out", out, "--set", "train.threads=1")
     for name in ("pruned.h5", "pruned_small.h5"):
         ckpt = headlab.load_checkpoint(str(out / name))
         model = headlab.Model.from_checkpoint(ckpt).double()
