@@ -111,11 +111,14 @@ class Patcher {
   // The corrupted run from site s on with query head h's queries, or the keys or values it
   // reads, taken from `source` (site s's, computed from another stream).
   double with_head(int64_t s, PatchSite which, int64_t h, const KeptQkv<T>& source) {
+    // The corrupted run's q, k and v, read as kept; only the patched one is copied.
     const KeptQkv<T>& corrupt = qkv_corrupt_[static_cast<size_t>(s)];
     std::array<Tensor<T>, kPatchSites> qkv;
-    for (int i = 0; i < kPatchSites; ++i) qkv[static_cast<size_t>(i)] = copy(corrupt[static_cast<PatchSite>(i)]);
+    for (int i = 0; i < kPatchSites; ++i) qkv[static_cast<size_t>(i)] = corrupt[static_cast<PatchSite>(i)];
     const int64_t g = patched_head(which, h, model_.spec().attention_shape(site(s)));
-    qkv[static_cast<size_t>(which)].narrow(2, g, 1).copy_from(source[which].narrow(2, g, 1));
+    Tensor<T>& patched = qkv[static_cast<size_t>(which)];
+    patched = copy(patched);
+    patched.narrow(2, g, 1).copy_from(source[which].narrow(2, g, 1));
     const Var<T> a = model_.site_attention(tape_, s, corrupt_input(),
                                            {tape_.constant(qkv[0]), tape_.constant(qkv[1]), tape_.constant(qkv[2])});
     return from(s, corrupt_.site_input(s), a.value());

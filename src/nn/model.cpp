@@ -88,6 +88,16 @@ std::vector<AttentionSite> ModelSpec::attention_sites() const {
   return sites;
 }
 
+AttentionSite ModelSpec::site_at(int64_t i) const {
+  const bool source = model_kind_info(kind).source;
+  const int64_t n = source ? n_encoder_layers + 2 * n_layers : n_layers;
+  HEADLAB_CHECK(i >= 0 && i < n, "model: attention site " << i << " is outside [0, " << n << ")");
+  if (!source) return {AttentionKind::dec, i};
+  if (i < n_encoder_layers) return {AttentionKind::enc, i};
+  const int64_t j = i - n_encoder_layers;
+  return {j % 2 == 0 ? AttentionKind::dec : AttentionKind::cross, j / 2};
+}
+
 int64_t ModelSpec::site_index(AttentionSite site) const {
   if (!model_kind_info(kind).source || site.kind == AttentionKind::enc) return site.layer;
   return n_encoder_layers + 2 * site.layer + (site.kind == AttentionKind::cross ? 1 : 0);
@@ -442,10 +452,7 @@ ModelOutput<T> Model<T>::decode_all(Tape<T>& tape, const ModelInput& in, const F
 template <typename T>
 ModelOutput<T> Model<T>::forward_from(Tape<T>& tape, const ModelInput& in, int64_t site, const Var<T>& x,
                                       const Var<T>& a, const Var<T>& memory) {
-  const std::vector<AttentionSite> sites = spec_.attention_sites();
-  HEADLAB_CHECK(site >= 0 && site < static_cast<int64_t>(sites.size()),
-                "model: attention site " << site << " is outside [0, " << sites.size() << ")");
-  const AttentionSite at = sites[static_cast<size_t>(site)];
+  const AttentionSite at = spec_.site_at(site);
   const bool source = model_kind_info(spec_.kind).source;
   const int64_t rows = at.kind == AttentionKind::enc && source ? in.source_len : in.seq_len;
   const AttentionShape shape = spec_.attention_shape(at);
@@ -674,10 +681,7 @@ AttentionOptions site_attention_options(const ModelSpec& spec, AttentionSite sit
 template <typename T>
 typename Model<T>::AttentionInputs Model<T>::attention_inputs(Tape<T>& tape, int64_t site_index, const Var<T>& x,
                                                               const Var<T>& memory) {
-  const std::vector<AttentionSite> sites = spec_.attention_sites();
-  HEADLAB_CHECK(site_index >= 0 && site_index < static_cast<int64_t>(sites.size()),
-                "model: attention site " << site_index << " is outside [0, " << sites.size() << ")");
-  const AttentionSite site = sites[static_cast<size_t>(site_index)];
+  const AttentionSite site = spec_.site_at(site_index);
   const AttentionShape shape = spec_.attention_shape(site);
   const int64_t H = shape.heads, Hkv = shape.kv_heads, B = x.shape()[0];
   if (site.kind == AttentionKind::cross) {
@@ -695,7 +699,7 @@ typename Model<T>::AttentionInputs Model<T>::attention_inputs(Tape<T>& tape, int
 
 template <typename T>
 Var<T> Model<T>::site_attention(Tape<T>& tape, int64_t site_index, const ModelInput& in, const AttentionInputs& qkv) {
-  const AttentionSite site = spec_.attention_sites().at(static_cast<size_t>(site_index));
+  const AttentionSite site = spec_.site_at(site_index);
   return attention(qkv.q, qkv.k, qkv.v, site_attention_options(spec_, site, in),
                    tape.constant(gates_.value(static_cast<int>(site_index))));
 }

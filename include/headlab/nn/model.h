@@ -108,6 +108,9 @@ struct ModelSpec {
   std::vector<AttentionSite> attention_sites() const;
   // A site's position in attention_sites() (and in layer_heads, active_heads, Model::gates()).
   int64_t site_index(AttentionSite site) const;
+  // Its inverse: the site at position i of attention_sites() (throws outside the range), without
+  // building the list (forward_from and patching ask it once per rerun).
+  AttentionSite site_at(int64_t i) const;
   // A kind's shape before any head was removed: n_heads, n_kv_heads, d_head; enc_..., cross_...
   AttentionShape kind_shape(AttentionKind kind) const;
   // The shape of a site's attention: its kind's, with heads_at_site query and K/V heads.
