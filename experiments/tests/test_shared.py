@@ -159,7 +159,7 @@ def test_read_prune_by_column_name(plot, tmp_path, capsys):
                   heads_per_layer="1 2", pruned_heads="0:1", val_loss="1.4")
     path = write(tmp_path / "prune.csv", plot_shared.csv_text(columns, [second, PRUNE_ROW]))
     rows = plot_prune.read_prune(path)
-    assert [r["round"] for r in rows] == [0, 1] and rows[1]["heads_per_layer"] == [1, 2]
+    assert [r["round"] for r in rows] == [0, 1] and rows[1]["per_table"] == [1, 2] and rows[1]["n_pruned"] == 1
     assert rows[0]["lambda"] is None and rows[1]["val_loss"] == 1.4
     means = plot_prune.by_round([rows, rows], lambda r: r["val_loss"])
     assert means == [(0.0, 1.2, 1.2, 1.2), (0.25, 1.4, 1.4, 1.4)]
@@ -215,9 +215,9 @@ def test_attention_ticks_label_every_kth_position_with_its_token(plot):
 def test_prune_axis_ends_where_every_layer_keeps_one_head(plot):
     _, _, _, plot_prune = plot
 
-    def row(strategy, pruned, per_layer):
+    def row(strategy, pruned, per_layer):  # read_prune's row: the pruned unit's counts, whichever unit
         kept = sum(per_layer)
-        return {"strategy": strategy, "heads_pruned": pruned, "heads_kept": kept, "heads_per_layer": per_layer,
+        return {"strategy": strategy, "unit": "heads", "n_pruned": pruned, "n_kept": kept, "per_table": per_layer,
                 "fraction_pruned": pruned / (pruned + kept)}
 
     rounds = [row("importance", 0, [4, 4, 4, 4]), row("importance", 8, [2, 2, 2, 2])]

@@ -282,27 +282,37 @@ TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pru
   std::getline(in, line);
   CHECK(line ==
         "strategy,seed,finetune_steps,recompute,lambda,round,heads_pruned,fraction_pruned,heads_kept,heads_per_layer,"
-        "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty");
+        "val_loss,val_accuracy,val_bpb,pruned_heads,only,val_bleu,val_chrf,l0_penalty,unit,units_pruned,units_kept,"
+        "units_per_block,pruned_units,recover,distill_alpha,distill_temperature");
+  const std::vector<std::string> header = split_csv_line(line);
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,0,0,0,8,4 4,", 0) == 0);
-  // k_relation: accuracy but no bits per byte; nothing pruned; every kind; no BLEU; not L0.
-  CHECK(line.substr(line.size() - 7) != ",,,,,,,");
-  CHECK(line.substr(line.size() - 6) == ",,,,,,");
+  // k_relation: accuracy but no bits per byte; nothing pruned; every kind; no BLEU; not L0; heads
+  // pruned (the FFN units' columns empty but their count per block), recovered by fine-tuning.
+  const std::vector<std::string> cells = split_csv_line(line);
+  REQUIRE(cells.size() == header.size());
+  auto cell = [&](const char* name) { return cells[std::find(header.begin(), header.end(), name) - header.begin()]; };
+  CHECK(!cell("val_accuracy").empty());
+  for (const char* empty : {"val_bpb", "pruned_heads", "only", "val_bleu", "val_chrf", "l0_penalty", "units_pruned",
+                            "units_kept", "pruned_units", "distill_alpha", "distill_temperature"})
+    CHECK(cell(empty).empty());
+  CHECK(cell("unit") == "heads");
+  CHECK(cell("recover") == "finetune");
   std::getline(in, line);
   CHECK(line.rfind("ablation,0,0,0,,1,2,0.25,6,", 0) == 0);
   CHECK(count_lines(csv) == 5);
   o.strategy = PruneStrategy::l0;
   o.lambda = 0.5;
   CHECK(prune_csv(p.rounds, o).find("\nl0,0,200,0,0.5,0,") != std::string::npos);
-  CHECK(prune_csv(p.rounds, o).find(",,,,layer_mean\n") != std::string::npos);  // the default, Voita's
+  CHECK(prune_csv(p.rounds, o).find(",,,,layer_mean,heads,") != std::string::npos);  // the default, Voita's
   CHECK(prune_run_name(o) == "l0_seed0_lambda0.5");  // the default penalty is not in the name
   o.only = {AttentionKind::enc, AttentionKind::cross};
   o.l0_freeze = true;
   CHECK(prune_run_name(o) == "l0_enc_cross_seed0_lambda0.5_frozen");
-  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,layer_mean\n") != std::string::npos);
+  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,layer_mean,heads,") != std::string::npos);
   o.l0_penalty = L0Penalty::sum;
   CHECK(prune_run_name(o) == "l0_enc_cross_seed0_lambda0.5_penalty_sum_frozen");
-  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,sum\n") != std::string::npos);
+  CHECK(prune_csv(p.rounds, o).find(",enc cross,,,sum,heads,") != std::string::npos);
   o.l0_penalty = L0Penalty::mean;
   o.only = {};
   o.l0_freeze = false;
@@ -325,8 +335,9 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
     std::string expected;
   };
   const std::vector<Case> bad = {
-      {{"prune", run.checkpoint(), "--strategy", "magnitude"},
-       "unknown strategy 'magnitude' (expected importance, importance_raw, integrated_gradients, random"},
+      {{"prune", run.checkpoint(), "--strategy", "xyzzy"},
+       "unknown strategy 'xyzzy' (expected importance, importance_raw, integrated_gradients, magnitude, random"},
+      {{"prune", run.checkpoint(), "--strategy", "magnitude"}, "--strategy magnitude scores FFN units (--unit ffn)"},
       {{"prune", run.checkpoint(), "--strategy", "importnce"},
        "unknown strategy 'importnce'; did you mean 'importance'?"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--step-frac", "1.5"}, "--step-frac must be in (0, 1)"},

@@ -262,8 +262,8 @@ TEST_CASE("a malformed prune.csv is one line and exit code 2", "[plot]") {
                         "heads_per_layer,val_loss,val_accuracy,val_bpb,pruned_heads\n"
                         "random,1,0,0,0,0,0,16,4 4 4 4,1.2,0.64,,\n";
   check_one_line_error({(s.dir / "prune_small").string()}, log, "random_seed1/prune.csv: not a headlab prune.csv");
-  std::ofstream(bad) << kPruneHeader << "magnitude,0,0,0,,0,0,0,16,4 4 4 4,1.2,0.64,,\n";
-  check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2: unknown strategy 'magnitude'");
+  std::ofstream(bad) << kPruneHeader << "weights,0,0,0,,0,0,0,16,4 4 4 4,1.2,0.64,,\n";
+  check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2: unknown strategy 'weights'");
   std::ofstream(bad) << kPruneHeader << "random,1,0,0,,0,0,zero,16,4 4 4 4,1.2,0.64,,\n";
   check_one_line_error({(s.dir / "prune_small").string()}, log, "line 2 has a malformed number");
 }
