@@ -7,7 +7,8 @@
   make_results.py collect OUT [--binary PATH]   OUT (run.sh's sweep folders) -> data/
   make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT [--set=KEY=VALUE ...]   (run.sh) one sweep
                                    file per head count at the rate its seed-0 run did best with on
-                                   val (--set: more settings in each); prints them
+                                   val (LR_OUT: the rate sweep's folder or its collected runs.csv;
+                                   --set: more settings in each); prints them
   make_results.py eval-jobs HEADLAB OUT   (run.sh) the test-split evaluations still to run
 
 The run-side commands read the runs' config.toml (tomllib, Python >= 3.11); rendering reads only

@@ -109,12 +109,14 @@ def run_dirs(out):
 
 def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out, extra=()):
     """One sweep file per head count in SEEDS_OUT: the rate sweep's [set], the count, its chosen
-    rate and fresh seeds; `extra`: more "KEY=VALUE" settings (TOML values), e.g. model.d_head=16
+    rate and fresh seeds; LR_OUT: the rate sweep's folder, or its runs.csv as collected; `extra`: more "KEY=VALUE" settings (TOML values), e.g. model.d_head=16
     for experiments/translation's second arm."""
     sweep = load_toml(lr_toml)
     base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(lr_toml)), sweep["base"]))
     rows = []
-    for g in read_csv(os.path.join(lr_out, "grid.csv")):
+    if lr_out.endswith(".csv"):  # the rate sweep's collected runs.csv (a committed data/ file)
+        rows = read_csv(lr_out, required=("heads", "lr", "val_loss"))
+    for g in [] if lr_out.endswith(".csv") else read_csv(os.path.join(lr_out, "grid.csv")):
         facts = run_facts(os.path.join(lr_out, g["run"]))
         if facts is None:
             fail(f"{os.path.join(lr_out, g['run'])} has not finished")
@@ -228,10 +230,10 @@ def wall_span(regen):
     return int(max(s + int(r["wall_s"]) for s, r in zip(starts, regen)) - min(starts))
 
 
-def collect_runs(out, data, studies=None):
-    """Every finished run under OUT (of STUDIES only, when given) -> DATA/runs.csv and
-    DATA/curves.csv; returns the runs' rows. experiments/translation's head-count arms collect
-    their runs through this too, one study each."""
+def gather_runs(out, studies=None, seeds=None):
+    """(runs, curves): the rows of every finished run under OUT, of STUDIES and SEEDS only when
+    given. experiments/translation's head-count arms collect their runs through this, one study
+    (and one part's seeds) at a time."""
     runs, curves = [], []
     for study, run in run_dirs(out):
         if studies is not None and study not in studies:
@@ -240,6 +242,8 @@ def collect_runs(out, data, studies=None):
         if got is None:
             fail(f"{run} has not finished: run run.sh to the end first")
         facts, metrics, _ = got
+        if seeds is not None and facts["seed"] not in seeds:
+            continue
         sweep_dir = os.path.dirname(run)
         grid = {g["run"]: g for g in read_csv(os.path.join(sweep_dir, "grid.csv"))}
         name = os.path.relpath(run, os.path.join(out, study))
@@ -248,6 +252,13 @@ def collect_runs(out, data, studies=None):
         for m in metrics:
             if m["val_loss"] != "":
                 curves.append({"study": study, "run": name, **{c: m.get(c, "") for c in CURVE_COLUMNS[2:]}})
+    return runs, curves
+
+
+def collect_runs(out, data, studies=None):
+    """Every finished run under OUT (of STUDIES only, when given) -> DATA/runs.csv and
+    DATA/curves.csv; returns the runs' rows."""
+    runs, curves = gather_runs(out, studies)
     os.makedirs(data, exist_ok=True)
     write_csv(os.path.join(data, "runs.csv"), RUN_COLUMNS, runs)
     write_csv(os.path.join(data, "curves.csv"), CURVE_COLUMNS, curves)

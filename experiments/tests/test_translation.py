@@ -17,11 +17,16 @@ def write(path, text):
         f.write(text)
 
 
+def provenance(wall_seconds, load, seeds="all"):
+    """data/<arm>/provenance.csv of an arm run whole (one part)."""
+    return ("seeds,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
+            f'{seeds},abc1234,no,2026-12-05T00:00:00Z,"Xeon, 2 cores",{wall_seconds},{load}\n')
+
+
 @pytest.fixture
 def data(tmp_path):
     base = tmp_path / "base"
-    write(str(base / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
-          "started_utc,2026-12-05T00:00:00Z\nmachine,Xeon, 2 cores\nwall_seconds,600\nmax_load_1min,2.10\n")
+    write(str(base / "provenance.csv"), provenance(600, "2.10"))
     write(str(base / "setup.csv"), "seed,model.d_model,train.steps\n0,128,400\n1,128,400\n")
     # seed 0 still gains 2 BLEU over the last quarter (300 -> 400); seed 1 gains 0.2 and its loss 0.5%.
     write(str(base / "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n"
@@ -109,8 +114,7 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
     for arm, study in (("head_count_lr", "lr"), ("head_count", "seeds")):  # one study per arm's folder
         (tmp_path / arm).mkdir()
         write_csv(str(tmp_path / arm / "runs.csv"), RUN_COLUMNS, [r for r in rows if r["study"] == study])
-        write(str(tmp_path / arm / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
-              "started_utc,x\nmachine,m\nwall_seconds,60\nmax_load_1min,\n")
+        write(str(tmp_path / arm / "provenance.csv"), provenance(60, ""))
     text = T.fill_head_count(T.Data(str(tmp_path)))
     assert "1 head 0.002, 2 heads 0.002" in text
     assert "more heads help up to a point, then hurt" in text
@@ -208,8 +212,7 @@ def test_the_budget_arm_trains_the_base_config_twice_as_long(tmp_path, capsys):
 
 
 def test_budget_table_against_the_base_models(data):
-    write(os.path.join(data.folder, "budget", "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
-          "started_utc,2026-12-05T00:00:00Z\nmachine,Xeon, 2 cores\nwall_seconds,1200\nmax_load_1min,2.00\n")
+    write(os.path.join(data.folder, "budget", "provenance.csv"), provenance(1200, "2.00"))
     write(os.path.join(data.folder, "budget", "runs.csv"), "seed,steps,step,val_bleu,val_loss,bleu,chrf,loss\n"
           "0,400,400,10,2.3,20,40,2.2\n1,400,400,10.1,1.99,22,42,2.1\n"
           "0,800,800,11,2.2,20.3,41,2.1\n1,800,800,10.1,1.98,23,43,2.0\n")
@@ -240,8 +243,7 @@ def test_the_kv_arm_trains_every_setting_at_the_head_count_budget(tmp_path, caps
 
 
 def test_kv_table_compares_with_its_own_multi_head_runs(tmp_path):
-    write(str(tmp_path / "kv_heads" / "provenance.csv"), "key,value\ncommit,abc1234\nuncommitted_changes,no\n"
-          "started_utc,x\nmachine,m\nwall_seconds,60\nmax_load_1min,\n")
+    write(str(tmp_path / "kv_heads" / "provenance.csv"), provenance(60, ""))
     write(str(tmp_path / "kv_heads" / "config.csv"),
           "key,value\nn_layers,2\nn_encoder_layers,2\nn_heads,8\nd_head,16\nsteps,2000\n")
     rows = ["kv_heads,seed,step,bleu,chrf,loss,sentences,beam"]
@@ -254,3 +256,99 @@ def test_kv_table_compares_with_its_own_multi_head_runs(tmp_path):
     assert "Every setting trains the head-count arms' 2000 steps" in text
     assert "| MHA (8 K/V) |" in text and "| MQA (1 K/V) |" in text
     assert "2.00x" in text  # beam-5 speed against MHA
+
+
+# ---- arms in parts (run.sh's SEEDS): data/ is what outlives a machine ------------------------------
+
+
+def test_a_part_adds_its_seeds_rows_and_replaces_its_own(tmp_path):
+    from translation import collect as C
+    path = str(tmp_path / "prune.csv")
+    C.merge_table(path, [{"seed": 2, "round": 0, "bleu": 20}, {"seed": 2, "round": 1, "bleu": 19}], C.SEED)
+    C.merge_table(path, [{"seed": 0, "round": 0, "bleu": 21}], C.SEED)
+    assert open(path).read() == "seed,round,bleu\n0,0,21\n2,0,20\n2,1,19\n"
+    # seed 2 again, with a new column: its old rows go, the others stay (the new column empty)
+    C.merge_table(path, [{"seed": 2, "round": 0, "bleu": 18, "chrf": 40}], C.SEED)
+    assert open(path).read() == "seed,round,bleu,chrf\n0,0,21,\n2,0,18,40\n"
+    # the seed is sorted as a number, not as text
+    C.merge_table(path, [{"seed": 10, "round": 0, "bleu": 1, "chrf": 2}], C.SEED)
+    assert [line.split(",")[0] for line in open(path).read().split()[1:]] == ["0", "2", "10"]
+
+
+def test_provenance_has_a_row_per_part_and_a_whole_run_replaces_them(tmp_path):
+    from translation import collect as C
+    path = str(tmp_path / "provenance.csv")
+    part = {"commit": "abc1234", "uncommitted_changes": "no", "started_utc": "t", "machine": "m",
+            "wall_seconds": "60", "max_load_1min": "2.0"}
+    C.merge_provenance(path, {"seeds": "0 1", **part})
+    C.merge_provenance(path, {"seeds": "2", **part})
+    C.merge_provenance(path, {"seeds": "0 1", **part, "wall_seconds": "70"})  # a part run again
+    rows = [r.split(",")[:2] + [r.split(",")[5]] for r in open(path).read().split("\n")[1:] if r]
+    assert rows == [["2", "abc1234", "60"], ["0 1", "abc1234", "70"]]
+    C.merge_provenance(path, {"seeds": "all", **part})
+    assert [r.split(",")[0] for r in open(path).read().split("\n")[1:] if r] == ["all"]
+    d = T.Data(str(tmp_path / "nothing"))
+    assert d.arms == []
+
+
+def test_a_part_sweep_is_the_sweep_cut_to_its_seeds(tmp_path, capsys):
+    import tomllib
+    from translation import collect as C
+    folder = os.path.join(EXPERIMENTS, "translation")
+    base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
+    C.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "part.toml"), {3, 1})
+    cut = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
+    assert cut["grid"] == {"train.seed": [1, 3]} and cut["set"] == base["set"] and cut["name"] == base["name"]
+    assert os.path.normpath(cut["base"]) == os.path.normpath(os.path.join(folder, base["base"]))
+    with pytest.raises(SystemExit):  # a seed the sweep does not have
+        C.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "bad.toml"), {7})
+
+
+def base_run(root, seed, val_loss):
+    run = os.path.join(root, "base", f"train.seed={seed}")
+    write(os.path.join(run, "config.toml"), "[model]\nd_model = 128\n[train]\nsteps = 200\n[data]\n")
+    write(os.path.join(run, "metrics.csv"), "step,train_loss,val_loss,val_bleu\n100,4,,\n"
+          f"200,3.5,{val_loss},7.5\n")
+    write(os.path.join(run, "test_beam5.json"),
+          '{"step": 200, "bleu": 20.5, "chrf": 41.0, "loss": 2.5, "sentences": 674, "beam": 5}')
+
+
+def test_retrained_base_models_must_be_the_committed_ones(tmp_path):
+    """check-base: a part that retrains base models on a new machine compares them with data/base/
+    digit for digit; a model that differs stops the arm."""
+    from translation import collect as C
+    out, data = str(tmp_path / "runs"), str(tmp_path / "data")
+    base_run(out, 0, "3.25")
+    base_run(out, 1, "3.5")
+    for name, rows, key in C.collect_base(out, None, None):
+        C.merge_table(os.path.join(data, "base", name), rows, key)
+    C.check_base(out, data, {0, 1})  # the same models: silent
+    base_run(out, 1, "3.50001")
+    C.check_base(out, data, {0})  # seed 1 is not this part's
+    with pytest.raises(SystemExit):
+        C.check_base(out, data, {1})
+
+
+def test_voita_scratch_reads_the_layouts_from_the_committed_data(tmp_path, capsys):
+    from translation import collect as C
+    header = "seed,arm,round,heads_pruned,heads_per_layer,val_bleu\n"
+    rows = ["0,none_l0,0,0,8 8 8 8 8 8,20", "0,l0_enc_lambda0.1,0,40,2 3 8 8 8 8,19.9",
+            "0,l0_enc_lambda1,0,44,1 1 8 8 8 8,15", "1,none_l0,0,0,8 8 8 8 8 8,20",
+            "1,l0_enc_lambda0.1,0,30,4 6 8 8 8 8,19.8"]
+    write(str(tmp_path / "voita" / "prune.csv"), header + "\n".join(rows) + "\n")
+    C.print_layouts(str(tmp_path), None)
+    assert capsys.readouterr().out == "0 [2,3,8,8,8,8]\n1 [4,6,8,8,8,8]\n"
+    C.print_layouts(str(tmp_path), {1})
+    assert capsys.readouterr().out == "1 [4,6,8,8,8,8]\n"
+
+
+def test_the_head_count_rates_come_from_the_committed_rate_sweep(tmp_path, capsys):
+    import tomllib
+    from head_count.runs import cmd_seeds_sweeps
+    folder = os.path.join(EXPERIMENTS, "translation")
+    write(str(tmp_path / "runs.csv"), "study,heads,lr,val_loss\nlr,1,0.001,3.1\nlr,1,0.002,3.0\n"
+          "lr,2,0.001,2.9\nlr,2,0.002,3.2\n")
+    cmd_seeds_sweeps(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "runs.csv"), str(tmp_path / "seeds"))
+    paths = capsys.readouterr().out.split()
+    assert [os.path.basename(p) for p in paths] == ["heads=1.toml", "heads=2.toml"]
+    assert [tomllib.load(open(p, "rb"))["set"]["train.lr"] for p in paths] == [0.002, 0.001]

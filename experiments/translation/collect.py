@@ -41,9 +41,13 @@ data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (e
 data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
                    base config at its steps S (the base arm's runs) and at 2S, each run's last
                    evaluation in metrics.csv and its final checkpoint on test by beam 5
-data/<arm>/provenance.csv  key,value: the binary's commit (headlab info), whether the checkout had
-                   uncommitted changes, the start (UTC), the machine, the arm's wall time and the
+data/<arm>/provenance.csv  seeds,commit,uncommitted_changes,started_utc,machine,wall_seconds,
+                   max_load_1min: one row per part of the arm (run.sh's SEEDS; "all" for a whole
+                   arm): its seeds, the binary's commit (headlab info), whether the checkout had
+                   uncommitted changes, the start (UTC), the machine, the part's wall time and the
                    highest 1-minute load average sampled while it ran
+Every table is merged into data/<arm>/ by its part key (the seed; the run for the head-count arms):
+a part adds its seeds' rows and replaces its own earlier ones.
 """
 import argparse
 import json
@@ -73,21 +77,23 @@ def read_rows(path):
     return common.read_csv(path, hint="run experiments/translation/run.sh first")
 
 
-def seed_runs(out):
-    """(seed, run folder) of every finished base run under OUT/base, by seed."""
+def seed_runs(out, seeds=None):
+    """(seed, run folder) of the base runs under OUT/base, by seed: those of `seeds` (all there
+    are when None)."""
     root = os.path.join(out, "base")
     runs = []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if name.startswith("train.seed="):
+        if name.startswith("train.seed=") and (seeds is None or int(name.split("=")[1]) in seeds):
             runs.append((int(name.split("=")[1]), os.path.join(root, name)))
     if not runs:
-        fail(f"{root} holds no run folder train.seed=<N>: run experiments/translation/run.sh base first")
+        fail(f"{root} holds no run folder train.seed=<N>" + ("" if seeds is None else f" of seeds {sorted(seeds)}") +
+             ": run experiments/translation/run.sh base first")
     return sorted(runs)
 
 
-def collect_base(out, data, _sweeps):
+def collect_base(out, seeds, _sweeps):
     setup, curves, test = [], [], []
-    for seed, run in seed_runs(out):
+    for seed, run in seed_runs(out, seeds):
         config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
         setup.append({"seed": seed, **{f"{section}.{k}": config[section].get(k, "")
                                        for section, keys in SETUP_KEYS.items() for k in keys}})
@@ -100,9 +106,7 @@ def collect_base(out, data, _sweeps):
         e = json.load(open(path))
         test.append({"seed": seed, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"],
                      "sentences": e["sentences"], "beam": e["beam"]})
-    write_csv(os.path.join(data, "setup.csv"), list(setup[0]), setup)
-    write_csv(os.path.join(data, "curves.csv"), ["seed", "step", "train_loss", "val_loss", "val_bleu"], curves)
-    write_csv(os.path.join(data, "test.csv"), list(test[0]), test)
+    return [("setup.csv", setup, SEED), ("curves.csv", curves, SEED), ("test.csv", test, SEED)]
 
 
 # The head-count arms, each one study of OUT/head_count/: the rate sweep, the fresh seeds at fixed
@@ -111,19 +115,28 @@ HEAD_COUNT_STUDIES = {"head_count_lr": "lr", "head_count": "seeds", "head_count_
 
 
 def collect_head_count_study(arm):
-    def collect(out, data, _sweeps):
-        from head_count.runs import collect_runs
-        collect_runs(os.path.join(out, "head_count"), data, studies={HEAD_COUNT_STUDIES[arm]})
+    def collect(out, seeds, _sweeps):
+        from head_count.runs import RUN_COLUMNS, gather_runs
+        runs, curves = gather_runs(os.path.join(out, "head_count"), studies={HEAD_COUNT_STUDIES[arm]}, seeds=seeds)
+        runs = [{c: r.get(c, "") for c in RUN_COLUMNS} for r in runs]
+        return [("runs.csv", runs, RUN), ("curves.csv", curves, RUN)]
     return collect
 
 
-def collect_michel(out, data, _sweeps):
+def seed_folders(root, seeds, arm):
+    """The seeds of ROOT's seed<N> folders (of `seeds` only, when given), sorted."""
+    found = sorted(int(n[len("seed"):]) for n in os.listdir(root) if n.startswith("seed")) if os.path.isdir(root) else []
+    found = [s for s in found if seeds is None or s in seeds]
+    if not found:
+        fail(f"{root} holds no seed<N> folder" + ("" if seeds is None else f" of seeds {sorted(seeds)}") +
+             f": run experiments/translation/run.sh {arm} first")
+    return found
+
+
+def collect_michel(out, seeds, _sweeps):
     heads, ablation, alignment, prune, timings = [], [], [], [], []
     root = os.path.join(out, "michel")
-    seeds = sorted(int(n[len("seed"):]) for n in os.listdir(root) if n.startswith("seed")) if os.path.isdir(root) else []
-    if not seeds:
-        fail(f"{root} holds no seed<N> folder: run experiments/translation/run.sh michel first")
-    for seed in seeds:
+    for seed in seed_folders(root, seeds, "michel"):
         d = os.path.join(root, f"seed{seed}")
         a = os.path.join(d, "analyze")
         for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment)):
@@ -141,16 +154,16 @@ def collect_michel(out, data, _sweeps):
                 r["prune_seed"] = r.pop("seed")  # "seed" is the base model's here
                 prune.append({"seed": seed, "checkpoint_step": final_step if step is None else step, "arm": arm, **r})
             timings += job_seconds(seed, folder, "prune " + arm + ("" if step is None else " dynamics"))
-    for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment),
-                       ("prune.csv", prune), ("timings.csv", timings)):
-        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)), rows)
+    return [("heads.csv", heads, SEED), ("bleu_ablation.csv", ablation, SEED), ("alignment.csv", alignment, SEED),
+            ("prune.csv", prune, SEED), ("timings.csv", timings, SEED)]
 
 
-def voita_prune_rows(out):
-    """Every round of every prune run under OUT/voita/seed<N>/ (L0 arms and the control)."""
+def voita_prune_rows(out, seeds=None):
+    """Every round of every prune run under OUT/voita/seed<N>/ (L0 arms and the control), of
+    `seeds` only when given."""
     root, rows = os.path.join(out, "voita"), []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
-        if not name.startswith("seed"):
+        if not name.startswith("seed") or (seeds is not None and int(name[len("seed"):]) not in seeds):
             continue
         for arm in sorted(os.listdir(os.path.join(root, name))):
             path = os.path.join(root, name, arm, "prune.csv")
@@ -161,12 +174,13 @@ def voita_prune_rows(out):
     return rows
 
 
-def print_layouts(out):
-    """run.sh voita: "SEED [n,n,...]" for each seed's val-chosen encoder layout."""
+def print_layouts(data, seeds):
+    """run.sh voita_scratch: "SEED [n,n,...]" for each seed's val-chosen encoder layout, read from
+    the voita arm's committed data (DATA/voita/prune.csv), of `seeds` only when given."""
     from translation import voita as V
-    rows = voita_prune_rows(out)
-    for seed in sorted({r["seed"] for r in rows}):
-        got = V.chosen([{**r, "seed": str(r["seed"])} for r in rows], seed)
+    rows = read_rows(os.path.join(data, "voita", "prune.csv"))
+    for seed in sorted({int(r["seed"]) for r in rows}):
+        got = V.chosen(rows, seed) if seeds is None or seed in seeds else None
         if got:
             print(seed, V.layout(got[1]))
 
@@ -183,13 +197,8 @@ def voita_evals(seed, d, arm):
     return rows
 
 
-def write_tables(data, tables):
-    for name, rows in tables:
-        write_csv(os.path.join(data, name), list(dict.fromkeys(k for r in rows for k in r)) or ["seed"], rows)
-
-
-def collect_voita(out, data, _sweeps):
-    prune = voita_prune_rows(out)
+def collect_voita(out, seeds, _sweeps):
+    prune = voita_prune_rows(out, seeds)
     if not prune:
         fail(f"{os.path.join(out, 'voita')} holds no finished prune run: run experiments/translation/run.sh voita")
     evals, roles, timings = [], [], []
@@ -199,10 +208,11 @@ def collect_voita(out, data, _sweeps):
             evals += voita_evals(seed, d, arm)
             timings += job_seconds(seed, os.path.join(d, arm), arm)
         roles += [{"seed": seed, **r} for r in read_rows(os.path.join(d, "roles", "heads.csv"))]
-    write_tables(data, (("prune.csv", prune), ("evals.csv", evals), ("roles.csv", roles), ("timings.csv", timings)))
+    return [("prune.csv", prune, SEED), ("evals.csv", evals, SEED), ("roles.csv", roles, SEED),
+            ("timings.csv", timings, SEED)]
 
 
-def collect_voita_scratch(out, data, _sweeps):
+def collect_voita_scratch(out, seeds, _sweeps):
     evals, scratch, timings = [], [], []
     root = os.path.join(out, "voita")
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
@@ -210,6 +220,8 @@ def collect_voita_scratch(out, data, _sweeps):
         if not (name.startswith("seed") and os.path.exists(os.path.join(sc, "done"))):
             continue
         seed = int(name[len("seed"):])
+        if seeds is not None and seed not in seeds:
+            continue
         c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
         scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
                         "steps": c["train"]["steps"]})
@@ -217,7 +229,36 @@ def collect_voita_scratch(out, data, _sweeps):
         timings += job_seconds(seed, sc, "scratch")
     if not scratch:
         fail(f"{root} holds no finished scratch run: run experiments/translation/run.sh voita_scratch")
-    write_tables(data, (("scratch.csv", scratch), ("evals.csv", evals), ("timings.csv", timings)))
+    return [("scratch.csv", scratch, SEED), ("evals.csv", evals, SEED), ("timings.csv", timings, SEED)]
+
+
+def parse_seeds(text):
+    """run.sh's SEEDS ("0 1", or empty for all) as a set, None for all."""
+    try:
+        return {int(s) for s in text.replace(",", " ").split()} or None
+    except ValueError:
+        fail(f"SEEDS={text!r}: expected seed numbers separated by spaces")
+
+
+def subset_sweep(sweep_path, path, seeds):
+    """Writes PATH: the sweep file SWEEP with its train.seed grid cut to `seeds` (its name, base and
+    folders unchanged, so the runs are the full sweep's), for one part of an arm; prints PATH."""
+    text = open(sweep_path).read()
+    sweep = tomllib.loads(text)
+    grid = sweep.get("grid", {}).get("train.seed")
+    if grid is None or seeds is None or not seeds <= set(grid):
+        fail(f"{sweep_path}: SEEDS {sorted(seeds or [])} must be a subset of its train.seed grid {grid}")
+    base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), sweep["base"]))
+    lines = [f"# {os.path.basename(sweep_path)} cut to seeds {sorted(seeds)} (collect.py subset-sweep).",
+             f'base = "{base}"', f'name = "{sweep.get("name", os.path.splitext(os.path.basename(sweep_path))[0])}"',
+             "", "[set]"]
+    lines += [f'"{key}" = {json.dumps(value)}' for key, value in sweep.get("set", {}).items()]
+    lines += ["", "[grid]"]
+    lines += [f'"{key}" = {json.dumps(sorted(seeds) if key == "train.seed" else value)}'
+              for key, value in sweep["grid"].items()]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    common.write_atomically(path, "\n".join(lines) + "\n")
+    print(path)
 
 
 def base_train_args(sweep_path, extra_steps):
@@ -307,7 +348,7 @@ def budget_sweep(sweep_path, out):
                   {"train.steps": steps, "train.keep_checkpoints": 1}, BUDGET_SEEDS)
 
 
-def collect_budget(out, data, sweeps):
+def collect_budget(out, seeds, sweeps):
     """The budget runs and the base runs of the same seeds (the arm's own comparison)."""
     def row(seed, steps, folder):
         last = [r for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]][-1]
@@ -315,17 +356,20 @@ def collect_budget(out, data, sweeps):
         return {"seed": seed, "steps": steps, "step": e["step"], "val_bleu": last["val_bleu"],
                 "val_loss": last["val_loss"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"]}
     steps = base_steps(os.path.join(sweeps, "base.toml"))
-    rows = [row(seed, steps, run) for seed, run in seed_runs(out) if seed in BUDGET_SEEDS]
+    part = [s for s in BUDGET_SEEDS if seeds is None or s in seeds]
+    if not part:
+        fail(f"the budget arm's seeds are {BUDGET_SEEDS}; SEEDS names none of them")
+    rows = [row(seed, steps, run) for seed, run in seed_runs(out, set(part))]
     root = os.path.join(out, "budget", f"steps={2 * steps}")
-    for seed in BUDGET_SEEDS:
+    for seed in part:
         folder = os.path.join(root, f"train.seed={seed}")
         if not os.path.exists(os.path.join(folder, "test_beam5.json")):
             fail(f"{folder} has no test_beam5.json: run experiments/translation/run.sh budget to the end")
         rows.append(row(seed, 2 * steps, folder))
-    write_csv(os.path.join(data, "runs.csv"), list(rows[0]), rows)
+    return [("runs.csv", rows, ("seed", "steps"))]
 
 
-def collect_kv_heads(out, data, sweeps):
+def collect_kv_heads(out, seeds, sweeps):
     root = os.path.join(out, "kv_heads")
     runs, bench = [], []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
@@ -333,7 +377,7 @@ def collect_kv_heads(out, data, sweeps):
             continue
         k = int(name[len("kv="):])
         for run in sorted(os.listdir(os.path.join(root, name))):
-            if run.startswith("train.seed="):
+            if run.startswith("train.seed=") and (seeds is None or int(run.split("=")[1]) in seeds):
                 e = json.load(open(os.path.join(root, name, run, "test_beam5.json")))
                 runs.append({"kv_heads": k, "seed": int(run.split("=")[1]), "step": e["step"], "bleu": e["bleu"],
                              "chrf": e["chrf"], "loss": e["loss"], "sentences": e["sentences"], "beam": e["beam"]})
@@ -351,10 +395,8 @@ def collect_kv_heads(out, data, sweeps):
     config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
               "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"],
               "steps": head_count_steps(os.path.join(sweeps, "base.toml"))}
-    write_csv(os.path.join(data, "runs.csv"), list(runs[0]), runs)
-    write_csv(os.path.join(data, "bench.csv"), ["kv_heads", "round", "sentences_per_s", "ms_median", "foreign_cores",
-                                                "params"], bench)
-    write_csv(os.path.join(data, "config.csv"), ["key", "value"], [{"key": k, "value": v} for k, v in config.items()])
+    return [("runs.csv", runs, ("kv_heads", "seed")), ("bench.csv", bench, ("kv_heads", "round")),
+            ("config.csv", [{"key": k, "value": v} for k, v in config.items()], ("key",))]
 
 
 def base_d_head(sweep_path):
@@ -367,6 +409,50 @@ def binary_commit(binary):
     """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
     info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
     return next((line.split()[1] for line in info if line.startswith("commit") and len(line.split()) > 1), "")
+
+
+SEED, RUN = ("seed",), ("run",)  # a table's part key: the columns whose values one part owns
+PROVENANCE_COLUMNS = ["seeds", "commit", "uncommitted_changes", "started_utc", "machine", "wall_seconds",
+                      "max_load_1min"]
+
+
+def merge_table(path, rows, key):
+    """Writes PATH: its old rows but those whose `key` values occur in `rows`, then `rows`, sorted
+    by key (stable). An arm run in parts (run.sh's SEEDS) so adds each part's seeds to data/ and a
+    rerun of a part replaces its own rows; columns are the old file's, then any new ones."""
+    old = common.read_csv(path) if os.path.exists(path) else []
+    owned = {tuple(str(r[k]) for k in key) for r in rows}
+    kept = [r for r in old if tuple(str(r[k]) for k in key) not in owned]
+    merged = sorted(kept + [{k: "" if v is None else str(v) for k, v in r.items()} for r in rows],
+                    key=lambda r: tuple(int(r[k]) if str(r[k]).lstrip("-").isdigit() else str(r[k]) for k in key))
+    columns = list(dict.fromkeys([*(old[0] if old else []), *(k for r in rows for k in r)])) or list(key)
+    write_csv(path, columns, merged)
+
+
+def merge_provenance(path, row):
+    """One row per part: a part replaces the earlier parts whose seeds it covers ("all": every part)."""
+    def covers(new, old):
+        return new == "all" or (old != "all" and set(old.split()) <= set(new.split()))
+    old = common.read_csv(path) if os.path.exists(path) else []
+    write_csv(path, PROVENANCE_COLUMNS, [r for r in old if not covers(row["seeds"], r["seeds"])] + [row])
+
+
+def check_base(out, data, seeds):
+    """run.sh, after (re)training base models: each seed's curve and test row must equal the base
+    arm's committed ones (data/base/), digit for digit: the arms that retrain the base models on a
+    new machine analyse the very models the base arm measured."""
+    committed = {name: common.read_csv(os.path.join(data, "base", name)) for name in ("curves.csv", "test.csv")
+                 if os.path.exists(os.path.join(data, "base", name))}
+    if not committed:
+        return
+    for name, rows, _ in collect_base(out, seeds, None)[1:]:
+        for seed in sorted({r["seed"] for r in rows}):
+            new = [{k: str(v) for k, v in r.items()} for r in rows if r["seed"] == seed]
+            old = [r for r in committed[name] if int(r["seed"]) == seed]
+            if old and old != new:
+                diff = next((f"{o.get('step', '')}: {o} here {n}" for o, n in zip(old, new) if o != n), "row count")
+                fail(f"base seed {seed} differs from data/base/{name} (first at step {diff}): the retrained model is "
+                     "not the committed one (numerics changed since the base arm's commit?)")
 
 
 def machine():
@@ -391,13 +477,23 @@ def main():
     ap.add_argument("--started", default="")
     ap.add_argument("--wall-seconds", default="")
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
+    ap.add_argument("--seeds", default="", help="the part's seeds (run.sh's SEEDS; empty: all)")
     if sys.argv[1:2] == ["base-train-args"]:
         if len(sys.argv) != 4:
             fail("usage: collect.py base-train-args BASE.toml EXTRA_STEPS")
         print(base_train_args(sys.argv[2], int(sys.argv[3])))
         return
-    if sys.argv[1:2] == ["voita"] and "--layouts" in sys.argv:
-        print_layouts(sys.argv[2])
+    if sys.argv[1:2] == ["voita-layouts"] and len(sys.argv) in (3, 4):
+        print_layouts(sys.argv[2], parse_seeds(sys.argv[3] if len(sys.argv) == 4 else ""))
+        return
+    if sys.argv[1:2] == ["budget-seeds"]:
+        print(" ".join(str(s) for s in BUDGET_SEEDS))
+        return
+    if sys.argv[1:2] == ["check-base"] and len(sys.argv) in (4, 5):
+        check_base(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4] if len(sys.argv) == 5 else ""))
+        return
+    if sys.argv[1:2] == ["subset-sweep"] and len(sys.argv) == 5:
+        subset_sweep(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4]))
         return
     if sys.argv[1:2] == ["kv-values"] and len(sys.argv) == 3:
         print(" ".join(str(k) for k in kv_values(sys.argv[2])))
@@ -419,14 +515,15 @@ def main():
     collectors = {"base": collect_base, "budget": collect_budget, "michel": collect_michel, "voita": collect_voita,
                   "voita_scratch": collect_voita_scratch, "kv_heads": collect_kv_heads}
     collectors.update({arm: collect_head_count_study(arm) for arm in HEAD_COUNT_STUDIES})
-    collectors[args.arm](args.out, data, args.sweeps)
+    seeds = parse_seeds(args.seeds)
+    for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
+        merge_table(os.path.join(data, name), rows, key)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
-    provenance = {"commit": binary_commit(args.binary), "uncommitted_changes": "yes" if dirty else "no",
-                  "started_utc": args.started, "machine": machine(), "wall_seconds": args.wall_seconds,
-                  "max_load_1min": max_load(args.load)}
-    write_csv(os.path.join(data, "provenance.csv"), ["key", "value"],
-              [{"key": k, "value": v} for k, v in provenance.items()])
+    merge_provenance(os.path.join(data, "provenance.csv"), {
+        "seeds": " ".join(str(s) for s in sorted(seeds)) if seeds else "all", "commit": binary_commit(args.binary),
+        "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": machine(),
+        "wall_seconds": args.wall_seconds, "max_load_1min": max_load(args.load)})
     print(f"collected {args.arm}: {args.out} -> {data}")
 
 

@@ -46,8 +46,9 @@ class Data:
     def read(self, arm, name):
         return read_csv(os.path.join(self.folder, arm, name), "run experiments/translation/run.sh " + arm)
 
-    def provenance(self, arm):
-        return {r["key"]: r["value"] for r in self.read(arm, "provenance.csv")}
+    def parts(self, arm):
+        """data/<arm>/provenance.csv: one row per part of the arm (collect.py merge_provenance)."""
+        return self.read(arm, "provenance.csv")
 
 
 def not_run(arm):
@@ -55,18 +56,20 @@ def not_run(arm):
 
 
 def fill_arms(d):
+    """One row per part of every arm (run.sh's SEEDS), the arms not run yet included."""
     rows = []
     for arm, what in ARMS:
         if arm not in d.arms:
-            rows.append([f"`{arm}`", what, "not run yet", "", "", ""])
+            rows.append([f"`{arm}`", what, "", "not run yet", "", "", ""])
             continue
-        p = d.provenance(arm)
-        wall = number(p.get("wall_seconds", ""))
-        rows.append([f"`{arm}`", what, f"`{p['commit']}`" + (" (uncommitted changes)" if p["uncommitted_changes"] == "yes"
-                                                           else ""),
-                     p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
-                     f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
-    return md_table(["arm", "what", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
+        for p in d.parts(arm):
+            wall = number(p["wall_seconds"])
+            rows.append([f"`{arm}`", what, p["seeds"], f"`{p['commit']}`" +
+                         (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
+                         p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
+                         f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
+            what = ""
+    return md_table(["arm", "what", "seeds", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
 
 
 def base_curves(d):

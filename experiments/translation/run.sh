@@ -45,6 +45,13 @@
 # A finished step is skipped (the sweep skips finished runs, an evaluation its output file), so
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
+# Parts: SEEDS="0 1" experiments/translation/run.sh ARM runs the arm for those seeds only (the base
+# seeds; head_count and head_count_d_head: the fresh seeds 1-5) and merges their rows into
+# data/<arm>/, one provenance row per part. Run folders do not outlive a machine, but data/ does:
+# an arm too long for one session runs as parts in several, each part retraining just the base
+# models it needs, which collect.py check-base compares with data/base/ digit for digit. The
+# head-count arms take their rates from data/head_count_lr/, voita_scratch its layouts from
+# data/voita/: run those arms first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HEADLAB=${HEADLAB:-build/headlab}
@@ -54,6 +61,7 @@ PY=${PY:-/usr/bin/python3}
 HERE=experiments/translation
 SWEEPS=${SWEEPS:-$HERE}     # where base.toml and head_count_lr.toml are read (dev/: a tiny pipeline check)
 DATA=${DATA:-$HERE/data}
+SEEDS=${SEEDS:-}            # this part's seeds; empty: all of the arm's
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
@@ -83,9 +91,21 @@ eval_json() {
 export -f eval_json
 export HEADLAB
 
-base_models() {  # the base sweep, then each seed's final checkpoint on test, two at a time
-  "$HEADLAB" sweep "$SWEEPS/base.toml" --jobs "$JOBS" --out "$OUT/base"
-  final_on_test "$OUT"/base/train.seed=*/
+# SWEEP.toml cut to this part's seeds (the sweep itself when SEEDS is empty): its path.
+part_sweep() {
+  local sweep=$1 cut=$2
+  if [[ -z $SEEDS ]]; then echo "$sweep"; else "$PY" $HERE/collect.py subset-sweep "$sweep" "$cut" "$SEEDS"; fi
+}
+
+base_runs() {  # the base run folders of this part's seeds
+  local s
+  if [[ -z $SEEDS ]]; then ls -d "$OUT"/base/train.seed=*/; else for s in $SEEDS; do echo "$OUT/base/train.seed=$s/"; done; fi
+}
+
+base_models() {  # the base sweep, each seed's final checkpoint on test, the check against data/base/
+  "$HEADLAB" sweep "$(part_sweep "$SWEEPS/base.toml" "$OUT/base_part.toml")" --jobs "$JOBS" --out "$OUT/base"
+  final_on_test $(base_runs)
+  "$PY" $HERE/collect.py check-base "$OUT" "$DATA" "$SEEDS"
 }
 
 final_on_test() {  # each run folder's final checkpoint on test by beam 5, two at a time
@@ -97,10 +117,11 @@ final_on_test() {  # each run folder's final checkpoint on test by beam 5, two a
 }
 
 budget() {
+  SEEDS=${SEEDS:-$("$PY" $HERE/collect.py budget-seeds)}  # the base models it compares with: its own seeds'
   base_models
   local f
   f=$("$PY" $HERE/collect.py budget-sweep "$SWEEPS/base.toml" "$OUT/budget")
-  "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+  "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
   final_on_test "${f%.toml}"/train.seed=*/
 }
 
@@ -116,16 +137,23 @@ head_count_on_test() {  # every finished head-count run without its test.txt, by
     xargs -d '\n' -r -P "$JOBS" -n 1 bash -c
 }
 
-head_count_seeds() {  # STUDY EXTRA...: one sweep file per count at its chosen rate, fresh seeds
-  local study=$1
+# STUDY EXTRA...: one sweep file per count at the rate data/head_count_lr/ chose, fresh seeds (this
+# part's), at OUT/head_count/STUDY/heads=<H>.toml
+head_count_seeds() {
+  local study=$1 f
   shift
-  "$PY" experiments/head_count/make_results.py seeds-sweeps "$SWEEPS/head_count_lr.toml" "$OUT/head_count/lr" \
-    "$OUT/head_count/$study" "$@"
+  if [[ ! -e $DATA/head_count_lr/runs.csv ]]; then
+    echo "run.sh: $DATA/head_count_lr/runs.csv is missing: run the head_count_lr arm first (it chooses the rates)" >&2
+    exit 2
+  fi
+  for f in $("$PY" experiments/head_count/make_results.py seeds-sweeps "$SWEEPS/head_count_lr.toml" \
+      "$DATA/head_count_lr/runs.csv" "$OUT/head_count/$study" "$@"); do
+    [[ -z $SEEDS ]] || "$PY" $HERE/collect.py subset-sweep "$f" "$f" "$SEEDS" > /dev/null
+  done
 }
 
 head_count() {
-  head_count_lr
-  head_count_seeds seeds > /dev/null
+  head_count_seeds seeds
   local f
   for f in "$OUT"/head_count/seeds/heads=*.toml; do
     "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
@@ -137,12 +165,11 @@ head_count() {
 # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count). At
 # the base model's head count that is the seeds study's model, so its runs are shared (a link).
 head_count_d_head() {
-  head_count_lr
   local w heads f out=$OUT/head_count
   w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
   heads=$("$PY" $HERE/collect.py base-heads "$SWEEPS/base.toml")
-  head_count_seeds seeds > /dev/null
-  head_count_seeds d_head "--set=model.d_head=$w" "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w" > /dev/null
+  head_count_seeds seeds
+  head_count_seeds d_head "--set=model.d_head=$w" "--set=model.enc_d_head=$w" "--set=model.cross_d_head=$w"
   "$HEADLAB" sweep "$out/seeds/heads=$heads.toml" --jobs "$JOBS" --out "$out/seeds/heads=$heads"
   if [[ -d $out/d_head/heads=$heads && ! -L $out/d_head/heads=$heads ]]; then
     echo "run.sh: $out/d_head/heads=$heads is a folder; it must be a link to the seeds study's runs" >&2
@@ -167,7 +194,7 @@ michel() {
   base_models  # skips what is done; retrains missing base models bit-identically
   local sent=() seed run ckpts final n picked i ckpt d
   [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
-  for run in "$OUT"/base/train.seed=*/; do
+  for run in $(base_runs); do
     seed=${run%/}
     seed=${seed##*=}
     d=$OUT/michel/seed$seed
@@ -206,7 +233,7 @@ L0_STEPS=${L0_STEPS:-500}
 voita() {
   base_models
   local run seed d final l only
-  for run in "$OUT"/base/train.seed=*/; do
+  for run in $(base_runs); do
     seed=${run%/}
     seed=${seed##*=}
     d=$OUT/voita/seed$seed
@@ -224,17 +251,24 @@ voita() {
     done
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
   # Every gated model and its control on test (the lambda is chosen on val, reported on test).
-  for p in "$OUT"/voita/seed*/{none_l0,l0_*}/pruned.h5; do
-    echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
+  for run in $(base_runs); do
+    seed=${run%/}
+    seed=${seed##*=}
+    for p in "$OUT/voita/seed$seed"/{none_l0,l0_*}/pruned.h5; do
+      echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
+    done
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
 }
 
-# The val-chosen encoder layouts, trained from scratch with the base config and seed for as many
-# steps as the L0 model had in all (an arm of its own: five more base-length trainings).
+# The val-chosen encoder layouts (data/voita/), trained from scratch with the base config and seed
+# for as many steps as the L0 model had in all (an arm of its own: five more base-length trainings).
 voita_scratch() {
-  voita
   local d final
-  "$PY" $HERE/collect.py voita "$OUT" "$DATA" --layouts | while read -r seed heads; do
+  if [[ ! -e $DATA/voita/prune.csv ]]; then
+    echo "run.sh: $DATA/voita/prune.csv is missing: run the voita arm first (it chooses the layouts)" >&2
+    exit 2
+  fi
+  "$PY" $HERE/collect.py voita-layouts "$DATA" "$SEEDS" | while read -r seed heads; do
     echo "$OUT/voita/seed$seed/scratch done train_job $OUT/voita/seed$seed/scratch $HEADLAB train $("$PY" $HERE/collect.py \
       base-train-args "$SWEEPS/base.toml" "$L0_STEPS") --set train.seed=$seed --set model.active_heads=$heads"
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
@@ -252,10 +286,12 @@ BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 kv_heads() {
   local f k r
   for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
-    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
+    "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
   done
   final_on_test "$OUT"/kv_heads/kv=*/train.seed=*/
-  # Decoding speed, timed: one bench at a time, the settings in turn in every round.
+  # Decoding speed, timed: one bench at a time, the settings in turn in every round; once per arm
+  # (a later part keeps the committed bench.csv).
+  [[ -s $DATA/kv_heads/bench.csv && $(wc -l < "$DATA/kv_heads/bench.csv") -gt 1 ]] && return 0
   for r in $(seq 1 "$BENCH_ROUNDS"); do
     for k in $("$PY" $HERE/collect.py kv-values "$SWEEPS/base.toml"); do
       local file=$OUT/kv_heads/bench/kv=${k}_round$r.json
@@ -283,5 +319,5 @@ esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
 "$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
-  --wall-seconds "$wall" --load "$OUT/load_$arm.txt"
+  --wall-seconds "$wall" --load "$OUT/load_$arm.txt" --seeds "$SEEDS"
 "$PY" $HERE/make_results.py --data "$DATA"
