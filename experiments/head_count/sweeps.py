@@ -51,15 +51,17 @@ PLATEAU_TOLERANCE = {False: 0.01, True: 0.01}
 
 class Data:
     """A data folder: runs.csv, provenance.csv and (when it has one) curves.csv; data/before/ has
-    no curves, so only the comparisons can be made from it."""
+    no curves, so only the comparisons can be made from it. with_provenance=False: a folder whose
+    provenance.csv is another experiment's (experiments/translation's parts table), not read."""
 
-    def __init__(self, folder=DATA):
+    def __init__(self, folder=DATA, with_provenance=True):
         self.runs = read_csv(os.path.join(folder, "runs.csv"))
         self.curves = {}
         if os.path.exists(os.path.join(folder, "curves.csv")):
             for c in read_csv(os.path.join(folder, "curves.csv")):
                 self.curves.setdefault((c["study"], c["run"]), []).append(c)
-        self.prov = {r["key"]: r["value"] for r in read_csv(os.path.join(folder, "provenance.csv"))}
+        self.prov = {r["key"]: r["value"] for r in read_csv(os.path.join(folder, "provenance.csv"))} \
+            if with_provenance else {}
 
     def rows(self, study, **eq):
         return [r for r in self.runs if r["study"] == study and all(r[k] == str(v) for k, v in eq.items())]

@@ -214,7 +214,7 @@ HEAD_COUNT_STUDIES = {"seeds": "d_model fixed (d_head = d_model / heads), as in 
 def head_count_sweeps(d):
     """The head-count arms' runs as one head_count.sweeps.Data, and a Sweep per study present."""
     from head_count.sweeps import Data as RunsData, Sweep
-    parts = [RunsData(os.path.join(d.folder, arm)) for arm in HEAD_COUNT_ARMS if arm in d.arms]
+    parts = [RunsData(os.path.join(d.folder, arm), with_provenance=False) for arm in HEAD_COUNT_ARMS if arm in d.arms]
     runs = parts[0]
     for p in parts[1:]:
         runs.runs += p.runs
