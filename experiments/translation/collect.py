@@ -426,6 +426,7 @@ def merge_table(path, rows, key):
     merged = sorted(kept + [{k: "" if v is None else str(v) for k, v in r.items()} for r in rows],
                     key=lambda r: tuple(int(r[k]) if str(r[k]).lstrip("-").isdigit() else str(r[k]) for k in key))
     columns = list(dict.fromkeys([*(old[0] if old else []), *(k for r in rows for k in r)])) or list(key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     write_csv(path, columns, merged)
 
 
