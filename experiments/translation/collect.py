@@ -451,9 +451,10 @@ def check_base(out, data, seeds):
             new = [{k: str(v) for k, v in r.items()} for r in rows if r["seed"] == seed]
             old = [r for r in committed[name] if int(r["seed"]) == seed]
             if old and old != new:
-                diff = next((f"{o.get('step', '')}: {o} here {n}" for o, n in zip(old, new) if o != n), "row count")
-                fail(f"base seed {seed} differs from data/base/{name} (first at step {diff}): the retrained model is "
-                     "not the committed one (numerics changed since the base arm's commit?)")
+                diff = next((f"at step {o.get('step', '')}: committed {o}, retrained {n}" for o, n in zip(old, new)
+                             if o != n), f"in its number of rows: committed {len(old)}, retrained {len(new)}")
+                fail(f"base seed {seed} differs from data/base/{name} {diff}: the retrained model is not the "
+                     "committed one (numerics changed since the base arm's commit?)")
 
 
 def machine():
