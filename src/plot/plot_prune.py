@@ -29,8 +29,17 @@ PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
 }
 UNSCORED = ("random", "l0", "none")  # strategies without a score to recompute
 # The words and file names of what a prune.csv pruned (its unit column).
-UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="prune_"),
-              "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_")}
+# A whole-table unit counts its tables' heads (units) in the same columns as heads (ffn) and its
+# fraction_pruned in tables.
+# grid: the file of the per-table grid (plot_prune_heads_per_layer).
+UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="prune_", gates="heads",
+                            grid="prune_heads_per_layer"),
+              "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_", gates="ffn",
+                          grid="prune_ffn_units_per_block"),
+              "attention_layers": dict(what="whole attention layers", one="layer", table="layer",
+                                       prefix="prune_layers_", gates="heads", grid="prune_layers_heads_per_layer"),
+              "ffn_blocks": dict(what="whole FFN blocks", one="block", table="MLP block", prefix="prune_blocks_",
+                                 gates="ffn", grid="prune_blocks_units_per_block")}
 PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss", "val_bleu", "val_chrf")  # BLEU, chrF: translation only
 
 
@@ -56,11 +65,11 @@ def read_prune(path):
     parsed = []
     for i, r in enumerate(rows, start=2):
         unit = r.get("unit") or "heads"  # absent before FFN units could be pruned
-        if unit not in ("heads", "ffn"):
-            fail(f"{path}: line {i}: unknown unit '{unit}' (expected heads|ffn)")
+        if unit not in UNIT_WORDS:
+            fail(f"{path}: line {i}: unknown unit '{unit}' (expected {'|'.join(UNIT_WORDS)})")
         # What was pruned, whichever unit: n_pruned, n_kept and per_table (kept per layer or block).
         pruned_col, kept_col, per_col, list_col = (("heads_pruned", "heads_kept", "heads_per_layer", "pruned_heads")
-                                                   if unit == "heads" else
+                                                   if UNIT_WORDS[unit]["gates"] == "heads" else
                                                    ("units_pruned", "units_kept", "units_per_block", "pruned_units"))
         try:
             row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round")}
@@ -233,8 +242,7 @@ def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
     fig.colorbar(image, ax=axes.ravel().tolist(), label=f"{w['what']} left in the {w['table']}", shrink=0.8)
     figure_title(fig, f"{title_prefix}{w['what']} left per {w['table']} as pruning proceeds, by strategy{subtitle}",
                  fontsize=10)
-    save(fig, os.path.join(out_dir, "prune_heads_per_layer" if w["one"] == "head" else "prune_ffn_units_per_block"),
-         written)
+    save(fig, os.path.join(out_dir, w["grid"]), written)
 
 
 def plot_prune(folder, out_dir, title_prefix, written):
