@@ -139,7 +139,8 @@ class Block(nn.Module):
         """x + proj(Attn(LN1(x))), the head outputs and the probabilities."""
         a, probs = self.attn(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]; forward hooks see both
         B, T = a.shape[:2]
-        return x + self.attn.proj(a.reshape(B, T, -1)), a, probs
+        # H Dh, not -1: a layer removed whole has 0 heads
+        return x + self.attn.proj(a.reshape(B, T, a.shape[2] * a.shape[3])), a, probs
 
     def add_mlp(self, x):
         h = self.mlp.fc(self.ln2(x))
