@@ -37,9 +37,10 @@ UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="pru
               "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_", gates="ffn",
                           grid="prune_ffn_units_per_block"),
               "attention_layers": dict(what="whole attention layers", one="layer", table="layer",
-                                       prefix="prune_layers_", gates="heads", grid="prune_layers_heads_per_layer"),
+                                       prefix="prune_layers_", gates="heads", grid="prune_layers_heads_per_layer",
+                                       whole=True),
               "ffn_blocks": dict(what="whole FFN blocks", one="block", table="MLP block", prefix="prune_blocks_",
-                                 gates="ffn", grid="prune_blocks_units_per_block")}
+                                 gates="ffn", grid="prune_blocks_units_per_block", whole=True)}
 PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss", "val_bleu", "val_chrf")  # BLEU, chrF: translation only
 
 
@@ -83,6 +84,7 @@ def read_prune(path):
         if sum(row["per_table"]) != row["n_kept"] or len(r[list_col].split()) != row["n_pruned"]:
             fail(f"{path}: line {i}: {per_col} must sum to {kept_col} and {list_col} list {pruned_col}")
         row["unit"] = unit
+        row["recover"] = r.get("recover") or "finetune"  # absent before distillation
         if r["strategy"] not in PRUNE_STRATEGIES:
             fail(f"{path}: line {i}: unknown strategy '{r['strategy']}' (expected {'|'.join(PRUNE_STRATEGIES)})")
         if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]) or \
@@ -94,24 +96,25 @@ def read_prune(path):
 
 
 def prune_series(files):
-    """Groups the files into curves: (strategy, finetune_steps, recompute) -> files (the seeds of
-    random, or repeated invocations); the l0 files of one finetune_steps form one lambda sweep."""
+    """Groups the files into curves: (strategy, finetune_steps, recompute, recover) -> files (the
+    seeds of random, or repeated invocations); the l0 files of one finetune_steps form one lambda
+    sweep."""
     series = {}
     for rows in files:
         first = rows[0]
         recompute = 0 if first["strategy"] in UNSCORED else first["recompute"]
-        series.setdefault((first["strategy"], first["finetune_steps"], recompute), []).append(rows)
+        series.setdefault((first["strategy"], first["finetune_steps"], recompute, first["recover"]), []).append(rows)
     order = list(PRUNE_STRATEGIES)
-    return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])))
+    return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), *kv[0][1:])))
 
 
 def series_label(key, files, band=True):
-    strategy, finetune_steps, recompute = key
+    strategy, finetune_steps, recompute, recover = key
     label = PRUNE_STRATEGIES[strategy][0]
     if strategy not in UNSCORED:
         label += ", re-scored every round" if recompute else ", scored once"
     if finetune_steps:
-        label += f", fine-tuned {plural(finetune_steps, 'step')}"
+        label += f", {'distilled' if recover == 'distill' else 'fine-tuned'} {plural(finetune_steps, 'step')}"
     if strategy != "l0" and len(files) > 1:
         label += f" (mean of {len(files)} seeds{', band = min-max' if band else ''})"
     return label
@@ -134,9 +137,10 @@ def prunable_limit(rows):
     """(limit, end) for the x axis of the prune curves. limit: the largest fraction of heads (units)
     the files' strategies can prune; the round-based ones stop at (heads - layers) / heads, since
     every layer (block) keeps one (src/prune/prune_loop.cpp), while L0 alone may close every gate
-    (1). end: where the axis ends, the larger of limit and the largest fraction any row reached."""
+    (1), and whole layers (blocks) may all go (1). end: where the axis ends, the larger of limit
+    and the largest fraction any row reached."""
     heads = rows[0]["n_pruned"] + rows[0]["n_kept"]
-    rounds = any(r["strategy"] != "l0" for r in rows)
+    rounds = any(r["strategy"] != "l0" for r in rows) and not UNIT_WORDS[rows[0]["unit"]].get("whole")
     limit = (heads - len(rows[0]["per_table"])) / heads if rounds else 1.0
     return limit, max([limit] + [r["fraction_pruned"] for r in rows])
 
@@ -146,7 +150,9 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
     units) pruned, one curve per strategy."""
     all_rows = [r for files in series.values() for rows in files for r in rows]
     w = UNIT_WORDS[all_rows[0]["unit"]]
-    total_heads = all_rows[0]["n_pruned"] + all_rows[0]["n_kept"]
+    # what the x axis counts: the heads (units), or the tables for whole ones
+    first = all_rows[0]
+    total_heads = len(first["per_table"]) if w.get("whole") else first["n_pruned"] + first["n_kept"]
     for metric in PRUNE_METRICS:
         if not any(r[metric] is not None for r in all_rows):
             continue
@@ -156,9 +162,9 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
             ax.axhline(sum(baseline) / len(baseline), color="black", linestyle=":", linewidth=1,
                        label="unpruned model")
         for key, files in series.items():
-            strategy, finetune_steps, recompute = key
+            strategy, finetune_steps, recompute, recover = key
             color = PRUNE_STRATEGIES[strategy][1]
-            style = "--" if finetune_steps else "-"
+            style = ("-." if recover == "distill" else "--") if finetune_steps else "-"
             if strategy == "none":  # the control prunes nothing: its metric after its last round of fine-tuning
                 ends = [rows[-1] for rows in files if rows[-1][metric] is not None]
                 if ends:
@@ -194,7 +200,8 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
         top.set_xlabel(f"{w['what']} pruned (of {total_heads})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
+                  title="solid: no fine-tuning, dashed: fine-tuned, dash-dot: distilled\n"
+                        "filled: re-scored, hollow: scored once",
                   title_fontsize=7)
         figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as {w['what']} are pruned "
                          f"({plural(n_files, 'prune.csv file')}){subtitle}", fontsize=10)
