@@ -286,6 +286,26 @@ function similarityMap(sim) {
   return canvas;
 }
 
+// ---- FFN units (units.csv of headlab analyze --ffn) ----------------------------------------------
+// Per score, one curve per MLP block: its units' scores sorted high to low against their rank, so
+// blocks compare by how many of their units carry the score. Units gated off are left out.
+function unitCurves(units) {
+  let out = "";
+  const labels = column(units, "label"), gates = column(units, "gate");
+  const blocks = [...new Set(labels)];
+  for (const score of ["importance_normalized", "magnitude", "integrated_gradients"]) {
+    const values = column(units, score);
+    if (!hasValues(values)) continue;
+    const series = blocks.map((b, i) => {
+      const ys = values.filter((v, k) => labels[k] === b && gates[k] !== 0 && typeof v === "number").sort((x, y) => y - x);
+      return {name: String(b), xs: ys.map((_, r) => r), ys, color: colorOf(i), dots: false};
+    });
+    out += lineChart({title: `${score} of the FFN units per block, sorted`, xLabel: "unit rank in its block",
+                      yLabel: score, series});
+  }
+  return out ? `<div class="charts">${out}</div>` : "";
+}
+
 // ---- pruning curves (prune/*/prune.csv) --------------------------------------------------------
 // What a prune.csv pruned, by its unit column (files before it existed pruned heads), in words;
 // each unit gets its own charts, its x the fraction of that unit (of the tables, for whole ones).
