@@ -121,7 +121,7 @@ class Attention(nn.Module):
 class Block(nn.Module):
     def __init__(self, spec, n_heads, n_kv_heads, d_head=None, d_mlp=None):
         super().__init__()
-        C, eps, units = spec["d_model"], spec["norm_eps"], d_mlp or spec["d_mlp"]
+        C, eps, units = spec["d_model"], spec["norm_eps"], spec["d_mlp"] if d_mlp is None else d_mlp
         self.ln1 = LayerNorm(C, eps)
         self.attn = Attention(C, n_heads, n_kv_heads, d_head or spec["d_head"], spec["bias"])
         self.ln2 = LayerNorm(C, eps)
