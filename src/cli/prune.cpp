@@ -82,7 +82,8 @@ int run_prune(int argc, char** argv) {
       "sentences", "translation: BLEU of every round over the split's first N sentences (default all)",
       cxxopts::value<int64_t>())("no-bleu", "translation: no BLEU, the loss only")(
       "out",
-      "output folder (default: <run folder>/prune/<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>]"
+      "output folder (default: <run "
+      "folder>/prune/<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>]"
       "[_lambda<X>][_penalty_<P>][_frozen])",
       cxxopts::value<std::string>())(
       "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",

@@ -105,21 +105,21 @@ std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions&
     const std::vector<int64_t>& per_table = ffn ? r.units_per_block : r.heads_per_site;
     const auto tables = static_cast<double>(per_table.size()),
                emptied = static_cast<double>(std::count(per_table.begin(), per_table.end(), 0));
-    const double fraction = options.whole ? emptied / tables : static_cast<double>(pruned) / static_cast<double>(pruned + kept);
+    const double fraction =
+        options.whole ? emptied / tables : static_cast<double>(pruned) / static_cast<double>(pruned + kept);
     const std::string n_pruned = std::to_string(pruned), n_kept = std::to_string(kept);
     const EvalStats& m = r.metric;
     csv.row({prune_strategy_name(options.strategy), std::to_string(options.seed),
              // For l0 the fine-tuning is the L0 run itself: finetune_steps reports its steps.
              std::to_string(l0 ? options.l0_steps : options.finetune_steps), options.recompute ? "1" : "0",
              l0 ? csv_number("%g", options.lambda) : "", std::to_string(r.round), ffn ? "" : n_pruned,
-             csv_number("%.6g", fraction), ffn ? "" : n_kept,
-             counts(r.heads_per_site), csv_number("%.9g", m.loss),
+             csv_number("%.6g", fraction), ffn ? "" : n_kept, counts(r.heads_per_site), csv_number("%.9g", m.loss),
              m.accuracy >= 0 ? csv_number("%.9g", m.accuracy) : "",
              m.bits_per_byte >= 0 ? csv_number("%.9g", m.bits_per_byte) : "", ffn ? "" : listed(r.pruned), only,
              r.bleu >= 0 ? csv_number("%.4f", r.bleu) : "", r.chrf >= 0 ? csv_number("%.4f", r.chrf) : "",
-             l0 ? l0_penalty_name(options.l0_penalty) : "", unit, ffn ? n_pruned : "",
-             ffn ? n_kept : "", counts(r.units_per_block), ffn ? listed(r.pruned) : "",
-             options.distill ? "distill" : "finetune", options.distill ? csv_number("%g", options.distill_alpha) : "",
+             l0 ? l0_penalty_name(options.l0_penalty) : "", unit, ffn ? n_pruned : "", ffn ? n_kept : "",
+             counts(r.units_per_block), ffn ? listed(r.pruned) : "", options.distill ? "distill" : "finetune",
+             options.distill ? csv_number("%g", options.distill_alpha) : "",
              options.distill ? csv_number("%g", options.distill_temperature) : ""});
   }
   return csv.text();

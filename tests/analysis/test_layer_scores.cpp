@@ -18,7 +18,8 @@ using namespace headlab;
 namespace {
 
 // Batch i's mean loss of the val split at the model's gates, and its scored targets.
-double batch_loss(Model<double>& model, const Dataset& data, int64_t i, int64_t batch_size, int64_t* targets = nullptr) {
+double batch_loss(Model<double>& model, const Dataset& data, int64_t i, int64_t batch_size,
+                  int64_t* targets = nullptr) {
   Arena arena;
   Tape<double> tape(arena);
   NoGradGuard<double> no_grad(tape);

@@ -402,8 +402,8 @@ TEST_CASE("an attention layer or FFN block removed whole computes the masked mod
   test::randomize_ffn_gates(masked, 42);
   masked.gates().value(site).fill(0.0);
   masked.ffn_gates().value(block).fill(0.0);
-  Model<double> pruned = prune_units(prune_heads(masked, heads_with_nonzero_gates(masked)),
-                                     units_with_nonzero_gates(masked));
+  Model<double> pruned =
+      prune_units(prune_heads(masked, heads_with_nonzero_gates(masked)), units_with_nonzero_gates(masked));
   std::vector<int64_t> want_heads;
   for (int i = 0; i < n_sites; ++i) want_heads.push_back(i == site ? 0 : masked.gates().value(i).numel());
   CHECK(pruned.spec().layer_heads == want_heads);

@@ -388,8 +388,7 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
       {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"},
        "--rounds applies only to --strategy none"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--finetune-lr", "1e-3"}, "--finetune-lr needs fine-tuning"},
-      {{"prune", run.checkpoint(), "--strategy", "random", "--unit", "layers"},
-       "unknown unit 'layers'"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--unit", "layers"}, "unknown unit 'layers'"},
       {{"prune", run.checkpoint(), "--strategy", "entropy", "--unit", "ffn_blocks"},
        "--unit ffn_blocks: --strategy entropy does not score whole tables"},
   };
@@ -535,10 +534,10 @@ TEST_CASE("headlab prune --unit attention_layers removes the layers from the ten
   const test::TrainedRun& run = trained_run();
   test::ScratchDir logs("prune_whole_cli");
   const fs::path out = logs.dir / "layers";
-  const test::CommandResult r = test::run_headlab(
-      {"prune", run.checkpoint(), "--strategy", "ablation", "--unit", "attention_layers", "--step-frac", "0.5",
-       "--batches", "2", "--score-batches", "2", "--out", out.string()},
-      logs.dir / "prune.txt", {{"OMP_NUM_THREADS", "1"}});
+  const test::CommandResult r =
+      test::run_headlab({"prune", run.checkpoint(), "--strategy", "ablation", "--unit", "attention_layers",
+                         "--step-frac", "0.5", "--batches", "2", "--score-batches", "2", "--out", out.string()},
+                        logs.dir / "prune.txt", {{"OMP_NUM_THREADS", "1"}});
   INFO(r.output);
   REQUIRE(r.code == 0);
   const CsvTable csv = parse_csv(test::read_file(out / "prune.csv"), "prune.csv");

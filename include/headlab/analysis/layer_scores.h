@@ -26,13 +26,13 @@ namespace headlab {
 
 struct LayerScores {
   GateKind kind = GateKind::heads;
-  std::vector<std::string> labels;    // gate_table_label: "L0"; "enc.L1", "cross.L0", "dec.L1"
-  std::vector<int64_t> active;        // gates not 0 per table
-  std::vector<double> importance;     // [tables]
-  std::vector<double> ablation;       // [tables], or empty when not asked
+  std::vector<std::string> labels;           // gate_table_label: "L0"; "enc.L1", "cross.L0", "dec.L1"
+  std::vector<int64_t> active;               // gates not 0 per table
+  std::vector<double> importance;            // [tables]
+  std::vector<double> ablation;              // [tables], or empty when not asked
   std::vector<double> integrated_gradients;  // [tables], or empty without ig_steps
-  IntegratedGradients ig;             // the per-gate run behind it: losses and completeness error
-  double loss = 0;                    // L: the mean loss over the scored targets
+  IntegratedGradients ig;                    // the per-gate run behind it: losses and completeness error
+  double loss = 0;                           // L: the mean loss over the scored targets
   int64_t batches = 0;
 };
 

@@ -52,7 +52,7 @@ using IntList = std::vector<int64_t>;
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
   X(mlp_units, IntList, (IntList{}), non_negative(),                                                                  \
     "hidden units of each MLP block (encoder_decoder: the encoder's blocks, then the decoder's; a model with FFN "    \
-    "units physically removed; 0 = the block removed whole, its output projection's bias alone added); [] = "        \
+    "units physically removed; 0 = the block removed whole, its output projection's bias alone added); [] = "         \
     "mlp_ratio * d_model everywhere")                                                                                 \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \

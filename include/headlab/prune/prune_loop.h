@@ -165,10 +165,10 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
-// default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears
-// where it changes the result (random order, fine-tuning, L0), the L0 penalty where it is not the
-// default (PruneOptions{}.l0_penalty), so the folders of runs before it existed keep their names.
+// "<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]":
+// the default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears where it changes the
+// result (random order, fine-tuning, L0), the L0 penalty where it is not the default (PruneOptions{}.l0_penalty), so
+// the folders of runs before it existed keep their names.
 std::string prune_run_name(const PruneOptions& options);
 
 }  // namespace headlab
