@@ -6,7 +6,10 @@
 // the tape recording nothing), alternating full and pruned rep by rep at each batch size so both
 // see the same machine state. Prints per batch size the median and minimum wall ms per forward,
 // examples/s from the medians and the ratio pruned / full, plus the forward flop ratio.
+// unit says what half is removed: heads (half of every layer's), ffn (half of every block's
+// units), layers (every other attention layer whole) or blocks (every other FFN block whole).
 //   OMP_WAIT_POLICY=passive ./build/bench_prune [reps=15] [threads=2] [kind=encoder] [T=128] [batches=1,4,16,64]
+//                                               [unit=heads]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -51,6 +54,11 @@ int main(int argc, char** argv) {
   const std::string kind = argc > 3 ? argv[3] : "encoder";
   const int64_t T = argc > 4 ? std::atoll(argv[4]) : 128;
   const std::vector<int64_t> batches = parse_list(argc > 5 ? argv[5] : "1,4,16,64");
+  const std::string unit = argc > 6 ? argv[6] : "heads";
+  if (unit != "heads" && unit != "ffn" && unit != "layers" && unit != "blocks") {
+    std::fprintf(stderr, "bench_prune: unit must be heads, ffn, layers or blocks, got '%s'\n", unit.c_str());
+    return 2;
+  }
   set_num_threads(threads);
 
   ModelSpec spec;
@@ -66,16 +74,23 @@ int main(int argc, char** argv) {
   Model<float> full(spec);
   full.params().init(1);
   HeadKeepMask keep(static_cast<size_t>(spec.n_layers));
-  for (int64_t l = 0; l < spec.n_layers; ++l)
-    for (int64_t h = 0; h < spec.n_heads; ++h) keep[l].push_back((h + l) % 2 == 0);  // half, differently per layer
-  Model<float> pruned = prune_heads(full, keep);
+  UnitKeepMask keep_units(static_cast<size_t>(spec.n_layers));
+  for (int64_t l = 0; l < spec.n_layers; ++l) {
+    for (int64_t h = 0; h < spec.n_heads; ++h)  // half, differently per layer; or every other layer whole
+      keep[l].push_back(unit == "heads" ? (h + l) % 2 == 0 : unit != "layers" || l % 2 == 0);
+    for (int64_t f = 0; f < spec.d_mlp; ++f)
+      keep_units[l].push_back(unit == "ffn" ? (f + l) % 2 == 0 : unit != "blocks" || l % 2 == 0);
+  }
+  Model<float> pruned = prune_units(prune_heads(full, keep), keep_units);
+  int64_t units = 0;
+  for (int64_t b = 0; b < pruned.spec().mlp_blocks(); ++b) units += pruned.spec().units_at_block(b);
 
   std::printf(
-      "bench_prune: %s d_model %lld, %lld layers, %lld -> %lld heads in all (d_head %lld), mlp %lld, T %lld, "
-      "%d threads, blis %s, %d reps (alternated)\n",
+      "bench_prune: %s d_model %lld, %lld layers, %lld -> %lld heads in all (d_head %lld), mlp %lld -> %lld units "
+      "in all (%s removed), T %lld, %d threads, blis %s, %d reps (alternated)\n",
       kind.c_str(), (long long)spec.d_model, (long long)spec.n_layers, (long long)spec.total_heads(),
-      (long long)pruned.spec().total_heads(), (long long)spec.d_head, (long long)spec.d_mlp, (long long)T,
-      num_threads(), blis_kernel_name().c_str(), reps);
+      (long long)pruned.spec().total_heads(), (long long)spec.d_head, (long long)(spec.d_mlp * spec.n_layers),
+      (long long)units, unit.c_str(), (long long)T, num_threads(), blis_kernel_name().c_str(), reps);
   std::printf("parameters %lld -> %lld; forward flops/token ratio pruned/full %.3f\n", (long long)full.params().count(),
               (long long)pruned.params().count(), pruned.forward_flops_per_token(T) / full.forward_flops_per_token(T));
   std::printf("%6s %12s %12s %12s %12s %14s %14s %8s\n", "batch", "full_med_ms", "full_min_ms", "pruned_med_ms",

@@ -90,7 +90,7 @@ def model_spec(config: dict) -> dict:
             E = spec["n_encoder_layers"]
             spec["heads"] = spec["kv_heads"] = [layer_heads[E + 2 * l] for l in range(n_layers)]
     for l, (h, hkv) in enumerate(zip(spec["heads"], spec["kv_heads"])):
-        if h % hkv:
+        if hkv and h % hkv:  # 0 and 0: the layer's attention removed whole
             raise ValueError(f"layer {l}: n_kv_heads={hkv} does not divide n_heads={h}")
     blocks = mlp_blocks(spec)
     if spec["mlp_units"] and len(spec["mlp_units"]) != blocks:

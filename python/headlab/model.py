@@ -121,7 +121,7 @@ class Attention(nn.Module):
 class Block(nn.Module):
     def __init__(self, spec, n_heads, n_kv_heads, d_head=None, d_mlp=None):
         super().__init__()
-        C, eps, units = spec["d_model"], spec["norm_eps"], d_mlp or spec["d_mlp"]
+        C, eps, units = spec["d_model"], spec["norm_eps"], spec["d_mlp"] if d_mlp is None else d_mlp
         self.ln1 = LayerNorm(C, eps)
         self.attn = Attention(C, n_heads, n_kv_heads, d_head or spec["d_head"], spec["bias"])
         self.ln2 = LayerNorm(C, eps)
@@ -139,7 +139,8 @@ class Block(nn.Module):
         """x + proj(Attn(LN1(x))), the head outputs and the probabilities."""
         a, probs = self.attn(self.ln1(x), hidden, padded, gates)  # a [B,T,H,Dh]; forward hooks see both
         B, T = a.shape[:2]
-        return x + self.attn.proj(a.reshape(B, T, -1)), a, probs
+        # H Dh, not -1: a layer removed whole has 0 heads
+        return x + self.attn.proj(a.reshape(B, T, a.shape[2] * a.shape[3])), a, probs
 
     def add_mlp(self, x):
         h = self.mlp.fc(self.ln2(x))

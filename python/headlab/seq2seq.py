@@ -81,7 +81,7 @@ class DecoderBlock(Block):
         x, a, probs = self.self_attention(x, hidden, padded, gates)
         c, cross_probs = self.cross(x, memory, cross_hidden, cross_gates)
         B, T = c.shape[:2]
-        x = x + self.cross.proj(c.reshape(B, T, -1))
+        x = x + self.cross.proj(c.reshape(B, T, c.shape[2] * c.shape[3]))
         return self.add_mlp(x), (a, probs), (c, cross_probs)
 
 

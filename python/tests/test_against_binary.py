@@ -233,6 +233,24 @@ def test_ffn_units_gated_and_cut_out_score_as_the_binary(variant, train_variant,
         assert abs(eval_loss(again) - py) <= LOSS_RTOL * py, name
 
 
+@pytest.mark.parametrize("unit", ["attention_layers", "ffn_blocks"])
+def test_layers_and_blocks_removed_whole_score_as_the_binary(unit, train_variant, tmp_path):
+    # headlab prune --unit attention_layers|ffn_blocks down to nothing: pruned_small.h5 has every
+    # layer's attention (FFN block) cut out (model.layer_heads / mlp_units all 0); Python loads it
+    # and scores what headlab does, the projections' biases alone added.
+    path = checkpoint_of(train_variant("mha"))
+    out = tmp_path / "prune"
+    run_headlab("prune", path, "--unit", unit, "--strategy", "random", "--step-frac", "0.5", "--batches", "2",
+                "--out", out, "--set", "train.threads=1")
+    ckpt = headlab.load_checkpoint(str(out / "pruned_small.h5"))
+    key = "layer_heads" if unit == "attention_layers" else "mlp_units"
+    assert ckpt.config["model"][key] == [0] * ckpt.spec["n_layers"]
+    model = headlab.Model.from_checkpoint(ckpt).double()
+    py = split_loss(model, batches_for(ckpt))
+    for name in ("pruned.h5", "pruned_small.h5"):
+        assert abs(eval_loss(str(out / name)) - py) <= LOSS_RTOL * py, name
+
+
 def test_rewriting_a_checkpoint_keeps_every_tensor_bit_for_bit(train_variant, tmp_path):
     path = checkpoint_of(train_variant("pruned_layer_heads"))
     ckpt = headlab.load_checkpoint(path)

@@ -10,22 +10,14 @@ namespace headlab {
 
 namespace {
 
-// The MLP blocks' labels and each block's fc and output projection, in mlp_block() order.
-struct MlpBlock {
-  std::string label;
-  const BlockParams* params;
-};
+// Each MLP block's fc and output projection, in mlp_block() order.
 template <typename T>
-std::vector<MlpBlock> blocks_with_mlp(const Model<T>& model) {
-  const ModelSpec& spec = model.spec();
+std::vector<const BlockParams*> blocks_with_mlp(const Model<T>& model) {
   const ParamIndex& index = model.param_index();
-  std::vector<MlpBlock> blocks;
-  const bool source = model_kind_info(spec.kind).source;
-  if (source)
-    for (size_t l = 0; l < index.encoder_blocks.size(); ++l)
-      blocks.push_back({concat("enc.L", l), &index.encoder_blocks[l]});
-  for (size_t l = 0; l < index.blocks.size(); ++l)
-    blocks.push_back({source ? concat("dec.L", l) : concat("L", l), &index.blocks[l]});
+  std::vector<const BlockParams*> blocks;
+  if (model_kind_info(model.spec().kind).source)
+    for (const BlockParams& b : index.encoder_blocks) blocks.push_back(&b);
+  for (const BlockParams& b : index.blocks) blocks.push_back(&b);
   return blocks;
 }
 
@@ -39,13 +31,13 @@ FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split spl
   Parameters<T>& gates = model.ffn_gates();
   FfnUnitScores s;
   s.batches = batches;
-  const std::vector<MlpBlock> blocks = blocks_with_mlp(model);
+  const std::vector<const BlockParams*> blocks = blocks_with_mlp(model);
   for (int b = 0; b < gates.size(); ++b) {
     const Tensor<T> g = gates.value(b);
     s.block_units.push_back(g.numel());
-    s.block_labels.push_back(blocks[static_cast<size_t>(b)].label);
-    const Tensor<T> fc = model.params().value(blocks[static_cast<size_t>(b)].params->fc.weight),  // [F, C]
-        proj = model.params().value(blocks[static_cast<size_t>(b)].params->mlp_proj.weight);      // [C, F]
+    s.block_labels.push_back(gate_table_label(spec, GateKind::ffn_units, b));
+    const Tensor<T> fc = model.params().value(blocks[static_cast<size_t>(b)]->fc.weight),  // [F, C]
+        proj = model.params().value(blocks[static_cast<size_t>(b)]->mlp_proj.weight);      // [C, F]
     for (int64_t f = 0; f < g.numel(); ++f) {
       double in = 0, out = 0;
       for (int64_t c = 0; c < fc.size(1); ++c) in += std::pow(static_cast<double>(fc(f, c)), 2);

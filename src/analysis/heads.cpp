@@ -211,6 +211,11 @@ HeadScores analyze_heads(Model<T>& model, const Dataset& dataset, Split split, i
   const auto L = static_cast<int64_t>(sites.size());
   const int64_t B = options.batch_size;
   HEADLAB_CHECK(B > 0, "analyze: batch_size=" << B << " must be positive");
+  for (int64_t l = 0; l < L; ++l)  // its forward has no attention output there to score
+    HEADLAB_CHECK(spec.heads_at_site(sites[static_cast<size_t>(l)]) > 0,
+                  "analyze: attention layer " << gate_table_label(spec, GateKind::heads, l)
+                                              << " was removed whole (model.layer_heads 0); analyze the masked "
+                                                 "checkpoint it came from (prune's pruned.h5) instead");
   n_batches = dataset.batches_to_score(split, n_batches, B, "analyze");
   const bool causal = model_kind_info(spec.kind).causal;
   const bool has_accuracy = dataset.has_accuracy();

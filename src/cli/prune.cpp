@@ -1,5 +1,6 @@
 // headlab prune CHECKPOINT|RUN --strategy importance|importance_raw|integrated_gradients|magnitude|random|entropy|
-//                                     confidence|ablation|l0|none [--ig-steps N] [--unit heads|ffn]
+//                                     confidence|ablation|l0|none [--ig-steps N]
+//                          [--unit heads|ffn|attention_layers|ffn_blocks]
 //                          [--step-frac 0.1] [--finetune-steps K] [--finetune-lr X] [--recompute]
 //                          [--recover finetune|distill [--distill-alpha A] [--distill-temperature T]]
 //                          [--rounds N] [--seed N]
@@ -7,7 +8,8 @@
 //                          [--lambda X] [--l0-steps N] [--l0-lr X] [--l0-freeze]
 //                          [--l0-penalty layer_mean|mean|sum] [--only enc|dec|cross]...
 //                          [--beam N] [--lenpen X] [--sentences N] [--no-bleu] [--out DIR] [--set train.key=value]...
-// Prunes heads (or, --unit ffn, FFN hidden units) by masking their gates (prune/prune_loop.h) and
+// Prunes heads (or FFN hidden units, whole attention layers, whole FFN blocks) by masking their
+// gates (prune/prune_loop.h) and
 // writes DIR/prune.csv (rewritten after every round) and DIR/pruned.h5 (the last round's model: an
 // ordinary checkpoint, with the optimizer state fine-tuning continued, so `train --init` of it
 // continues it too), and DIR/pruned_small.h5, the same with the masked heads (units) cut out.
@@ -57,7 +59,9 @@ int run_prune(int argc, char** argv) {
                                  "training batches the scores are measured on (default: train.eval_batches)",
                                  cxxopts::value<int64_t>())(
       "ig-steps", "integrated_gradients: points of the gates' path", cxxopts::value<int64_t>()->default_value("20"))(
-      "unit", "what to prune: heads (attention heads) or ffn (FFN hidden units)",
+      "unit",
+      "what to prune: heads (attention heads), ffn (FFN hidden units), attention_layers (every head of a layer at "
+      "once) or ffn_blocks (every unit of an FFN block at once)",
       cxxopts::value<std::string>()->default_value("heads"))(
       "recover",
       "how the fine-tuning steps train: finetune (the hard targets) or distill (the model as loaded teaches its "
@@ -78,7 +82,8 @@ int run_prune(int argc, char** argv) {
       "sentences", "translation: BLEU of every round over the split's first N sentences (default all)",
       cxxopts::value<int64_t>())("no-bleu", "translation: no BLEU, the loss only")(
       "out",
-      "output folder (default: <run folder>/prune/<strategy>[_ffn][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>]"
+      "output folder (default: <run "
+      "folder>/prune/<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>]"
       "[_lambda<X>][_penalty_<P>][_frozen])",
       cxxopts::value<std::string>())(
       "set", "change a train.* or data.* key of the checkpoint's config, e.g. --set train.lr=1e-4 (repeatable)",
@@ -92,9 +97,9 @@ int run_prune(int argc, char** argv) {
   HEADLAB_CHECK(args.count("strategy"), "no --strategy given (e.g. --strategy importance; see --help)");
   PruneOptions o;
   o.strategy = parse_prune_strategy(args["strategy"].as<std::string>());
-  const std::string unit = args["unit"].as<std::string>();
-  HEADLAB_CHECK(unit == "heads" || unit == "ffn", "--unit must be heads or ffn, got '" << unit << "'");
-  o.unit = unit == "ffn" ? GateKind::ffn_units : GateKind::heads;
+  const PruneUnit unit = parse_prune_unit(args["unit"].as<std::string>());
+  o.unit = unit.gates;
+  o.whole = unit.whole;
   const std::string recover = args["recover"].as<std::string>();
   HEADLAB_CHECK(recover == "finetune" || recover == "distill",
                 "--recover must be finetune or distill, got '" << recover << "'");
@@ -191,7 +196,7 @@ int run_prune(int argc, char** argv) {
                            opened.dataset->tokenizer());
   std::printf("wrote %s/prune.csv and pruned.h5\n", out.string().c_str());
   // The same model with the masked heads (units) physically removed, when nn/prune.h's one check
-  // allows it (it does not for GQA/MQA heads, or when a layer kept no head: L0 may close a whole layer).
+  // allows it (it does not for GQA/MQA heads); a layer (block) that kept none goes whole.
   if (o.unit == GateKind::ffn_units) {
     const UnitKeepMask keep = units_with_nonzero_gates(*opened.model);
     if (const std::string why = prune_units_problem(opened.model->spec(), keep); why.empty()) {

@@ -76,6 +76,18 @@ std::string head_label(AttentionSite site, int64_t head, bool one_stack) {
   return label;
 }
 
+std::string gate_table_label(const ModelSpec& spec, GateKind kind, int64_t table) {
+  const bool source = model_kind_info(spec.kind).source;
+  if (kind == GateKind::heads) {
+    const AttentionSite site = spec.site_at(table);
+    return source ? concat(attention_kind_name(site.kind), ".L", site.layer) : concat("L", site.layer);
+  }
+  HEADLAB_CHECK(table >= 0 && table < spec.mlp_blocks(),
+                "MLP block " << table << " is outside the model's " << spec.mlp_blocks());
+  if (!source) return concat("L", table);
+  return table < spec.n_encoder_layers ? concat("enc.L", table) : concat("dec.L", table - spec.n_encoder_layers);
+}
+
 std::vector<AttentionSite> ModelSpec::attention_sites() const {
   std::vector<AttentionSite> sites;
   const bool source = model_kind_info(kind).source;
@@ -175,7 +187,7 @@ std::optional<SpecProblem> site_count_problem(const ModelSpec& s, const std::str
       {key, "n_encoder_layers", "n_layers"});
 }
 
-// mlp_units: one entry per MLP block, each in [1, d_mlp] (a block keeps at least one unit).
+// mlp_units: one entry per MLP block, each in [0, d_mlp] (0: the block removed whole).
 std::optional<SpecProblem> mlp_units_problem(const ModelSpec& s, const std::string& prefix) {
   if (s.mlp_units.empty()) return std::nullopt;
   const std::string f = prefix + "mlp_units";
@@ -191,16 +203,17 @@ std::optional<SpecProblem> mlp_units_problem(const ModelSpec& s, const std::stri
                                      ": one per layer, or [] for d_mlp units in each"),
                               {"mlp_units", "n_layers"});
   for (size_t i = 0; i < s.mlp_units.size(); ++i)
-    if (s.mlp_units[i] < 1 || s.mlp_units[i] > s.d_mlp)
+    if (s.mlp_units[i] < 0 || s.mlp_units[i] > s.d_mlp)
       return make_problem(prefix,
-                          concat(f, "[", i, "]=", s.mlp_units[i], " is outside [1, ", prefix, "d_mlp=", s.d_mlp,
-                                 "] (a block keeps at least one unit)"),
+                          concat(f, "[", i, "]=", s.mlp_units[i], " is outside [0, ", prefix, "d_mlp=", s.d_mlp,
+                                 "] (0 removes the block whole)"),
                           {"mlp_units", "d_mlp"});
   return std::nullopt;
 }
 
-// layer_heads: one entry per site, each in [1, its kind's n_heads], and MHA in every kind (a
-// site cannot drop the K/V rows of a head that other query heads read).
+// layer_heads: one entry per site, each in [0, its kind's n_heads] (0: the attention layer removed
+// whole), and MHA in every kind (a site cannot drop the K/V rows of a head that other query heads
+// read).
 std::optional<SpecProblem> layer_heads_problem(const ModelSpec& s, const std::string& prefix) {
   if (s.layer_heads.empty()) return std::nullopt;
   const std::string f = prefix + "layer_heads";
@@ -210,8 +223,8 @@ std::optional<SpecProblem> layer_heads_problem(const ModelSpec& s, const std::st
   for (size_t i = 0; i < sites.size(); ++i) {
     const int64_t heads = s.layer_heads[i], most = s.kind_shape(sites[i].kind).heads;
     const std::string n_heads = kind_key(sites[i].kind, "n_heads");
-    if (heads < 1)
-      return make_problem(prefix, concat(f, "[", i, "] must be > 0, got ", heads, site_note(s, sites[i])),
+    if (heads < 0)
+      return make_problem(prefix, concat(f, "[", i, "] must be >= 0, got ", heads, site_note(s, sites[i])),
                           {"layer_heads"});
     if (heads > most)
       return make_problem(
@@ -433,11 +446,18 @@ Model<T>::Model(const ModelSpec& spec, ParamLayout layout)
 
 template <typename T>
 ModelOutput<T> Model<T>::forward(Tape<T>& tape, const ModelInput& in, const ForwardOptions& opt,
-                                 const Var<T>* gate_vars) {
+                                 const Var<T>* gate_vars, const Var<T>* ffn_gate_vars) {
   attention_outputs_.clear();
   site_inputs_.clear();
   block_inputs_.clear();
   block_mids_.clear();
+  // The MLP blocks read the FFN gates of this forward from here (gated_mlp_weight), so they need
+  // not be threaded through every stage; put back to null on the way out, also on a throw.
+  ffn_gate_vars_ = ffn_gate_vars;
+  struct Reset {
+    const Var<T>*& slot;
+    ~Reset() { slot = nullptr; }
+  } reset{ffn_gate_vars_};
   if (model_kind_info(spec_.kind).source) return decode_all(tape, in, opt, gate_vars, encode(tape, in, opt, gate_vars));
   return decode_all(tape, in, opt, gate_vars, Var<T>{});
 }
@@ -494,6 +514,7 @@ void Model<T>::start_decoding(Tape<T>& tape, const ModelInput& source, KvCache<T
   // Each layer's cross K/V of each source, once: the rows decoding a source share it (cross_attend).
   for (int64_t l = 0; l < spec_.n_layers; ++l) {
     const AttentionShape c = spec_.attention_shape({AttentionKind::cross, l});
+    if (c.heads == 0) continue;  // a cross-attention removed whole reads no K/V
     const Tensor<T> kv =
         reshape(project(tape, memory, index_.blocks[l].cross.kv), {n_src, S, 2 * c.kv_heads, c.d_head}).value();
     cache.cross_keys(l).copy_from(kv.narrow(2, 0, c.kv_heads));
@@ -684,6 +705,7 @@ typename Model<T>::AttentionInputs Model<T>::attention_inputs(Tape<T>& tape, int
   const AttentionSite site = spec_.site_at(site_index);
   const AttentionShape shape = spec_.attention_shape(site);
   const int64_t H = shape.heads, Hkv = shape.kv_heads, B = x.shape()[0];
+  HEADLAB_CHECK(H > 0, "model: attention site " << site_index << " has no heads (removed whole)");
   if (site.kind == AttentionKind::cross) {
     HEADLAB_CHECK(memory.defined(), "model: a cross-attention site's keys and values need the encoder's output");
     const CrossParams& c = index_.blocks[static_cast<size_t>(site.layer)].cross;
@@ -712,6 +734,7 @@ Var<T> Model<T>::attend(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, 
                         const uint8_t* key_padding, const ForwardOptions& opt, const Var<T>& gates, KvCache<T>* cache,
                         int64_t l) {
   const int64_t T_ = x.shape()[1], H = shape.heads, Hkv = shape.kv_heads;
+  if (H == 0) return {};  // removed whole: add_attention adds the projection's bias alone
   Var<T> qkv = self_attention_qkv(tape, x, blk, shape);
   Var<T> q = slice(qkv, 2, 0, H), k = slice(qkv, 2, H, Hkv), v = slice(qkv, 2, H + Hkv, Hkv);
   if (cache != nullptr) {
@@ -737,6 +760,7 @@ Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memo
                               AttentionShape shape, const ModelInput& in, const ForwardOptions& opt,
                               const Var<T>& gates, KvCache<T>* cache, int64_t l) {
   const int64_t B = in.batch_size, T_ = in.seq_len, H = shape.heads, Hkv = shape.kv_heads;
+  if (H == 0) return {};  // removed whole, as attend
   Var<T> q = reshape(norm_project(tape, x, blk.cross.ln, blk.cross.q), {B, T_, H, shape.d_head});
   AttentionOptions attn_opt;
   attn_opt.causal = false;
@@ -757,10 +781,11 @@ Var<T> Model<T>::cross_attend(Tape<T>& tape, const Var<T>& x, const Var<T>& memo
 }
 
 // x += proj(a). Without dropout the projection adds into the residual stream as one op, which
-// does not keep the projection.
+// does not keep the projection. A site without heads (a undefined) adds the bias alone.
 template <typename T>
 Var<T> Model<T>::add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream,
                                int site, const ForwardOptions& opt) {
+  if (!a.defined() || a.shape()[2] == 0) return add_bias_only(tape, x, proj, stream, site, opt);
   const Shape& as = a.shape();  // [B,T,H,Dh]
   Var<T> flat = reshape(a, {as[0], as[1], as[2] * as[3]});
   if (!(opt.training && spec_.dropout > 0))
@@ -775,6 +800,7 @@ template <typename T>
 Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk, int64_t mlp_block, int64_t stream,
                          const ForwardOptions& opt) {
   const ModelSpec& s = spec_;
+  if (s.units_at_block(mlp_block) == 0) return add_bias_only(tape, x, blk.mlp_proj, stream, 2, opt);
   const bool dropout_on = opt.training && s.dropout > 0;
   Var<T> h = norm_project(tape, x, blk.ln2, blk.fc);
   const Var<T> w = gated_mlp_weight(tape, blk, mlp_block, opt);
@@ -786,10 +812,25 @@ Var<T> Model<T>::add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& blk,
              dropout(linear(act, w, bias(tape, blk.mlp_proj)), s.dropout, dropout_site(opt.dropout_seed, stream, 2)));
 }
 
+// What a projection of nothing adds: its bias, b = 0 W^T + b exactly, which is what the masked
+// model's projection gives when every head (unit) feeding it is gated to 0; with dropout on, the
+// same dropout stream and mask over b broadcast to [B,T,C], so a removed layer or block computes
+// the masked model bit for bit in training too. No bias: x itself.
+template <typename T>
+Var<T> Model<T>::add_bias_only(Tape<T>& tape, const Var<T>& x, LinearParams proj, int64_t stream, int site,
+                               const ForwardOptions& opt) {
+  if (proj.bias < 0) return x;
+  const Var<T> b = bias(tape, proj);
+  if (!(opt.training && spec_.dropout > 0)) return add(x, b);
+  const Var<T> zeros = tape.constant(tape.arena().template zeros<T>(x.shape()));
+  return add(x, dropout(add(zeros, b), spec_.dropout, dropout_site(opt.dropout_seed, stream, site)));
+}
+
 template <typename T>
 Var<T> Model<T>::gated_mlp_weight(Tape<T>& tape, const BlockParams& blk, int64_t mlp_block, const ForwardOptions& opt) {
   const Var<T> w = param(tape, blk.mlp_proj.weight);
   const int gi = static_cast<int>(mlp_block);
+  if (ffn_gate_vars_ != nullptr) return mul(w, ffn_gate_vars_[mlp_block]);  // L0's sampled gates
   const Tensor<T> g = ffn_gates_.value(gi);
   if (opt.ffn_gate_grads) return mul(w, tape.leaf(g, ffn_gates_.grad(gi)));
   for (int64_t f = 0; f < g.numel(); ++f)

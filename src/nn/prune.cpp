@@ -105,9 +105,6 @@ std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep) {
     if (static_cast<int64_t>(keep[i].size()) != heads)
       return concat("the keep mask of ", site_name(spec, sites[i], i), " has ", keep[i].size(), " heads, the ",
                     one_stack ? "layer " : "site ", heads);
-    if (std::none_of(keep[i].begin(), keep[i].end(), [](bool k) { return k; }))
-      return concat(site_name(spec, sites[i], i), " would keep no head (at least one per ",
-                    one_stack ? "layer" : "attention site", " must remain)");
   }
   return "";
 }
@@ -184,8 +181,6 @@ std::string prune_units_problem(const ModelSpec& spec, const UnitKeepMask& keep)
     const int64_t units = spec.units_at_block(static_cast<int64_t>(b));
     if (static_cast<int64_t>(keep[b].size()) != units)
       return concat("the keep mask of MLP block ", b, " has ", keep[b].size(), " units, the block ", units);
-    if (std::none_of(keep[b].begin(), keep[b].end(), [](bool k) { return k; }))
-      return concat("MLP block ", b, " would keep no unit (at least one per block must remain)");
   }
   return "";
 }

@@ -19,6 +19,9 @@ void SavedForward<T>::save(const Model<T>& model, int64_t first) {
                     (first == 0 || n_sites() == n),
                 "SavedForward: save from site " << first << " needs the model's last forward and, above site 0, an "
                                                 << "earlier save of every site");
+  for (int64_t s = first; s < n; ++s)
+    HEADLAB_CHECK(model.attention_outputs()[static_cast<size_t>(s)].defined(),
+                  "SavedForward: attention site " << s << " was removed whole; it has no output to save");
   site_inputs_.resize(static_cast<size_t>(n));
   attentions_.resize(static_cast<size_t>(n));
   for (int64_t s = first; s < n; ++s) {

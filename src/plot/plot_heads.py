@@ -10,7 +10,41 @@ from plot_common import (
 )
 
 # ----------------------------------------------------------------------------------------------
-# headlab analyze's files in a run folder: heads.csv, heads_similarity.csv, attention_example_I.csv.
+# headlab analyze's files in a run folder: heads.csv, heads_similarity.csv, attention_example_I.csv,
+# units.csv.
+
+
+def plot_units(run_dir, out_dir, title_prefix, written):
+    """units.png: one panel per score of units.csv (headlab analyze --ffn): every FFN unit's score
+    as a dot at its MLP block, the block's median as a bar, so blocks compare at a glance."""
+    path = os.path.join(run_dir, "units.csv")
+    if not os.path.exists(path):
+        return
+    rows = read_csv(path, required=("block", "label", "unit"))
+    if not rows:
+        fail(f"{path}: no rows")
+    blocks = sorted({int(r["block"]) for r in rows})
+    labels = {int(r["block"]): r["label"] for r in rows}
+    scores = [c for c in ("importance_normalized", "importance", "magnitude", "integrated_gradients") if c in rows[0]]
+    fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * len(scores) + 1, 3.6), squeeze=False)
+    rng = np.random.default_rng(0)  # the dots' horizontal jitter only
+    for ax, column in zip(axes[0], scores):
+        for i, b in enumerate(blocks):
+            ys = [number(r[column]) for r in rows if int(r["block"]) == b and number(r["gate"]) != 0]
+            ys = [y for y in ys if y is not None]
+            if not ys:
+                continue
+            ax.scatter(i + rng.uniform(-0.25, 0.25, len(ys)), ys, s=5, alpha=0.5, color="tab:blue", linewidth=0)
+            ax.hlines(float(np.median(ys)), i - 0.35, i + 0.35, color="black", linewidth=1.5)
+        ax.set_xticks(range(len(blocks)), [labels[b] for b in blocks], rotation=45 if len(blocks) > 6 else 0)
+        ax.set_xlabel("MLP block")
+        ax.set_title(column.replace("_", " "), fontsize=9)
+        if column == "integrated_gradients":
+            ax.axhline(0, color="grey", linewidth=0.8)
+        ax.grid(alpha=0.3, axis="y")
+    figure_title(fig, f"{title_prefix}FFN units' scores per MLP block ({len(rows)} units; bar = the block's "
+                      f"median, units gated off left out)", fontsize=10)
+    save(fig, os.path.join(out_dir, "units"), written)
 
 
 def plot_heads(run_dir, out_dir, title_prefix, written):

@@ -29,8 +29,18 @@ PRUNE_STRATEGIES = {  # strategy -> (legend name, colour)
 }
 UNSCORED = ("random", "l0", "none")  # strategies without a score to recompute
 # The words and file names of what a prune.csv pruned (its unit column).
-UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="prune_"),
-              "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_")}
+# A whole-table unit counts its tables' heads (units) in the same columns as heads (ffn) and its
+# fraction_pruned in tables.
+# grid: the file of the per-table grid (plot_prune_heads_per_layer).
+UNIT_WORDS = {"heads": dict(what="heads", one="head", table="layer", prefix="prune_", gates="heads",
+                            grid="prune_heads_per_layer"),
+              "ffn": dict(what="FFN units", one="unit", table="MLP block", prefix="prune_ffn_", gates="ffn",
+                          grid="prune_ffn_units_per_block"),
+              "attention_layers": dict(what="whole attention layers", one="layer", table="layer",
+                                       prefix="prune_layers_", gates="heads", grid="prune_layers_heads_per_layer",
+                                       whole=True),
+              "ffn_blocks": dict(what="whole FFN blocks", one="block", table="MLP block", prefix="prune_blocks_",
+                                 gates="ffn", grid="prune_blocks_units_per_block", whole=True)}
 PRUNE_METRICS = ("val_accuracy", "val_bpb", "val_loss", "val_bleu", "val_chrf")  # BLEU, chrF: translation only
 
 
@@ -56,11 +66,11 @@ def read_prune(path):
     parsed = []
     for i, r in enumerate(rows, start=2):
         unit = r.get("unit") or "heads"  # absent before FFN units could be pruned
-        if unit not in ("heads", "ffn"):
-            fail(f"{path}: line {i}: unknown unit '{unit}' (expected heads|ffn)")
+        if unit not in UNIT_WORDS:
+            fail(f"{path}: line {i}: unknown unit '{unit}' (expected {'|'.join(UNIT_WORDS)})")
         # What was pruned, whichever unit: n_pruned, n_kept and per_table (kept per layer or block).
         pruned_col, kept_col, per_col, list_col = (("heads_pruned", "heads_kept", "heads_per_layer", "pruned_heads")
-                                                   if unit == "heads" else
+                                                   if UNIT_WORDS[unit]["gates"] == "heads" else
                                                    ("units_pruned", "units_kept", "units_per_block", "pruned_units"))
         try:
             row = {k: int(r[k]) for k in ("seed", "finetune_steps", "recompute", "round")}
@@ -74,6 +84,7 @@ def read_prune(path):
         if sum(row["per_table"]) != row["n_kept"] or len(r[list_col].split()) != row["n_pruned"]:
             fail(f"{path}: line {i}: {per_col} must sum to {kept_col} and {list_col} list {pruned_col}")
         row["unit"] = unit
+        row["recover"] = r.get("recover") or "finetune"  # absent before distillation
         if r["strategy"] not in PRUNE_STRATEGIES:
             fail(f"{path}: line {i}: unknown strategy '{r['strategy']}' (expected {'|'.join(PRUNE_STRATEGIES)})")
         if r["strategy"] != rows[0]["strategy"] or row["seed"] != int(rows[0]["seed"]) or \
@@ -85,24 +96,25 @@ def read_prune(path):
 
 
 def prune_series(files):
-    """Groups the files into curves: (strategy, finetune_steps, recompute) -> files (the seeds of
-    random, or repeated invocations); the l0 files of one finetune_steps form one lambda sweep."""
+    """Groups the files into curves: (strategy, finetune_steps, recompute, recover) -> files (the
+    seeds of random, or repeated invocations); the l0 files of one finetune_steps form one lambda
+    sweep."""
     series = {}
     for rows in files:
         first = rows[0]
         recompute = 0 if first["strategy"] in UNSCORED else first["recompute"]
-        series.setdefault((first["strategy"], first["finetune_steps"], recompute), []).append(rows)
+        series.setdefault((first["strategy"], first["finetune_steps"], recompute, first["recover"]), []).append(rows)
     order = list(PRUNE_STRATEGIES)
-    return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])))
+    return dict(sorted(series.items(), key=lambda kv: (order.index(kv[0][0]), *kv[0][1:])))
 
 
 def series_label(key, files, band=True):
-    strategy, finetune_steps, recompute = key
+    strategy, finetune_steps, recompute, recover = key
     label = PRUNE_STRATEGIES[strategy][0]
     if strategy not in UNSCORED:
         label += ", re-scored every round" if recompute else ", scored once"
     if finetune_steps:
-        label += f", fine-tuned {plural(finetune_steps, 'step')}"
+        label += f", {'distilled' if recover == 'distill' else 'fine-tuned'} {plural(finetune_steps, 'step')}"
     if strategy != "l0" and len(files) > 1:
         label += f" (mean of {len(files)} seeds{', band = min-max' if band else ''})"
     return label
@@ -125,9 +137,10 @@ def prunable_limit(rows):
     """(limit, end) for the x axis of the prune curves. limit: the largest fraction of heads (units)
     the files' strategies can prune; the round-based ones stop at (heads - layers) / heads, since
     every layer (block) keeps one (src/prune/prune_loop.cpp), while L0 alone may close every gate
-    (1). end: where the axis ends, the larger of limit and the largest fraction any row reached."""
+    (1), and whole layers (blocks) may all go (1). end: where the axis ends, the larger of limit
+    and the largest fraction any row reached."""
     heads = rows[0]["n_pruned"] + rows[0]["n_kept"]
-    rounds = any(r["strategy"] != "l0" for r in rows)
+    rounds = any(r["strategy"] != "l0" for r in rows) and not UNIT_WORDS[rows[0]["unit"]].get("whole")
     limit = (heads - len(rows[0]["per_table"])) / heads if rounds else 1.0
     return limit, max([limit] + [r["fraction_pruned"] for r in rows])
 
@@ -137,7 +150,9 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
     units) pruned, one curve per strategy."""
     all_rows = [r for files in series.values() for rows in files for r in rows]
     w = UNIT_WORDS[all_rows[0]["unit"]]
-    total_heads = all_rows[0]["n_pruned"] + all_rows[0]["n_kept"]
+    # what the x axis counts: the heads (units), or the tables for whole ones
+    first = all_rows[0]
+    total_heads = len(first["per_table"]) if w.get("whole") else first["n_pruned"] + first["n_kept"]
     for metric in PRUNE_METRICS:
         if not any(r[metric] is not None for r in all_rows):
             continue
@@ -147,9 +162,9 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
             ax.axhline(sum(baseline) / len(baseline), color="black", linestyle=":", linewidth=1,
                        label="unpruned model")
         for key, files in series.items():
-            strategy, finetune_steps, recompute = key
+            strategy, finetune_steps, recompute, recover = key
             color = PRUNE_STRATEGIES[strategy][1]
-            style = "--" if finetune_steps else "-"
+            style = ("-." if recover == "distill" else "--") if finetune_steps else "-"
             if strategy == "none":  # the control prunes nothing: its metric after its last round of fine-tuning
                 ends = [rows[-1] for rows in files if rows[-1][metric] is not None]
                 if ends:
@@ -185,7 +200,8 @@ def plot_prune_curves(series, out_dir, title_prefix, subtitle, n_files, written)
         top.set_xlabel(f"{w['what']} pruned (of {total_heads})")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  title="solid: no fine-tuning, dashed: fine-tuned\nfilled: re-scored, hollow: scored once",
+                  title="solid: no fine-tuning, dashed: fine-tuned, dash-dot: distilled\n"
+                        "filled: re-scored, hollow: scored once",
                   title_fontsize=7)
         figure_title(ax, f"{title_prefix}{METRICS[metric][0]} as {w['what']} are pruned "
                          f"({plural(n_files, 'prune.csv file')}){subtitle}", fontsize=10)
@@ -233,8 +249,7 @@ def plot_prune_heads_per_layer(series, out_dir, title_prefix, subtitle, written)
     fig.colorbar(image, ax=axes.ravel().tolist(), label=f"{w['what']} left in the {w['table']}", shrink=0.8)
     figure_title(fig, f"{title_prefix}{w['what']} left per {w['table']} as pruning proceeds, by strategy{subtitle}",
                  fontsize=10)
-    save(fig, os.path.join(out_dir, "prune_heads_per_layer" if w["one"] == "head" else "prune_ffn_units_per_block"),
-         written)
+    save(fig, os.path.join(out_dir, w["grid"]), written)
 
 
 def plot_prune(folder, out_dir, title_prefix, written):

@@ -6,13 +6,14 @@ from plot_common import (
     read_config, read_metrics, save
 )
 from plot_circuits import plot_circuits
-from plot_heads import plot_attention_examples, plot_head_similarity, plot_heads
+from plot_heads import plot_attention_examples, plot_head_similarity, plot_heads, plot_units
 from plot_prune import plot_prune
 
 def plot_analysis(run_dir, out_dir, title_prefix, chosen_heads, written):
     """Every figure of headlab analyze's and headlab prune's files in a run folder; returns the
     number of attention examples found (for --heads)."""
     plot_heads(run_dir, out_dir, title_prefix, written)
+    plot_units(run_dir, out_dir, title_prefix, written)
     plot_head_similarity(run_dir, out_dir, title_prefix, written)
     examples = plot_attention_examples(run_dir, out_dir, title_prefix, chosen_heads, written)
     plot_prune(run_dir, out_dir, title_prefix, written)

@@ -15,8 +15,8 @@ namespace headlab {
 namespace {
 
 // One table per gate table, named after it: ".../gates" -> ".../log_alpha".
-std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec) {
-  std::vector<ParamSpec> specs = gate_specs(spec);
+std::vector<ParamSpec> log_alpha_specs(const ModelSpec& spec, GateKind kind) {
+  std::vector<ParamSpec> specs = kind == GateKind::heads ? gate_specs(spec) : ffn_gate_specs(spec);
   for (ParamSpec& p : specs) {
     p.name = p.name.substr(0, p.name.rfind('/') + 1) + "log_alpha";
     p.init = Init::zeros;
@@ -78,7 +78,7 @@ template Var<double> l0_penalty<double>(const std::vector<Var<double>>&, L0Penal
 L0Gates::L0Gates(const Model<float>& model, const L0Options& options)
     : model_(model),
       options_(options),
-      log_alpha_(log_alpha_specs(model.spec())),
+      log_alpha_(log_alpha_specs(model.spec(), options.kind)),
       optimizer_(log_alpha_, log_alpha_adam()) {
   HEADLAB_CHECK(options.sites.empty() || static_cast<int>(options.sites.size()) == log_alpha_.size(),
                 "L0 gates: " << options.sites.size() << " sites chosen, the model has " << log_alpha_.size());
@@ -92,14 +92,15 @@ const Var<float>* L0Gates::sample(Tape<float>& tape, int64_t step, int64_t micro
   leaves_.clear();
   gates_.clear();
   const uint64_t step_seed = micro_batch_seed(options_.seed, step, micro);
+  const Parameters<float>& fixed = gates_of(model_, options_.kind);
   for (int l = 0; l < log_alpha_.size(); ++l) {
     if (!gated(l)) {
-      gates_.push_back(tape.constant(model_.gates().value(l)));
+      gates_.push_back(tape.constant(fixed.value(l)));
       continue;
     }
     leaves_.push_back(tape.leaf(log_alpha_.value(l), log_alpha_.grad(l)));
     const Var<float> g = hard_concrete(leaves_.back(), hash_combine(step_seed, static_cast<uint64_t>(l)));
-    gates_.push_back(mul(g, tape.constant(model_.gates().value(l))));
+    gates_.push_back(mul(g, tape.constant(fixed.value(l))));
   }
   return gates_.data();
 }
@@ -112,7 +113,7 @@ Var<float> L0Gates::penalty(Tape<float>& tape) {
 void L0Gates::binarise_into(Model<float>& model) const {
   for (int l = 0; l < log_alpha_.size(); ++l) {
     if (!gated(l)) continue;
-    const Tensor<float> gates = model.gates().value(l), log_alpha = log_alpha_.value(l);
+    const Tensor<float> gates = gates_of(model, options_.kind).value(l), log_alpha = log_alpha_.value(l);
     for (int64_t h = 0; h < gates.numel(); ++h)
       gates(h) *= static_cast<float>(hard_concrete_eval_gate(static_cast<double>(log_alpha(h))));
   }

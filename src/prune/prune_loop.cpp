@@ -13,6 +13,7 @@
 
 #include "headlab/analysis/ffn_units.h"
 #include "headlab/analysis/heads.h"
+#include "headlab/analysis/layer_scores.h"
 #include "headlab/decode/translate_split.h"
 #include "headlab/common/hash.h"
 #include "headlab/optim/schedule.h"
@@ -45,6 +46,9 @@ namespace {
 // FFN units (--unit ffn) by analysis/ffn_units.h's scores: importance (normalised per block),
 // importance_raw, integrated_gradients (negated) as for heads, and magnitude, |g| ||W_fc row||
 // ||W_proj column||: the unit that can move the residual stream least goes first; random alike.
+// Whole attention layers and FFN blocks (options.whole) by analysis/layer_scores.h's: importance
+// |dL/dxi| of the table's common gate, the ablation loss change, integrated gradients (the
+// table's share, negated), random.
 std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy) {
   std::vector<double> scores;
   switch (strategy) {
@@ -69,15 +73,18 @@ std::vector<double> strategy_scores(const HeadScores& s, PruneStrategy strategy)
   return scores;
 }
 
-// The model's heads numbered site by site (heads.csv's order), or its FFN units block by block
-// (units.csv's order): the table (site or block) of each, and whether `only` lets it be pruned
+// What the loop prunes, numbered: the model's heads site by site (heads.csv's order), its FFN
+// units block by block (units.csv's order), or, whole, its tables (sites or blocks, layers.csv's
+// order): the table of each (a whole table is its own), and whether `only` lets it be pruned
 // (empty = every kind; an FFN block's kind is its stack's, enc or dec).
 struct GateNumbering {
   std::vector<int64_t> site_of;
   std::vector<uint8_t> prunable;
   int64_t n_sites = 0;
+  bool whole = false;
 
-  GateNumbering(const Model<float>& model, GateKind unit, const std::vector<AttentionKind>& only) {
+  GateNumbering(const Model<float>& model, GateKind unit, const std::vector<AttentionKind>& only, bool whole_tables)
+      : whole(whole_tables) {
     const ModelSpec& spec = model.spec();
     const Parameters<float>& gates = gates_of(model, unit);
     const std::vector<AttentionSite> sites = spec.attention_sites();
@@ -88,7 +95,7 @@ struct GateNumbering {
                                  : encoder_block         ? AttentionKind::enc
                                                          : AttentionKind::dec;
       const bool kind_ok = only.empty() || std::find(only.begin(), only.end(), kind) != only.end();
-      for (int64_t h = 0; h < gates.value(static_cast<int>(l)).numel(); ++h) {
+      for (int64_t h = 0; h < (whole ? 1 : gates.value(static_cast<int>(l)).numel()); ++h) {
         site_of.push_back(l);
         prunable.push_back(kind_ok);
       }
@@ -99,15 +106,18 @@ struct GateNumbering {
   SiteHead site_head(int64_t k) const {
     return {site_of[k], k - (std::find(site_of.begin(), site_of.end(), site_of[k]) - site_of.begin())};
   }
+  int64_t keep_per_site() const { return whole ? 0 : 1; }  // a site's last head stays; a table may go
 };
 
-// The gates of `unit` that are not 0, flattened table by table.
-std::vector<uint8_t> active_gates(const Model<float>& model, GateKind unit) {
+// The gates of `unit` that are not 0, flattened table by table; per_table: whether any gate of
+// each table is.
+std::vector<uint8_t> active_gates(const Model<float>& model, GateKind unit, bool per_table = false) {
   std::vector<uint8_t> active;
   const Parameters<float>& gates = gates_of(model, unit);
   for (int i = 0; i < gates.size(); ++i) {
     const Tensor<float> g = gates.value(i);
-    for (int64_t k = 0; k < g.numel(); ++k) active.push_back(g(k) != 0.0f);
+    if (per_table) active.push_back(std::any_of(g.data(), g.data() + g.numel(), [](float x) { return x != 0.0f; }));
+    for (int64_t k = 0; !per_table && k < g.numel(); ++k) active.push_back(g(k) != 0.0f);
   }
   return active;
 }
@@ -157,7 +167,9 @@ int64_t pruning_round_count(std::vector<uint8_t> active, const GateNumbering& he
   const std::vector<double> any_order(active.size(), 0.0);
   int64_t rounds = 0;
   for (std::vector<int64_t> chosen;
-       !(chosen = heads_to_prune(any_order, active, heads.site_of, per_round, heads.prunable)).empty(); ++rounds)
+       !(chosen = heads_to_prune(any_order, active, heads.site_of, per_round, heads.prunable, heads.keep_per_site()))
+            .empty();
+       ++rounds)
     for (int64_t k : chosen) active[k] = 0;
   return rounds;
 }
@@ -195,18 +207,21 @@ void validate(const PruneOptions& o) {
   HEADLAB_CHECK(!o.l0_freeze || o.strategy == PruneStrategy::l0, "--l0-freeze applies only to --strategy l0");
   HEADLAB_CHECK(o.bleu_sentences >= 0, "--sentences must be positive, got " << o.bleu_sentences);
   HEADLAB_CHECK(o.search.beam >= 1, "--beam must be positive, got " << o.search.beam);
-  const bool ffn = o.unit == GateKind::ffn_units;
+  const bool ffn = o.unit == GateKind::ffn_units && !o.whole;  // single units (whole tables: below)
   const PruneStrategy s = o.strategy;
-  HEADLAB_CHECK(!ffn || s != PruneStrategy::l0,
-                "--unit ffn: L0 gates on FFN units are not built yet; prune units by a score (e.g. --strategy "
-                "importance)");
   HEADLAB_CHECK(!ffn || s == PruneStrategy::importance || s == PruneStrategy::importance_raw ||
                     s == PruneStrategy::integrated_gradients || s == PruneStrategy::magnitude ||
-                    s == PruneStrategy::random || s == PruneStrategy::none,
+                    s == PruneStrategy::random || s == PruneStrategy::l0 || s == PruneStrategy::none,
                 "--unit ffn: --strategy " << prune_strategy_name(s)
                                           << " scores heads; FFN units take importance, importance_raw, "
-                                             "integrated_gradients, magnitude, random or none");
+                                             "integrated_gradients, magnitude, random, l0 or none");
   HEADLAB_CHECK(ffn || s != PruneStrategy::magnitude, "--strategy magnitude scores FFN units (--unit ffn)");
+  const char* unit = prune_unit_name({o.unit, o.whole});
+  HEADLAB_CHECK(!o.whole || s == PruneStrategy::importance || s == PruneStrategy::ablation ||
+                    s == PruneStrategy::integrated_gradients || s == PruneStrategy::random || s == PruneStrategy::none,
+                "--unit " << unit << ": --strategy " << prune_strategy_name(s)
+                          << " does not score whole tables; they take importance, ablation, integrated_gradients, "
+                             "random or none");
   HEADLAB_CHECK(!o.distill || o.finetune_steps > 0 || s == PruneStrategy::l0,
                 "--recover distill trains the pruned model: it needs --finetune-steps K (or --strategy l0)");
   HEADLAB_CHECK(o.distill_alpha >= 0 && o.distill_alpha <= 1,
@@ -253,7 +268,7 @@ void validate(const PruneOptions& options, const ModelSpec& spec) {
 
 std::vector<double> unit_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options) {
-  const GateNumbering numbering(model, options.unit, {});
+  const GateNumbering numbering(model, options.unit, {}, options.whole);
   const int64_t n = numbering.total();
   std::vector<double> scores;
   if (options.strategy == PruneStrategy::random) {
@@ -263,6 +278,23 @@ std::vector<double> unit_scores(Model<float>& model, const Config& config, const
     return scores;
   }
   const int64_t batches = options.score_batches > 0 ? options.score_batches : config.train.eval_batches;
+  if (options.whole) {
+    const bool ig = options.strategy == PruneStrategy::integrated_gradients;
+    const LayerScores l = layer_scores(model, dataset, Split::train, batches, config.train.batch_size, options.unit,
+                                       options.strategy == PruneStrategy::ablation, ig ? options.ig_steps : 0);
+    switch (options.strategy) {
+      case PruneStrategy::importance:
+        return l.importance;
+      case PruneStrategy::ablation:
+        return l.ablation;
+      case PruneStrategy::integrated_gradients:
+        for (double x : l.integrated_gradients) scores.push_back(-x);
+        return scores;
+      default:
+        break;
+    }
+    HEADLAB_CHECK(false, "prune: strategy " << prune_strategy_name(options.strategy) << " has no layer scores");
+  }
   if (options.unit == GateKind::ffn_units) {
     const bool ig = options.strategy == PruneStrategy::integrated_gradients;
     const FfnUnitScores u =
@@ -302,7 +334,7 @@ std::vector<double> unit_scores(Model<float>& model, const Config& config, const
 
 std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
                                     const std::vector<int64_t>& site_of, int64_t count,
-                                    const std::vector<uint8_t>& prunable) {
+                                    const std::vector<uint8_t>& prunable, int64_t keep_per_site) {
   const int64_t n = static_cast<int64_t>(active.size());
   const int64_t n_sites = site_of.empty() ? 0 : *std::max_element(site_of.begin(), site_of.end()) + 1;
   std::vector<int64_t> order, per_site(static_cast<size_t>(n_sites)), chosen;
@@ -314,7 +346,7 @@ std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return scores[a] < scores[b]; });
   for (int64_t k : order) {
     if (static_cast<int64_t>(chosen.size()) == count) break;
-    if (per_site[site_of[k]] <= 1) continue;  // the site's last head stays
+    if (per_site[site_of[k]] <= keep_per_site) continue;  // the site's last head stays (whole tables may go)
     --per_site[site_of[k]];
     chosen.push_back(k);
   }
@@ -326,7 +358,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
                                         const std::function<void(const std::vector<PruneRound>&)>& on_round) {
   validate(options);
   validate(options, model.spec());
-  const GateNumbering heads(model, options.unit, options.only);
+  const GateNumbering heads(model, options.unit, options.only, options.whole);
   Parameters<float>& gates = gates_of(model, options.unit);
   const int64_t n = heads.total();
   Arena arena;
@@ -346,10 +378,15 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     rounds.push_back(record_round(model, round, step, pruned, curve, tape, dataset, options));
     if (on_round) on_round(rounds);
   };
+  // `pruned` lists gates (heads or units) whole tables included; `active` is per numbered item.
   std::vector<SiteHead> pruned;
-  std::vector<uint8_t> active = active_gates(model, options.unit);
-  for (int64_t k = 0; k < n; ++k)
-    if (!active[k]) pruned.push_back(heads.site_head(k));  // already masked in the checkpoint
+  {
+    const GateNumbering gate_numbering(model, options.unit, {}, false);
+    const std::vector<uint8_t> open = active_gates(model, options.unit);
+    for (int64_t k = 0; k < gate_numbering.total(); ++k)
+      if (!open[k]) pruned.push_back(gate_numbering.site_head(k));  // already masked in the checkpoint
+  }
+  std::vector<uint8_t> active = active_gates(model, options.unit, options.whole);
   finish_round(0, pruned);
 
   // Fine-tuning: the optimizer holds model.params() only; the gates are a separate Parameters
@@ -381,10 +418,9 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     l0_options.init = options.l0_init;
     l0_options.seed = options.seed;
     l0_options.penalty = options.l0_penalty;
-    const std::vector<AttentionSite> sites = model.spec().attention_sites();
-    for (const AttentionSite& site : sites)
-      l0_options.sites.push_back(options.only.empty() ||
-                                 std::find(options.only.begin(), options.only.end(), site.kind) != options.only.end());
+    l0_options.kind = options.unit;
+    const GateNumbering tables(model, options.unit, options.only, true);
+    for (const uint8_t ok : tables.prunable) l0_options.sites.push_back(ok != 0);
     L0Gates l0(model, l0_options);
     ctx.gate_sampler = &l0;
     ctx.update_parameters = !options.l0_freeze;
@@ -394,7 +430,7 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
       l0.step();
     }
     l0.binarise_into(model);
-    const std::vector<uint8_t> open = active_gates(model, GateKind::heads);
+    const std::vector<uint8_t> open = active_gates(model, options.unit);
     for (int64_t k = 0; k < n; ++k)
       if (active[k] && !open[k]) pruned.push_back(heads.site_head(k));
     finish_round(1, pruned);
@@ -412,14 +448,25 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
     return rounds;
   }
   std::vector<double> scores = unit_scores(model, config, dataset, options);
-  // Until every prunable site (block) is down to one head (unit); which can go does not depend on scores.
-  for (int64_t round = 1; !heads_to_prune(scores, active, heads.site_of, 1, heads.prunable).empty(); ++round) {
+  // Until every prunable site (block) is down to one head (unit), or every prunable table is gone;
+  // which can go does not depend on scores.
+  const int64_t keep = heads.keep_per_site();
+  for (int64_t round = 1; !heads_to_prune(scores, active, heads.site_of, 1, heads.prunable, keep).empty(); ++round) {
     if (options.recompute && round > 1) scores = unit_scores(model, config, dataset, options);
-    const std::vector<int64_t> chosen = heads_to_prune(scores, active, heads.site_of, per_round, heads.prunable);
+    const std::vector<int64_t> chosen = heads_to_prune(scores, active, heads.site_of, per_round, heads.prunable, keep);
     for (int64_t k : chosen) {
+      active[k] = 0;
+      if (options.whole) {  // every gate of the table, in order
+        Tensor<float> g = gates.value(static_cast<int>(k));
+        for (int64_t j = 0; j < g.numel(); ++j)
+          if (g(j) != 0.0f) {
+            g(j) = 0.0f;
+            pruned.push_back({k, j});
+          }
+        continue;
+      }
       const SiteHead x = heads.site_head(k);
       gates.value(static_cast<int>(x.site))(x.head) = 0.0f;
-      active[k] = 0;
       pruned.push_back(x);
     }
     for (int64_t i = 0; i < options.finetune_steps; ++i, ++step) train_step(ctx, step);

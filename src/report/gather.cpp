@@ -152,7 +152,7 @@ std::string run_json(const fs::path& dir, const std::string& name, const std::ve
   std::string out =
       "{\"name\":" + json_string(name) + ",\"path\":" + json_string(dir.string()) +
       ",\"config\":" + optional_text(dir / "config.toml") + ",\"metrics\":" + optional_csv(dir / "metrics.csv") +
-      ",\"heads\":" + optional_csv(dir / "heads.csv") +
+      ",\"heads\":" + optional_csv(dir / "heads.csv") + ",\"units\":" + optional_csv(dir / "units.csv") +
       ",\"similarity\":" + optional_csv(dir / "heads_similarity.csv") + ",\"circuits\":" + circuits_json(dir);
   std::vector<std::string> checkpoints;
   if (fs::is_directory(dir / "checkpoints"))

@@ -286,16 +286,46 @@ function similarityMap(sim) {
   return canvas;
 }
 
+// ---- FFN units (units.csv of headlab analyze --ffn) ----------------------------------------------
+// Per score, one curve per MLP block: its units' scores sorted high to low against their rank, so
+// blocks compare by how many of their units carry the score. Units gated off are left out.
+function unitCurves(units) {
+  let out = "";
+  const labels = column(units, "label"), gates = column(units, "gate");
+  const blocks = [...new Set(labels)];
+  for (const score of ["importance_normalized", "magnitude", "integrated_gradients"]) {
+    const values = column(units, score);
+    if (!hasValues(values)) continue;
+    const series = blocks.map((b, i) => {
+      const ys = values.filter((v, k) => labels[k] === b && gates[k] !== 0 && typeof v === "number").sort((x, y) => y - x);
+      return {name: String(b), xs: ys.map((_, r) => r), ys, color: colorOf(i), dots: false};
+    });
+    out += lineChart({title: `${score} of the FFN units per block, sorted`, xLabel: "unit rank in its block",
+                      yLabel: score, series});
+  }
+  return out ? `<div class="charts">${out}</div>` : "";
+}
+
 // ---- pruning curves (prune/*/prune.csv) --------------------------------------------------------
+// What a prune.csv pruned, by its unit column (files before it existed pruned heads), in words;
+// each unit gets its own charts, its x the fraction of that unit (of the tables, for whole ones).
+const PRUNE_UNITS = {heads: "heads", ffn: "FFN units", attention_layers: "whole attention layers",
+                     ffn_blocks: "whole FFN blocks"};
+const pruneUnit = p => { const u = column(p.csv, "unit"); return (u && u[0]) || "heads"; };
 function pruneCurves(prune) {
   let out = "";
-  for (const metric of ["val_loss", "val_accuracy", "val_bpb", "val_bleu", "val_chrf"]) {  // BLEU, chrF: translation
-    const series = prune.filter(p => hasValues(column(p.csv, metric))).map((p, i) => {
-      const order = column(p.csv, "round").map((r, k) => [r, k]).sort((a, b) => a[0] - b[0]).map(a => a[1]);
-      const pick = name => order.map(k => column(p.csv, name)[k]);
-      return {name: p.name, xs: pick("fraction_pruned"), ys: pick(metric), color: colorOf(i), dots: true};
-    });
-    if (series.length) out += lineChart({title: metric + " as heads are pruned", xLabel: "fraction of heads pruned", yLabel: metric, series});
+  for (const [unit, words] of Object.entries(PRUNE_UNITS)) {
+    const runs = prune.filter(p => pruneUnit(p) === unit);
+    for (const metric of ["val_loss", "val_accuracy", "val_bpb", "val_bleu", "val_chrf"]) {  // BLEU, chrF: translation
+      const series = runs.filter(p => hasValues(column(p.csv, metric))).map((p, i) => {
+        const order = column(p.csv, "round").map((r, k) => [r, k]).sort((a, b) => a[0] - b[0]).map(a => a[1]);
+        const pick = name => order.map(k => column(p.csv, name)[k]);
+        return {name: p.name, xs: pick("fraction_pruned"), ys: pick(metric), color: colorOf(i), dots: true};
+      });
+      if (series.length)
+        out += lineChart({title: `${metric} as ${words} are pruned`, xLabel: `fraction of ${words} pruned`, yLabel: metric,
+                          series});
+    }
   }
   return out ? `<div class="charts">${out}</div>` : "";
 }

@@ -284,6 +284,7 @@ function renderRun(run, ri, host) {
     `<details><summary>learning rate, gradient norm, tokens per second</summary><div class="charts">` +
     `${runCurves(run.metrics, CURVES.slice(3))}</div></details>`;
   if (run.heads) html += `<h3>Per-head analysis (heads.csv)</h3>${headHeatmaps(run.heads, ri)}`;
+  if (run.units) html += `<h3>FFN units (units.csv)</h3>${unitCurves(run.units)}`;
   if (run.similarity && run.similarity.rows.length)
     html += `<details class="similarity"><summary>head-by-head Jensen-Shannon distance (heads_similarity.csv; ` +
             `0 = the same attention, yellow = the largest)</summary></details>`;

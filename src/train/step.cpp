@@ -93,7 +93,9 @@ StepStats train_step(TrainingContext& ctx, int64_t step) {
       const ModelInput input = model_input(ctx.model.spec(), batch);
       if (ctx.distillation) teacher_logits(*ctx.distillation, input);
       const Var<float>* gates = ctx.gate_sampler ? ctx.gate_sampler->sample(ctx.tape, step, micro) : nullptr;
-      ModelOutput<float> out = ctx.model.forward(ctx.tape, input, options, gates);
+      const bool ffn = ctx.gate_sampler && ctx.gate_sampler->kind() == GateKind::ffn_units;
+      ModelOutput<float> out =
+          ctx.model.forward(ctx.tape, input, options, ffn ? nullptr : gates, ffn ? gates : nullptr);
       ctx.rank_losses[static_cast<size_t>(micro - mine.begin)] = out.loss.value()(0);
       clock.lap(&StepPhases::forward);
       // Each micro-batch's gradient of loss / grad_accum, on its own (zeroed) slab; the slabs are

@@ -316,14 +316,14 @@ TEST_CASE("impossible combinations of keys are rejected with both values", "[io]
                       Catch::Contains("train.warmup_steps=2000 exceeds train.steps=1000"));
 }
 
-TEST_CASE("model.layer_heads takes one head count per layer, each in [1, n_heads], with MHA only", "[io][config]") {
+TEST_CASE("model.layer_heads takes one head count per layer, each in [0, n_heads], with MHA only", "[io][config]") {
   CHECK(parse("", {"model.layer_heads=[1, 4]"}).model.layer_heads == IntList{1, 4});
+  CHECK(parse("", {"model.layer_heads=[0, 4]"}).model.layer_heads == IntList{0, 4});  // layer 0 removed whole
   CHECK(parse("", {"model.layer_heads=[]"}).model.layer_heads.empty());
   REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[1, 2, 3]"}),
                       Catch::StartsWith("model.layer_heads has 3 entries but model.n_layers=2") &&
                           Catch::EndsWith("(--set model.layer_heads=[1, 2, 3])"));
-  REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[0, 2]"}),
-                      Catch::Contains("model.layer_heads[0] must be > 0, got 0"));
+  REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[-1, 2]"}), Catch::Contains("model.layer_heads[0] must be >= 0"));
   REQUIRE_THROWS_WITH(parse("", {"model.layer_heads=[2, 5]"}),
                       Catch::Contains("model.layer_heads[1]=5 exceeds model.n_heads=4"));
   REQUIRE_THROWS_WITH(parse("", {"model.n_kv_heads=2", "model.layer_heads=[2, 2]"}),

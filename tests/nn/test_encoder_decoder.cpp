@@ -81,12 +81,17 @@ TEST_CASE("encoder_decoder gradients match central differences for every paramet
           "[nn][model][encoder_decoder][grad]") {
   struct Heads {
     int64_t dec, enc, cross, cross_kv;
+    bool whole = false;  // enc.L1, cross.L0, encoder block 0 and decoder block 1 removed whole
   };
-  const Heads h = GENERATE(Heads{2, 2, 2, 2}, Heads{4, 1, 4, 1}, Heads{1, 4, 2, 1});
+  const Heads h = GENERATE(Heads{2, 2, 2, 2}, Heads{4, 1, 4, 1}, Heads{1, 4, 2, 1}, Heads{2, 2, 2, 2, true});
   ModelSpec spec = tiny_seq2seq_spec(h.dec, h.enc, h.cross, h.cross_kv);
   spec.positions = GENERATE(Positions::learned, Positions::sinusoidal);
   spec.tie_embeddings = spec.positions == Positions::learned;
   if (h.dec == 1) spec.mlp_units = {3, 16, 7, 16};  // units removed from encoder block 0, decoder block 0
+  if (h.whole) {
+    spec.layer_heads = {2, 0, 2, 0, 2, 2};
+    spec.mlp_units = {0, 16, 16, 0};
+  }
   Model<double> model(spec);
   randomize(model, 5);
   test::randomize_ffn_gates(model, 6);
@@ -190,8 +195,8 @@ TEST_CASE("an encoder_decoder's per-site head lists refuse a bad layout with one
   CHECK(problem(spec) ==
         "model.layer_heads has 5 entries but an encoder_decoder has 6 attention sites (2 encoder layers, then self "
         "and cross per decoder layer), or [] for all heads");
-  spec.layer_heads = {2, 2, 2, 0, 2, 2};
-  CHECK(problem(spec) == "model.layer_heads[3] must be > 0, got 0 (cross.L0)");
+  spec.layer_heads = {2, 2, 2, -1, 2, 2};
+  CHECK(problem(spec) == "model.layer_heads[3] must be >= 0, got -1 (cross.L0)");
   spec.layer_heads = {2, 2, 3, 2, 2, 2};
   CHECK(problem(spec) == "model.layer_heads[2]=3 exceeds model.n_heads=2 (dec.L0)");
   spec.layer_heads = {5, 2, 2, 2, 2, 2};

@@ -28,12 +28,13 @@ TEST_CASE(
   const auto kind = GENERATE(ModelKind::decoder, ModelKind::encoder);
   struct Heads {
     int64_t n_heads, n_kv_heads;
-    std::vector<int64_t> layer_heads;  // ragged: a physically pruned model
+    std::vector<int64_t> layer_heads, mlp_units;  // ragged: a physically pruned model (0: removed whole)
   };
-  const Heads heads = GENERATE(Heads{2, 2, {}}, Heads{4, 2, {}}, Heads{4, 1, {}}, Heads{4, 4, {1, 3}});
+  const Heads heads = GENERATE(Heads{2, 2, {}, {}}, Heads{4, 2, {}, {}}, Heads{4, 1, {}, {}},
+                               Heads{4, 4, {1, 3}, {5, 16}}, Heads{4, 4, {0, 3}, {0, 16}});
   ModelSpec spec = tiny_spec(kind, heads.n_heads, heads.n_kv_heads);
   spec.layer_heads = heads.layer_heads;
-  if (!heads.layer_heads.empty()) spec.mlp_units = {5, 16};  // and FFN units removed from block 0
+  spec.mlp_units = heads.mlp_units;
   spec.positions = kind == ModelKind::decoder ? Positions::learned : Positions::sinusoidal;
   spec.tie_embeddings = kind == ModelKind::decoder;
   spec.activation = kind == ModelKind::decoder ? Activation::gelu : Activation::relu;
@@ -291,8 +292,10 @@ TEST_CASE("impossible per-layer head counts are rejected with one line", "[nn][m
                                                       "or [] for n_heads in every layer"));
   spec.layer_heads = {2, 5};
   CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads[1]=5 exceeds n_heads=4"));
-  spec.layer_heads = {0, 1};
-  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads[0] must be > 0, got 0"));
+  spec.layer_heads = {-1, 1};
+  CHECK_THROWS_WITH(Model<float>(spec), Catch::Equals("model: layer_heads[0] must be >= 0, got -1"));
+  spec.layer_heads = {0, 1};  // layer 0's attention removed whole
+  CHECK_NOTHROW(Model<float>(spec));
   spec = tiny_spec(ModelKind::decoder, 4, 2);
   spec.layer_heads = {2, 2};
   CHECK_THROWS_WITH(Model<float>(spec), Catch::Contains("layer_heads needs multi-head attention"));
@@ -366,12 +369,14 @@ TEST_CASE("FFN gates of 1 leave the model as it was, bit for bit; a gate of 0 re
   CHECK(loss() == gated);
 }
 
-TEST_CASE("mlp_units of the wrong length or outside [1, d_mlp] are one line naming the key", "[nn][model][ffn]") {
+TEST_CASE("mlp_units of the wrong length or outside [0, d_mlp] are one line naming the key", "[nn][model][ffn]") {
   ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 2);
   spec.mlp_units = {4};
   CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units has 1 entries but n_layers=2"));
   spec.mlp_units = {4, 17};
-  CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units[1]=17 is outside [1, d_mlp=16]"));
+  CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units[1]=17 is outside [0, d_mlp=16]"));
+  spec.mlp_units = {4, -1};
+  CHECK_THROWS_WITH(validate(spec), Catch::Contains("mlp_units[1]=-1 is outside [0, d_mlp=16]"));
   spec.mlp_units = {4, 16};
   const Model<float> model(spec);
   CHECK(model.ffn_gates().value(0).numel() == 4);

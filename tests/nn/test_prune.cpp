@@ -128,10 +128,8 @@ TEST_CASE("a gate of zero removes the head's contribution exactly", "[nn][prune]
   CHECK(logits_of(zeroed, batch) == reference);
 }
 
-TEST_CASE("a keep mask that empties a layer, has the wrong shape or meets GQA is one line", "[nn][prune]") {
+TEST_CASE("a keep mask of the wrong shape or meeting GQA is one line", "[nn][prune]") {
   Model<float> model(tiny_spec(ModelKind::decoder, 4, 4));
-  CHECK_THROWS_WITH(prune_heads(model, {{true, false, false, false}, {false, false, false, false}}),
-                    Catch::Contains("layer 1 would keep no head"));
   CHECK_THROWS_WITH(prune_heads(model, {{true, true, true, true}}), Catch::Contains("keep mask has 1 layers"));
   CHECK_THROWS_WITH(prune_heads(model, {{true, true}, {true, true, true, true}}),
                     Catch::Contains("keep mask of layer 0 has 2 heads"));
@@ -143,8 +141,10 @@ TEST_CASE("prune_problem is the one check behind pruned_spec: a reason, or none"
   const ModelSpec spec = tiny_spec(ModelKind::decoder, 4, 4);
   CHECK(prune_problem(spec, {{true, false, false, false}, {false, true, true, true}}).empty());
   const HeadKeepMask emptied = {{true, true, true, true}, {false, false, false, false}};
-  CHECK(prune_problem(spec, emptied) == "layer 1 would keep no head (at least one per layer must remain)");
-  CHECK_THROWS_WITH(pruned_spec(spec, emptied), Catch::Equals("prune_heads: " + prune_problem(spec, emptied)));
+  CHECK(prune_problem(spec, emptied).empty());  // a layer removed whole
+  CHECK(pruned_spec(spec, emptied).layer_heads == std::vector<int64_t>{4, 0});
+  const HeadKeepMask wrong = {{true, true, true, true}};
+  CHECK_THROWS_WITH(pruned_spec(spec, wrong), Catch::Equals("prune_heads: " + prune_problem(spec, wrong)));
   const ModelSpec gqa = tiny_spec(ModelKind::decoder, 4, 2);
   const HeadKeepMask all = {{true, true, true, true}, {true, true, true, true}};
   CHECK(prune_problem(gqa, all) ==
@@ -308,15 +308,13 @@ TEST_CASE("greedy and beam translation of a cross-pruned encoder_decoder give th
   CHECK(translate(pruned, sources, ids, search) == want);
 }
 
-TEST_CASE("an encoder_decoder's keep mask that empties a site, has the wrong shape or meets GQA is one line",
+TEST_CASE("an encoder_decoder's keep mask of the wrong shape or meeting GQA is one line",
           "[nn][prune][encoder_decoder]") {
   const ModelSpec spec = test::tiny_seq2seq_spec(2, 4, 4, 4);
   Model<float> model(spec);
   HeadKeepMask keep = heads_with_nonzero_gates(model);
-  keep[3].assign(4, false);
-  CHECK(prune_problem(spec, keep) ==
-        "site 3 (cross.L0) would keep no head (at least one per attention site must remain)");
-  CHECK_THROWS_WITH(prune_heads(model, keep), Catch::Equals("prune_heads: " + prune_problem(spec, keep)));
+  keep[3].assign(4, false);  // cross.L0 removed whole: allowed
+  CHECK(prune_problem(spec, keep).empty());
   keep.pop_back();
   CHECK(
       prune_problem(spec, keep) ==
@@ -370,17 +368,56 @@ TEST_CASE("FFN units gated to 0 and the model with them cut out give the same lo
   CHECK(max_abs_difference(logits_of(pruned_d, batch), logits_of(again, batch)) == 0);
 }
 
-TEST_CASE("an FFN keep mask that empties a block or has the wrong shape is one line", "[nn][prune][ffn]") {
+TEST_CASE("an FFN keep mask of the wrong shape is one line; one that empties a block removes it whole",
+          "[nn][prune][ffn]") {
   const ModelSpec spec = tiny_spec(ModelKind::decoder, 2, 2);
   UnitKeepMask keep(2, std::vector<bool>(16, true));
   CHECK(prune_units_problem(spec, keep).empty());
   keep[1].assign(16, false);
-  CHECK(prune_units_problem(spec, keep) == "MLP block 1 would keep no unit (at least one per block must remain)");
-  CHECK_THROWS_WITH(pruned_units_spec(spec, keep),
-                    "prune_units: MLP block 1 would keep no unit (at least one per "
-                    "block must remain)");
+  CHECK(prune_units_problem(spec, keep).empty());
+  CHECK(pruned_units_spec(spec, keep).mlp_units == std::vector<int64_t>{16, 0});
   keep.pop_back();
+  CHECK_THROWS_WITH(pruned_units_spec(spec, keep), "prune_units: the keep mask has 1 MLP blocks, the model 2");
   CHECK(prune_units_problem(spec, keep) == "the keep mask has 1 MLP blocks, the model 2");
   keep = UnitKeepMask(2, std::vector<bool>(15, true));
   CHECK(prune_units_problem(spec, keep) == "the keep mask of MLP block 0 has 15 units, the block 16");
+}
+
+TEST_CASE("an attention layer or FFN block removed whole computes the masked model bit for bit, in every kind",
+          "[nn][prune][whole]") {
+  // Every gate of one attention site and of one MLP block at 0 (the rest full): the model with
+  // them cut out adds their projections' biases alone, which is exactly what the masked model's
+  // projections of all-zero inputs add, in evaluation and in training (dropout on the same stream).
+  const int kind = GENERATE(0, 1, 2);
+  ModelSpec spec = kind == 0   ? tiny_spec(ModelKind::decoder, 4, 4)
+                   : kind == 1 ? tiny_spec(ModelKind::encoder, 2, 2)
+                               : test::tiny_seq2seq_spec(2, 4, 4, 4);
+  spec.positions = kind == 0 ? Positions::learned : Positions::sinusoidal;
+  spec.dropout = 0.25;
+  const TinyBatch batch(spec, 7);
+  const int n_sites = static_cast<int>(spec.attention_sites().size());
+  const int site = kind == 2 ? 3 : 1, block = 0;  // cross.L0 in the encoder_decoder
+  Model<double> masked(spec);
+  randomize(masked, 41);
+  test::randomize_ffn_gates(masked, 42);
+  masked.gates().value(site).fill(0.0);
+  masked.ffn_gates().value(block).fill(0.0);
+  Model<double> pruned =
+      prune_units(prune_heads(masked, heads_with_nonzero_gates(masked)), units_with_nonzero_gates(masked));
+  std::vector<int64_t> want_heads;
+  for (int i = 0; i < n_sites; ++i) want_heads.push_back(i == site ? 0 : masked.gates().value(i).numel());
+  CHECK(pruned.spec().layer_heads == want_heads);
+  CHECK(pruned.spec().mlp_units.at(block) == 0);
+  CHECK(pruned.params().count() < masked.params().count());
+  CHECK(logits_of(pruned, batch) == logits_of(masked, batch));
+  auto training_loss = [&](Model<double>& m) {
+    Arena arena;
+    Tape<double> tape(arena);
+    NoGradGuard<double> no_grad(tape);
+    return m.forward(tape, batch.input(), {.training = true, .dropout_seed = 9}).loss.value()(0);
+  };
+  CHECK(training_loss(pruned) == training_loss(masked));
+  if (kind == 2) {  // decoding: the emptied cross site holds no K/V and reads none
+    CHECK(decode_cached(pruned, batch).logits == decode_cached(masked, batch).logits);
+  }
 }

@@ -273,6 +273,37 @@ TEST_CASE("L0 gates with a large lambda close more heads than with a tiny one", 
   CHECK(summed.rounds[1].metric.loss == large.rounds[1].metric.loss);
 }
 
+TEST_CASE("L0 gates on FFN units: a large lambda closes more units than a tiny one, the heads untouched",
+          "[prune][l0][ffn]") {
+  PruneOptions o = fast_options(PruneStrategy::l0);
+  o.unit = GateKind::ffn_units;
+  o.l0_steps = 40;
+  o.l0_lr = 0.2;
+  o.seed = 5;
+  o.lambda = 1e-4;
+  const Pruned tiny(o);
+  o.lambda = 20.0;
+  const Pruned large(o);
+  REQUIRE(large.rounds.size() == 2);
+  INFO("units closed with lambda 1e-4: " << tiny.rounds[1].pruned.size()
+                                         << ", with lambda 20: " << large.rounds[1].pruned.size());
+  CHECK(large.rounds[1].pruned.size() > tiny.rounds[1].pruned.size());
+  CHECK(large.rounds[1].heads_per_site == std::vector<int64_t>{4, 4});
+  CHECK(large.rounds[1].units_total() + static_cast<int64_t>(large.rounds[1].pruned.size()) ==
+        large.rounds[0].units_total());
+  const Model<float>& model = *large.checkpoint.model;
+  for (int b = 0; b < model.ffn_gates().size(); ++b)
+    for (int64_t f = 0; f < model.ffn_gates().value(b).numel(); ++f) {
+      const float g = model.ffn_gates().value(b)(f);
+      CHECK((g == 0.0f || g == 1.0f));
+    }
+  for (const SiteHead& x : large.rounds[1].pruned)
+    CHECK(model.ffn_gates().value(static_cast<int>(x.site))(x.head) == 0.0f);
+  for (int l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) CHECK(model.gates().value(l)(h) == 1.0f);
+  CHECK(prune_csv(large.rounds, o).find(",ffn,") != std::string::npos);
+}
+
 TEST_CASE("prune.csv has the agreed header, one row per round and cumulative pruned heads", "[prune]") {
   PruneOptions o = fast_options(PruneStrategy::ablation);
   const Pruned p(o);
@@ -357,6 +388,9 @@ TEST_CASE("headlab prune writes prune.csv and a checkpoint headlab eval reads; b
       {{"prune", run.checkpoint(), "--strategy", "random", "--rounds", "2"},
        "--rounds applies only to --strategy none"},
       {{"prune", run.checkpoint(), "--strategy", "random", "--finetune-lr", "1e-3"}, "--finetune-lr needs fine-tuning"},
+      {{"prune", run.checkpoint(), "--strategy", "random", "--unit", "layers"}, "unknown unit 'layers'"},
+      {{"prune", run.checkpoint(), "--strategy", "entropy", "--unit", "ffn_blocks"},
+       "--unit ffn_blocks: --strategy entropy does not score whole tables"},
   };
   for (const Case& c : bad) {
     const test::CommandResult r = test::run_headlab(c.args, logs.dir / "bad.txt");
@@ -445,4 +479,78 @@ TEST_CASE("the control's rounds are plain fine-tuning: K steps x 2 rounds equal 
   CHECK(two.rounds[2].metric.loss == one.rounds[1].metric.loss);  // bit for bit: same steps, batches, rate
   CHECK(two.rounds[1].metric.loss != one.rounds[1].metric.loss);
   CHECK(prune_run_name(o) == "none_ft6_seed0");
+}
+
+TEST_CASE("whole attention layers and FFN blocks are pruned a table at a time until none is left", "[prune][whole]") {
+  const PruneStrategy strategy = GENERATE(PruneStrategy::importance, PruneStrategy::ablation,
+                                          PruneStrategy::integrated_gradients, PruneStrategy::random);
+  const GateKind unit = GENERATE(GateKind::heads, GateKind::ffn_units);
+  PruneOptions o = fast_options(strategy);
+  o.unit = unit;
+  o.whole = true;
+  o.ig_steps = 4;
+  INFO(prune_strategy_name(strategy) << " " << prune_unit_name({unit, true}));
+  Pruned p(o);
+  const std::vector<PruneRound>& rounds = p.rounds;
+  const Model<float>& model = *p.checkpoint.model;
+  const Parameters<float>& gates = gates_of(model, unit);
+  const int64_t per_table = gates.value(0).numel();
+  REQUIRE(rounds.size() == 3);  // 2 tables, llround(0.25 * 2) = 1 per round
+  CHECK(rounds[0].metric.loss == unpruned_metric(2).loss);
+  for (size_t r = 0; r < rounds.size(); ++r) {
+    const std::vector<int64_t>& kept = unit == GateKind::heads ? rounds[r].heads_per_site : rounds[r].units_per_block;
+    // r tables emptied, each whole; the other kind of gate untouched
+    CHECK(std::count(kept.begin(), kept.end(), 0) == static_cast<std::ptrdiff_t>(r));
+    CHECK(std::count(kept.begin(), kept.end(), per_table) == static_cast<std::ptrdiff_t>(2 - r));
+    CHECK(static_cast<int64_t>(rounds[r].pruned.size()) == static_cast<int64_t>(r) * per_table);
+    CHECK((unit == GateKind::heads ? rounds[r].units_total() : rounds[r].heads_total()) ==
+          (unit == GateKind::heads ? 2 * model.spec().d_mlp : 8));
+  }
+  for (int t = 0; t < 2; ++t)
+    for (int64_t k = 0; k < per_table; ++k) CHECK(gates.value(t)(k) == 0.0f);
+  CHECK(rounds.back().metric.loss != rounds[0].metric.loss);
+  const CsvTable csv = parse_csv(prune_csv(rounds, o), "prune.csv");
+  std::vector<std::string> fractions, units;
+  for (const auto& row : csv.rows) {
+    fractions.push_back(row[csv.column("fraction_pruned")]);
+    units.push_back(row[csv.column("unit")]);
+  }
+  CHECK(fractions == std::vector<std::string>{"0", "0.5", "1"});
+  CHECK(units == std::vector<std::string>(3, prune_unit_name({unit, true})));
+  CHECK(prune_run_name(o).find(unit == GateKind::heads ? "_attention_layers" : "_ffn_blocks") != std::string::npos);
+}
+
+TEST_CASE("whole tables may all go: heads_to_prune with keep_per_site 0", "[prune][whole]") {
+  const std::vector<double> scores = {0.3, 0.1, 0.2};
+  const std::vector<int64_t> table_of = {0, 1, 2};
+  CHECK(heads_to_prune(scores, {1, 1, 1}, table_of, 2, {}, 0) == std::vector<int64_t>{1, 2});
+  CHECK(heads_to_prune(scores, {1, 0, 1}, table_of, 5, {}, 0) == std::vector<int64_t>{2, 0});
+  CHECK(heads_to_prune(scores, {1, 1, 1}, table_of, 5).empty());  // by default a table's last entry stays
+  CHECK(heads_to_prune(scores, {1, 1, 1}, table_of, 5, {1, 0, 1}, 0) == std::vector<int64_t>{2, 0});
+}
+
+TEST_CASE("headlab prune --unit attention_layers removes the layers from the tensors, evaluating the same",
+          "[prune][whole]") {
+  const test::TrainedRun& run = trained_run();
+  test::ScratchDir logs("prune_whole_cli");
+  const fs::path out = logs.dir / "layers";
+  const test::CommandResult r =
+      test::run_headlab({"prune", run.checkpoint(), "--strategy", "ablation", "--unit", "attention_layers",
+                         "--step-frac", "0.5", "--batches", "2", "--score-batches", "2", "--out", out.string()},
+                        logs.dir / "prune.txt", {{"OMP_NUM_THREADS", "1"}});
+  INFO(r.output);
+  REQUIRE(r.code == 0);
+  const CsvTable csv = parse_csv(test::read_file(out / "prune.csv"), "prune.csv");
+  REQUIRE(csv.rows.size() == 3);
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "loss %.4f", std::stod(csv.rows.back()[csv.column("val_loss")]));
+  for (const char* file : {"pruned.h5", "pruned_small.h5"}) {
+    const test::CommandResult e =
+        test::run_headlab({"eval", (out / file).string(), "--batches", "2"}, logs.dir / "eval.txt");
+    INFO(file << ": " << e.output);
+    REQUIRE(e.code == 0);
+    CHECK_THAT(e.output, Catch::Contains(expected));
+  }
+  const OpenedCheckpoint small = open_checkpoint((out / "pruned_small.h5").string());
+  CHECK(small.model->spec().layer_heads == std::vector<int64_t>{0, 0});
 }

@@ -39,7 +39,7 @@ inline GradCheckResult check_model_gradients(Model<double>& model, const ModelIn
     // A few elements of every parameter tensor, chosen at random.
     std::vector<int64_t> indices;
     const int64_t n = model.params().spec(i).shape.numel();
-    for (int j = 0; j < elements_per_tensor; ++j)
+    for (int j = 0; j < elements_per_tensor && n > 0; ++j)  // n = 0: a layer removed whole
       indices.push_back(model.params().offset(i) + static_cast<int64_t>(rng() % n));
     compare_with_central_differences(loss, model.params().values(), model.params().grads(), indices, i, options,
                                      result);
@@ -53,7 +53,7 @@ inline GradCheckResult check_model_gradients(Model<double>& model, const ModelIn
   for (int i = 0; i < model.ffn_gates().size(); ++i) {
     std::vector<int64_t> indices;
     const int64_t n = model.ffn_gates().value(i).numel();
-    for (int j = 0; j < elements_per_tensor; ++j)
+    for (int j = 0; j < elements_per_tensor && n > 0; ++j)
       indices.push_back(model.ffn_gates().offset(i) + static_cast<int64_t>(rng() % n));
     compare_with_central_differences(loss, model.ffn_gates().values(), model.ffn_gates().grads(), indices, 2000 + i,
                                      options, result);

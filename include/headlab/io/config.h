@@ -42,16 +42,18 @@ using IntList = std::vector<int64_t>;
     "encoder_decoder: key/value heads of the cross-attention; 0 = cross_n_heads")                                     \
   X(cross_d_head, int64_t, 0, non_negative(),                                                                         \
     "encoder_decoder: head width of the cross-attention; 0 = d_model / cross_n_heads")                                \
-  X(layer_heads, IntList, (IntList{}), positive(),                                                                    \
+  X(layer_heads, IntList, (IntList{}), non_negative(),                                                                \
     "query heads of each layer (encoder_decoder: of each attention site, in order the encoder layers, then self and " \
-    "cross per decoder layer; a physically pruned model, MHA only); [] = n_heads everywhere")                         \
+    "cross per decoder layer; a physically pruned model, MHA only; 0 = the attention layer removed whole, its "       \
+    "output projection's bias alone added); [] = n_heads everywhere")                                                 \
   X(active_heads, IntList, (IntList{}), non_negative(),                                                               \
     "heads switched on in each layer (encoder_decoder: each attention site), the first n (gate 1); the rest are "     \
     "gated to 0 from init on, so never trained; [] = all")                                                            \
   X(mlp_ratio, int64_t, 4, positive(), "MLP hidden width = mlp_ratio * d_model")                                      \
-  X(mlp_units, IntList, (IntList{}), positive(),                                                                      \
+  X(mlp_units, IntList, (IntList{}), non_negative(),                                                                  \
     "hidden units of each MLP block (encoder_decoder: the encoder's blocks, then the decoder's; a model with FFN "    \
-    "units physically removed); [] = mlp_ratio * d_model everywhere")                                                 \
+    "units physically removed; 0 = the block removed whole, its output projection's bias alone added); [] = "         \
+    "mlp_ratio * d_model everywhere")                                                                                 \
   X(max_seq_len, int64_t, 256, positive(), "longest sequence the position table covers")                              \
   X(positions, std::string, "learned", one_of("learned|sinusoidal"), "position encoding added to embeddings")         \
   X(dropout, double, 0.0, half_open(0, 1), "dropout on the embeddings and on each residual branch")                   \

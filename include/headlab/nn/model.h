@@ -223,10 +223,11 @@ class Model {
 
   // gate_vars: null = the gates in gates() (leaves with options.gate_grads, else constants);
   // otherwise one Var per attention site (spec().attention_sites(), shape [heads]) on `tape` used
-  // as the gates of this forward (L0 pruning's sampled gates). An argument rather than a ForwardOptions field: Vars are
-  // typed by T and the options are not.
+  // as the gates of this forward (L0 pruning's sampled gates). ffn_gate_vars likewise: one Var
+  // per MLP block ([units]) in place of ffn_gates(). Arguments rather than ForwardOptions fields:
+  // Vars are typed by T and the options are not.
   ModelOutput<T> forward(Tape<T>& tape, const ModelInput& input, const ForwardOptions& options,
-                         const Var<T>* gate_vars = nullptr);
+                         const Var<T>* gate_vars = nullptr, const Var<T>* ffn_gate_vars = nullptr);
   // The rest of a forward from attention site `site` on (spec().attention_sites() order: a
   // decoder's or encoder's layer; an encoder_decoder's encoder layers, then self and cross per
   // decoder layer), given the residual stream x entering the site's attention [B,T,C] (an
@@ -310,6 +311,10 @@ class Model {
   // x + dropout(proj(a)) for an attention output a [B,T,H,Dh].
   Var<T> add_attention(Tape<T>& tape, const Var<T>& x, const Var<T>& a, LinearParams proj, int64_t stream, int site,
                        const ForwardOptions& options);
+  // x + b of a projection whose input was removed whole (a site without heads, a block without
+  // units): what the masked model adds there.
+  Var<T> add_bias_only(Tape<T>& tape, const Var<T>& x, LinearParams proj, int64_t stream, int site,
+                       const ForwardOptions& opt);
   // x + MLP(LN2(x)) of MLP block `mlp_block` (spec().mlp_block()), its FFN gates applied.
   Var<T> add_mlp(Tape<T>& tape, const Var<T>& x, const BlockParams& block, int64_t mlp_block, int64_t stream,
                  const ForwardOptions& options);
@@ -342,6 +347,7 @@ class Model {
                             const Var<T>* gate_vars, const Var<T>& memory);
 
   ModelSpec spec_;
+  const Var<T>* ffn_gate_vars_ = nullptr;  // forward()'s ffn_gate_vars while it runs; else null
   Parameters<T> params_;
   Parameters<T> gates_;
   Parameters<T> ffn_gates_;
@@ -364,6 +370,10 @@ template <typename T>
 const Parameters<T>& gates_of(const Model<T>& model, GateKind kind) {
   return kind == GateKind::heads ? model.gates() : model.ffn_gates();
 }
+// A gate table's name: an attention site's ("L1" in a one-stack model, "enc.L0", "dec.L1",
+// "cross.L1" in an encoder_decoder) or an MLP block's ("L1"; "enc.L0", "dec.L1"), as heads.csv,
+// units.csv and layers.csv name them.
+std::string gate_table_label(const ModelSpec& spec, GateKind kind, int64_t table);
 // Forward options that record the kind's gates as leaves, so the backward gives d loss / d gate.
 inline ForwardOptions recording_gate_grads(GateKind kind) {
   ForwardOptions o;

@@ -7,8 +7,9 @@
 // its output projection cut out, surviving gates copied. It computes what the masked model
 // computes (a gate-0 head adds exactly 0 to the output projection), with fewer flops and, for
 // cross heads, a smaller cross K/V cache. MHA only, in every kind (n_kv_heads == n_heads): with
-// GQA/MQA several query heads read one K/V head, so heads can only be masked. Every site keeps at
-// least one head.
+// GQA/MQA several query heads read one K/V head, so heads can only be masked. A site that keeps
+// no head is removed whole (layer_heads 0): the model adds its output projection's bias alone, as
+// the masked model does.
 //   HeadKeepMask keep = heads_with_nonzero_gates(model);   // keep[site][h], true = keep
 //   Model<float> small = prune_heads(model, keep);          // save: train/checkpointing.h
 #pragma once
@@ -29,7 +30,7 @@ template <typename T>
 HeadKeepMask heads_with_nonzero_gates(const Model<T>& model);
 
 // Why `keep` cannot be cut out of a model of `spec`, or "" when it can: a GQA/MQA kind of
-// attention, a mask of the wrong shape, a site left without heads. The one check of physical removal: pruned_spec
+// attention, a mask of the wrong shape. The one check of physical removal: pruned_spec
 // throws it ("prune_heads: <reason>"), and headlab prune asks it before writing pruned_small.h5.
 // An invalid spec throws as validate() does.
 std::string prune_problem(const ModelSpec& spec, const HeadKeepMask& keep);
@@ -52,13 +53,13 @@ void switch_off_heads(Model<T>& model, const HeadKeepMask& heads);
 // Removing a unit cuts its row of the block's fc (weight and bias) and its column of the output
 // projection; the model computes what the model with that unit's gate at 0 computes (the unit
 // adds 0 to the projection), to float precision (the projection sums fewer terms), with fewer
-// flops. Any kind of attention (GQA/MQA included); every block keeps at least one unit.
+// flops. Any kind of attention (GQA/MQA included); a block that keeps no unit is removed whole
+// (mlp_units 0, its output projection's bias alone added).
 using UnitKeepMask = std::vector<std::vector<bool>>;
 
 template <typename T>
 UnitKeepMask units_with_nonzero_gates(const Model<T>& model);
-// Why `keep` cannot be cut out of a model of `spec`, or "": a mask of the wrong shape, a block
-// left without units.
+// Why `keep` cannot be cut out of a model of `spec`, or "": a mask of the wrong shape.
 std::string prune_units_problem(const ModelSpec& spec, const UnitKeepMask& keep);
 // The spec with mlp_units = kept units per block (empty when every block keeps d_mlp).
 ModelSpec pruned_units_spec(const ModelSpec& spec, const UnitKeepMask& keep);

@@ -1,10 +1,12 @@
-// L0 head gates (Voita et al. 2019): one input-independent Hard Concrete gate per head
+// L0 head gates (Voita et al. 2019): one input-independent Hard Concrete gate per head (or, kind
+// ffn_units, per FFN hidden unit: every "head" and "site" below reads "unit" and "MLP block")
 // (ops/hard_concrete.h), resampled for every micro-batch, trained with the model so that
 //   loss = cross-entropy + lambda * penalty,  penalty = P(g_h != 0) aggregated over the gated
 //   heads as L0Penalty says (by default as Voita et al.'s code: each site's sum, averaged over sites)
 // and then binarised: gate = 1 where g_h != 0 is more probable than g_h = 0, else 0.
 // log_alpha lives in its own Parameters, one [heads] table per attention site named as the
-// gates' ("blocks/<l>/attn/log_alpha", "enc/<l>/attn/log_alpha", "blocks/<l>/cross/log_alpha"),
+// gates' ("blocks/<l>/attn/log_alpha", "enc/<l>/attn/log_alpha", "blocks/<l>/cross/log_alpha";
+// "blocks/<l>/mlp/log_alpha", "enc/<l>/mlp/log_alpha"),
 // updated by its own Adam (no weight decay); the model's optimizer never sees it. The sampled
 // gates multiply the model's fixed gates, so a head already pruned in the checkpoint stays
 // pruned. Sites left out (L0Options::sites) keep the model's gates and add no penalty.
@@ -46,22 +48,25 @@ struct L0Options {
   double lr = 0.1;    // Adam learning rate of log_alpha
   double init = 3.0;  // initial log_alpha of every head
   uint64_t seed = 0;  // noise: u of (step, micro-batch, layer, head) is a hash of this seed
-  // Per attention site (spec.attention_sites()), whether its heads get L0 gates; empty = all.
-  // The penalty counts the gated sites' heads only (a head masked in the checkpoint included).
+  // Per attention site (spec.attention_sites()), or MLP block, whether its heads get L0 gates;
+  // empty = all. The penalty counts the gated sites' heads only (a head masked in the checkpoint
+  // included).
   std::vector<bool> sites;
   L0Penalty penalty = L0Penalty::layer_mean;
+  GateKind kind = GateKind::heads;  // the model's head gates, or its FFN unit gates
 };
 
 class L0Gates final : public GateSampler {
  public:
   L0Gates(const Model<float>& model, const L0Options& options);
 
+  GateKind kind() const override { return options_.kind; }
   const Var<float>* sample(Tape<float>& tape, int64_t step, int64_t micro) override;
   Var<float> penalty(Tape<float>& tape) override;
 
   void zero_grad() { log_alpha_.zero_grad(); }
   void step() { optimizer_.step(options_.lr); }
-  // model.gates() *= the binarised gates (hard_concrete_eval_gate of each log_alpha).
+  // The model's gates of kind() *= the binarised gates (hard_concrete_eval_gate of each log_alpha).
   void binarise_into(Model<float>& model) const;
 
   Parameters<float>& log_alpha() { return log_alpha_; }

@@ -1,4 +1,6 @@
 // Head pruning by masks: a pruned head's gate is set to 0 (no head is removed from the tensors).
+// The same loop prunes FFN hidden units (unit ffn_units), and whole attention layers or whole FFN
+// blocks (whole: every gate of a table at once, scored by analysis/layer_scores.h).
 // Heads are numbered site by site (spec.attention_sites(): a layer of a decoder or encoder; an
 // encoder_decoder's encoder layers, then each decoder layer's self- and cross-attention), as in
 // heads.csv. `only` restricts pruning to some kinds of attention (Michel et al.'s Fig. 4: enc,
@@ -55,13 +57,26 @@ enum class PruneStrategy {
 PruneStrategy parse_prune_strategy(const std::string& name);
 const char* prune_strategy_name(PruneStrategy strategy);
 
+// What --unit names: the gates pruned, and whether a table of them (an attention layer's heads,
+// an MLP block's units) goes whole. heads, ffn, attention_layers, ffn_blocks.
+struct PruneUnit {
+  GateKind gates = GateKind::heads;
+  bool whole = false;
+};
+PruneUnit parse_prune_unit(const std::string& name);  // throws one line naming the choices
+const char* prune_unit_name(PruneUnit unit);
+
 struct PruneOptions {
   PruneStrategy strategy = PruneStrategy::importance;
   // What is pruned: attention heads (their gates), or FFN hidden units (analysis/ffn_units.h
   // scores them: importance, importance_raw, magnitude, integrated_gradients, random; l0 and
   // the attention-based strategies are for heads).
   GateKind unit = GateKind::heads;
-  double step_frac = 0.1;      // F, in (0, 1): fraction of all heads pruned per round
+  // Whole tables of `unit` at a time: attention layers (every head of a site) or FFN blocks
+  // (every unit of a block), scored by importance, ablation, integrated_gradients or random
+  // (analysis/layer_scores.h); every table may go, so the last round has none of them left.
+  bool whole = false;
+  double step_frac = 0.1;      // F, in (0, 1): fraction of all heads (units, tables) pruned per round
   int64_t finetune_steps = 0;  // K: training steps after each round's pruning
   // How those steps train: on the hard targets (fine-tuning), or distilled from the model as
   // loaded, the unpruned teacher (train/step.h's Distillation: (1 - alpha) hard + alpha soft).
@@ -133,26 +148,27 @@ std::vector<PruneRound> iterative_prune(Model<float>& model, Optimizer<float>& o
 // at `start_step` (after the last step: train.lr * min_lr_ratio), where training left the model.
 double finetune_rate(const Config& config, const PruneOptions& options, int64_t start_step);
 
-// One score per head (numbered site by site, as heads.csv) or FFN unit (block by block, as
-// units.csv) of the model as it is, as options.unit says; the lowest is pruned first (the sign
-// conventions are in prune_loop.cpp). Not for l0.
+// One score per head (numbered site by site, as heads.csv), FFN unit (block by block, as
+// units.csv) or, options.whole, gate table (as layers.csv) of the model as it is, as options.unit
+// says; the lowest is pruned first (the sign conventions are in prune_loop.cpp). Not for l0.
 std::vector<double> unit_scores(Model<float>& model, const Config& config, const Dataset& dataset,
                                 const PruneOptions& options);
 
 // The `count` heads to prune next: heads that are active and prunable, in ascending (score,
-// index) order, skipping any whose site (site_of[k]) would be left without an active head.
-// Fewer when fewer can go. prunable empty = every head.
+// index) order, skipping any whose site (site_of[k]) would be left with fewer than keep_per_site
+// active heads (whole tables: 0, each its own site). Fewer when fewer can go. prunable empty =
+// every head.
 std::vector<int64_t> heads_to_prune(const std::vector<double>& scores, const std::vector<uint8_t>& active,
                                     const std::vector<int64_t>& site_of, int64_t count,
-                                    const std::vector<uint8_t>& prunable = {});
+                                    const std::vector<uint8_t>& prunable = {}, int64_t keep_per_site = 1);
 
 // prune.csv: kPruneCsvHeader, then one row per round (docs/pruning-verb.md).
 extern const char* const kPruneCsvHeader;
 std::string prune_csv(const std::vector<PruneRound>& rounds, const PruneOptions& options);
-// "<strategy>[_ffn][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]": the
-// default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears
-// where it changes the result (random order, fine-tuning, L0), the L0 penalty where it is not the
-// default (PruneOptions{}.l0_penalty), so the folders of runs before it existed keep their names.
+// "<strategy>[_ffn|_attention_layers|_ffn_blocks][_<kind>...][_ft<K>][_distill][_recompute][_seed<N>][_lambda<X>][_penalty_<P>][_frozen]":
+// the default output folder's name (kinds of --only, e.g. importance_enc_cross). The seed appears where it changes the
+// result (random order, fine-tuning, L0), the L0 penalty where it is not the default (PruneOptions{}.l0_penalty), so
+// the folders of runs before it existed keep their names.
 std::string prune_run_name(const PruneOptions& options);
 
 }  // namespace headlab

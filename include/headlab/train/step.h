@@ -22,13 +22,16 @@
 
 namespace headlab {
 
-// Trainable head gates for train_step (L0 pruning, prune/l0_gates.h). For each micro-batch the
-// forward uses sample()'s gates instead of the model's fixed gates, and penalty() is added to the
-// loss before the backward; the sampler owns its parameters and their update.
+// Trainable gates for train_step (L0 pruning, prune/l0_gates.h): head gates, or FFN unit gates
+// (kind()). For each micro-batch the forward uses sample()'s gates instead of the model's fixed
+// ones of that kind, and penalty() is added to the loss before the backward; the sampler owns its
+// parameters and their update.
 class GateSampler {
  public:
   virtual ~GateSampler() = default;
-  // n_layers Vars of shape [n_heads] on `tape`, for micro-batch `micro` of step `step`.
+  virtual GateKind kind() const { return GateKind::heads; }
+  // One Var per gate table of kind() (attention site [heads], or MLP block [units]) on `tape`, for
+  // micro-batch `micro` of step `step`.
   virtual const Var<float>* sample(Tape<float>& tape, int64_t step, int64_t micro) = 0;
   // The penalty on the gates (a [1] Var on `tape`), added to each micro-batch's loss.
   virtual Var<float> penalty(Tape<float>& tape) = 0;
