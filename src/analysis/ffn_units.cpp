@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "headlab/analysis/gate_gradients.h"
 #include "headlab/common/error.h"
 #include "headlab/data/model_input.h"
 #include "headlab/io/csv.h"
@@ -49,34 +50,16 @@ FfnUnitScores ffn_unit_scores(Model<T>& model, const Dataset& dataset, Split spl
 
   // |dL/dg| per batch, averaged over the batches; the loss weighted by each batch's targets.
   s.importance.assign(s.gate.size(), 0.0);
-  Arena arena;
-  Tape<T> tape(arena);
-  Batch batch = dataset.make_batch(batch_size);
-  double loss_sum = 0;
-  int64_t targets = 0, scored_batches = 0;
-  for (int64_t i = 0; i < batches; ++i) {
-    dataset.fill_batch(split, i, batch);
-    int64_t n = 0;
-    for (const int32_t t : scored_targets(spec, batch)) n += t >= 0;
-    if (n == 0) continue;
-    gates.zero_grad();
-    const ModelOutput<T> out = model.forward(tape, model_input(spec, batch), recording_gate_grads(GateKind::ffn_units));
-    loss_sum += static_cast<double>(out.loss.value().data()[0]) * static_cast<double>(n);
-    targets += n;
-    ++scored_batches;
-    tape.backward(out.loss);
-    size_t k = 0;
-    for (int b = 0; b < gates.size(); ++b) {
-      const Tensor<T> grad = gates.grad(b);
-      for (int64_t f = 0; f < grad.numel(); ++f) s.importance[k++] += std::abs(static_cast<double>(grad.data()[f]));
-    }
-    tape.reset();
-  }
-  HEADLAB_CHECK(targets > 0, "FFN unit scores: " << batches << " batches of the " << split_name(split)
-                                                 << " split hold no scored target");
-  model.params().zero_grad();
-  gates.zero_grad();
-  s.loss = loss_sum / static_cast<double>(targets);
+  const GateGradientPass pass = for_each_gate_gradient(
+      model, dataset, split, batches, batch_size, GateKind::ffn_units, [&](const Parameters<T>& g) {
+        size_t k = 0;
+        for (int b = 0; b < g.size(); ++b) {
+          const Tensor<T> grad = g.grad(b);
+          for (int64_t f = 0; f < grad.numel(); ++f) s.importance[k++] += std::abs(static_cast<double>(grad.data()[f]));
+        }
+      });
+  s.loss = pass.loss;
+  const int64_t scored_batches = pass.scored_batches;
   size_t k = 0;
   for (int64_t units : s.block_units) {
     double norm = 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "headlab/analysis/gate_gradients.h"
 #include "headlab/common/error.h"
 #include "headlab/data/model_input.h"
 #include "headlab/io/csv.h"
@@ -53,39 +54,23 @@ LayerScores layer_scores(Model<T>& model, const Dataset& dataset, Split split, i
 
   // |sum_k g_k dL/dg_k| per batch and table, averaged over the batches that score a target.
   s.importance.assign(tables, 0.0);
-  Arena arena;
-  Tape<T> tape(arena);
-  Batch batch = dataset.make_batch(batch_size);
-  double loss_sum = 0;
-  int64_t targets = 0, scored_batches = 0;
-  for (int64_t i = 0; i < batches; ++i) {
-    dataset.fill_batch(split, i, batch);
-    int64_t n = 0;
-    for (const int32_t t : scored_targets(spec, batch)) n += t >= 0;
-    if (n == 0) continue;
-    gates.zero_grad();
-    const ModelOutput<T> out = model.forward(tape, model_input(spec, batch), recording_gate_grads(kind));
-    loss_sum += static_cast<double>(out.loss.value().data()[0]) * static_cast<double>(n);
-    targets += n;
-    ++scored_batches;
-    tape.backward(out.loss);
-    for (size_t t = 0; t < tables; ++t) {
-      const Tensor<T> g = gates.value(static_cast<int>(t)), grad = gates.grad(static_cast<int>(t));
-      double d_xi = 0;
-      for (int64_t k = 0; k < g.numel(); ++k)
-        d_xi += static_cast<double>(g.data()[k]) * static_cast<double>(grad.data()[k]);
-      s.importance[t] += std::abs(d_xi);
-    }
-    tape.reset();
-  }
-  HEADLAB_CHECK(targets > 0, "layer scores: " << batches << " batches of the " << split_name(split)
-                                              << " split hold no scored target");
-  model.params().zero_grad();
-  gates.zero_grad();
-  s.loss = loss_sum / static_cast<double>(targets);
-  for (double& x : s.importance) x /= static_cast<double>(scored_batches);
+  const GateGradientPass pass =
+      for_each_gate_gradient(model, dataset, split, batches, batch_size, kind, [&](const Parameters<T>& g) {
+        for (size_t t = 0; t < tables; ++t) {
+          const Tensor<T> value = g.value(static_cast<int>(t)), grad = g.grad(static_cast<int>(t));
+          double d_xi = 0;
+          for (int64_t k = 0; k < value.numel(); ++k)
+            d_xi += static_cast<double>(value.data()[k]) * static_cast<double>(grad.data()[k]);
+          s.importance[t] += std::abs(d_xi);
+        }
+      });
+  s.loss = pass.loss;
+  for (double& x : s.importance) x /= static_cast<double>(pass.scored_batches);
 
   if (ablation) {
+    Arena arena;
+    Tape<T> tape(arena);
+    Batch batch = dataset.make_batch(batch_size);
     // The unablated loss by the same forward as the ablated ones (no gate leaves), so a table that
     // changes nothing scores exactly 0.
     const double base = mean_loss(model, dataset, split, batches, batch, tape);
