@@ -116,8 +116,11 @@ std::vector<uint8_t> active_gates(const Model<float>& model, GateKind unit, bool
   const Parameters<float>& gates = gates_of(model, unit);
   for (int i = 0; i < gates.size(); ++i) {
     const Tensor<float> g = gates.value(i);
-    if (per_table) active.push_back(std::any_of(g.data(), g.data() + g.numel(), [](float x) { return x != 0.0f; }));
-    for (int64_t k = 0; !per_table && k < g.numel(); ++k) active.push_back(g(k) != 0.0f);
+    const float *begin = g.data(), *end = g.data() + g.numel();
+    if (per_table)
+      active.push_back(std::any_of(begin, end, [](float x) { return x != 0.0f; }));
+    else
+      for (const float* x = begin; x != end; ++x) active.push_back(*x != 0.0f);
   }
   return active;
 }
