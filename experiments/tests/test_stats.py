@@ -222,6 +222,14 @@ def test_head_count_rate_choice_and_words_by_hand():
             [("1", "0.003", "2.0"), ("1", "0.001", "2.0"), ("1", "0.01", "2.5"), ("4", "0.01", "1.9"),
              ("4", "0.003", "1.95")]]
     assert head_count_runs.choose_rates(rows) == {1: 0.001, 4: 0.01}  # a tie goes to the lower rate
+    # translation chooses by the highest val BLEU; a sweep that mixes tasks has no one rule
+    bleu = [{**r, "task": "translate", "val_bleu": b} for r, b in zip(rows, ("7", "6", "8", "5", "5.5"))]
+    assert head_count_runs.choose_rates(bleu) == {1: 0.01, 4: 0.003}
+    assert head_count_runs.choose_rates(bleu, criterion=("val_loss", min)) == {1: 0.001, 4: 0.01}
+    with pytest.raises(SystemExit):
+        head_count_runs.choose_rates([{**bleu[0], "task": "text"}] + bleu[1:])
+    with pytest.raises(SystemExit):  # a translation run without its val BLEU
+        head_count_runs.choose_rates([{**bleu[0], "val_bleu": ""}] + bleu[1:])
     # a loss task: paired t-test with a threshold of 1% of the reference's mean
     a = {s: 2.0 + 0.01 * s for s in range(5)}
     big = {s: a[s] + 0.05 + 0.001 * (s % 2) for s in range(5)}    # +2.5%, tight: worse (lower is better)

@@ -17,10 +17,10 @@ def write(path, text):
         f.write(text)
 
 
-def provenance(wall_seconds, load, seeds="all"):
+def provenance(wall_seconds, load, part="all"):
     """data/<arm>/provenance.csv of an arm run whole (one part)."""
-    return ("seeds,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
-            f'{seeds},abc1234,no,2026-12-05T00:00:00Z,"Xeon, 2 cores",{wall_seconds},{load}\n')
+    return ("part,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
+            f'{part},abc1234,no,2026-12-05T00:00:00Z,"Xeon, 2 cores",{wall_seconds},{load}\n')
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_head_count_claims_on_bleu_use_the_bleu_threshold():
 def test_the_head_count_sweep_trains_the_base_model():
     """head_count_lr.toml changes only what it sweeps, the checkpoints kept and its fixed step
     budget (at most the base models'): the same base config and [set] as base.toml (but for the
-    keys its [grid] sweeps), and its middle rate is the base rate."""
+    keys its [grid] sweeps), and its rates are 0.25x to 2x the base rate."""
     import tomllib
     folder = os.path.join(EXPERIMENTS, "translation")
     base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
@@ -90,7 +90,7 @@ def test_the_head_count_sweep_trains_the_base_model():
     assert lr["set"]["train.steps"] <= base["set"]["train.steps"]
     config = tomllib.load(open(os.path.join(folder, base["base"]), "rb"))
     rate = base["set"].get("train.lr", config["train"]["lr"])
-    assert lr["grid"]["train.lr"] == [rate / 2, rate, rate * 2]
+    assert lr["grid"]["train.lr"] == [rate / 4, rate / 2, rate, rate * 2]
     assert lr["grid"]["model.n_heads"] == [1, 2, 4, 8, 16]
 
 
@@ -103,7 +103,8 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
     for h in mean:
         for lr in (1e-3, 2e-3, 4e-3):
             rows.append({"study": "lr", "run": f"h{h}lr{lr}", "heads": h, "lr": lr, "seed": 0,
-                         "val_loss": 3.0 - (lr == 2e-3) * 0.1, "test_bleu": mean[h]})
+                         "val_loss": 3.0 - (lr == 4e-3) * 0.1, "val_bleu": 8.0 + (lr == 2e-3),
+                         "test_bleu": mean[h]})
         for seed in range(1, 6):
             rows.append({"study": "seeds", "run": f"h{h}s{seed}", "heads": h, "lr": 2e-3, "seed": seed,
                          "val_loss": 3.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
@@ -116,7 +117,10 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
         write_csv(str(tmp_path / arm / "runs.csv"), RUN_COLUMNS, [r for r in rows if r["study"] == study])
         write(str(tmp_path / arm / "provenance.csv"), provenance(60, ""))
     text = T.fill_head_count(T.Data(str(tmp_path)))
-    assert "1 head 0.002, 2 heads 0.002" in text
+    # the rate sweep's table: val BLEU chooses 0.002 everywhere, val loss would have chosen 0.004
+    assert "| 1 head | 3.000 / 8.00 | 3.000 / 9.00 | 2.900 / 8.00 | 0.002 | 0.004 |" in text
+    assert "The two rules disagree at 5 of 5 counts" in text
+    assert "The chosen rate is the grid's lowest (0.001) at 0 of 5 counts." in text
     assert "more heads help up to a point, then hurt" in text
     assert "Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): 1: 24.9; 4: 25.5; 8: 25.8; " \
            "16: 25.8" in text
@@ -280,12 +284,18 @@ def test_provenance_has_a_row_per_part_and_a_whole_run_replaces_them(tmp_path):
     path = str(tmp_path / "provenance.csv")
     part = {"commit": "abc1234", "uncommitted_changes": "no", "started_utc": "t", "machine": "m",
             "wall_seconds": "60", "max_load_1min": "2.0"}
-    C.merge_provenance(path, {"seeds": "0 1", **part})
-    C.merge_provenance(path, {"seeds": "2", **part})
-    C.merge_provenance(path, {"seeds": "0 1", **part, "wall_seconds": "70"})  # a part run again
+    C.merge_provenance(path, {"part": "0 1", **part})
+    C.merge_provenance(path, {"part": "2", **part})
+    C.merge_provenance(path, {"part": "0 1", **part, "wall_seconds": "70"})  # a part run again
     rows = [r.split(",")[:2] + [r.split(",")[5]] for r in open(path).read().split("\n")[1:] if r]
     assert rows == [["2", "abc1234", "60"], ["0 1", "abc1234", "70"]]
-    C.merge_provenance(path, {"seeds": "all", **part})
+    # a rate part (head_count_lr's RATES) is its own row: it covers no seed part, nor they it
+    assert C.part_label(None, {5e-4}) == "lr=0.0005" and C.part_label({1, 0}, None) == "0 1"
+    assert C.part_label(None, None) == "all"
+    C.merge_provenance(path, {"part": C.part_label(None, {5e-4}), **part})
+    C.merge_provenance(path, {"part": "2", **part, "wall_seconds": "80"})
+    assert [r.split(",")[0] for r in open(path).read().split("\n")[1:] if r] == ["0 1", "lr=0.0005", "2"]
+    C.merge_provenance(path, {"part": "all", **part})
     assert [r.split(",")[0] for r in open(path).read().split("\n")[1:] if r] == ["all"]
     d = T.Data(str(tmp_path / "nothing"))
     assert d.arms == []
@@ -302,6 +312,14 @@ def test_a_part_sweep_is_the_sweep_cut_to_its_seeds(tmp_path, capsys):
     assert os.path.normpath(cut["base"]) == os.path.normpath(os.path.join(folder, base["base"]))
     with pytest.raises(SystemExit):  # a seed the sweep does not have
         C.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "bad.toml"), {7})
+    # head_count_lr's rate parts: the train.lr grid cut, the rest as it was
+    rates = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
+    C.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "lr.toml"),
+                   C.parse_values("5e-4", "train.lr"), "train.lr")
+    cut = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
+    assert cut["grid"] == {**rates["grid"], "train.lr": [0.0005]} and cut["set"] == rates["set"]
+    with pytest.raises(SystemExit):  # a rate the grid does not have
+        C.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "bad.toml"), {3e-4}, "train.lr")
 
 
 def base_run(root, seed, val_loss):
@@ -346,9 +364,12 @@ def test_the_head_count_rates_come_from_the_committed_rate_sweep(tmp_path, capsy
     import tomllib
     from head_count.runs import cmd_seeds_sweeps
     folder = os.path.join(EXPERIMENTS, "translation")
-    write(str(tmp_path / "runs.csv"), "study,heads,lr,val_loss\nlr,1,0.001,3.1\nlr,1,0.002,3.0\n"
-          "lr,2,0.001,2.9\nlr,2,0.002,3.2\n")
+    # translation: the highest val BLEU chooses, not the lowest val loss (they disagree for 1 head)
+    write(str(tmp_path / "runs.csv"), "study,task,heads,lr,val_loss,val_bleu\nlr,translate,1,0.001,3.1,8.5\n"
+          "lr,translate,1,0.002,3.0,6.0\nlr,translate,2,0.001,2.9,7.0\nlr,translate,2,0.002,3.2,7.0\n")
     cmd_seeds_sweeps(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "runs.csv"), str(tmp_path / "seeds"))
     paths = capsys.readouterr().out.split()
     assert [os.path.basename(p) for p in paths] == ["heads=1.toml", "heads=2.toml"]
-    assert [tomllib.load(open(p, "rb"))["set"]["train.lr"] for p in paths] == [0.002, 0.001]
+    # 2 heads: a tie in BLEU goes to the lower rate
+    assert [tomllib.load(open(p, "rb"))["set"]["train.lr"] for p in paths] == [0.001, 0.001]
+    assert "highest final val BLEU" in open(paths[0]).read()

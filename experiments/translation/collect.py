@@ -15,7 +15,7 @@ data/base/
 data/head_count_lr/, data/head_count/, data/head_count_d_head/
                    runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
                    collect_runs), one row per run of one study of OUT/head_count/: lr (seed 0 of
-                   every count at three rates), seeds (5 fresh seeds per count at its rate,
+                   every count at each rate of head_count_lr.toml), seeds (5 fresh seeds per count at its rate,
                    d_model fixed) and d_head (the same with d_head fixed at the base model's)
 data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
                    --layer-only --alignment): heads.csv (seed + heads.csv's columns),
@@ -41,13 +41,14 @@ data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (e
 data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
                    base config at its steps S (the base arm's runs) and at 2S, each run's last
                    evaluation in metrics.csv and its final checkpoint on test by beam 5
-data/<arm>/provenance.csv  seeds,commit,uncommitted_changes,started_utc,machine,wall_seconds,
-                   max_load_1min: one row per part of the arm (run.sh's SEEDS; "all" for a whole
-                   arm): its seeds, the binary's commit (headlab info), whether the checkout had
+data/<arm>/provenance.csv  part,commit,uncommitted_changes,started_utc,machine,wall_seconds,
+                   max_load_1min: one row per part of the arm: "all" for a whole arm, its seeds
+                   ("0 1", run.sh's SEEDS) or its rates ("lr=0.0005", head_count_lr's RATES), the
+                   binary's commit (headlab info), whether the checkout had
                    uncommitted changes, the start (UTC), the machine, the part's wall time and the
                    highest 1-minute load average sampled while it ran
 Every table is merged into data/<arm>/ by its part key (the seed; the run for the head-count arms):
-a part adds its seeds' rows and replaces its own earlier ones.
+a part adds its seeds' (or rates') rows and replaces its own earlier ones.
 """
 import argparse
 import json
@@ -240,22 +241,30 @@ def parse_seeds(text):
         fail(f"SEEDS={text!r}: expected seed numbers separated by spaces")
 
 
-def subset_sweep(sweep_path, path, seeds):
-    """Writes PATH: the sweep file SWEEP with its train.seed grid cut to `seeds` (its name, base and
-    folders unchanged, so the runs are the full sweep's), for one part of an arm; prints PATH."""
+def parse_values(text, key):
+    """run.sh's RATES ("5e-4 1e-3") as a set of floats, None when empty."""
+    try:
+        return {float(v) for v in text.replace(",", " ").split()} or None
+    except ValueError:
+        fail(f"{key} values {text!r}: expected numbers separated by spaces")
+
+
+def subset_sweep(sweep_path, path, values, key="train.seed"):
+    """Writes PATH: the sweep file SWEEP with its `key` grid (train.seed, or train.lr for the rate
+    sweep) cut to `values` (its name, base and folders unchanged, so the runs are the full sweep's),
+    for one part of an arm; prints PATH."""
     text = open(sweep_path).read()
     sweep = tomllib.loads(text)
-    grid = sweep.get("grid", {}).get("train.seed")
-    if grid is None or seeds is None or not seeds <= set(grid):
-        fail(f"{sweep_path}: SEEDS {sorted(seeds or [])} must be a subset of its train.seed grid {grid}")
+    grid = sweep.get("grid", {}).get(key)
+    if grid is None or values is None or not values <= set(grid):
+        fail(f"{sweep_path}: {sorted(values or [])} must be a subset of its {key} grid {grid}")
     base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), sweep["base"]))
-    lines = [f"# {os.path.basename(sweep_path)} cut to seeds {sorted(seeds)} (collect.py subset-sweep).",
+    lines = [f"# {os.path.basename(sweep_path)} cut to {key} {sorted(values)} (collect.py subset-sweep).",
              f'base = "{base}"', f'name = "{sweep.get("name", os.path.splitext(os.path.basename(sweep_path))[0])}"',
              "", "[set]"]
-    lines += [f'"{key}" = {json.dumps(value)}' for key, value in sweep.get("set", {}).items()]
+    lines += [f'"{k}" = {json.dumps(value)}' for k, value in sweep.get("set", {}).items()]
     lines += ["", "[grid]"]
-    lines += [f'"{key}" = {json.dumps(sorted(seeds) if key == "train.seed" else value)}'
-              for key, value in sweep["grid"].items()]
+    lines += [f'"{k}" = {json.dumps(sorted(values) if k == key else value)}' for k, value in sweep["grid"].items()]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     common.write_atomically(path, "\n".join(lines) + "\n")
     print(path)
@@ -412,7 +421,7 @@ def binary_commit(binary):
 
 
 SEED, RUN = ("seed",), ("run",)  # a table's part key: the columns whose values one part owns
-PROVENANCE_COLUMNS = ["seeds", "commit", "uncommitted_changes", "started_utc", "machine", "wall_seconds",
+PROVENANCE_COLUMNS = ["part", "commit", "uncommitted_changes", "started_utc", "machine", "wall_seconds",
                       "max_load_1min"]
 
 
@@ -431,11 +440,19 @@ def merge_table(path, rows, key):
 
 
 def merge_provenance(path, row):
-    """One row per part: a part replaces the earlier parts whose seeds it covers ("all": every part)."""
+    """One row per part: a part replaces the earlier parts whose seeds or rates it covers ("all":
+    every part)."""
     def covers(new, old):
         return new == "all" or (old != "all" and set(old.split()) <= set(new.split()))
     old = common.read_csv(path) if os.path.exists(path) else []
-    write_csv(path, PROVENANCE_COLUMNS, [r for r in old if not covers(row["seeds"], r["seeds"])] + [row])
+    write_csv(path, PROVENANCE_COLUMNS, [r for r in old if not covers(row["part"], r["part"])] + [row])
+
+
+def part_label(seeds, rates):
+    """provenance.csv's part: "all", the seeds ("0 1") or the rates ("lr=0.0005 lr=0.001")."""
+    if rates:
+        return " ".join(f"lr={r!r}" for r in sorted(rates))
+    return " ".join(str(s) for s in sorted(seeds)) if seeds else "all"
 
 
 def check_base(out, data, seeds):
@@ -480,6 +497,7 @@ def main():
     ap.add_argument("--wall-seconds", default="")
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
     ap.add_argument("--seeds", default="", help="the part's seeds (run.sh's SEEDS; empty: all)")
+    ap.add_argument("--rates", default="", help="head_count_lr: the part's rates (run.sh's RATES; empty: all)")
     if sys.argv[1:2] == ["base-train-args"]:
         if len(sys.argv) != 4:
             fail("usage: collect.py base-train-args BASE.toml EXTRA_STEPS")
@@ -496,6 +514,9 @@ def main():
         return
     if sys.argv[1:2] == ["subset-sweep"] and len(sys.argv) == 5:
         subset_sweep(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4]))
+        return
+    if sys.argv[1:2] == ["subset-sweep"] and len(sys.argv) == 6 and sys.argv[5] == "train.lr":
+        subset_sweep(sys.argv[2], sys.argv[3], parse_values(sys.argv[4], "train.lr"), "train.lr")
         return
     if sys.argv[1:2] == ["kv-values"] and len(sys.argv) == 3:
         print(" ".join(str(k) for k in kv_values(sys.argv[2])))
@@ -517,13 +538,15 @@ def main():
     collectors = {"base": collect_base, "budget": collect_budget, "michel": collect_michel, "voita": collect_voita,
                   "voita_scratch": collect_voita_scratch, "kv_heads": collect_kv_heads}
     collectors.update({arm: collect_head_count_study(arm) for arm in HEAD_COUNT_STUDIES})
-    seeds = parse_seeds(args.seeds)
+    seeds, rates = parse_seeds(args.seeds), parse_values(args.rates, "train.lr")
+    if rates is not None and args.arm != "head_count_lr":
+        fail(f"--rates is for the head_count_lr arm, not {args.arm}")
     for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
         merge_table(os.path.join(data, name), rows, key)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
     merge_provenance(os.path.join(data, "provenance.csv"), {
-        "seeds": " ".join(str(s) for s in sorted(seeds)) if seeds else "all", "commit": binary_commit(args.binary),
+        "part": part_label(seeds, rates), "commit": binary_commit(args.binary),
         "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": machine(),
         "wall_seconds": args.wall_seconds, "max_load_1min": max_load(args.load)})
     print(f"collected {args.arm}: {args.out} -> {data}")

@@ -64,12 +64,12 @@ def fill_arms(d):
             continue
         for p in d.parts(arm):
             wall = number(p["wall_seconds"])
-            rows.append([f"`{arm}`", what, p["seeds"], f"`{p['commit']}`" +
+            rows.append([f"`{arm}`", what, p["part"], f"`{p['commit']}`" +
                          (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
                          p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
                          f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
             what = ""
-    return md_table(["arm", "what", "seeds", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
+    return md_table(["arm", "what", "part", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
 
 
 def base_curves(d):
@@ -242,16 +242,35 @@ def head_count_budget(d, runs):
             f"their end.")
 
 
+def head_count_rates(rows):
+    """The rate sweep: every count's final val loss and val BLEU at each rate, the rate the rule
+    chose (val BLEU) beside the one the earlier rule (val loss) would have chosen."""
+    from head_count.runs import choose_rates, rate_rule_words
+    from head_count.sweeps import key_label
+    chosen, by_loss = choose_rates(rows), choose_rates(rows, criterion=("val_loss", min))
+    rates = sorted({float(r["lr"]) for r in rows})
+    table = []
+    for h in sorted(chosen):
+        cells = {float(r["lr"]): r for r in rows if int(r["heads"]) == h}
+        table.append([key_label("heads", h)] +
+                     [f"{number(cells[lr]['val_loss']):.3f} / {number(cells[lr]['val_bleu']):.2f}" if lr in cells else "–"
+                      for lr in rates] + [f"{chosen[h]:g}", f"{by_loss[h]:g}"])
+    differ = [key_label("heads", h) for h in chosen if chosen[h] != by_loss[h]]
+    lowest = [key_label("heads", h) for h in chosen if chosen[h] == rates[0]]
+    return (md_table(["seed 0, val loss / val BLEU"] + [f"lr {lr:g}" for lr in rates] +
+                     ["chosen (val BLEU)", "by val loss"], table)
+            + f"\n\nEach count's rate: {rate_rule_words(rows)} of its seed-0 runs. The two rules disagree at "
+            f"{len(differ)} of {len(chosen)} counts{' (' + ', '.join(differ) + ')' if differ else ''}. The chosen rate "
+            f"is the grid's lowest ({rates[0]:g}) at {len(lowest)} of {len(chosen)} counts"
+            f"{': there the grid does not bracket the best rate' if lowest else ''}.")
+
+
 def fill_head_count(d):
     if "head_count_lr" not in d.arms:
         return not_run("head_count_lr")
     from head_count.fields import too_many_hurt
-    from head_count.runs import choose_rates
-    from head_count.sweeps import key_label
     runs, sweeps = head_count_sweeps(d)
-    rates = choose_rates(runs.rows("lr"))
-    parts = [head_count_budget(d, runs), "Each count's rate, the one whose seed-0 run ended with the lowest val loss of 0.5x, 1x and 2x the "
-             "base rate: " + ", ".join(f"{key_label('heads', h)} {lr:g}" for h, lr in rates.items()) + "."]
+    parts = [head_count_budget(d, runs), head_count_rates(runs.rows("lr"))]
     vaswani = PAPER_NUMBERS["vaswani_table3a"]
     for study, words in HEAD_COUNT_STUDIES.items():
         s = sweeps.get(study)

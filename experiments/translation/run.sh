@@ -14,10 +14,12 @@
 #   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
 #               by beam 5: what more training would still gain over the base models (the plateau
 #               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
-#   head_count_lr  Vaswani Table 3 A, step 1: head_count_lr.toml (1-16 heads at fixed d_model, 3
+#   head_count_lr  Vaswani Table 3 A, step 1: head_count_lr.toml (1-16 heads at fixed d_model, 4
 #               rates, seed 0, at the head-count arms' own fixed step budget); collect.py
-#               head_count_lr -> data/head_count_lr/
-#   head_count  5 fresh seeds per count at its best rate (OUT/head_count/seeds); data/head_count/
+#               head_count_lr -> data/head_count_lr/. RATES="5e-4" runs the grid's rates named
+#               only (a part, merged by run)
+#   head_count  5 fresh seeds per count at its rate: the highest final val BLEU of head_count_lr
+#               (head_count/runs.py choose_rates) (OUT/head_count/seeds); data/head_count/
 #   head_count_d_head  the same with d_head held at the base model's (OUT/head_count/d_head; the
 #               base count's runs are the seeds study's); data/head_count_d_head/
 #               Every head-count run's final checkpoint on test by beam 5.
@@ -62,6 +64,7 @@ HERE=experiments/translation
 SWEEPS=${SWEEPS:-$HERE}     # where base.toml and head_count_lr.toml are read (dev/: a tiny pipeline check)
 DATA=${DATA:-$HERE/data}
 SEEDS=${SEEDS:-}            # this part's seeds; empty: all of the arm's
+RATES=${RATES:-}            # head_count_lr: this part's rates; empty: all of the grid's
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
@@ -69,6 +72,10 @@ case $arm in
   *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head, michel," \
           "voita, voita_scratch, kv_heads)" >&2; exit 2 ;;
 esac
+if [[ -n $RATES && $arm != head_count_lr ]]; then
+  echo "run.sh: RATES is for the head_count_lr arm, not '$arm'" >&2
+  exit 2
+fi
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "run.sh: the checkout has uncommitted changes; the data must come from one clean commit" >&2
   exit 2
@@ -128,7 +135,9 @@ budget() {
 # The head-count arms share OUT/head_count/: lr (the rate sweep), seeds and d_head. Each later arm
 # first finishes what it needs of the earlier ones (the sweeps skip finished runs).
 head_count_lr() {
-  "$HEADLAB" sweep "$SWEEPS/head_count_lr.toml" --jobs "$JOBS" --out "$OUT/head_count/lr"
+  local f=$SWEEPS/head_count_lr.toml
+  [[ -z $RATES ]] || f=$("$PY" $HERE/collect.py subset-sweep "$f" "$OUT/head_count/lr_part.toml" "$RATES" train.lr)
+  "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "$OUT/head_count/lr"
   head_count_on_test
 }
 
@@ -319,5 +328,5 @@ esac
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
 "$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
-  --wall-seconds "$wall" --load "$OUT/load_$arm.txt" --seeds "$SEEDS"
+  --wall-seconds "$wall" --load "$OUT/load_$arm.txt" --seeds "$SEEDS" --rates "$RATES"
 "$PY" $HERE/make_results.py --data "$DATA"
