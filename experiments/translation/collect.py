@@ -541,10 +541,12 @@ def main():
     seeds, rates = parse_seeds(args.seeds), parse_values(args.rates, "train.lr")
     if rates is not None and args.arm != "head_count_lr":
         fail(f"--rates is for the head_count_lr arm, not {args.arm}")
-    for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
-        merge_table(os.path.join(data, name), rows, key)
+    # Whether the checkout changed while the arm ran (run.sh starts only from a clean one): asked
+    # before this part's rows are merged, which modify data/ itself once an arm has committed data.
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
                            text=True, cwd=HERE).stdout.strip()
+    for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
+        merge_table(os.path.join(data, name), rows, key)
     merge_provenance(os.path.join(data, "provenance.csv"), {
         "part": part_label(seeds, rates), "commit": binary_commit(args.binary),
         "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": machine(),
