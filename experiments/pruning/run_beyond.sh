@@ -64,9 +64,10 @@ jobs_file=$(mktemp)
 trap 'kill $sampler 2>/dev/null || true; rm -f "$jobs_file"' EXIT
 mkdir -p "$OUT"
 
-# 1. The base models, as run.sh trains them.
+# 1. The base models of SEEDS, as run.sh trains them (its sweeps cut to these seeds).
 for task in $TASKS; do
-  sweep=experiments/pruning/base_$task.toml
+  sweep=$(/usr/bin/python3 experiments/sweep_part.py experiments/pruning/base_$task.toml "$OUT/base_${task}_part.toml" \
+    "$SEEDS")
   if "$HEADLAB" sweep "$sweep" --out "$BASE/base_$task" --dry-run | grep -Eq '^(start|resume) '; then
     "$HEADLAB" sweep "$sweep" --jobs "$JOBS" --out "$BASE/base_$task"
   fi

@@ -303,23 +303,23 @@ def test_provenance_has_a_row_per_part_and_a_whole_run_replaces_them(tmp_path):
 
 def test_a_part_sweep_is_the_sweep_cut_to_its_seeds(tmp_path, capsys):
     import tomllib
-    from translation import collect as C
+    import sweep_part
     folder = os.path.join(EXPERIMENTS, "translation")
     base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
-    C.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "part.toml"), {3, 1})
+    sweep_part.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "part.toml"), {3, 1})
     cut = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
     assert cut["grid"] == {"train.seed": [1, 3]} and cut["set"] == base["set"] and cut["name"] == base["name"]
     assert os.path.normpath(cut["base"]) == os.path.normpath(os.path.join(folder, base["base"]))
     with pytest.raises(SystemExit):  # a seed the sweep does not have
-        C.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "bad.toml"), {7})
+        sweep_part.subset_sweep(os.path.join(folder, "base.toml"), str(tmp_path / "bad.toml"), {7})
     # head_count_lr's rate parts: the train.lr grid cut, the rest as it was
     rates = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
-    C.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "lr.toml"),
-                   C.parse_values("5e-4", "train.lr"), "train.lr")
+    sweep_part.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "lr.toml"),
+                            sweep_part.parse_values("5e-4", "train.lr"), "train.lr")
     cut = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
     assert cut["grid"] == {**rates["grid"], "train.lr": [0.0005]} and cut["set"] == rates["set"]
     with pytest.raises(SystemExit):  # a rate the grid does not have
-        C.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "bad.toml"), {3e-4}, "train.lr")
+        sweep_part.subset_sweep(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "bad.toml"), {3e-4}, "train.lr")
 
 
 def base_run(root, seed, val_loss):

@@ -61,6 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common
 import common  # noqa: E402
 from common import write_csv  # noqa: E402
+from sweep_part import parse_values  # noqa: E402
 
 ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "michel", "voita", "voita_scratch",
         "kv_heads")
@@ -235,39 +236,7 @@ def collect_voita_scratch(out, seeds, _sweeps):
 
 def parse_seeds(text):
     """run.sh's SEEDS ("0 1", or empty for all) as a set, None for all."""
-    try:
-        return {int(s) for s in text.replace(",", " ").split()} or None
-    except ValueError:
-        fail(f"SEEDS={text!r}: expected seed numbers separated by spaces")
-
-
-def parse_values(text, key):
-    """run.sh's RATES ("5e-4 1e-3") as a set of floats, None when empty."""
-    try:
-        return {float(v) for v in text.replace(",", " ").split()} or None
-    except ValueError:
-        fail(f"{key} values {text!r}: expected numbers separated by spaces")
-
-
-def subset_sweep(sweep_path, path, values, key="train.seed"):
-    """Writes PATH: the sweep file SWEEP with its `key` grid (train.seed, or train.lr for the rate
-    sweep) cut to `values` (its name, base and folders unchanged, so the runs are the full sweep's),
-    for one part of an arm; prints PATH."""
-    text = open(sweep_path).read()
-    sweep = tomllib.loads(text)
-    grid = sweep.get("grid", {}).get(key)
-    if grid is None or values is None or not values <= set(grid):
-        fail(f"{sweep_path}: {sorted(values or [])} must be a subset of its {key} grid {grid}")
-    base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), sweep["base"]))
-    lines = [f"# {os.path.basename(sweep_path)} cut to {key} {sorted(values)} (collect.py subset-sweep).",
-             f'base = "{base}"', f'name = "{sweep.get("name", os.path.splitext(os.path.basename(sweep_path))[0])}"',
-             "", "[set]"]
-    lines += [f'"{k}" = {json.dumps(value)}' for k, value in sweep.get("set", {}).items()]
-    lines += ["", "[grid]"]
-    lines += [f'"{k}" = {json.dumps(sorted(values) if k == key else value)}' for k, value in sweep["grid"].items()]
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    common.write_atomically(path, "\n".join(lines) + "\n")
-    print(path)
+    return parse_values(text, "train.seed")
 
 
 def base_train_args(sweep_path, extra_steps):
@@ -511,12 +480,6 @@ def main():
         return
     if sys.argv[1:2] == ["check-base"] and len(sys.argv) in (4, 5):
         check_base(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4] if len(sys.argv) == 5 else ""))
-        return
-    if sys.argv[1:2] == ["subset-sweep"] and len(sys.argv) == 5:
-        subset_sweep(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4]))
-        return
-    if sys.argv[1:2] == ["subset-sweep"] and len(sys.argv) == 6 and sys.argv[5] == "train.lr":
-        subset_sweep(sys.argv[2], sys.argv[3], parse_values(sys.argv[4], "train.lr"), "train.lr")
         return
     if sys.argv[1:2] == ["kv-values"] and len(sys.argv) == 3:
         print(" ".join(str(k) for k in kv_values(sys.argv[2])))

@@ -101,7 +101,7 @@ export HEADLAB
 # SWEEP.toml cut to this part's seeds (the sweep itself when SEEDS is empty): its path.
 part_sweep() {
   local sweep=$1 cut=$2
-  if [[ -z $SEEDS ]]; then echo "$sweep"; else "$PY" $HERE/collect.py subset-sweep "$sweep" "$cut" "$SEEDS"; fi
+  if [[ -z $SEEDS ]]; then echo "$sweep"; else "$PY" experiments/sweep_part.py "$sweep" "$cut" "$SEEDS"; fi
 }
 
 base_runs() {  # the base run folders of this part's seeds
@@ -136,7 +136,7 @@ budget() {
 # first finishes what it needs of the earlier ones (the sweeps skip finished runs).
 head_count_lr() {
   local f=$SWEEPS/head_count_lr.toml
-  [[ -z $RATES ]] || f=$("$PY" $HERE/collect.py subset-sweep "$f" "$OUT/head_count/lr_part.toml" "$RATES" train.lr)
+  [[ -z $RATES ]] || f=$("$PY" experiments/sweep_part.py "$f" "$OUT/head_count/lr_part.toml" "$RATES" train.lr)
   "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "$OUT/head_count/lr"
   head_count_on_test
 }
@@ -157,7 +157,7 @@ head_count_seeds() {
   fi
   for f in $("$PY" experiments/head_count/make_results.py seeds-sweeps "$SWEEPS/head_count_lr.toml" \
       "$DATA/head_count_lr/runs.csv" "$OUT/head_count/$study" "$@"); do
-    [[ -z $SEEDS ]] || "$PY" $HERE/collect.py subset-sweep "$f" "$f" "$SEEDS" > /dev/null
+    [[ -z $SEEDS ]] || "$PY" experiments/sweep_part.py "$f" "$f" "$SEEDS" > /dev/null
   done
 }
 
