@@ -220,6 +220,7 @@ def figures(d, folder):
     for task in b.tasks:
         title, metric = TASKS[task]
         seeds = b.seeds[task]
+        of_seeds = f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}: mean, band = range"
         fig, axes = plt.subplots(2, 2, figsize=(11, 8), sharey=True)
         for ax, (unit, (words, suffix, orders)) in zip(axes.ravel(), UNITS.items()):
             for order in orders:
@@ -230,10 +231,11 @@ def figures(d, folder):
             base = [number(r[0][metric]) for r in first if r]
             if base:
                 ax.axhline(float(np.mean(base)), color="0.3", linestyle="--", linewidth=1, label="unpruned")
-            ax.set_title(f"{title}: {words} (val, {len(seeds)} seeds)", fontsize=10)
+            ax.set_title(f"{words[0].upper() + words[1:]} pruned by each order", fontsize=10)
             ax.set_xlabel(f"fraction of {words} pruned")
             ax.set_ylabel(metric)
             ax.legend(fontsize=7)
+        fig.suptitle(f"{title}: {metric.replace('_', ' ')} as units are pruned ({of_seeds})", fontsize=11)
         common.save_figure(fig, os.path.join(folder, f"beyond_{task}.png"), 150, tight_layout=True,
                            strip_software=True)
         plt.close(fig)
@@ -255,10 +257,11 @@ def figures(d, folder):
                  color="0.2", linestyle="--")
             band(ax, [b.arm(task, s, "importance" + suffix) for s in seeds], metric, "no recovery", color="0.6",
                  linestyle=":")
-            ax.set_title(f"{title}: {words} by importance, recovery (val, {len(seeds)} seeds)", fontsize=10)
+            ax.set_title(f"{words[0].upper() + words[1:]} pruned by importance", fontsize=10)
             ax.set_xlabel(f"fraction of {words} pruned (control: the same rounds)")
             ax.set_ylabel(metric)
             ax.legend(fontsize=7)
+        fig.suptitle(f"{title}: recovery after every round, {metric.replace('_', ' ')} ({of_seeds})", fontsize=11)
         common.save_figure(fig, os.path.join(folder, f"recovery_{task}.png"), 150, tight_layout=True,
                            strip_software=True)
         plt.close(fig)
