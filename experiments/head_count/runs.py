@@ -135,18 +135,20 @@ def run_dirs(out):
 
 def cmd_seeds_sweeps(lr_toml, lr_out, seeds_out, extra=()):
     """One sweep file per head count in SEEDS_OUT: the rate sweep's [set], the count, its chosen
-    rate and fresh seeds; LR_OUT: the rate sweep's folder, or its runs.csv as collected; `extra`: more "KEY=VALUE" settings (TOML values), e.g. model.d_head=16
-    for experiments/translation's second arm."""
+    rate and fresh seeds; LR_OUT: the rate sweep's folder, or its runs.csv as collected; `extra`:
+    more "KEY=VALUE" settings (TOML values), e.g. model.d_head=16 for experiments/translation's
+    second arm."""
     sweep = load_toml(lr_toml)
     base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(lr_toml)), sweep["base"]))
-    rows = []
     if lr_out.endswith(".csv"):  # the rate sweep's collected runs.csv (a committed data/ file)
         rows = read_csv(lr_out, required=("task", "heads", "lr"))
-    for g in [] if lr_out.endswith(".csv") else read_csv(os.path.join(lr_out, "grid.csv")):
-        facts = run_facts(os.path.join(lr_out, g["run"]))
-        if facts is None:
-            fail(f"{os.path.join(lr_out, g['run'])} has not finished")
-        rows.append({k: str(v) for k, v in facts[0].items()})
+    else:
+        rows = []
+        for g in read_csv(os.path.join(lr_out, "grid.csv")):
+            facts = run_facts(os.path.join(lr_out, g["run"]))
+            if facts is None:
+                fail(f"{os.path.join(lr_out, g['run'])} has not finished")
+            rows.append({k: str(v) for k, v in facts[0].items()})
     os.makedirs(seeds_out, exist_ok=True)
     study = os.path.basename(os.path.normpath(seeds_out))
     rule = rate_rule_words(rows)

@@ -79,23 +79,22 @@ def read_rows(path):
     return common.read_csv(path, hint="run experiments/translation/run.sh first")
 
 
-def seed_runs(out, seeds=None):
-    """(seed, run folder) of the base runs under OUT/base, by seed: those of `seeds` (all there
-    are when None)."""
-    root = os.path.join(out, "base")
+def seed_runs(root, seeds=None, arm="base"):
+    """(seed, run folder) of the sweep runs train.seed=<N> in ROOT (the base runs: OUT/base), by
+    seed: those of `seeds` (all there are when None)."""
     runs = []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         if name.startswith("train.seed=") and (seeds is None or int(name.split("=")[1]) in seeds):
             runs.append((int(name.split("=")[1]), os.path.join(root, name)))
     if not runs:
         fail(f"{root} holds no run folder train.seed=<N>" + ("" if seeds is None else f" of seeds {sorted(seeds)}") +
-             ": run experiments/translation/run.sh base first")
+             f": run experiments/translation/run.sh {arm} first")
     return sorted(runs)
 
 
 def collect_base(out, seeds, _sweeps):
     setup, curves, test = [], [], []
-    for seed, run in seed_runs(out, seeds):
+    for seed, run in seed_runs(os.path.join(out, "base"), seeds):
         config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
         setup.append({"seed": seed, **{f"{section}.{k}": config[section].get(k, "")
                                        for section, keys in SETUP_KEYS.items() for k in keys}})
@@ -337,7 +336,7 @@ def collect_budget(out, seeds, sweeps):
     part = [s for s in BUDGET_SEEDS if seeds is None or s in seeds]
     if not part:
         fail(f"the budget arm's seeds are {BUDGET_SEEDS}; SEEDS names none of them")
-    rows = [row(seed, steps, run) for seed, run in seed_runs(out, set(part))]
+    rows = [row(seed, steps, run) for seed, run in seed_runs(os.path.join(out, "base"), set(part))]
     root = os.path.join(out, "budget", f"steps={2 * steps}")
     for seed in part:
         folder = os.path.join(root, f"train.seed={seed}")
@@ -354,11 +353,10 @@ def collect_kv_heads(out, seeds, sweeps):
         if not (name.startswith("kv=") and os.path.isdir(os.path.join(root, name))):
             continue
         k = int(name[len("kv="):])
-        for run in sorted(os.listdir(os.path.join(root, name))):
-            if run.startswith("train.seed=") and (seeds is None or int(run.split("=")[1]) in seeds):
-                e = json.load(open(os.path.join(root, name, run, "test_beam5.json")))
-                runs.append({"kv_heads": k, "seed": int(run.split("=")[1]), "step": e["step"], "bleu": e["bleu"],
-                             "chrf": e["chrf"], "loss": e["loss"], "sentences": e["sentences"], "beam": e["beam"]})
+        for seed, run in seed_runs(os.path.join(root, name), seeds, "kv_heads"):
+            e = json.load(open(os.path.join(run, "test_beam5.json")))
+            runs.append({"kv_heads": k, "seed": seed, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"],
+                         "loss": e["loss"], "sentences": e["sentences"], "beam": e["beam"]})
     bench_dir = os.path.join(root, "bench")
     for name in sorted(os.listdir(bench_dir)) if os.path.isdir(bench_dir) else []:
         if name.endswith(".json"):

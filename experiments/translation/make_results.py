@@ -245,9 +245,9 @@ def head_count_budget(d, runs):
 def head_count_rates(rows):
     """The rate sweep: every count's final val loss and val BLEU at each rate, the rate the rule
     chose (val BLEU) beside the one the earlier rule (val loss) would have chosen."""
-    from head_count.runs import choose_rates, rate_rule_words
+    from head_count.runs import DEFAULT_RATE_CRITERION, choose_rates, rate_rule_words
     from head_count.sweeps import key_label
-    chosen, by_loss = choose_rates(rows), choose_rates(rows, criterion=("val_loss", min))
+    chosen, by_loss = choose_rates(rows), choose_rates(rows, criterion=DEFAULT_RATE_CRITERION)
     rates = sorted({float(r["lr"]) for r in rows})
     table = []
     for h in sorted(chosen):

@@ -104,9 +104,15 @@ part_sweep() {
   if [[ -z $SEEDS ]]; then echo "$sweep"; else "$PY" experiments/sweep_part.py "$sweep" "$cut" "$SEEDS"; fi
 }
 
+base_seeds() {  # this part's base seeds (all there are in OUT/base when SEEDS is empty)
+  local r
+  if [[ -n $SEEDS ]]; then echo $SEEDS; return; fi
+  for r in "$OUT"/base/train.seed=*/; do r=${r%/}; echo "${r##*=}"; done
+}
+
 base_runs() {  # the base run folders of this part's seeds
   local s
-  if [[ -z $SEEDS ]]; then ls -d "$OUT"/base/train.seed=*/; else for s in $SEEDS; do echo "$OUT/base/train.seed=$s/"; done; fi
+  for s in $(base_seeds); do echo "$OUT/base/train.seed=$s/"; done
 }
 
 base_models() {  # the base sweep, each seed's final checkpoint on test, the check against data/base/
@@ -203,9 +209,8 @@ michel() {
   base_models  # skips what is done; retrains missing base models bit-identically
   local sent=() seed run ckpts final n picked i ckpt d
   [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
-  for run in $(base_runs); do
-    seed=${run%/}
-    seed=${seed##*=}
+  for seed in $(base_seeds); do
+    run=$OUT/base/train.seed=$seed/
     d=$OUT/michel/seed$seed
     ckpts=$(ls "$run"checkpoints/step_*.h5 | sort)
     final=$(echo "$ckpts" | tail -n 1)
@@ -242,9 +247,8 @@ L0_STEPS=${L0_STEPS:-500}
 voita() {
   base_models
   local run seed d final l only
-  for run in $(base_runs); do
-    seed=${run%/}
-    seed=${seed##*=}
+  for seed in $(base_seeds); do
+    run=$OUT/base/train.seed=$seed/
     d=$OUT/voita/seed$seed
     final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
     local prune=("$HEADLAB" prune --split val --beam 5 --set train.threads=1)
@@ -260,9 +264,7 @@ voita() {
     done
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
   # Every gated model and its control on test (the lambda is chosen on val, reported on test).
-  for run in $(base_runs); do
-    seed=${run%/}
-    seed=${seed##*=}
+  for seed in $(base_seeds); do
     for p in "$OUT/voita/seed$seed"/{none_l0,l0_*}/pruned.h5; do
       echo "${p%pruned.h5}test.json $p --split test --beam 5 --set train.threads=1"
     done
