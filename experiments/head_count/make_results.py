@@ -5,10 +5,12 @@
   make_results.py --check          exit 0 when the committed RESULTS.md is what data/ gives, else
                                    a one-line hint and exit 1 (no matplotlib, no figures)
   make_results.py collect OUT [--binary PATH]   OUT (run.sh's sweep folders) -> data/
-  make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT [--set=KEY=VALUE ...]   (run.sh) one sweep
-                                   file per head count at the rate its seed-0 run did best with on
-                                   val (LR_OUT: the rate sweep's folder or its collected runs.csv;
-                                   --set: more settings in each); prints them
+  make_results.py seeds-sweeps LR.toml LR_OUT SEEDS_OUT [--set=KEY=VALUE ...] [--heads=H,H]
+                  [--runner-up]    (run.sh) one sweep file per head count at the rate its seed-0
+                                   run did best with on val (LR_OUT: the rate sweep's folder or its
+                                   collected runs.csv; --set: more settings in each; --heads: those
+                                   counts only; --runner-up: each count's second-best rate); prints
+                                   them
   make_results.py eval-jobs HEADLAB OUT   (run.sh) the test-split evaluations still to run
 
 The run-side commands read the runs' config.toml (tomllib, Python >= 3.11); rendering reads only
@@ -58,10 +60,24 @@ def render(check):
     print(f"wrote {target}")
 
 
+def seeds_sweeps(paths, options):
+    extra, heads, rank = [], None, 0
+    for a in options:
+        if a.startswith("--set="):
+            extra.append(a[len("--set="):])
+        elif re.fullmatch(r"--heads=\d+(,\d+)*", a):
+            heads = [int(h) for h in a[len("--heads="):].split(",")]
+        elif a == "--runner-up":
+            rank = 1
+        else:
+            fail(f"seeds-sweeps: unknown option '{a}' (--set=KEY=VALUE, --heads=H,H, --runner-up)")
+    return cmd_seeds_sweeps(*paths, extra=extra, heads=heads, rank=rank)
+
+
 def main():
     args = sys.argv[1:]
-    if args[:1] == ["seeds-sweeps"] and len(args) >= 4 and all(a.startswith("--set=") for a in args[4:]):
-        return cmd_seeds_sweeps(*args[1:4], extra=[a[len("--set="):] for a in args[4:]])
+    if args[:1] == ["seeds-sweeps"] and len(args) >= 4:
+        return seeds_sweeps(args[1:4], args[4:])
     if args[:1] == ["eval-jobs"] and len(args) == 3:
         return cmd_eval_jobs(*args[1:])
     if args[:1] == ["collect"] and len(args) in (2, 4) and (len(args) == 2 or args[2] == "--binary"):
@@ -69,7 +85,7 @@ def main():
     if args in ([], ["--check"]):
         return render(check=bool(args))
     fail("usage: make_results.py [--check] | collect OUT [--binary PATH] | seeds-sweeps LR.toml LR_OUT SEEDS_OUT "
-         "[--set=KEY=VALUE ...]"
+         "[--set=KEY=VALUE ...] [--heads=H,H] [--runner-up]"
          " | eval-jobs HEADLAB OUT")
 
 

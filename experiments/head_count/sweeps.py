@@ -231,6 +231,8 @@ class Sweep:
         if self.key == "kv_heads":
             header.append("KV cache / token")
         header += (["test accuracy", "test loss (nats/token)"] if has_acc else [self.metric_words])
+        if self.metric == "test_bleu":
+            header.append("test chrF")  # beside BLEU (issue 30 asks for both); the verdicts are in BLEU
         if has_acc:
             header.append(f"val steps to {ACCURACY_THRESHOLD:.0%} (runs that got there)")
         ref_label = key_label(self.key, self.reference)
@@ -249,6 +251,8 @@ class Sweep:
                 row.append(f"{pm(m, sd, 0)} ({len(got)}/{len(runs)})" if got else f"– (0/{len(runs)})")
             else:
                 row.append(self.ms(v))
+            if self.metric == "test_bleu":
+                row.append(self.ms(v, "test_chrf", 2))
             if v == self.reference:
                 row += ["reference", "–"]
             else:
@@ -257,8 +261,8 @@ class Sweep:
             rows.append(row)
         return md_table(header, rows)
 
-    def vs_ref_sentence(self):
-        ref_label = key_label(self.key, self.reference)
+    def vs_ref_sentence(self, ref_label=None):
+        ref_label = ref_label or key_label(self.key, self.reference)
         others = [v for v in self.points if v != self.reference]
         parts = [f"{key_label(self.key, v)} {self.word(v)} ({self.comparison(v)})" for v in others]
         return (f"Against {ref_label} (over {len(self.seeds)} seeds; threshold {self.threshold_words()}; Holm over "

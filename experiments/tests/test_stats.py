@@ -226,6 +226,9 @@ def test_head_count_rate_choice_and_words_by_hand():
     bleu = [{**r, "task": "translate", "val_bleu": b} for r, b in zip(rows, ("7", "6", "8", "5", "5.5"))]
     assert head_count_runs.choose_rates(bleu) == {1: 0.01, 4: 0.003}
     assert head_count_runs.choose_rates(bleu, criterion=("val_loss", min)) == {1: 0.001, 4: 0.01}
+    # every rate from best to worst: the runner-up is the second (a tie still goes to the lower rate)
+    assert head_count_runs.ranked_rates(bleu) == {1: [0.01, 0.003, 0.001], 4: [0.003, 0.01]}
+    assert head_count_runs.ranked_rates(rows) == {1: [0.001, 0.003, 0.01], 4: [0.01, 0.003]}
     with pytest.raises(SystemExit):
         head_count_runs.choose_rates([{**bleu[0], "task": "text"}] + bleu[1:])
     with pytest.raises(SystemExit):  # a translation run without its val BLEU

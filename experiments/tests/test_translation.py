@@ -126,7 +126,25 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
            "16: 25.8" in text
     assert "the largest count worse than the best: yes" in text
     assert "not run yet: `experiments/translation/run.sh head_count_d_head`" in text  # not in this data
+    assert "not run yet: `experiments/translation/run.sh head_count_rate_check`" in text
     assert "Every head-count run trains 2000 steps" in text
+    assert "| 1 | 128 | 1,000 | 18.00 ± 0.10 | 40.00 ± 0.00 | reference |" in text  # chrF beside BLEU
+
+    # the rate check: one head at its runner-up rate (0.001: ties with 0.004 in val BLEU, the lower
+    # rate wins) does 1.4 BLEU better, so 2 heads are no longer better than it, 16 heads worse; 4 and
+    # 8 heads still better
+    check = [dict(r, study="rate_check", run=f"h1s{r['seed']}", lr=1e-3,
+                  test_bleu=r["test_bleu"] + 1.4 + 0.02 * (r["seed"] % 2)) for r in rows if r["study"] == "seeds" and r["heads"] == 1]
+    (tmp_path / "head_count_rate_check").mkdir()
+    write_csv(str(tmp_path / "head_count_rate_check" / "runs.csv"), RUN_COLUMNS, check)
+    write(str(tmp_path / "head_count_rate_check" / "provenance.csv"), provenance(60, ""))
+    text = T.fill_head_count(T.Data(str(tmp_path)))
+    assert "chosen rate led its runner-up by (final val BLEU) 1 head 1.00; 2 heads 1.00;" in text
+    assert "| lr 0.002 (chosen) | 18.00 ± 0.10 | 40.00 ± 0.00 | – | 5 |" in text
+    assert "| lr 0.001 (runner-up) | 19.41 ± 0.10 | 40.00 ± 0.00 | +1.41 [+1.40, +1.43]" in text
+    assert "Against 1 head at lr 0.001 (over 5 seeds;" in text and "2 heads no practical difference (+0.07" in text
+    assert ("Verdicts against one head that change with its rate: 2 heads (better -> no practical difference), "
+            "16 heads (better -> worse).") in text
 
 
 def test_michel_classes_and_pruning_from_made_up_rows():
@@ -373,3 +391,14 @@ def test_the_head_count_rates_come_from_the_committed_rate_sweep(tmp_path, capsy
     # 2 heads: a tie in BLEU goes to the lower rate
     assert [tomllib.load(open(p, "rb"))["set"]["train.lr"] for p in paths] == [0.001, 0.001]
     assert "highest final val BLEU" in open(paths[0]).read()
+    # the rate check: one head at its runner-up rate, the other counts left out
+    cmd_seeds_sweeps(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "runs.csv"), str(tmp_path / "check"),
+                     heads=[1], rank=1)
+    paths = capsys.readouterr().out.split()
+    assert [os.path.basename(p) for p in paths] == ["heads=1.toml"]
+    check = tomllib.load(open(paths[0], "rb"))
+    assert check["set"]["train.lr"] == 0.002 and check["grid"]["train.seed"] == [1, 2, 3, 4, 5]
+    assert check["name"] == "check_heads=1" and "runner-up rate by the highest final val BLEU" in open(paths[0]).read()
+    with pytest.raises(SystemExit):  # a count the rate sweep did not run
+        cmd_seeds_sweeps(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "runs.csv"), str(tmp_path / "x"),
+                         heads=[3], rank=1)

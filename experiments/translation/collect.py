@@ -12,11 +12,12 @@ data/base/
   curves.csv       seed,step,train_loss,val_loss,val_bleu: the evaluation rows of metrics.csv
                    (val BLEU: greedy, over the first train.eval_bleu_sentences val verses)
   test.csv         seed,step,bleu,chrf,loss,sentences,beam: the final checkpoint on test, beam 5
-data/head_count_lr/, data/head_count/, data/head_count_d_head/
+data/head_count_lr/, data/head_count/, data/head_count_d_head/, data/head_count_rate_check/
                    runs.csv, curves.csv: experiments/head_count's columns (head_count/runs.py
                    collect_runs), one row per run of one study of OUT/head_count/: lr (seed 0 of
                    every count at each rate of head_count_lr.toml), seeds (5 fresh seeds per count at its rate,
-                   d_model fixed) and d_head (the same with d_head fixed at the base model's)
+                   d_model fixed), d_head (the same with d_head fixed at the base model's) and
+                   rate_check (one head at its runner-up rate, the same fresh seeds)
 data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
                    --layer-only --alignment): heads.csv (seed + heads.csv's columns),
                    bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
@@ -63,8 +64,8 @@ import common  # noqa: E402
 from common import write_csv  # noqa: E402
 from sweep_part import parse_values  # noqa: E402
 
-ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "michel", "voita", "voita_scratch",
-        "kv_heads")
+ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "head_count_rate_check", "michel",
+        "voita", "voita_scratch", "kv_heads")
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -111,8 +112,10 @@ def collect_base(out, seeds, _sweeps):
 
 
 # The head-count arms, each one study of OUT/head_count/: the rate sweep, the fresh seeds at fixed
-# d_model, the fresh seeds at fixed d_head (run.sh runs them as three arms, each within a session).
-HEAD_COUNT_STUDIES = {"head_count_lr": "lr", "head_count": "seeds", "head_count_d_head": "d_head"}
+# d_model, the fresh seeds at fixed d_head, the reference count at its runner-up rate (run.sh runs
+# them as arms, each within a session).
+HEAD_COUNT_STUDIES = {"head_count_lr": "lr", "head_count": "seeds", "head_count_d_head": "d_head",
+                      "head_count_rate_check": "rate_check"}
 
 
 def collect_head_count_study(arm):

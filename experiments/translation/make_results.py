@@ -9,6 +9,7 @@ data/<arm>/ is one arm of run.sh (collect.py describes the files); an arm not in
 as not run. The verdicts use the shared rules of experiments/verdicts.py (docs/verdicts.md).
 """
 import argparse
+import copy
 import math
 import os
 import re
@@ -29,6 +30,7 @@ ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by
         ("head_count_lr", "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps"),
         ("head_count", "head count at fixed d_model, 5 fresh seeds per count at its rate"),
         ("head_count_d_head", "head count with d_head fixed at the base model's, 5 fresh seeds per count"),
+        ("head_count_rate_check", "one head at its runner-up rate, the same fresh seeds: the reference's rate checked"),
         ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
         ("voita", "Voita: L0 on encoder heads and on all kinds, roles"),
         ("voita_scratch", "Voita: each seed's L0 layout trained from scratch"),
@@ -265,6 +267,53 @@ def head_count_rates(rows):
             f"{': there the grid does not bracket the best rate' if lowest else ''}.")
 
 
+def head_count_rate_check(d, runs, sweeps):
+    """One head at its runner-up rate (arm head_count_rate_check) beside one head at its chosen
+    rate, and the fixed-d_model family redone against it: a sensitivity check stated beside the
+    verdicts, not a replacement of them."""
+    from head_count.sweeps import Sweep, key_label
+    s = sweeps.get("seeds")
+    if "head_count_rate_check" not in d.arms or s is None:
+        return "**The reference's rate checked**: " + not_run("head_count_rate_check" if s else "head_count")
+    check = runs.rows("rate_check")
+    ref = s.reference
+    chosen, runner_up = float(s.points[ref][0]["lr"]), float(check[0]["lr"])
+    alt = copy.copy(runs)  # the seeds study with its reference's runs swapped for the runner-up rate's
+    alt.runs = [dict(r, study="alt") for r in runs.rows("seeds") if int(r["heads"]) != ref] + \
+               [dict(r, study="alt") for r in check]
+    a = Sweep(alt, "alt")
+    two = copy.copy(runs)  # one head at the two rates as the points 0 (chosen) and 1 (runner-up)
+    two.runs = [dict(r, study="two", heads=str(i)) for i, rows in enumerate((s.points[ref], check)) for r in rows]
+    pair = Sweep(two, "two", reference=0)
+    changed = [f"{key_label('heads', v)} ({s.word(v)} -> {a.word(v)})" for v in a.points
+               if v != ref and a.word(v) != s.word(v)]
+    table = md_table(["one head", "test BLEU (beam 5)", "test chrF", "Δ BLEU vs the chosen rate [95% CI], p",
+                      "seeds"],
+                     [[f"lr {lr:g} ({what})", pair.ms(i), pair.ms(i, "test_chrf", 2),
+                       "–" if i == 0 else pair.comparison(1), len(pair.points[i])]
+                      for i, (lr, what) in enumerate(((chosen, "chosen"), (runner_up, "runner-up")))])
+    metric, leads = rate_leads(runs.rows("lr"))
+    leads = "; ".join(f"{key_label('heads', h)} {lead:.2f}" for h, lead in leads.items())
+    return (f"**The reference's rate checked.** Every count is compared with one head, so its rate weighs on every "
+            f"verdict. On seed 0 each count's chosen rate led its runner-up by (final {metric}) {leads}. "
+            f"The arm `head_count_rate_check` trains one head at its runner-up rate ({runner_up:g}) for the same fresh "
+            f"seeds, and the family above is redone with those runs as the reference: a sensitivity check stated "
+            f"beside the verdicts above, not a second chance at them.\n\n{table}\n\n"
+            f"{a.vs_ref_sentence(f'1 head at lr {runner_up:g}')} "
+            f"Verdicts against one head that change with its rate: {', '.join(changed) if changed else 'none'}.")
+
+
+def rate_leads(rows):
+    """(the rate rule's metric in words, {head count: how far its chosen rate's seed-0 final value
+    led its runner-up's})."""
+    from head_count.runs import RATE_COLUMN_WORDS, rate_criterion, ranked_rates
+    column, better = rate_criterion(rows)
+    value = {(int(r["heads"]), float(r["lr"])): number(r[column]) for r in rows}
+    sign = 1 if better is max else -1
+    return RATE_COLUMN_WORDS[column], {h: sign * (value[(h, lrs[0])] - value[(h, lrs[1])])
+                                       for h, lrs in ranked_rates(rows).items() if len(lrs) > 1}
+
+
 def fill_head_count(d):
     if "head_count_lr" not in d.arms:
         return not_run("head_count_lr")
@@ -285,6 +334,8 @@ def fill_head_count(d):
                   f"{'yes (' + s.unit_list(s.resolved('better')) + ')' if s.resolved('better') else 'not shown'}; "
                   f"the largest count worse than the best: {'yes' if too_many_hurt(s) else 'not shown'} "
                   f"(paper: {PAPER['vaswani_table3a'].text()})."]
+        if study == "seeds":
+            parts.append(head_count_rate_check(d, runs, sweeps))
     return "\n\n".join(parts)
 
 

@@ -22,6 +22,9 @@
 #               (head_count/runs.py choose_rates) (OUT/head_count/seeds); data/head_count/
 #   head_count_d_head  the same with d_head held at the base model's (OUT/head_count/d_head; the
 #               base count's runs are the seeds study's); data/head_count_d_head/
+#   head_count_rate_check  one head, the reference of every head-count comparison, at its runner-up
+#               rate of head_count_lr for the same fresh seeds (OUT/head_count/rate_check): how much
+#               the verdicts rest on the reference's rate; data/head_count_rate_check/
 #               Every head-count run's final checkpoint on test by beam 5.
 #   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
 #               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
@@ -48,7 +51,7 @@
 # an arm interrupted by a kill continues where it stopped; each arm's data/<arm>/provenance.csv
 # records the commit, the machine and this script's wall time for the arm.
 # Parts: SEEDS="0 1" experiments/translation/run.sh ARM runs the arm for those seeds only (the base
-# seeds; head_count and head_count_d_head: the fresh seeds 1-5) and merges their rows into
+# seeds; the head_count arms: the fresh seeds 1-5) and merges their rows into
 # data/<arm>/, one provenance row per part. Run folders do not outlive a machine, but data/ does:
 # an arm too long for one session runs as parts in several, each part retraining just the base
 # models it needs, which collect.py check-base compares with data/base/ digit for digit. The
@@ -68,9 +71,9 @@ RATES=${RATES:-}            # head_count_lr: this part's rates; empty: all of th
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 case $arm in
-  base|budget|head_count_lr|head_count|head_count_d_head|michel|voita|voita_scratch|kv_heads) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head, michel," \
-          "voita, voita_scratch, kv_heads)" >&2; exit 2 ;;
+  base|budget|head_count_lr|head_count|head_count_d_head|head_count_rate_check|michel|voita|voita_scratch|kv_heads) ;;
+  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head," \
+          "head_count_rate_check, michel, voita, voita_scratch, kv_heads)" >&2; exit 2 ;;
 esac
 if [[ -n $RATES && $arm != head_count_lr ]]; then
   echo "run.sh: RATES is for the head_count_lr arm, not '$arm'" >&2
@@ -167,12 +170,24 @@ head_count_seeds() {
   done
 }
 
+# Every count's sweep file in DIR but SKIP, each into its folder. When the cores do not divide a
+# sweep's runs (a part of 1 or 3 seeds on 2 cores) and there are several sweeps, they run side by
+# side, one core each, so that no core idles while a sweep's last run finishes alone.
+count_sweeps() {
+  local dir=$1 skip=${2:-} f files=() runs
+  for f in "$dir"/heads=*.toml; do [[ $f == "$skip" ]] || files+=("$f"); done
+  runs=$("$PY" -c 'import sys, tomllib; print(len(tomllib.load(open(sys.argv[1], "rb"))["grid"]["train.seed"]))' "${files[0]}")
+  if (( runs % JOBS == 0 || ${#files[@]} == 1 )); then
+    for f in "${files[@]}"; do "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"; done
+  else
+    printf '%s\n' "${files[@]}" |
+      xargs -d '\n' -P "$JOBS" -I{} bash -c '"$HEADLAB" sweep "$1" --jobs 1 --out "${1%.toml}"' _ {}
+  fi
+}
+
 head_count() {
   head_count_seeds seeds
-  local f
-  for f in "$OUT"/head_count/seeds/heads=*.toml; do
-    "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
-  done
+  count_sweeps "$OUT/head_count/seeds"
   head_count_on_test
 }
 
@@ -180,7 +195,7 @@ head_count() {
 # base.toml's config; enc_d_head and cross_d_head default to d_model / their own head count). At
 # the base model's head count that is the seeds study's model, so its runs are shared (a link).
 head_count_d_head() {
-  local w heads f out=$OUT/head_count
+  local w heads out=$OUT/head_count
   w=$("$PY" $HERE/collect.py base-d-head "$SWEEPS/base.toml")
   heads=$("$PY" $HERE/collect.py base-heads "$SWEEPS/base.toml")
   head_count_seeds seeds
@@ -191,9 +206,15 @@ head_count_d_head() {
     exit 2
   fi
   ln -sfn "../seeds/heads=$heads" "$out/d_head/heads=$heads"
-  for f in "$out"/d_head/heads=*.toml; do
-    [[ $f == */heads=$heads.toml ]] || "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
-  done
+  count_sweeps "$out/d_head" "$out/d_head/heads=$heads.toml"
+  head_count_on_test
+}
+
+# One head (the smallest count, every comparison's reference) at its runner-up rate: its chosen
+# rate won on one seed by a margin the other counts' did not have to clear (RESULTS.md).
+head_count_rate_check() {
+  head_count_seeds rate_check --heads=1 --runner-up
+  count_sweeps "$OUT/head_count/rate_check"
   head_count_on_test
 }
 
@@ -322,6 +343,7 @@ case $arm in
   head_count_lr) head_count_lr ;;
   head_count) head_count ;;
   head_count_d_head) head_count_d_head ;;
+  head_count_rate_check) head_count_rate_check ;;
   michel) michel ;;
   voita) voita ;;
   voita_scratch) voita_scratch ;;

@@ -307,8 +307,10 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
           ranks > 1 ? (std::to_string(ranks) + " ranks x ").c_str() : "", options.jobs, threads,
           threads == 1 ? "" : "s", out.c_str());
       if (options.jobs > cores)
-        std::fprintf(stderr, "sweep: note: --jobs %d is more than the %d cores; runs will share cores\n", options.jobs,
-                     cores);
+        std::fprintf(stderr,
+                     "sweep: note: --jobs %d is more than the %d thread%s of --cores or OMP_NUM_THREADS; runs will "
+                     "share them\n",
+                     options.jobs, cores, cores == 1 ? "" : "s");
     }
   });
 
