@@ -300,7 +300,10 @@ def head_count_rate_check(d, runs, sweeps):
             f"seeds, and the family above is redone with those runs as the reference: a sensitivity check stated "
             f"beside the verdicts above, not a second chance at them.\n\n{table}\n\n"
             f"{a.vs_ref_sentence(f'1 head at lr {runner_up:g}')} "
-            f"Verdicts against one head that change with its rate: {', '.join(changed) if changed else 'none'}.")
+            f"Verdicts against one head that change with its rate: {', '.join(changed) if changed else 'none'}. "
+            f"The first half of Vaswani et al.'s finding (more heads better than one) "
+            f"{'survives' if a.resolved('better') == s.resolved('better') else 'does not survive'} this check "
+            f"(better than one head at lr {runner_up:g}: {a.unit_list(a.resolved('better'))}).")
 
 
 def rate_leads(rows):
@@ -328,7 +331,7 @@ def fill_head_count(d):
             parts.append(f"**{words}**: {not_run(arm)}")
             continue
         paper = "; ".join(f"{h}: {vaswani[h]:g}" for h in s.points if h in vaswani)
-        parts += [f"**{words}.** {s.pattern()}.", s.table(), s.vs_ref_sentence(),
+        parts += [f"**{words}.** {s.pattern()}.", s.table(), s.vs_ref_sentence() + " " + s.best_sentence(),
                   f"Vaswani et al.'s dev BLEU at the same counts (d_model 512, WMT En-De): {paper}. "
                   f"Both halves of their finding: more heads better than one here: "
                   f"{'yes (' + s.unit_list(s.resolved('better')) + ')' if s.resolved('better') else 'not shown'}; "
