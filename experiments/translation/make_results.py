@@ -278,13 +278,11 @@ def head_count_rate_check(d, runs, sweeps):
     check = runs.rows("rate_check")
     ref = s.reference
     chosen, runner_up = float(s.points[ref][0]["lr"]), float(check[0]["lr"])
-    alt = copy.copy(runs)  # the seeds study with its reference's runs swapped for the runner-up rate's
-    alt.runs = [dict(r, study="alt") for r in runs.rows("seeds") if int(r["heads"]) != ref] + \
-               [dict(r, study="alt") for r in check]
-    a = Sweep(alt, "alt")
-    two = copy.copy(runs)  # one head at the two rates as the points 0 (chosen) and 1 (runner-up)
-    two.runs = [dict(r, study="two", heads=str(i)) for i, rows in enumerate((s.points[ref], check)) for r in rows]
-    pair = Sweep(two, "two", reference=0)
+    # the seeds study with its reference's runs swapped for the runner-up rate's
+    a = Sweep(study_of(runs, [r for r in runs.rows("seeds") if int(r["heads"]) != ref] + check), "study")
+    # one head at the two rates as the points 0 (chosen) and 1 (runner-up)
+    pair = Sweep(study_of(runs, [dict(r, heads=str(i)) for i, rows in enumerate((s.points[ref], check))
+                                 for r in rows]), "study", reference=0)
     changed = [f"{key_label('heads', v)} ({s.word(v)} -> {a.word(v)})" for v in a.points
                if v != ref and a.word(v) != s.word(v)]
     table = md_table(["one head", "test BLEU (beam 5)", "test chrF", "Δ BLEU vs the chosen rate [95% CI], p",
@@ -302,8 +300,21 @@ def head_count_rate_check(d, runs, sweeps):
             f"{a.vs_ref_sentence(f'1 head at lr {runner_up:g}')} "
             f"Verdicts against one head that change with its rate: {', '.join(changed) if changed else 'none'}. "
             f"The first half of Vaswani et al.'s finding (more heads better than one) "
-            f"{'survives' if a.resolved('better') == s.resolved('better') else 'does not survive'} this check "
+            f"{survives(s.resolved('better'), a.resolved('better'))} this check "
             f"(better than one head at lr {runner_up:g}: {a.unit_list(a.resolved('better'))}).")
+
+
+def study_of(runs, rows):
+    """A copy of the head-count runs holding just ROWS, as one study named "study"."""
+    out = copy.copy(runs)
+    out.runs = [dict(r, study="study") for r in rows]
+    return out
+
+
+def survives(shown, shown_in_check):
+    if not shown:
+        return "was not shown before"
+    return "survives" if shown_in_check else "does not survive"
 
 
 def rate_leads(rows):
