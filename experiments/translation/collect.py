@@ -6,6 +6,7 @@ data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or a
       [--binary build/headlab] [--started UTC] [--wall-seconds S] [--load FILE]
   python3 experiments/translation/collect.py base-d-head experiments/translation/base.toml
       prints the base model's head width (run.sh's fixed-d_head arm); base-heads: its head count
+  python3 experiments/translation/collect.py arms      prints the arms (run.sh checks ARM against them)
 
 data/base/
   setup.csv        seed,<the model and training facts of the run's config.toml>
@@ -475,6 +476,9 @@ def main():
         return
     if sys.argv[1:2] == ["voita-layouts"] and len(sys.argv) in (3, 4):
         print_layouts(sys.argv[2], parse_seeds(sys.argv[3] if len(sys.argv) == 4 else ""))
+        return
+    if sys.argv[1:] == ["arms"]:
+        print(" ".join(ARMS))
         return
     if sys.argv[1:2] == ["budget-seeds"]:
         print(" ".join(str(s) for s in BUDGET_SEEDS))

@@ -70,11 +70,11 @@ SEEDS=${SEEDS:-}            # this part's seeds; empty: all of the arm's
 RATES=${RATES:-}            # head_count_lr: this part's rates; empty: all of the grid's
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
-case $arm in
-  base|budget|head_count_lr|head_count|head_count_d_head|head_count_rate_check|michel|voita|voita_scratch|kv_heads) ;;
-  *) echo "run.sh: unknown arm '${arm}' (arms: base, budget, head_count_lr, head_count, head_count_d_head," \
-          "head_count_rate_check, michel, voita, voita_scratch, kv_heads)" >&2; exit 2 ;;
-esac
+ARMS=$("$PY" $HERE/collect.py arms)  # one list of the arms (collect.py's); each is a function below
+if [[ -z $arm || " $ARMS " != *" $arm "* ]]; then
+  echo "run.sh: unknown arm '${arm}' (arms: ${ARMS// /, })" >&2
+  exit 2
+fi
 if [[ -n $RATES && $arm != head_count_lr ]]; then
   echo "run.sh: RATES is for the head_count_lr arm, not '$arm'" >&2
   exit 2
@@ -337,18 +337,7 @@ kv_heads() {
   done
 }
 
-case $arm in
-  base) base_models ;;
-  budget) budget ;;
-  head_count_lr) head_count_lr ;;
-  head_count) head_count ;;
-  head_count_d_head) head_count_d_head ;;
-  head_count_rate_check) head_count_rate_check ;;
-  michel) michel ;;
-  voita) voita ;;
-  voita_scratch) voita_scratch ;;
-  kv_heads) kv_heads ;;
-esac
+if [[ $arm == base ]]; then base_models; else "$arm"; fi
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
 "$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
