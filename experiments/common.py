@@ -1,6 +1,7 @@
 """Helpers shared by the experiments' scripts (experiments/<name>/make_results.py and collect.py put
 this folder on sys.path): one-line failures, CSV files by column name, number formatting, Markdown
-tables, --check, and the atomic write of RESULTS.md. The statistics are in stats.py.
+tables, --check, the atomic write of RESULTS.md, and the provenance facts every collect script
+records (machine, binary's commit, load). The statistics are in stats.py.
 
 CSV reading and writing, and the matplotlib pieces of the figures, are src/plot/plot_shared.py's,
 which headlab plot uses too; this module puts src/plot on sys.path for them (headlab plot is
@@ -8,7 +9,9 @@ installed without experiments/, so the plot side never imports from here).
 experiments/tests/ tests these."""
 import math
 import os
+import platform
 import re
+import subprocess
 import sys
 
 EXPERIMENTS = os.path.dirname(os.path.abspath(__file__))
@@ -133,3 +136,37 @@ def read_text(path):
         return ""
     with open(path) as f:
         return f.read()
+
+
+# ---- provenance: what made the data -----------------------------------------------------------
+
+
+def machine():
+    """'<CPU model>, <N> cores' of this machine."""
+    model = platform.processor()
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+def binary_commit(binary):
+    """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
+    info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
+    return next((line.split()[1] for line in info if line.startswith("commit") and len(line.split()) > 1), "")
+
+
+def checkout_dirty():
+    """Whether this checkout has uncommitted changes to tracked files."""
+    return bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                               text=True, cwd=EXPERIMENTS).stdout.strip())
+
+
+def max_load(path):
+    """The highest 1-minute load average of a run script's samples ('<epoch> <load>' lines); ''
+    without samples."""
+    if not path or not os.path.exists(path):
+        return ""
+    loads = [float(line.split()[1]) for line in open(path) if len(line.split()) == 2]
+    return f"{max(loads):.2f}" if loads else ""

@@ -445,11 +445,20 @@ PAPER = {
     "mqa": PaperValue("one shared K/V head (MQA) loses little quality against MHA with a K/V cache n_heads times "
                       "smaller", "Shazeer 2019"),
     "gqa": PaperValue("grouped K/V heads (GQA) come close to MHA's quality, nearer than MQA", "Ainslie et al. 2023"),
+    "michel_figure3": PaperValue("pruning heads by importance (I_h), BLEU holds to about 20% of heads pruned and "
+                                 "falls sharply past about 60%", "Michel et al. 2019, Section 4.2, Figure 3"),
+    "michel_figure4": PaperValue("pruned one kind at a time, Enc-Dec attention collapses past 60% of its heads "
+                                 "pruned while Enc-Enc and Dec-Dec keep BLEU with 20% of theirs",
+                                 "Michel et al. 2019, Section 5, Figure 4"),
     "michel_figure5": PaperValue("from epoch 10 of 40, about 40% of heads prunable at 85-90% of the unpruned BLEU; "
                                  "importance order only, no random order", "Michel et al. 2019, Section 6, Figure 5"),
     "voita_figure7": PaperValue("encoder heads pruned with L0 gates (WMT EN-RU): about 29.6 BLEU with all 48, 29.5 "
                                 "with 10, 29.0 with 5, 28.25 with 2; 38 of 48 pruned for 0.15 BLEU",
                                 "Voita et al. 2019, Section 6.2, Figure 7", count=38, total=48),
+    "voita_figure9": PaperValue("with every kind gated, encoder self-attention heads are pruned first and "
+                                "decoder-encoder (cross) heads last", "Voita et al. 2019, Section 7, Figure 9"),
+    "voita_figure10": PaperValue("with every kind gated, decoder self-attention heads survive in the lower layers, "
+                                 "decoder-encoder heads in the higher ones", "Voita et al. 2019, Section 7, Figure 10"),
     "voita_scratch": PaperValue("the pruned model's heads trained from scratch (the same layout) do worse than the "
                                 "pruned model, by 0.15-0.5 BLEU", "Voita et al. 2019, Section 6.2"),
 }
@@ -476,6 +485,8 @@ def paper_table(rows):
 # the checkpoint of epoch 10 of 40 and keeps 85-90% of the unpruned BLEU with about 40% of the heads
 # pruned.
 PAPER_NUMBERS = {"michel_figure5": {"epoch": 10, "epochs": 40, "fraction_pruned": 0.40, "retained": (0.85, 0.90)},
+                 # Figure 3: the share of heads prunable by importance before BLEU drops noticeably
+                 "michel_figure3": {"fraction_pruned": 0.20},
                  # Vaswani et al. 2017, Table 3 (A): newstest2013 dev BLEU per head count at d_model 512
                  "vaswani_table3a": {1: 24.9, 4: 25.5, 8: 25.8, 16: 25.8, 32: 25.4}}
 

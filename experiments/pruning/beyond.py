@@ -162,11 +162,7 @@ def fill_beyond(d, _arg=None):
     b = load(d.folder)
     if b is None:
         return "*(not run yet: `experiments/pruning/run_beyond.sh` writes data/beyond/)*"
-    p = b.provenance
-    wall = number(p.get("wall_seconds", ""))
-    head = (f"From commit `{p['commit']}`" + (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else "")
-            + f", started {p['started_utc']}, {p['machine']}; run_beyond.sh took "
-            + ("–" if math.isnan(wall) else f"{wall / 60:.0f} min") + f" (highest 1-minute load {p['max_load_1min'] or '–'}).")
+    head = provenance_line(b.provenance)
     rule = seed_rule(f"{common_threshold_words()} (fraction prunable without a noticeable drop)")
     parts = [head, f"Verdicts: {rule}.",
              "**Integrated gradients, Michel's importance and the ablation score.** Spearman's rho between the "
@@ -179,6 +175,24 @@ def fill_beyond(d, _arg=None):
               "Distillation: (1 − alpha) hard + alpha soft at temperature tau, alpha 0.5, tau 2); each round "
               "judged against the control, the unpruned model trained as many steps:", fill_recovery(b)]
     return "\n\n".join(parts)
+
+
+def provenance_line(p):
+    """Where data/beyond/ came from: the commit, machine and wall time, per part when run in parts."""
+    parts = [{k: p.get(f"part{i}_{k}", "") for k in ("tasks", "started_utc", "wall_seconds", "max_load_1min")}
+             for i in range(1, 100) if f"part{i}_tasks" in p]
+    head = (f"From commit `{p['commit']}`" + (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else "")
+            + f", {p['machine']}; run_beyond.sh took {minutes(p['wall_seconds'])}")
+    if not parts:
+        return head + f", started {p['started_utc']} (highest 1-minute load {p['max_load_1min'] or '–'})."
+    return head + f" in {len(parts)} parts (" + "; ".join(
+        f"{q['tasks']}: started {q['started_utc']}, {minutes(q['wall_seconds'])}, highest 1-minute load "
+        f"{q['max_load_1min'] or '–'}" for q in parts) + ")."
+
+
+def minutes(seconds):
+    wall = number(seconds)
+    return "–" if math.isnan(wall) else f"{wall / 60:.0f} min"
 
 
 def common_threshold_words():

@@ -35,7 +35,6 @@ reads (run.sh calls it; nothing here trains or analyses):
 """
 import argparse
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -93,16 +92,6 @@ def git(*args):
         return subprocess.run(["git", *args], cwd=HERE, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def main():
@@ -236,7 +225,7 @@ def main():
         "jobs_commits": os.environ.get("JOBS_COMMITS", ""),
         "base_models_commit": os.environ.get("BASE_COMMIT", git("rev-parse", "--short=12", "HEAD")),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores",
+        "machine": common.machine(),
         "scale": args.scale,
         "tasks": " ".join(tasks),
         "seeds": " ".join(str(s) for s in seeds),
@@ -307,37 +296,40 @@ DATA_FILES = ("setup", "base_curves", "analyses", "heads", "prune", "evals", "sc
 PART_KEYS = ("tasks", "date", "machine", "run_sh_wall_seconds")
 
 
-def kept_part(data, tasks, commit):
-    """data/'s rows of the tasks not being collected, for --merge; None when data/ holds none. A part
-    made at another commit is refused: the data must come from one commit."""
-    if not os.path.exists(os.path.join(data, "setup.csv")):
+def kept_part(data, tasks, commit, files=DATA_FILES, dirty_key="uncommitted_source_changes"):
+    """data/'s rows (of `files`, the first naming every task collected) of the tasks not being
+    collected, for --merge; None when data/ holds none. A part made at another commit is refused:
+    the data must come from one commit. run_beyond.sh's data/beyond/ merges its parts here too."""
+    if not os.path.exists(os.path.join(data, f"{files[0]}.csv")):
         return None
     provenance = {r["key"]: r["value"] for r in read_rows(os.path.join(data, "provenance.csv"))}
     rows = {name: [r for r in read_rows(os.path.join(data, f"{name}.csv")) if r["task"] not in tasks]
-            for name in DATA_FILES}
-    others = list(dict.fromkeys(r["task"] for r in rows["setup"]))
+            for name in files}
+    others = list(dict.fromkeys(r["task"] for r in rows[files[0]]))
     if not others:
         return None
-    if provenance.get("commit") != commit or provenance.get("uncommitted_source_changes") == "yes":
+    if provenance.get("commit") != commit or provenance.get(dirty_key) == "yes":
         fail(f"{data} holds {' '.join(others)} from commit {provenance.get('commit')} and this part is at {commit}: "
-             f"every part of a regeneration must come from one clean commit (check it out, or collect without --merge)")
+             f"every part of a regeneration must come from one clean commit (check that one out, or regenerate every part)")
     return {"tasks": others, "rows": rows, "provenance": provenance}
 
 
-def merged_provenance(old, new):
+def merged_provenance(old, new, keys=PART_KEYS, wall="run_sh_wall_seconds"):
     """One provenance for a regeneration in parts: the commit (the same), the union of tasks, the
-    summed wall time, and each part's tasks, date, machine and wall time as part<N>_<key>."""
-    parts = [{k: old[f"part{i}_{k}"] for k in PART_KEYS} for i in range(1, 100) if f"part{i}_tasks" in old]
+    summed wall time, each other part key's distinct values joined, and each part's `keys` as
+    part<N>_<key>. A part whose tasks the new one covers is replaced by it."""
+    parts = [{k: old.get(f"part{i}_{k}", "") for k in keys} for i in range(1, 100) if f"part{i}_tasks" in old]
     if not parts and old.get("tasks"):  # data/ from one whole run so far
-        parts = [{k: old.get(k, "") for k in PART_KEYS}]
+        parts = [{k: old.get(k, "") for k in keys}]
     new_tasks = set(new["tasks"].split())
-    parts = [p for p in parts if not set(p["tasks"].split()) <= new_tasks] + [{k: new[k] for k in PART_KEYS}]
+    parts = [p for p in parts if not set(p["tasks"].split()) <= new_tasks] + [{k: new[k] for k in keys}]
     merged = {k: v for k, v in new.items()}
     merged["tasks"] = " ".join(t for t in TASK_ORDER if any(t in p["tasks"].split() for p in parts))
-    walls = [p["run_sh_wall_seconds"] for p in parts]
-    merged["run_sh_wall_seconds"] = f"{sum(float(w) for w in walls):.0f}" if all(walls) else ""
-    merged["date"] = ", ".join(dict.fromkeys(p["date"] for p in parts))
-    merged["machine"] = "; ".join(dict.fromkeys(p["machine"] for p in parts))
+    walls = [p[wall] for p in parts]
+    merged[wall] = f"{sum(float(w) for w in walls):.0f}" if all(walls) else ""
+    for k in keys:
+        if k not in ("tasks", wall):
+            merged[k] = "; ".join(dict.fromkeys(p[k] for p in parts))
     for i, p in enumerate(parts, 1):
         merged.update({f"part{i}_{k}": v for k, v in p.items()})
     return merged

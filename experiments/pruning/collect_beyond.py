@@ -6,6 +6,11 @@ data/beyond/ folder that make_results.py reads (beyond.py renders it). Nothing h
       [--tasks "grammar text"] [--seeds "0 1"] [--binary build/headlab] [--started UTC] \\
       [--wall-seconds S] [--load FILE] [--scale full]
 
+A part (run_beyond.sh with some TASKS) replaces its tasks' rows of data/beyond/ and keeps the
+others', which must come from the same clean commit, the same seeds and scale (pruning/collect.py's
+kept_part); provenance.csv then holds each part's tasks, start, machine, wall time and load as
+part<N>_<key>, and the summed wall time.
+
 data/beyond/
   heads.csv       task,seed,layer,head,importance,importance_normalized,ablation_loss_delta,
                   integrated_gradients: the final checkpoint's analysis (headlab analyze --ig-steps)
@@ -15,19 +20,21 @@ data/beyond/
                   pruned_units: long, and read by nothing here): every round of every arm
   timings.csv     task,seed,job,seconds
   provenance.csv  key,value: the binary's commit, uncommitted changes, start (UTC), machine, wall
-                  time, highest 1-minute load, scale
+                  time, highest 1-minute load, scale, tasks, seeds (and part<N>_<key> of each part)
 """
 import argparse
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, pruning
 import common  # noqa: E402
 from common import fail, write_csv  # noqa: E402
-from pruning.collect import cpu_model, fmt, job_seconds, read_heads, read_rows  # noqa: E402
+from pruning.collect import (TASK_ORDER, fmt, job_seconds, kept_part, merged_provenance, read_heads,  # noqa: E402
+                             read_rows)
 
+FILES = ("heads", "analyses", "prune", "timings")  # data/beyond/<name>.csv, every row with its task
+PART_KEYS = ("tasks", "started_utc", "machine", "wall_seconds", "max_load_1min")
 HEAD_COLUMNS = ["importance", "importance_normalized", "ablation_loss_delta", "integrated_gradients"]
 ANALYSIS_KEYS = ["loss", "ig_loss_change", "ig_completeness_error", "ig_steps"]
 DROPPED = ("pruned_heads", "pruned_units")
@@ -79,26 +86,40 @@ def main():
     ap.add_argument("--load", default="")
     ap.add_argument("--scale", default="full")
     args = ap.parse_args()
-    heads, analyses, prune, timings = collect(args.out, args.tasks.split(), [int(s) for s in args.seeds.split()])
-    os.makedirs(args.data, exist_ok=True)
-    write_csv(os.path.join(args.data, "heads.csv"), ["task", "seed", "layer", "head"] + HEAD_COLUMNS, heads)
-    write_csv(os.path.join(args.data, "analyses.csv"), ["task", "seed"] + ANALYSIS_KEYS, analyses)
-    write_csv(os.path.join(args.data, "prune.csv"), list(dict.fromkeys(k for r in prune for k in r)), prune)
-    write_csv(os.path.join(args.data, "timings.csv"), ["task", "seed", "job", "seconds"], timings)
-    info = subprocess.run([args.binary, "info"], capture_output=True, text=True).stdout.splitlines()
-    commit = next((x.split()[1] for x in info if x.startswith("commit") and len(x.split()) > 1), "")
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True,
-                           cwd=HERE).stdout.strip()
-    loads = [float(x.split()[1]) for x in open(args.load) if len(x.split()) == 2] \
-        if args.load and os.path.exists(args.load) else []
-    provenance = {"commit": commit, "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started,
-                  "machine": f"{cpu_model()}, {os.cpu_count()} cores", "wall_seconds": args.wall_seconds,
-                  "max_load_1min": f"{max(loads):.2f}" if loads else "", "scale": args.scale,
-                  "tasks": args.tasks, "seeds": args.seeds}
-    write_csv(os.path.join(args.data, "provenance.csv"), ["key", "value"],
-              [{"key": k, "value": v} for k, v in provenance.items()])
-    print(f"collected {len(heads)} heads, {len(prune)} prune rounds: {args.out} -> {args.data}")
+    tasks, seeds = args.tasks.split(), [int(s) for s in args.seeds.split()]
+    new = dict(zip(FILES, collect(args.out, tasks, seeds)))
+    provenance = {"commit": common.binary_commit(args.binary),
+                  "uncommitted_changes": "yes" if common.checkout_dirty() else "no", "started_utc": args.started,
+                  "machine": common.machine(), "wall_seconds": args.wall_seconds,
+                  "max_load_1min": common.max_load(args.load), "scale": args.scale, "tasks": " ".join(tasks),
+                  "seeds": " ".join(str(s) for s in seeds)}
+    kept = write_part(args.data, new, provenance)
+    print(f"collected {len(new['heads'])} heads, {len(new['prune'])} prune rounds: {args.out} -> {args.data}"
+          + (f" (kept its {' '.join(kept)})" if kept else ""))
 
+
+def write_part(data, new, provenance):
+    """Writes data/beyond/ from one part's rows ({file: rows}) and provenance, keeping DATA's rows of
+    the other tasks (same commit, seeds and scale, or a one-line failure); returns those tasks."""
+    kept = kept_part(data, provenance["tasks"].split(), provenance["commit"], files=FILES,
+                     dirty_key="uncommitted_changes")
+    if kept and (kept["provenance"].get("seeds"), kept["provenance"].get("scale")) != (provenance["seeds"],
+                                                                                         provenance["scale"]):
+        fail(f"{data} holds {' '.join(kept['tasks'])} with seeds {kept['provenance'].get('seeds')} at scale "
+             f"{kept['provenance'].get('scale')}, and this part has seeds {provenance['seeds']} at scale "
+             f"{provenance['scale']}: every part must use the same", "collect_beyond")
+    rows = {name: sorted((kept["rows"][name] if kept else []) + new[name], key=lambda r: TASK_ORDER.index(r["task"]))
+            for name in FILES}  # in the tasks' order whatever the parts' order (a stable sort)
+    os.makedirs(data, exist_ok=True)
+    write_csv(os.path.join(data, "heads.csv"), ["task", "seed", "layer", "head"] + HEAD_COLUMNS, rows["heads"])
+    write_csv(os.path.join(data, "analyses.csv"), ["task", "seed"] + ANALYSIS_KEYS, rows["analyses"])
+    write_csv(os.path.join(data, "prune.csv"), list(dict.fromkeys(k for r in rows["prune"] for k in r)), rows["prune"])
+    write_csv(os.path.join(data, "timings.csv"), ["task", "seed", "job", "seconds"], rows["timings"])
+    if kept:
+        provenance = merged_provenance(kept["provenance"], provenance, keys=PART_KEYS, wall="wall_seconds")
+    write_csv(os.path.join(data, "provenance.csv"), ["key", "value"],
+              [{"key": k, "value": v} for k, v in provenance.items()])
+    return kept["tasks"] if kept else []
 
 if __name__ == "__main__":
     try:

@@ -15,6 +15,9 @@
 #   experiments/pruning/run_beyond.sh
 #   SCALE=dev TASKS=grammar SEEDS=0 OUT=/tmp/pb DATA=/tmp/pb/data experiments/pruning/run_beyond.sh  # a quick check
 # A job whose marker exists is skipped: an interrupted run continues where it stopped.
+# In parts (one session each), from the same clean commit: TASKS="grammar text" run_beyond.sh, then
+# TASKS="induction classify k_relation" run_beyond.sh; each part replaces its tasks' rows of
+# data/beyond/ and keeps the others' (collect_beyond.py refuses a part from another commit).
 # Layout: OUT/<task>/seed<N>/beyond/analyze/heads.h5, OUT/<task>/seed<N>/beyond/<arm>/prune.csv
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -209,7 +209,7 @@ def test_merged_provenance_keeps_each_part_and_sums_the_wall_time():
     m = collect.merged_provenance(whole, second)
     assert m["tasks"] == "grammar text induction"  # the studies' order, not the parts'
     assert m["run_sh_wall_seconds"] == "5400"
-    assert m["date"] == "2026-12-05, 2026-12-06"
+    assert m["date"] == "2026-12-05; 2026-12-06"
     assert (m["part1_tasks"], m["part2_tasks"]) == ("grammar induction", "text")
     # Collecting a part again replaces it instead of adding a third part.
     again = collect.merged_provenance(m, {**second, "run_sh_wall_seconds": "2000"})

@@ -94,3 +94,50 @@ def test_the_section_says_when_it_has_not_run(tmp_path):
     assert "not run yet" in B.fill_beyond(D())
     made_up(tmp_path)
     assert "From commit `abc1234`" in B.fill_beyond(D())
+
+
+def part_rows(task, seeds=(0, 1)):
+    """One part's data/beyond/ rows: one head, one analysis, one prune round and one timing per seed."""
+    return {"heads": [{"task": task, "seed": s, "layer": 0, "head": 0, "importance": 1, "importance_normalized": 1,
+                       "ablation_loss_delta": 1, "integrated_gradients": -1} for s in seeds],
+            "analyses": [{"task": task, "seed": s, "loss": 1, "ig_loss_change": -1, "ig_completeness_error": 0,
+                          "ig_steps": 20} for s in seeds],
+            "prune": [{"task": task, "seed": s, "arm": "importance", "round": 0} for s in seeds],
+            "timings": [{"task": task, "seed": s, "job": "analyze", "seconds": 1} for s in seeds]}
+
+
+def part_provenance(tasks, wall, commit="abc1234", seeds="0 1", scale="full"):
+    return {"commit": commit, "uncommitted_changes": "no", "started_utc": f"t{wall}", "machine": "m",
+            "wall_seconds": str(wall), "max_load_1min": "2.10", "scale": scale, "tasks": tasks, "seeds": seeds}
+
+
+def test_run_beyond_in_parts_keeps_the_other_tasks_and_each_part(tmp_path):
+    from common import read_csv
+    from pruning import collect_beyond as CB
+    data = str(tmp_path / "beyond")
+    assert CB.write_part(data, part_rows("text"), part_provenance("text", 600)) == []
+    assert CB.write_part(data, part_rows("grammar"), part_provenance("grammar", 1200)) == ["text"]
+    # The rows in the tasks' order (grammar before text) whatever the parts' order.
+    assert [r["task"] for r in read_csv(os.path.join(data, "heads.csv"))] == ["grammar"] * 2 + ["text"] * 2
+    p = {r["key"]: r["value"] for r in read_csv(os.path.join(data, "provenance.csv"))}
+    assert p["tasks"] == "grammar text" and p["wall_seconds"] == "1800"
+    assert (p["part1_tasks"], p["part2_tasks"]) == ("text", "grammar")
+    # A part collected again replaces its own rows and its provenance part.
+    CB.write_part(data, part_rows("grammar", seeds=(0, 1)), part_provenance("grammar", 900))
+    assert len(read_csv(os.path.join(data, "prune.csv"))) == 4
+    p = {r["key"]: r["value"] for r in read_csv(os.path.join(data, "provenance.csv"))}
+    assert "part3_tasks" not in p and p["wall_seconds"] == "1500"
+    assert "took 25 min in 2 parts (text: started t600, 10 min" in B.provenance_line(p)
+
+
+def test_run_beyond_refuses_a_part_from_another_commit_or_seeds(tmp_path):
+    import pytest
+    from pruning import collect_beyond as CB
+    data = str(tmp_path / "beyond")
+    CB.write_part(data, part_rows("text"), part_provenance("text", 600))
+    with pytest.raises(SystemExit):
+        CB.write_part(data, part_rows("grammar"), part_provenance("grammar", 600, commit="def5678"))
+    with pytest.raises(SystemExit):
+        CB.write_part(data, part_rows("grammar"), part_provenance("grammar", 600, seeds="0 1 2"))
+    # The same tasks again from another commit replace all there was: nothing of another commit is kept.
+    CB.write_part(data, part_rows("text"), part_provenance("text", 600, commit="def5678"))

@@ -94,6 +94,12 @@ def test_the_head_count_sweep_trains_the_base_model():
     assert lr["grid"]["model.n_heads"] == [1, 2, 4, 8, 16]
 
 
+def kept_rates(text):
+    """The rate-check table's last column (the rate each checked count keeps), by count."""
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| ")]
+    return {r[0]: r[-1] for r in rows if len(r) == 9 and r[0] != "heads" and r[0].split()[-1] in ("head", "heads")}
+
+
 def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
     """Made-up runs where one head is 2 BLEU below the best and 16 heads 1.5 below it: both halves
     of Vaswani's finding hold."""
@@ -107,7 +113,7 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
                          "test_bleu": mean[h]})
         for seed in range(1, 6):
             rows.append({"study": "seeds", "run": f"h{h}s{seed}", "heads": h, "lr": 2e-3, "seed": seed,
-                         "val_loss": 3.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
+                         "val_loss": 3.0, "val_bleu": 8.0, "test_bleu": mean[h] + 0.1 * ((seed * 7 + h) % 3 - 1)})
     for r in rows:
         r.update(task="translate", kv_heads=r["heads"], d_head=128 // r["heads"], d_model=128, layers=2, steps=2000,
                  params=1000, test_loss=2.0, test_chrf=40.0)
@@ -132,21 +138,47 @@ def test_head_count_arm_renders_vaswanis_two_halves(tmp_path):
     assert "| 1 | 128 | 1,000 | 18.00 ± 0.10 | 40.00 ± 0.00 | reference |" in text  # chrF beside BLEU
 
     # the rate check: one head at its runner-up rate (0.001: ties with 0.004 in val BLEU, the lower
-    # rate wins) does 1.4 BLEU better, so 2 heads are no longer better than it, 16 heads worse; 4 and
-    # 8 heads still better
-    check = [dict(r, study="rate_check", run=f"h1s{r['seed']}", lr=1e-3,
+    # rate wins), which ends with a better mean val BLEU over the fresh seeds, so it is kept; it does
+    # 1.4 BLEU better on test, so 2 heads are no longer better than it, 16 heads worse; 4 and 8 heads
+    # still better
+    check = [dict(r, study="rate_check", run=f"h1s{r['seed']}", lr=1e-3, val_bleu=8.5,
                   test_bleu=r["test_bleu"] + 1.4 + 0.02 * (r["seed"] % 2)) for r in rows if r["study"] == "seeds" and r["heads"] == 1]
     (tmp_path / "head_count_rate_check").mkdir()
     write_csv(str(tmp_path / "head_count_rate_check" / "runs.csv"), RUN_COLUMNS, check)
     write(str(tmp_path / "head_count_rate_check" / "provenance.csv"), provenance(60, ""))
     text = T.fill_head_count(T.Data(str(tmp_path)))
     assert "chosen rate led its runner-up by (final val BLEU) 1 head 1.00; 2 heads 1.00;" in text
-    assert "| lr 0.002 (chosen) | 18.00 ± 0.10 | 40.00 ± 0.00 | – | 5 |" in text
-    assert "| lr 0.001 (runner-up) | 19.41 ± 0.10 | 40.00 ± 0.00 | +1.41 [+1.40, +1.43]" in text
+    assert "trains 1 heads at the runner-up rate" not in text and "trains 1 head at the runner-up rate" in text
+    assert ("| 1 head | 0.002 | 8.00 ± 0.00 | 18.00 ± 0.10 | 0.001 | 8.50 ± 0.00 | 19.41 ± 0.10 | "
+            "+1.41 [+1.40, +1.43]") in text
+    assert kept_rates(text) == {"1 head": "0.001"}  # the runner-up, better on val
     assert "Against 1 head at lr 0.001 (over 5 seeds;" in text and "2 heads no practical difference (+0.07" in text
-    assert ("Verdicts against one head that change with its rate: 2 heads (better -> no practical difference), "
+    assert ("Verdicts against one head that change: 2 heads (better -> no practical difference), "
             "16 heads (better -> worse). The first half of Vaswani et al.'s finding (more heads better than one) "
-            "survives this check (better than one head at lr 0.001: 4, 8 heads).") in text
+            "survives this check (better than 1 head at lr 0.001: 4, 8 heads). The second half (the largest count "
+            "worse than the best) survives this check.") in text
+
+    # the other counts checked too: 16 heads' runner-up rate ends with a better mean val BLEU and 2
+    # BLEU more on test, so it is kept and no longer worse than the best; 2 heads' runner-up ends
+    # worse on val, so its chosen rate stays (its better test BLEU plays no part)
+    more = []
+    for h, val_bleu, gain in ((2, 7.5, 3.0), (4, 7.0, 0.0), (8, 7.0, 0.0), (16, 8.5, 2.0)):
+        more += [dict(r, study="rate_check", run=f"h{h}s{r['seed']}", lr=4e-3, val_bleu=val_bleu,
+                      test_bleu=r["test_bleu"] + gain) for r in rows if r["study"] == "seeds" and r["heads"] == h]
+    write_csv(str(tmp_path / "head_count_rate_check" / "runs.csv"), RUN_COLUMNS, check + more)
+    text = T.fill_head_count(T.Data(str(tmp_path)))
+    assert "trains 1, 2, 4, 8, 16 heads at the runner-up rate" in text
+    assert "| 2 heads | 0.002 | 8.00 ± 0.00 | 19.48 ± 0.08 | 0.004 | 7.50 ± 0.00 | 22.48 ± 0.08 |" in text
+    assert kept_rates(text) == {"1 head": "0.001", "2 heads": "0.002", "4 heads": "0.002", "8 heads": "0.002",
+                                "16 heads": "0.004"}
+    assert "16 heads better (+" in text and "16 heads (better -> worse)" not in text
+    assert "The second half (the largest count worse than the best) does not survive this check." in text
+    # the verdicts table's rows: both halves hold at the chosen rates; with the rates checked, 16 heads
+    # are the best, so the second half does not
+    from translation import claims as K
+    rows = K.vaswani(T.Data(str(tmp_path)))
+    assert [r[3].outcome for r in rows] == ["holds", "holds", "holds", "does not hold"]
+    assert rows[3][3].reason == "16 heads are the best" and rows[2][0].endswith("with the rates checked")
 
 
 def test_michel_classes_and_pruning_from_made_up_rows():
@@ -203,7 +235,12 @@ def test_an_alignment_heads_fate_under_importance_pruning():
     assert M.cross_site(3, 0) == 4 and M.cross_site(3, 2) == 8  # enc 0-2, then dec0 self 3, cross 4, ...
     rows = [{"seed": "0", "arm": "importance", "round": "0", "fraction_pruned": "0", "pruned_heads": ""},
             {"seed": "0", "arm": "importance", "round": "2", "fraction_pruned": "0.2", "pruned_heads": "1:0 4:3 8:1"},
-            {"seed": "0", "arm": "importance", "round": "1", "fraction_pruned": "0.1", "pruned_heads": "1:0"}]
+            {"seed": "0", "arm": "importance", "round": "1", "fraction_pruned": "0.1", "pruned_heads": "1:0"},
+            # an earlier checkpoint's run (Section 6) of the same arm: not the final model's
+            {"seed": "0", "arm": "importance", "round": "1", "fraction_pruned": "0.1", "pruned_heads": "8:0",
+             "checkpoint_step": "2000"}]
+    for r in rows[:3]:
+        r["checkpoint_step"] = "8000"
     assert M.pruned_at(rows, 0, "importance", 4, 3) == 0.2
     assert M.pruned_at(rows, 0, "importance", 1, 0) == 0.1   # its first round, not a later one
     assert M.pruned_at(rows, 0, "importance", 8, 0) is None  # 8:1 is another head
@@ -245,6 +282,13 @@ def test_budget_table_against_the_base_models(data):
     assert lines[2] == "| 0 | 400 → 800 | 20.00 → 20.30 | +0.30 | 10.00 → 11.00 | +1.00 |"
     assert lines[3] == "| 1 | 400 → 800 | 22.00 → 23.00 | +1.00 | 10.10 → 10.10 | +0.00 |"
     assert "less than 0.5 BLEU in 1 of 2 seeds" in lines[-1]
+    # with the longer runs' curves: their own last quarter (from step 600 to 800) by the base rule
+    write(os.path.join(data.folder, "budget", "curves.csv"), "seed,steps,step,train_loss,val_loss,val_bleu\n"
+          "0,800,400,3,2.4,9\n0,800,600,3,2.3,10.9\n0,800,800,3,2.2,11\n"
+          "1,800,400,3,2.4,8\n1,800,600,3,2.3,9\n1,800,800,3,2.2,10.1\n")
+    text = T.fill_budget(T.Data(data.folder))
+    assert "val BLEU gain seed 0 +0.10; seed 1 +1.10, below 0.5 BLEU in 1 of 2." in text
+    assert "figures/budget_curves.png" in text
 
 
 def test_the_kv_arm_trains_every_setting_at_the_head_count_budget(tmp_path, capsys):
@@ -312,6 +356,7 @@ def test_provenance_has_a_row_per_part_and_a_whole_run_replaces_them(tmp_path):
     # a rate part (head_count_lr's RATES) is its own row: it covers no seed part, nor they it
     assert C.part_label(None, {5e-4}) == "lr=0.0005" and C.part_label({1, 0}, None) == "0 1"
     assert C.part_label(None, None) == "all"
+    assert C.part_label(None, None, "2,4") == "heads=2,4" and C.part_label({2, 1}, None, "2,4") == "heads=2,4 1 2"
     C.merge_provenance(path, {"part": C.part_label(None, {5e-4}), **part})
     C.merge_provenance(path, {"part": "2", **part, "wall_seconds": "80"})
     assert [r.split(",")[0] for r in open(path).read().split("\n")[1:] if r] == ["0 1", "lr=0.0005", "2"]
@@ -404,3 +449,162 @@ def test_the_head_count_rates_come_from_the_committed_rate_sweep(tmp_path, capsy
     with pytest.raises(SystemExit):  # a count the rate sweep did not run
         cmd_seeds_sweeps(os.path.join(folder, "head_count_lr.toml"), str(tmp_path / "runs.csv"), str(tmp_path / "x"),
                          heads=[3], rank=1)
+
+
+def voita_made_up(tmp_path):
+    """data/ with base (2 + 2 layers: sites enc0 enc1 dec0 cross0 dec1 cross1, 4 heads each) and a
+    voita arm of 5 seeds: every kind gated at lambda 0.1 and 1, encoder heads at 0.1. Encoder heads
+    go first, cross heads last; decoder self-attention keeps its layer 0, cross its layer 1."""
+    base = tmp_path / "base"
+    write(str(base / "provenance.csv"), provenance(600, "2.10"))
+    write(str(base / "setup.csv"), "seed,model.n_encoder_layers,model.n_layers\n0,2,2\n")
+    prune, evals = [], []
+    for s in range(5):
+        odd, third = s % 2, int(s % 3 == 0)
+        for arm, sites, bleu in (("none_l0", "4 4 4 4 4 4", 20.0),
+                                 ("l0_all_lambda0.1", f"2 {2 + odd} 4 3 3 4", 19.8),
+                                 ("l0_all_lambda1", f"1 {odd} 3 {2 + odd} {1 + third} 4", 18.0),
+                                 ("l0_enc_lambda0.1", f"1 {1 + odd} 4 4 4 4", 19.9)):
+            prune.append(f"{s},{arm},1,{24 - sum(map(int, sites.split()))},{sites},{bleu},")
+            evals.append(f"{s},{arm},test,{bleu - 1 + 0.1 * s},40,2")
+    write(str(tmp_path / "voita" / "provenance.csv"), provenance(60, ""))
+    write(str(tmp_path / "voita" / "prune.csv"),
+          "seed,arm,round,heads_pruned,heads_per_layer,val_bleu,pruned_heads\n" + "\n".join(prune) + "\n")
+    write(str(tmp_path / "voita" / "evals.csv"), "seed,arm,split,bleu,chrf,loss\n" + "\n".join(evals) + "\n")
+    return T.Data(str(tmp_path))
+
+
+def test_voita_bleu_against_heads_kept_for_every_lambda(tmp_path):
+    text = T.fill_voita_curve(voita_made_up(tmp_path))
+    assert "| control (nothing gated) | – | – | +0.00 | 19.20 ± 0.16 | +0.00 |" in text
+    # encoder heads: 2 or 3 of the encoder's 8 kept (mean 2.4); test BLEU 0.1 below the control's
+    assert "| encoder heads | 0.1 | 2.4 ± 0.5 of 8 | -0.10 ± 0.00 | 19.10 ± 0.16 | -0.10 ± 0.00 |" in text
+    assert "| every kind | 1 | " in text and " of 24 |" in text
+    assert "Voita et al. (Figure 7)" in text and "figures/voita_l0.png" in text
+
+
+def test_voita_kinds_and_layers_that_survive(tmp_path):
+    from translation import claims as K
+    d = voita_made_up(tmp_path)
+    text = T.fill_voita_kinds(d)
+    # lambda 0.1: the encoder keeps (4 + odd) of 8, mean 0.55; cross keeps 7 of 8 in every seed
+    assert "| 0.1 | 0.55 |" in text and text.splitlines()[4].endswith("| 0.88 |")
+    assert "| enc L0 | 0.50 | 0.25 |" in text and "| cross L1 | 1.00 | 1.00 |" in text
+    fig9, fig10 = K.voita_kinds(d)
+    assert fig9[3].holds and fig10[3].holds
+    assert "Figure 9" in fig9[0] and fig9[1].startswith("share kept, averaged over 2 lambdas: cross 0.8")
+
+
+def test_voita_kinds_say_so_when_the_order_is_the_other_way(tmp_path):
+    from translation import claims as K
+    d = voita_made_up(tmp_path)
+    path = os.path.join(d.folder, "voita", "prune.csv")
+    lines = open(path).read().splitlines()
+
+    def swap(line):  # every L0 run's encoder and cross counts swapped: now the cross heads go first
+        f = line.split(",")
+        if f[1].startswith("l0_all"):
+            k = f[4].split()
+            k[0], k[1], k[3], k[5] = k[3], k[5], k[0], k[1]
+            f[4] = " ".join(k)
+        return ",".join(f)
+    write(path, "\n".join([lines[0]] + [swap(x) for x in lines[1:]]) + "\n")
+    fig9 = K.voita_kinds(T.Data(d.folder))[0]
+    assert fig9[3].outcome == "does not hold" and "significant the other way" in fig9[3].reason
+
+
+def test_voita_figure7_claims_most_encoder_heads_and_no_noticeable_drop(tmp_path):
+    from translation import claims as K
+    most, drop = K.voita_figure7(voita_made_up(tmp_path))
+    assert most[1] == "encoder heads pruned per seed 6, 5, 6, 5, 6 of 8" and most[3].holds
+    assert drop[3].holds and "not worse by 0.5" in drop[3].reason  # 0.1 below the control in every seed
+
+
+def test_claim_combinators():
+    from translation import claims as K
+    import verdicts as V
+    yes, no, maybe = (V.Verdict(o, "r") for o in (V.HOLDS, V.DOES_NOT_HOLD, V.INCONCLUSIVE))
+    assert K.majority([yes, yes, yes, no, no]).holds
+    assert K.majority([yes, yes, no, no, no]).outcome == V.DOES_NOT_HOLD
+    assert K.majority([yes, yes, maybe, no, no]).outcome == V.INCONCLUSIVE
+    assert K.majority([yes] * 4).outcome == V.INCONCLUSIVE  # fewer than 5 seeds
+    assert K.all_of({"a": yes, "b": yes}, "t").holds
+    assert K.all_of({"a": yes, "b": no}, "t").outcome == V.DOES_NOT_HOLD
+    assert K.all_of({"a": yes, "b": maybe}, "t").outcome == V.INCONCLUSIVE
+    a = {s: 20.0 + 0.1 * s for s in range(5)}
+    assert K.not_worse_claim(a, {s: x - 0.1 + 0.01 * (s % 2) for s, x in a.items()}, threshold=0.5).holds
+    assert K.not_worse_claim(a, {s: x - 2.0 + 0.01 * (s % 2) for s, x in a.items()},
+                             threshold=0.5).outcome == V.DOES_NOT_HOLD
+    noisy = {s: x + (3.0 if s % 2 else -3.0) for s, x in a.items()}
+    assert K.not_worse_claim(a, noisy, threshold=0.5).outcome == V.INCONCLUSIVE
+
+
+def michel_made_up(tmp_path):
+    """data/ with a michel arm of 5 seeds: 2 + 2 layers x 4 heads; per seed 6 of 8 encoder heads
+    change nothing when removed alone; prune curves where importance keeps BLEU to 0.3 (seed-varied)
+    and random to 0.1, Enc-Enc alone to 0.5, Dec-Dec to 0.4, Enc-Dec to 0.1; an early checkpoint
+    (step 2000 of 8000) that keeps 85% of its BLEU to 0.5 or 0.6 pruned."""
+    rows, prune = [], []
+    for s in range(5):
+        for kind in ("enc", "dec", "cross"):
+            for layer in range(2):
+                for head in range(4):
+                    hurt = kind == "enc" and layer == 0 and head < 2
+                    delta, p = (-3.0, 0.001) if hurt else (-0.05, 0.6)
+                    rows.append({"seed": s, "attention": kind, "layer": layer, "head": head, "bleu_delta": delta,
+                                 "bleu_p": p, "bleu_low99": delta - 0.2, "bleu_high99": delta + 0.2,
+                                 "layer_only_bleu": 20 - head, "layer_only_bleu_delta": -0.1 if kind != "cross" else -5,
+                                 "layer_only_bleu_p": 0.5 if kind != "cross" else 0.001,
+                                 "layer_only_bleu_low99": -0.4 if kind != "cross" else -6,
+                                 "layer_only_bleu_high99": 0.2 if kind != "cross" else -4})
+
+        def curve(arm, holds_to, step=8000, full=20.0):
+            for i in range(11):
+                f = i / 10
+                prune.append({"seed": s, "arm": arm, "round": i, "checkpoint_step": step, "fraction_pruned": f,
+                              "val_bleu": full if f <= holds_to + 1e-9 else full * (1 - f)})
+        curve("importance", 0.3 + 0.1 * (s % 2))
+        curve("ablation", 0.3)
+        for r in (1, 2):
+            curve(f"random_seed{r}", 0.1)
+        for kind, to in (("enc", 0.5), ("dec", 0.4), ("cross", 0.1)):
+            curve(f"importance_{kind}", to + 0.1 * (s % 2 if kind != "cross" else 0))
+        curve("importance", 0.5 + 0.1 * (s % 2), step=2000, full=10.0)
+    from common import write_csv
+    (tmp_path / "michel").mkdir()
+    write_csv(str(tmp_path / "michel" / "bleu_ablation.csv"), list(rows[0]), rows)
+    write_csv(str(tmp_path / "michel" / "prune.csv"), list(prune[0]), prune)
+    write(str(tmp_path / "michel" / "provenance.csv"), provenance(60, ""))
+    return T.Data(str(tmp_path))
+
+
+def test_michel_claims_from_made_up_data(tmp_path):
+    from translation import claims as K
+    from translation import michel as M
+    d = michel_made_up(tmp_path)
+    # the final checkpoint's curve only: Section 6's earlier checkpoint shares the arm's name
+    prune = d.read("michel", "prune.csv")
+    assert [len(c) for c in M.curves(prune, "importance").values()] == [11] * 5
+    assert M.curves(prune, "importance")[0][0] == (0.0, 20.0) and M.curves(prune, "importance", 2000)[0][0] == (0.0, 10.0)
+    t1 = {r[0]: r for r in K.michel_table1(d)}
+    enc = next(r for c, r in t1.items() if "Enc-Enc" in c)
+    assert enc[3].holds and "of 8 heads per seed: no practical change 6, 6, 6, 6, 6; hurt 2, 2, 2, 2, 2" in enc[1]
+    assert "88 of 96" in enc[2].text()
+    t2, = K.michel_table2(d)
+    assert t2[3].holds and t2[1].endswith("4, 4, 4, 4, 4")  # the 2 Enc-Dec sites change BLEU alone
+    about20, vs_random = K.michel_figure3(d)
+    # importance prunes 0.3 or 0.4 (mean 0.34): shown not below the paper's 20% by 0.05
+    assert about20[3].holds and vs_random[3].holds
+    fig4, = K.michel_figure4(d)
+    assert fig4[3].holds and "Enc-Dec alone 0.10 ± 0.00" in fig4[1]
+    early, = K.michel_section6(d)
+    assert "step 2000 (0.25 of training)" in early[1] and early[3].holds
+
+
+def test_the_verdicts_table_lists_the_claims_present_and_the_arms_missing(tmp_path):
+    d = michel_made_up(tmp_path)
+    text = T.fill_verdicts(d)
+    assert text.startswith("| claim | ours | paper | test | level; threshold | verdict |")
+    assert "Most Enc-Enc heads can be removed alone" in text and "**holds**" in text
+    assert "Not in this table yet (their arms have not run): the claims of `head_count_lr`, `head_count`, `voita`" \
+        in text

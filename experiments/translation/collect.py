@@ -18,7 +18,7 @@ data/head_count_lr/, data/head_count/, data/head_count_d_head/, data/head_count_
                    collect_runs), one row per run of one study of OUT/head_count/: lr (seed 0 of
                    every count at each rate of head_count_lr.toml), seeds (5 fresh seeds per count at its rate,
                    d_model fixed), d_head (the same with d_head fixed at the base model's) and
-                   rate_check (one head at its runner-up rate, the same fresh seeds)
+                   rate_check (counts at their runner-up rates, one head first, the same fresh seeds)
 data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
                    --layer-only --alignment): heads.csv (seed + heads.csv's columns),
                    bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
@@ -42,7 +42,8 @@ data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (e
                    foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
 data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
                    base config at its steps S (the base arm's runs) and at 2S, each run's last
-                   evaluation in metrics.csv and its final checkpoint on test by beam 5
+                   evaluation in metrics.csv and its final checkpoint on test by beam 5;
+                   curves.csv: seed,steps,step,train_loss,val_loss,val_bleu: the 2S runs' evaluations
 data/<arm>/provenance.csv  part,commit,uncommitted_changes,started_utc,machine,wall_seconds,
                    max_load_1min: one row per part of the arm: "all" for a whole arm, its seeds
                    ("0 1", run.sh's SEEDS) or its rates ("lr=0.0005", head_count_lr's RATES), the
@@ -55,7 +56,6 @@ a part adds its seeds' (or rates') rows and replaces its own earlier ones.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tomllib
 
@@ -65,8 +65,18 @@ import common  # noqa: E402
 from common import write_csv  # noqa: E402
 from sweep_part import parse_values  # noqa: E402
 
-ARMS = ("base", "budget", "head_count_lr", "head_count", "head_count_d_head", "head_count_rate_check", "michel",
-        "voita", "voita_scratch", "kv_heads")
+# run.sh's arms, in RESULTS.md's order: data/<arm>/ -> what it runs (the arms table's words).
+ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5",
+        "budget": "the base config at twice its steps, seeds 0 and 1: what more training still gains",
+        "head_count_lr": "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps",
+        "head_count": "head count at fixed d_model, 5 fresh seeds per count at its rate",
+        "head_count_d_head": "head count with d_head fixed at the base model's, 5 fresh seeds per count",
+        "head_count_rate_check": "counts at their runner-up rates (one head first), the same fresh seeds: the rates "
+                                 "checked",
+        "michel": "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads",
+        "voita": "Voita: L0 on encoder heads and on all kinds, roles",
+        "voita_scratch": "Voita: each seed's L0 layout trained from scratch",
+        "kv_heads": "MQA/GQA: BLEU, KV cache, beam-search sentences/s"}
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -342,12 +352,16 @@ def collect_budget(out, seeds, sweeps):
         fail(f"the budget arm's seeds are {BUDGET_SEEDS}; SEEDS names none of them")
     rows = [row(seed, steps, run) for seed, run in seed_runs(os.path.join(out, "base"), set(part))]
     root = os.path.join(out, "budget", f"steps={2 * steps}")
+    curves = []
     for seed in part:
         folder = os.path.join(root, f"train.seed={seed}")
         if not os.path.exists(os.path.join(folder, "test_beam5.json")):
             fail(f"{folder} has no test_beam5.json: run experiments/translation/run.sh budget to the end")
         rows.append(row(seed, 2 * steps, folder))
-    return [("runs.csv", rows, ("seed", "steps"))]
+        curves += [{"seed": seed, "steps": 2 * steps, **{k: r[k] for k in ("step", "train_loss", "val_loss", "val_bleu")}}
+                   for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]]
+    # the longer runs' validation curves (the base runs' are data/base/curves.csv)
+    return [("runs.csv", rows, ("seed", "steps")), ("curves.csv", curves, ("seed", "steps"))]
 
 
 def collect_kv_heads(out, seeds, sweeps):
@@ -385,12 +399,6 @@ def base_d_head(sweep_path):
     return config.get("d_head") or config["d_model"] // config["n_heads"]
 
 
-def binary_commit(binary):
-    """The commit `headlab info` says the binary was built from ('-dirty' when it says so)."""
-    info = subprocess.run([binary, "info"], capture_output=True, text=True).stdout.splitlines()
-    return next((line.split()[1] for line in info if line.startswith("commit") and len(line.split()) > 1), "")
-
-
 SEED, RUN = ("seed",), ("run",)  # a table's part key: the columns whose values one part owns
 PROVENANCE_COLUMNS = ["part", "commit", "uncommitted_changes", "started_utc", "machine", "wall_seconds",
                       "max_load_1min"]
@@ -419,11 +427,13 @@ def merge_provenance(path, row):
     write_csv(path, PROVENANCE_COLUMNS, [r for r in old if not covers(row["part"], r["part"])] + [row])
 
 
-def part_label(seeds, rates):
-    """provenance.csv's part: "all", the seeds ("0 1") or the rates ("lr=0.0005 lr=0.001")."""
+def part_label(seeds, rates, heads=""):
+    """provenance.csv's part: "all", the seeds ("0 1") or the rates ("lr=0.0005 lr=0.001"), after the
+    head counts of a rate check run for some counts ("heads=2,4 1 2": those counts, seeds 1 and 2)."""
     if rates:
         return " ".join(f"lr={r!r}" for r in sorted(rates))
-    return " ".join(str(s) for s in sorted(seeds)) if seeds else "all"
+    label = " ".join(str(s) for s in sorted(seeds)) if seeds else ""
+    return " ".join(x for x in (f"heads={heads}" if heads else "", label) if x) or "all"
 
 
 def check_base(out, data, seeds):
@@ -445,18 +455,6 @@ def check_base(out, data, seeds):
                      "committed one (numerics changed since the base arm's commit?)")
 
 
-def machine():
-    from pruning.collect import cpu_model
-    return f"{cpu_model()}, {os.cpu_count()} cores"
-
-
-def max_load(path):
-    if not path or not os.path.exists(path):
-        return ""
-    loads = [float(line.split()[1]) for line in open(path) if len(line.split()) == 2]
-    return f"{max(loads):.2f}" if loads else ""
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("arm", choices=ARMS)
@@ -469,6 +467,8 @@ def main():
     ap.add_argument("--load", help="run.sh's load samples (epoch seconds, 1-minute load average)")
     ap.add_argument("--seeds", default="", help="the part's seeds (run.sh's SEEDS; empty: all)")
     ap.add_argument("--rates", default="", help="head_count_lr: the part's rates (run.sh's RATES; empty: all)")
+    ap.add_argument("--heads", default="", help="head_count_rate_check: the counts checked (run.sh's "
+                    "RATE_CHECK_HEADS, H,H; empty: one head)")
     if sys.argv[1:2] == ["base-train-args"]:
         if len(sys.argv) != 4:
             fail("usage: collect.py base-train-args BASE.toml EXTRA_STEPS")
@@ -509,16 +509,17 @@ def main():
     seeds, rates = parse_seeds(args.seeds), parse_values(args.rates, "train.lr")
     if rates is not None and args.arm != "head_count_lr":
         fail(f"--rates is for the head_count_lr arm, not {args.arm}")
+    if args.heads and args.arm != "head_count_rate_check":
+        fail(f"--heads is for the head_count_rate_check arm, not {args.arm}")
     # Whether the checkout changed while the arm ran (run.sh starts only from a clean one): asked
     # before this part's rows are merged, which modify data/ itself once an arm has committed data.
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True, cwd=HERE).stdout.strip()
+    dirty = common.checkout_dirty()
     for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
         merge_table(os.path.join(data, name), rows, key)
     merge_provenance(os.path.join(data, "provenance.csv"), {
-        "part": part_label(seeds, rates), "commit": binary_commit(args.binary),
-        "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": machine(),
-        "wall_seconds": args.wall_seconds, "max_load_1min": max_load(args.load)})
+        "part": part_label(seeds, rates, args.heads), "commit": common.binary_commit(args.binary),
+        "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": common.machine(),
+        "wall_seconds": args.wall_seconds, "max_load_1min": common.max_load(args.load)})
     print(f"collected {args.arm}: {args.out} -> {data}")
 
 

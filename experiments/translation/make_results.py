@@ -22,19 +22,7 @@ from common import (  # noqa: E402
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
-from translation.collect import HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
-
-# run.sh's arms: (folder under data/, what it runs). Only those with a data/<arm>/provenance.csv count.
-ARMS = [("base", "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5"),
-        ("budget", "the base config at twice its steps, seeds 0 and 1: what more training still gains"),
-        ("head_count_lr", "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps"),
-        ("head_count", "head count at fixed d_model, 5 fresh seeds per count at its rate"),
-        ("head_count_d_head", "head count with d_head fixed at the base model's, 5 fresh seeds per count"),
-        ("head_count_rate_check", "one head at its runner-up rate, the same fresh seeds: the reference's rate checked"),
-        ("michel", "Michel Tables 1 and 2, Figures 3 and 4, Section 6; the alignment heads"),
-        ("voita", "Voita: L0 on encoder heads and on all kinds, roles"),
-        ("voita_scratch", "Voita: each seed's L0 layout trained from scratch"),
-        ("kv_heads", "MQA/GQA: BLEU, KV cache, beam-search sentences/s")]
+from translation.collect import ARMS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
 
 
 class Data:
@@ -43,7 +31,7 @@ class Data:
         # RESULTS.md and figures/ go beside data/: experiments/translation/ for the committed data,
         # elsewhere for a dev run's (run.sh with DATA=/tmp/t/data writes /tmp/t/RESULTS.md)
         self.out = os.path.dirname(os.path.abspath(folder))
-        self.arms = [a for a, _ in ARMS if os.path.exists(os.path.join(folder, a, "provenance.csv"))]
+        self.arms = [a for a in ARMS if os.path.exists(os.path.join(folder, a, "provenance.csv"))]
 
     def read(self, arm, name):
         return read_csv(os.path.join(self.folder, arm, name), "run experiments/translation/run.sh " + arm)
@@ -60,7 +48,7 @@ def not_run(arm):
 def fill_arms(d):
     """One row per part of every arm (run.sh's SEEDS), the arms not run yet included."""
     rows = []
-    for arm, what in ARMS:
+    for arm, what in ARMS.items():
         if arm not in d.arms:
             rows.append([f"`{arm}`", what, "", "not run yet", "", "", ""])
             continue
@@ -146,9 +134,48 @@ def fill_budget(d):
                      f"{number(short['bleu']):.2f} → {number(long['bleu']):.2f}", f"{gain:+.2f}",
                      f"{number(short['val_bleu']):.2f} → {number(long['val_bleu']):.2f}", f"{val_gain:+.2f}"])
     n = len(rows)
-    return (md_table(["seed", "steps", "test BLEU (beam 5)", "gain", "val BLEU (greedy)", "gain"], rows) +
+    text = (md_table(["seed", "steps", "test BLEU (beam 5)", "gain", "val BLEU (greedy)", "gain"], rows) +
             f"\n\nTwice the steps changes test BLEU by less than {PRACTICAL['bleu']:g} BLEU in {within} of {n} "
             f"seeds (a description over {n} seeds, not a test).")
+    long_curves = budget_curves(d)
+    if not long_curves:
+        return text
+    gains = {seed: last_quarter_gain([(s, b) for s, b, _ in c], higher_is_better=True, relative=False)
+             for seed, c in sorted(long_curves.items())}
+    flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains.values())
+    return (text + " The longer runs' own last quarter, by the base models' rule: val BLEU gain "
+            + "; ".join(f"seed {seed} {'–' if g is None else f'{g:+.2f}'}" for seed, g in gains.items())
+            + f", below {PRACTICAL['bleu']:g} BLEU in {flat} of {len(gains)}.\n\n"
+            "![budget curves](figures/budget_curves.png)")
+
+
+def budget_curves(d):
+    """{seed: [(step, val BLEU, val loss)]} of the budget arm's longer runs ({} before it ran)."""
+    if "budget" not in d.arms or not os.path.exists(os.path.join(d.folder, "budget", "curves.csv")):
+        return {}
+    curves = {}
+    for r in d.read("budget", "curves.csv"):
+        curves.setdefault(int(r["seed"]), []).append((int(r["step"]), number(r["val_bleu"]), number(r["val_loss"])))
+    return curves
+
+
+def budget_figure(d):
+    """The base runs' and the longer runs' val BLEU of the budget seeds on one step axis."""
+    long_curves, base = budget_curves(d), base_curves(d)
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    for i, seed in enumerate(sorted(long_curves)):
+        for curves, style, what in ((base, ":", "base"), (long_curves, "-", "twice the steps")):
+            if seed in curves:
+                ax.plot([s for s, _, _ in curves[seed]], [b for _, b, _ in curves[seed]], style, marker=".",
+                        color=f"C{i}", label=f"seed {seed}, {what}")
+    ax.set_xlabel("step")
+    ax.set_ylabel("val BLEU (greedy)")
+    ax.legend(fontsize=7)
+    fig.suptitle("Translation (KJV -> RV1909): the base config at its steps and at twice them (cosine schedule "
+                 "stretched)", fontsize=9)
+    save_figure(fig, os.path.join(d.out, "figures", "budget_curves.png"), dpi=110, tight_layout=True,
+                strip_software=True)
 
 
 def band(ax, c, color, label, style="-"):
@@ -186,6 +213,10 @@ def michel_figure(d):
 def figures(d):
     if "michel" in d.arms:
         michel_figure(d)
+    if "voita" in d.arms:
+        voita_figure(d)
+    if budget_curves(d) and "base" in d.arms:
+        budget_figure(d)
     if "base" not in d.arms:
         return
     plt = pyplot()
@@ -268,40 +299,81 @@ def head_count_rates(rows):
 
 
 def head_count_rate_check(d, runs, sweeps):
-    """One head at its runner-up rate (arm head_count_rate_check) beside one head at its chosen
-    rate, and the fixed-d_model family redone against it: a sensitivity check stated beside the
+    """The counts also trained at their runner-up rates (arm head_count_rate_check, RATE_CHECK_HEADS;
+    one head, every comparison's reference, first): each such count keeps the rate whose runs on the
+    fresh seeds ended with the better mean of the rate rule's val metric (test plays no part), and
+    the fixed-d_model family is redone with the kept runs: a sensitivity check stated beside the
     verdicts, not a replacement of them."""
+    from head_count.fields import too_many_hurt
+    from head_count.runs import RATE_COLUMN_WORDS
     from head_count.sweeps import Sweep, key_label
     s = sweeps.get("seeds")
     if "head_count_rate_check" not in d.arms or s is None:
-        return "**The reference's rate checked**: " + not_run("head_count_rate_check" if s else "head_count")
-    check = runs.rows("rate_check")
-    ref = s.reference
-    chosen, runner_up = float(s.points[ref][0]["lr"]), float(check[0]["lr"])
-    # the seeds study with its reference's runs swapped for the runner-up rate's
-    a = Sweep(study_of(runs, [r for r in runs.rows("seeds") if int(r["heads"]) != ref] + check), "study")
-    # one head at the two rates as the points 0 (chosen) and 1 (runner-up)
-    pair = Sweep(study_of(runs, [dict(r, heads=str(i)) for i, rows in enumerate((s.points[ref], check))
-                                 for r in rows]), "study", reference=0)
+        return "**The rates checked**: " + not_run("head_count_rate_check" if s else "head_count")
+    a, kept, runner_up, column, better = rate_checked(runs, s)
+    words = RATE_COLUMN_WORDS[column]
+    lr = lambda rows: float(rows[0]["lr"])  # noqa: E731
+    table = []
+    for h, second in sorted(runner_up.items()):
+        # the count's two rates as the points 0 (chosen on seed 0) and 1 (runner-up)
+        pair = Sweep(study_of(runs, [dict(r, heads=str(i)) for i, rows in enumerate((s.points[h], second))
+                                     for r in rows]), "study", reference=0)
+        table.append([key_label("heads", h), f"{lr(s.points[h]):g}", pair.ms(0, column, 2), pair.ms(0),
+                      f"{lr(second):g}", pair.ms(1, column, 2), pair.ms(1), pair.comparison(1), f"{lr(kept[h]):g}"])
+    table = md_table(["heads", "lr (seed 0's choice)", words, "test BLEU", "runner-up lr", words, "test BLEU",
+                      "Δ test BLEU, runner-up − chosen [95% CI], p", "kept"], table)
+    ref = a.reference
+    ref_label = key_label("heads", ref) + ("" if kept[ref] is s.points[ref] else f" at lr {lr(kept[ref]):g}")
     changed = [f"{key_label('heads', v)} ({s.word(v)} -> {a.word(v)})" for v in a.points
                if v != ref and a.word(v) != s.word(v)]
-    table = md_table(["one head", "test BLEU (beam 5)", "test chrF", "Δ BLEU vs the chosen rate [95% CI], p",
-                      "seeds"],
-                     [[f"lr {lr:g} ({what})", pair.ms(i), pair.ms(i, "test_chrf", 2),
-                       "–" if i == 0 else pair.comparison(1), len(pair.points[i])]
-                      for i, (lr, what) in enumerate(((chosen, "chosen"), (runner_up, "runner-up")))])
     metric, leads = rate_leads(runs.rows("lr"))
     leads = "; ".join(f"{key_label('heads', h)} {lead:.2f}" for h, lead in leads.items())
-    return (f"**The reference's rate checked.** Every count is compared with one head, so its rate weighs on every "
-            f"verdict. On seed 0 each count's chosen rate led its runner-up by (final {metric}) {leads}. "
-            f"The arm `head_count_rate_check` trains one head at its runner-up rate ({runner_up:g}) for the same fresh "
-            f"seeds, and the family above is redone with those runs as the reference: a sensitivity check stated "
-            f"beside the verdicts above, not a second chance at them.\n\n{table}\n\n"
-            f"{a.vs_ref_sentence(f'1 head at lr {runner_up:g}')} "
-            f"Verdicts against one head that change with its rate: {', '.join(changed) if changed else 'none'}. "
+    return (f"**The rates checked.** Every count is compared with one head, so its rate weighs on every verdict, "
+            f"and every rate was chosen on one seed: each count's chosen rate led its runner-up by (final {metric}) "
+            f"{leads}. The arm `head_count_rate_check` trains {count_words(sorted(runner_up))} at the runner-up rate "
+            f"for the same fresh seeds; a count run at both rates keeps the one with the {rate_rule_word(better)} mean "
+            f"final {words} over those seeds (test plays no part), and the family above is redone with the kept "
+            f"runs: a sensitivity check stated beside the verdicts above, not a second chance at them.\n\n{table}\n\n"
+            f"{a.vs_ref_sentence(ref_label)} {a.best_sentence()} "
+            f"Verdicts against one head that change: {', '.join(changed) if changed else 'none'}. "
             f"The first half of Vaswani et al.'s finding (more heads better than one) "
-            f"{survives(s.resolved('better'), a.resolved('better'))} this check "
-            f"(better than one head at lr {runner_up:g}: {a.unit_list(a.resolved('better'))}).")
+            f"{survives(s.resolved('better'), a.resolved('better'))} this check (better than {ref_label}: "
+            f"{a.unit_list(a.resolved('better'))}). The second half (the largest count worse than the best) "
+            f"{survives(too_many_hurt(s), too_many_hurt(a))} this check.")
+
+
+def count_words(counts):
+    """'1 head', '1, 2, 4 heads'."""
+    return ", ".join(map(str, counts)) + (" head" if counts == [1] else " heads")
+
+
+def rate_rule_word(better):
+    return "lower" if better is min else "higher"
+
+
+def rate_checked(runs, s):
+    """The fixed-d_model family redone with every count the rate check trained at its runner-up rate
+    kept at whichever of its two rates ended with the better mean of the rate rule's val metric over
+    the fresh seeds (a tie keeps seed 0's choice): (that Sweep, {count: kept runs}, {count: runner-up
+    runs}, the metric's column, min or max)."""
+    from head_count.runs import RATE_COLUMN_WORDS, rate_criterion
+    from head_count.sweeps import Sweep, key_label, values
+    from stats import mean_std
+    column, better = rate_criterion(runs.rows("lr"))
+    runner_up = {}
+    for r in runs.rows("rate_check"):
+        runner_up.setdefault(int(r["heads"]), []).append(r)
+
+    def kept_runs(h, rows):
+        if h not in runner_up:
+            return rows
+        chosen, second = (mean_std(values(x, column))[0] for x in (rows, runner_up[h]))
+        if math.isnan(chosen) or math.isnan(second):
+            fail(f"{key_label('heads', h)}: a run without its final {RATE_COLUMN_WORDS[column]} in head_count or "
+                 "head_count_rate_check")
+        return runner_up[h] if (second < chosen if better is min else second > chosen) else rows
+    kept = {h: kept_runs(h, rows) for h, rows in s.points.items()}
+    return Sweep(study_of(runs, [r for rows in kept.values() for r in rows]), "study"), kept, runner_up, column, better
 
 
 def study_of(runs, rows):
@@ -321,10 +393,10 @@ def rate_leads(rows):
     """(the rate rule's metric in words, {head count: how far its chosen rate's seed-0 final value
     led its runner-up's})."""
     from head_count.runs import RATE_COLUMN_WORDS, rate_criterion, ranked_rates
-    column, better = rate_criterion(rows)
+    column, _ = rate_criterion(rows)
     value = {(int(r["heads"]), float(r["lr"])): number(r[column]) for r in rows}
-    sign = 1 if better is max else -1
-    return RATE_COLUMN_WORDS[column], {h: sign * (value[(h, lrs[0])] - value[(h, lrs[1])])
+    # ranked_rates puts the better value first, so the lead is the distance between the first two.
+    return RATE_COLUMN_WORDS[column], {h: abs(value[(h, lrs[0])] - value[(h, lrs[1])])
                                        for h, lrs in ranked_rates(rows).items() if len(lrs) > 1}
 
 
@@ -481,14 +553,107 @@ def fill_voita_l0(d):
             + f"\n\nVoita et al. (Figure 7): {PAPER['voita_figure7'].text()}.")
 
 
-def fill_voita_survival(d):
-    """Voita Section 5: the encoder heads L0 keeps are the specialised ones: pruning's stratified
-    permutation test (roles permuted within each layer of each model) over the seeds' val-chosen
-    encoder L0 runs."""
+def voita_sites(d):
+    """[(kind, layer)] of the voita arm's prune.csv sites, from the base models' layer counts."""
+    from translation import voita as V
+    setup = d.read("base", "setup.csv")[0]
+    return V.site_names(int(setup["model.n_encoder_layers"]), int(setup["model.n_layers"]))
+
+
+VOITA_FAMILIES = (("enc", "encoder heads"), ("all", "every kind"))
+
+
+def voita_kept(row, control, sites, only):
+    """(heads an L0 run kept, heads it gated) over the sites of the family `only`."""
+    from translation import voita as V
+    idx = [i for i, (kind, _) in enumerate(sites) if only == "all" or kind == only]
+    return (sum(V.kept_per_site(row)[i] for i in idx), sum(V.kept_per_site(control)[i] for i in idx))
+
+
+def fill_voita_curve(d):
+    """Voita Figure 7 in BLEU: every lambda's heads kept and BLEU, mean ± sd over seeds, against the
+    control (the same steps, nothing gated)."""
     if "voita" not in d.arms:
         return not_run("voita")
-    import numpy as np
-    from pruning.analysis import SPECIALISED, survival_claim
+    from translation import voita as V
+    prune, evals, sites = d.read("voita", "prune.csv"), voita_evals(d), voita_sites(d)
+    last = V.last_rows(prune)
+    control = {s: r for (s, arm), r in last.items() if arm == "none_l0"}
+    test = lambda s, arm: number(evals[(s, arm, "test")]["bleu"]) if (s, arm, "test") in evals else math.nan  # noqa: E731
+    rows = [["control (nothing gated)", "–", "–", "+0.00", cell((test(s, "none_l0") for s in control), 2), "+0.00"]]
+    for only, words in VOITA_FAMILIES:
+        for lam, by_seed in V.lambda_runs(prune, only).items():
+            kept = {s: voita_kept(r, control[s], sites, only) for s, r in by_seed.items() if s in control}
+            gated = {n for _, n in kept.values()}
+            rows.append([words, f"{lam:g}", f"{cell((k for k, _ in kept.values()), 1)} of {'/'.join(map(str, sorted(gated)))}",
+                         cell((number(r["val_bleu"]) - number(control[s]["val_bleu"]) for s, r in by_seed.items()
+                               if s in control), 2),
+                         cell((test(s, r["arm"]) for s, r in by_seed.items()), 2),
+                         cell((test(s, r["arm"]) - test(s, "none_l0") for s, r in by_seed.items()), 2)])
+    return (md_table(["gated", "lambda", "heads kept", "val BLEU − control", "test BLEU", "test BLEU − control"],
+                     rows, align="---")
+            + f"\n\nMean ± sd over {len(control)} seeds. Voita et al. (Figure 7): {PAPER['voita_figure7'].text()}."
+            "\n\n![Voita Figure 7](figures/voita_l0.png)")
+
+
+def voita_figure(d):
+    """Test BLEU against heads kept, one line per seed through its lambdas, each family a panel on
+    one y-scale, the control dotted."""
+    from translation import voita as V
+    prune, evals, sites = d.read("voita", "prune.csv"), voita_evals(d), voita_sites(d)
+    last = V.last_rows(prune)
+    control = {s: r for (s, arm), r in last.items() if arm == "none_l0"}
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for ax, (only, words) in zip(axes, VOITA_FAMILIES):
+        runs = V.lambda_runs(prune, only)
+        for i, seed in enumerate(sorted(control)):
+            points = sorted((voita_kept(by_seed[seed], control[seed], sites, only)[0],
+                             number(evals[(seed, by_seed[seed]["arm"], "test")]["bleu"]))
+                            for by_seed in runs.values() if seed in by_seed and (seed, by_seed[seed]["arm"], "test") in evals)
+            if points:
+                ax.plot(*zip(*points), marker="o", markersize=3, color=f"C{i}", label=f"seed {seed}")
+            if (seed, "none_l0", "test") in evals:
+                ax.axhline(number(evals[(seed, "none_l0", "test")]["bleu"]), color=f"C{i}", linestyle=":", linewidth=1)
+        ax.set_title(f"L0 gates on {words}", fontsize=9)
+        ax.set_xlabel("heads kept (of those gated)")
+    axes[0].set_ylabel("test BLEU (beam 5)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Translation (KJV -> RV1909): test BLEU against heads kept, one point per lambda; dotted: each "
+                 "seed's control (the same steps, nothing gated)", fontsize=9)
+    save_figure(fig, os.path.join(d.out, "figures", "voita_l0.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
+def fill_voita_kinds(d):
+    """Voita Figures 9 and 10 with every kind gated: the share of each kind's (each site's) heads
+    kept at every lambda, mean over seeds (the papers' orders are tested in the verdicts table:
+    claims.voita_kinds)."""
+    if "voita" not in d.arms:
+        return not_run("voita")
+    from translation import voita as V
+    prune, sites = d.read("voita", "prune.csv"), voita_sites(d)
+    last = V.last_rows(prune)
+    control = {s: r for (s, arm), r in last.items() if arm == "none_l0"}
+    runs = {lam: {s: r for s, r in by_seed.items() if s in control}
+            for lam, by_seed in V.lambda_runs(prune, "all").items()}
+    if not runs:
+        return "*(no L0 run gating every kind)*"
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    by_kind = [[f"{lam:g}"] + [f"{mean([V.kind_shares(r, control[s], sites)[k] for s, r in by_seed.items()]):.2f}"
+                               for k in ("enc", "dec", "cross")] for lam, by_seed in runs.items()]
+    by_site = [[f"{kind} L{layer}"] + [f"{mean([V.site_shares(r, control[s])[i] for s, r in by_seed.items()]):.2f}"
+                                       for by_seed in runs.values()] for i, (kind, layer) in enumerate(sites)]
+    return ("Share of each kind's heads kept (mean over seeds):\n\n"
+            + md_table(["lambda", "encoder self-attention", "decoder self-attention", "cross-attention"], by_kind)
+            + "\n\nShare of each site's heads kept (mean over seeds):\n\n"
+            + md_table(["site"] + [f"lambda {lam:g}" for lam in runs], by_site)
+            + "\n\nThe orders Voita et al. report (Figures 9 and 10) are tested in the verdicts table at the top.")
+
+
+def voita_survival_runs(d):
+    """(survival_claim's runs: each seed's encoder heads' roles, kept by its val-chosen encoder L0 run,
+    layers; one table row per seed: the lambda and the heads kept by role)."""
     from translation import voita as V
     prune, roles = d.read("voita", "prune.csv"), d.read("voita", "roles.csv")
     runs, table = [], []
@@ -501,6 +666,18 @@ def fill_voita_survival(d):
         r, kept, _ = run
         counts = {role: f"{int(kept[r == role].sum())} of {int((r == role).sum())}" for role in sorted(set(r))}
         table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(f"{k}: {v}" for k, v in counts.items())])
+    return runs, table
+
+
+def fill_voita_survival(d):
+    """Voita Section 5: the encoder heads L0 keeps are the specialised ones: pruning's stratified
+    permutation test (roles permuted within each layer of each model) over the seeds' val-chosen
+    encoder L0 runs."""
+    if "voita" not in d.arms:
+        return not_run("voita")
+    import numpy as np
+    from pruning.analysis import SPECIALISED, survival_claim
+    runs, table = voita_survival_runs(d)
     if not runs:
         return "*(no seed has an L0 run within the threshold)*"
     v, (spec, rest) = survival_claim(runs)
@@ -537,22 +714,31 @@ def fill_voita_scratch(d):
 # ---- MQA / GQA ------------------------------------------------------------------------------------------
 
 
+def kv_family(d):
+    """(the query heads, {K/V heads: {seed: test BLEU}}, {K/V heads: Verdict against MHA}): every
+    K/V count against multi-head attention, paired over seeds, Holm over the counts."""
+    from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
+    heads = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}["n_heads"]
+    bleu = {}
+    for r in d.read("kv_heads", "runs.csv"):
+        bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
+    if heads not in bleu:
+        return heads, bleu, {}
+    return heads, bleu, holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
+                                     for k in bleu if k != heads}, level=LEVEL_SEEDS)
+
+
 def fill_kv_heads(d):
     if "kv_heads" not in d.arms:
         return not_run("kv_heads")
     from statistics import median
-    from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
     config = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}
-    heads, d_head = config["n_heads"], config["d_head"]
-    bleu = {}
-    for r in d.read("kv_heads", "runs.csv"):
-        bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
+    d_head = config["d_head"]
+    heads, bleu, family = kv_family(d)
     speed, busy = {}, []
     for r in d.read("kv_heads", "bench.csv"):
         speed.setdefault(int(r["kv_heads"]), []).append(number(r["sentences_per_s"]))
         busy.append(number(r["foreign_cores"]))
-    family = holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
-                          for k in bleu if k != heads}, level=LEVEL_SEEDS)
     rows = []
     for k in sorted(bleu):
         # K and V of every decoder layer's self-attention per target token, of every cross-attention
@@ -585,7 +771,7 @@ def fill_michel_dynamics(d):
     from translation import michel as M
     figure5 = PAPER_NUMBERS["michel_figure5"]
     rows = d.read("michel", "prune.csv")
-    final = {int(r["seed"]): max(int(x["checkpoint_step"]) for x in rows if x["seed"] == r["seed"]) for r in rows}
+    final = M.final_step(rows)
     steps = sorted({int(r["checkpoint_step"]) for r in rows})
     out = []
     for step in steps:
@@ -601,9 +787,24 @@ def fill_michel_dynamics(d):
             + f"\n\nMichel et al.: {PAPER['michel_figure5'].text()}.")
 
 
-FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
+def fill_verdicts(d):
+    """Every paper claim whose arms are in data/ (claims.py), one row each: ours, the paper's, the
+    test, the level and threshold, the verdict."""
+    from translation import claims
+    from verdicts import paper_row, paper_table
+    rows, missing = claims.rows(d)
+    text = paper_table([paper_row(*r) for r in rows]) if rows else "*(no arm with a paper's claim has run yet)*"
+    if missing:
+        text += ("\n\nNot in this table yet (their arms have not run): the claims of " +
+                 ", ".join(f"`{a}`" for a in missing) + ".")
+    return text
+
+
+FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}",
+           "fraction_threshold": lambda d: f"{PRACTICAL['prune_fraction']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
            "base_plateau": fill_base_plateau, "budget": fill_budget, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
+           "voita_curve": fill_voita_curve, "voita_kinds": fill_voita_kinds, "verdicts": fill_verdicts,
            "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
            "alignment": fill_alignment, "michel_dynamics": fill_michel_dynamics,
            # figures/ has a figure only for an arm in data/

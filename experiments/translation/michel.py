@@ -66,13 +66,20 @@ def table2(rows):
 # ---- pruning curves (Figures 3 and 4, Section 6) --------------------------------------------------------
 
 
-def curves(prune_rows, arm, step=None):
-    """{seed: [(fraction pruned, BLEU), ...]} of one arm (at the final checkpoint, or at `step`)."""
+def final_step(prune_rows):
+    """{seed: its final checkpoint's step}: Section 6's earlier checkpoints share the importance
+    arm's name, so every reader of the final model's curves must pick its step."""
     out = {}
     for r in prune_rows:
-        if r["arm"] != arm:
-            continue
-        if step is not None and int(r["checkpoint_step"]) != step:
+        out[int(r["seed"])] = max(out.get(int(r["seed"]), 0), int(r["checkpoint_step"]))
+    return out
+
+
+def curves(prune_rows, arm, step=None):
+    """{seed: [(fraction pruned, BLEU), ...]} of one arm at the final checkpoint, or at `step`."""
+    final, out = final_step(prune_rows), {}
+    for r in prune_rows:
+        if r["arm"] != arm or int(r["checkpoint_step"]) != (final[int(r["seed"])] if step is None else step):
             continue
         out.setdefault(int(r["seed"]), []).append((number(r["fraction_pruned"]), number(r["val_bleu"])))
     return {s: sorted(c) for s, c in sorted(out.items())}
@@ -112,10 +119,11 @@ def cross_site(n_encoder_layers, layer):
 
 
 def pruned_at(prune_rows, seed, arm, site, head):
-    """The fraction pruned at the round where site:head was masked, None if it never was."""
-    label = f"{site}:{head}"
-    for r in sorted((r for r in prune_rows if int(r["seed"]) == seed and r["arm"] == arm),
-                    key=lambda r: int(r["round"])):
+    """The fraction pruned at the round where site:head was masked in the final checkpoint's run,
+    None if it never was."""
+    label, final = f"{site}:{head}", final_step(prune_rows)
+    for r in sorted((r for r in prune_rows if int(r["seed"]) == seed and r["arm"] == arm
+                     and int(r["checkpoint_step"]) == final[seed]), key=lambda r: int(r["round"])):
         if label in r["pruned_heads"].split():
             return number(r["fraction_pruned"])
     return None

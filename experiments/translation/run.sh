@@ -24,7 +24,8 @@
 #               base count's runs are the seeds study's); data/head_count_d_head/
 #   head_count_rate_check  one head, the reference of every head-count comparison, at its runner-up
 #               rate of head_count_lr for the same fresh seeds (OUT/head_count/rate_check): how much
-#               the verdicts rest on the reference's rate; data/head_count_rate_check/
+#               the verdicts rest on the reference's rate; RATE_CHECK_HEADS=2,4,8,16 the other
+#               counts (a part of its own); data/head_count_rate_check/
 #               Every head-count run's final checkpoint on test by beam 5.
 #   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
 #               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
@@ -68,6 +69,7 @@ SWEEPS=${SWEEPS:-$HERE}     # where base.toml and head_count_lr.toml are read (d
 DATA=${DATA:-$HERE/data}
 SEEDS=${SEEDS:-}            # this part's seeds; empty: all of the arm's
 RATES=${RATES:-}            # head_count_lr: this part's rates; empty: all of the grid's
+RATE_CHECK_HEADS=${RATE_CHECK_HEADS:-}  # head_count_rate_check: the counts checked (H,H); empty: one head
 export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive
 arm=${1:-}
 ARMS=$("$PY" $HERE/collect.py arms)  # one list of the arms (collect.py's); each is a function below
@@ -77,6 +79,10 @@ if [[ -z $arm || " $ARMS " != *" $arm "* ]]; then
 fi
 if [[ -n $RATES && $arm != head_count_lr ]]; then
   echo "run.sh: RATES is for the head_count_lr arm, not '$arm'" >&2
+  exit 2
+fi
+if [[ -n $RATE_CHECK_HEADS && $arm != head_count_rate_check ]]; then
+  echo "run.sh: RATE_CHECK_HEADS is for the head_count_rate_check arm, not '$arm'" >&2
   exit 2
 fi
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -210,10 +216,10 @@ head_count_d_head() {
   head_count_on_test
 }
 
-# One head (the smallest count, every comparison's reference) at its runner-up rate: its chosen
-# rate won on one seed by a margin the other counts' did not have to clear (RESULTS.md).
+# Counts at their runner-up rates, for the same fresh seeds: every rate was chosen on one seed.
+# One head (every comparison's reference) by default; RATE_CHECK_HEADS=2,4,8,16 the others.
 head_count_rate_check() {
-  head_count_seeds rate_check --heads=1 --runner-up
+  head_count_seeds rate_check "--heads=${RATE_CHECK_HEADS:-1}" --runner-up
   count_sweeps "$OUT/head_count/rate_check"
   head_count_on_test
 }
@@ -341,5 +347,6 @@ if [[ $arm == base ]]; then base_models; else "$arm"; fi
 wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 kill $sampler 2>/dev/null || true
 "$PY" $HERE/collect.py "$arm" "$OUT" "$DATA" --sweeps "$SWEEPS" --binary "$HEADLAB" --started "$started_utc" \
-  --wall-seconds "$wall" --load "$OUT/load_$arm.txt" --seeds "$SEEDS" --rates "$RATES"
+  --wall-seconds "$wall" --load "$OUT/load_$arm.txt" --seeds "$SEEDS" --rates "$RATES" \
+  --heads "$RATE_CHECK_HEADS"
 "$PY" $HERE/make_results.py --data "$DATA"

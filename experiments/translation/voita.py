@@ -61,3 +61,39 @@ def encoder_survival(roles_rows, l0_row, seed):
                   if int(r["seed"]) == seed and r["attention"] == "enc"))
     return (np.array([role_name(role) for _, _, role in enc]), np.array([(l, h) not in gone for l, h, _ in enc]),
             np.array([layer for layer, _, _ in enc]))
+
+
+# ---- BLEU against heads kept (Figure 7), which kinds and layers survive (Figures 9 and 10) -----------
+
+
+def site_names(n_encoder_layers, n_layers):
+    """[(kind, layer)] of prune.csv's sites in its order: the encoder's layers, then each decoder
+    layer's self- and cross-attention (michel.cross_site)."""
+    return [("enc", i) for i in range(n_encoder_layers)] + [(k, i) for i in range(n_layers) for k in ("dec", "cross")]
+
+
+def kept_per_site(row):
+    return [int(x) for x in row["heads_per_layer"].split()]
+
+
+def lambda_runs(prune_rows, only):
+    """{lambda: {seed: the last row of l0_<only>_lambda<X>}}, lambdas ascending."""
+    out = {}
+    for (seed, arm), r in last_rows(prune_rows).items():
+        if arm.startswith(f"l0_{only}_lambda"):
+            out.setdefault(lambda_of(arm), {})[seed] = r
+    return dict(sorted(out.items()))
+
+
+def kind_shares(row, control, sites):
+    """{kind: share of its heads an L0 run kept}; the control (nothing gated) gives each site's heads."""
+    kept, total = {}, {}
+    for (kind, _), k, n in zip(sites, kept_per_site(row), kept_per_site(control)):
+        kept[kind] = kept.get(kind, 0) + k
+        total[kind] = total.get(kind, 0) + n
+    return {kind: kept[kind] / total[kind] for kind in total}
+
+
+def site_shares(row, control):
+    """Each site's share of its heads an L0 run kept."""
+    return [k / n for k, n in zip(kept_per_site(row), kept_per_site(control))]
