@@ -142,13 +142,26 @@ def read_text(path):
 
 
 def machine():
-    """'<CPU model>, <N> cores' of this machine."""
+    """'<CPU model>, <N> cores, -march=native <arch>' of this machine. The build compiles for the
+    build machine's CPU (CMakeLists.txt's HEADLAB_NATIVE), and GCC's choice for it decides the
+    vector code, so two machines with the same model name can round differently: the arch GCC
+    resolves names what a bit-for-bit comparison needs to match."""
     model = platform.processor()
     try:
         model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return f"{model}, {os.cpu_count()} cores"
+    return f"{model}, {os.cpu_count()} cores" + (f", -march=native {native_arch()}" if native_arch() else "")
+
+
+def native_arch():
+    """What `gcc -march=native` resolves to here ('rocketlake', 'znver4'), '' without gcc."""
+    try:
+        out = subprocess.run(["gcc", "-march=native", "-Q", "--help=target"], capture_output=True, text=True).stdout
+    except OSError:
+        return ""
+    return next((line.split()[1] for line in out.splitlines() if line.split()[:1] == ["-march="] and
+                 len(line.split()) > 1), "")
 
 
 def binary_commit(binary):
