@@ -491,17 +491,24 @@ PAPER_NUMBERS = {"michel_figure5": {"epoch": 10, "epochs": 40, "fraction_pruned"
                  "vaswani_table3a": {1: 24.9, 4: 25.5, 8: 25.8, 16: 25.8, 32: 25.4}}
 
 
-def reaches_claim(values, target, *, level, threshold, test, min_seeds=MIN_SEEDS):
-    """The claim "the per-seed values ({seed: value}) reach a paper's number": holds when they are
-    shown not below `target` by `threshold` or more (seed_claim of "below the target by at least the
-    threshold" does not hold: the values are significantly above it, or the interval lies within
-    ±threshold of it, or significantly below by less than the threshold); does not hold when they
-    are shown below it by at least the threshold; else inconclusive (fewer than min_seeds seeds)."""
-    v = seed_claim({s: target for s in values}, values, level=level, threshold=threshold, test=test, direction=-1,
-                   min_seeds=min_seeds)
+def not_below_claim(a, b, *, level, threshold, test, what, min_seeds=MIN_SEEDS):
+    """The claim "B is not below A by `threshold` or more" over seeds paired by number ({seed:
+    value} each; `what` names A in the reason): holds when seed_claim of "B below A by at least the
+    threshold" does not hold (B significantly above A, or the interval lies within ±threshold, or
+    B significantly below by less than the threshold); does not hold when it holds; else
+    inconclusive (fewer than min_seeds seeds, or nothing resolved). A paper's "without noticeable
+    loss" (B the pruned model, A its control), and a paper's number reached (reaches_claim)."""
+    v = seed_claim(a, b, level=level, threshold=threshold, test=test, direction=-1, min_seeds=min_seeds)
     kw = dict(test=v.test, level=level, threshold=threshold, p=v.p, effect=v.effect, n=v.n)
     if v.holds:
-        return Verdict(DOES_NOT_HOLD, f"below {target:g} by at least {threshold:g}: {v.reason}", **kw)
+        return Verdict(DOES_NOT_HOLD, f"below {what} by at least {threshold:g}: {v.reason}", **kw)
     if v.outcome == DOES_NOT_HOLD:
-        return Verdict(HOLDS, f"not below {target:g} by {threshold:g} or more: {v.reason}", **kw)
+        return Verdict(HOLDS, f"not below {what} by {threshold:g} or more: {v.reason}", **kw)
     return Verdict(INCONCLUSIVE, v.reason, **kw)
+
+
+def reaches_claim(values, target, *, level, threshold, test, min_seeds=MIN_SEEDS):
+    """The claim "the per-seed values ({seed: value}) reach a paper's number": not_below_claim
+    against the number at every seed."""
+    return not_below_claim({s: target for s in values}, values, level=level, threshold=threshold, test=test,
+                           what=f"{target:g}", min_seeds=min_seeds)

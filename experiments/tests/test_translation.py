@@ -418,6 +418,10 @@ def test_retrained_base_models_must_be_the_committed_ones(tmp_path, capsys):
         C.check_base(out, data, {0})
     base_run(out, 1, "3.50001")  # trained elsewhere: not compared
     C.check_base(out, data, {1})
+    base_run(out, 2, "3.75")  # not in data/base/ yet (a later part of the base arm): nothing to say
+    capsys.readouterr()
+    C.check_base(out, data, {2})
+    assert capsys.readouterr().err == ""
 
 
 def test_voita_scratch_reads_the_layouts_from_the_committed_data(tmp_path, capsys):
@@ -525,7 +529,7 @@ def test_voita_figure7_claims_most_encoder_heads_and_no_noticeable_drop(tmp_path
     from translation import claims as K
     most, drop = K.voita_figure7(voita_made_up(tmp_path))
     assert most[1] == "encoder heads pruned per seed 6, 5, 6, 5, 6 of 8" and most[3].holds
-    assert drop[3].holds and "not worse by 0.5" in drop[3].reason  # 0.1 below the control in every seed
+    assert drop[3].holds and "not below the control by 0.5" in drop[3].reason  # 0.1 below it in every seed
 
 
 def test_claim_combinators():
@@ -540,11 +544,12 @@ def test_claim_combinators():
     assert K.all_of({"a": yes, "b": no}, "t").outcome == V.DOES_NOT_HOLD
     assert K.all_of({"a": yes, "b": maybe}, "t").outcome == V.INCONCLUSIVE
     a = {s: 20.0 + 0.1 * s for s in range(5)}
-    assert K.not_worse_claim(a, {s: x - 0.1 + 0.01 * (s % 2) for s, x in a.items()}, threshold=0.5).holds
-    assert K.not_worse_claim(a, {s: x - 2.0 + 0.01 * (s % 2) for s, x in a.items()},
-                             threshold=0.5).outcome == V.DOES_NOT_HOLD
-    noisy = {s: x + (3.0 if s % 2 else -3.0) for s, x in a.items()}
-    assert K.not_worse_claim(a, noisy, threshold=0.5).outcome == V.INCONCLUSIVE
+
+    def not_below(b):
+        return V.not_below_claim(a, b, level=0.05, threshold=0.5, test="t", what="A")
+    assert not_below({s: x - 0.1 + 0.01 * (s % 2) for s, x in a.items()}).holds
+    assert not_below({s: x - 2.0 + 0.01 * (s % 2) for s, x in a.items()}).outcome == V.DOES_NOT_HOLD
+    assert not_below({s: x + (3.0 if s % 2 else -3.0) for s, x in a.items()}).outcome == V.INCONCLUSIVE
 
 
 def michel_made_up(tmp_path):

@@ -10,14 +10,14 @@ Each claim function takes make_results.Data and returns [(claim, ours, paper, Ve
   seed-level comparisons: the paired t-test over seeds at LEVEL_SEEDS with a practical threshold,
     Holm over the tests that answer one claim;
   "not worse" claims (a paper's "without noticeable loss"): holds when the drop is shown smaller
-    than the threshold (not_worse_claim)."""
+    than the threshold (verdicts.not_below_claim)."""
 import math
 
 from common import number
 from verdicts import (
     DOES_NOT_HOLD, HELPS, HOLDS, HURTS, INCONCLUSIVE, LEVEL_SEEDS, MIN_SEEDS, NO_CHANGE, PAPER, PAPER_NUMBERS,
-    PRACTICAL, UNRESOLVED, PaperValue, Verdict, holm_claims, most, most_claim, paired_t_test, reaches_claim,
-    seed_claim, significant_with_effect
+    PRACTICAL, UNRESOLVED, PaperValue, Verdict, holm_claims, most, most_claim, not_below_claim, paired_t_test,
+    reaches_claim, seed_claim, significant_with_effect
 )
 
 SEED_TEST = "t"  # the rules: the paired t-test over seeds
@@ -55,19 +55,6 @@ def directed(v, claim):
     """A Holm-family verdict (either sign) read as the one-sided claim B - A > 0."""
     return significant_with_effect(v.p, claim.effect, level=LEVEL_SEEDS, threshold=claim.threshold, direction=+1,
                                    interval=claim.interval, test=v.test, n=v.n)
-
-
-def not_worse_claim(a, b, *, threshold):
-    """"B is not worse than A by `threshold` or more" over paired seeds: holds when seed_claim of
-    "B below A by at least the threshold" does not hold (shown smaller, or B significantly
-    better), does not hold when it holds, else inconclusive."""
-    v = seed_claim(a, b, level=LEVEL_SEEDS, threshold=threshold, test=SEED_TEST, direction=-1)
-    kw = dict(test=v.test, level=LEVEL_SEEDS, threshold=threshold, p=v.p, effect=v.effect, n=v.n)
-    if v.holds:
-        return Verdict(DOES_NOT_HOLD, f"worse by at least {threshold:g}: {v.reason}", **kw)
-    if v.outcome == DOES_NOT_HOLD:
-        return Verdict(HOLDS, f"not worse by {threshold:g} or more: {v.reason}", **kw)
-    return Verdict(INCONCLUSIVE, v.reason, **kw)
 
 
 def values_text(values, digits=2):
@@ -209,7 +196,8 @@ def voita_figure7(d):
         drops = {s: chosen[s] - control[s] for s in chosen}
         out.append(("… without a noticeable test BLEU drop against the control (Voita Figure 7)",
                     f"test BLEU − control {values_text(drops)}", PAPER["voita_figure7"],
-                    not_worse_claim(control, chosen, threshold=PRACTICAL["bleu"])))
+                    not_below_claim(control, chosen, level=LEVEL_SEEDS, threshold=PRACTICAL["bleu"], test=SEED_TEST,
+                                    what="the control")))
     return out
 
 
