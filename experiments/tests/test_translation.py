@@ -543,6 +543,9 @@ def test_claim_combinators():
     assert K.all_of({"a": yes, "b": yes}, "t").holds
     assert K.all_of({"a": yes, "b": no}, "t").outcome == V.DOES_NOT_HOLD
     assert K.all_of({"a": yes, "b": maybe}, "t").outcome == V.INCONCLUSIVE
+    # read one-sided, a claim on fewer than 5 seeds stays inconclusive (as holm_claims made it)
+    few = V.paired_t_test({0: 0.1, 1: 0.2}, {0: 0.1, 1: 0.2}, threshold=0.05)
+    assert K.directed(V.holm_claims({"k": few}, level=0.05)["k"], few).outcome == V.INCONCLUSIVE
     a = {s: 20.0 + 0.1 * s for s in range(5)}
 
     def not_below(b):

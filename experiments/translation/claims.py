@@ -52,7 +52,10 @@ def all_of(verdicts, test):
 
 
 def directed(v, claim):
-    """A Holm-family verdict (either sign) read as the one-sided claim B - A > 0."""
+    """A Holm-family verdict (either sign) read as the one-sided claim B - A > 0 (a claim on too few
+    seeds stays inconclusive, as holm_claims made it)."""
+    if v.n < MIN_SEEDS:
+        return v
     return significant_with_effect(v.p, claim.effect, level=LEVEL_SEEDS, threshold=claim.threshold, direction=+1,
                                    interval=claim.interval, test=v.test, n=v.n)
 
@@ -227,15 +230,21 @@ def voita_kinds(d):
              "cross": paired_t_test(site("cross", 0), site("cross", top), threshold=threshold)}
     family = holm_claims(fig10, level=LEVEL_SEEDS)
     ours = lambda a, b, wa, wb: f"{words}: {wb} {values_text(b)}; {wa} {values_text(a)}"  # noqa: E731
-    return [("With every kind gated, encoder self-attention heads are pruned before cross-attention heads (Voita "
-             "Figure 9)", ours(kind("enc"), kind("cross"), "encoder", "cross"), PAPER["voita_figure9"],
-             directed(holm_claims({"e": fig9}, level=LEVEL_SEEDS)["e"], fig9)),
-            (f"… decoder self-attention survives in the lower layers (layer 0 over layer {top}), cross-attention in "
-             f"the higher (layer {top} over layer 0) (Voita Figure 10)",
-             ours(site("dec", top), site("dec", 0), f"dec L{top}", "dec L0") + "; "
-             + ours(site("cross", 0), site("cross", top), "cross L0", f"cross L{top}"), PAPER["voita_figure10"],
-             all_of({k: directed(family[k], fig10[k]) for k in fig10},
-                    "two-sided paired t-test over seeds, Holm over 2, read one-sided"))]
+    out = [("With every kind gated, encoder self-attention heads are pruned before cross-attention heads (Voita "
+            "Figure 9)", ours(kind("enc"), kind("cross"), "encoder", "cross"), PAPER["voita_figure9"],
+            directed(holm_claims({"e": fig9}, level=LEVEL_SEEDS)["e"], fig9))]
+    if top == 0:  # one decoder layer: no lower and higher layers to compare (Figure 10)
+        return out
+    return out + [(f"… decoder self-attention survives in the lower layers (layer 0 over layer {top}), "
+                   f"cross-attention in the higher (layer {top} over layer 0) (Voita Figure 10)",
+                   ours(site("dec", top), site("dec", 0), f"dec L{top}", "dec L0") + "; "
+                   + ours(site("cross", 0), site("cross", top), "cross L0", f"cross L{top}"), PAPER["voita_figure10"],
+                   all_of({k: directed(family[k], fig10[k]) for k in fig10},
+                          "two-sided paired t-test over seeds, Holm over 2, read one-sided"))]
+
+
+def share_words(x):
+    return "–" if math.isnan(x) else f"{x:.2f}"
 
 
 def voita_survival(d):
@@ -247,7 +256,7 @@ def voita_survival(d):
     v, (spec, rest) = survival_claim(runs)
     return [("The encoder heads L0 keeps are the specialised ones: positional and rare-token heads kept more often "
              "than the rest of their layer (Voita Section 6.2)",
-             f"share kept over {len(runs)} seeds: specialised {spec:.2f}, the rest {rest:.2f}",
+             f"share kept over {len(runs)} seeds: specialised {share_words(spec)}, the rest {share_words(rest)}",
              "specialised (positional, syntactic, rare-token) heads are the last to be pruned (Voita et al. 2019, "
              "Section 6.2, Figure 8)", v)]
 
