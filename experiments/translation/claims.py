@@ -340,7 +340,7 @@ def kv_heads(d):
                    Verdict(HOLDS, f"not worse than MHA: {v.reason}", **kw) if v.holds or v.outcome == DOES_NOT_HOLD else
                    Verdict(INCONCLUSIVE, v.reason, **kw))
         name = "MQA" if k == 1 else "GQA"
-        out.append((f"{name} ({k} K/V heads for {heads} query heads) keeps MHA's quality "
+        out.append((f"{name} ({k} K/V head{'s' if k > 1 else ''} for {heads} query heads) keeps MHA's quality "
                     f"({'Shazeer 2019' if k == 1 else 'Ainslie et al. 2023'})",
                     f"test BLEU {values_text(bleu[k])} against MHA {values_text(bleu[heads])}",
                     PAPER["mqa" if k == 1 else "gqa"], verdict))
