@@ -131,5 +131,9 @@ wall=$(awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }
 kill $sampler 2>/dev/null || true
 /usr/bin/python3 experiments/pruning/collect_beyond.py "$OUT" "$DATA/beyond" --tasks "$TASKS" --seeds "$SEEDS" \
   --binary "$HEADLAB" --started "$started_utc" --wall-seconds "$wall" --load "$OUT/load_beyond.txt" --scale "$SCALE"
-/usr/bin/python3 experiments/pruning/make_results.py --data "$DATA"
+if [[ -e $DATA/setup.csv ]]; then
+  /usr/bin/python3 experiments/pruning/make_results.py --data "$DATA"
+else  # a quick check's DATA holds data/beyond/ alone
+  echo "run_beyond.sh: $DATA has no run.sh data (setup.csv): RESULTS.md not rendered"
+fi
 exit $status
