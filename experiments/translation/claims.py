@@ -209,11 +209,8 @@ def voita_kinds(d):
     averaged over the lambdas (lower: pruned earlier along the lambda path); the orders the paper
     reports, B − A > 0, by the paired t-test over seeds (Figure 10's two tests Holm-corrected)."""
     from translation import voita as V
-    from translation.make_results import voita_sites
-    prune, sites = d.read("voita", "prune.csv"), voita_sites(d)
-    last = V.last_rows(prune)
-    control = {s: r for (s, arm), r in last.items() if arm == "none_l0"}
-    runs = {lam: {s: r for s, r in by_seed.items() if s in control} for lam, by_seed in V.lambda_runs(prune, "all").items()}
+    from translation.make_results import voita_gated_runs
+    sites, control, runs = voita_gated_runs(d, "all")
     if not runs:
         return []
     seeds = sorted(set.intersection(*(set(by_seed) for by_seed in runs.values())))

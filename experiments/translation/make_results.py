@@ -625,6 +625,16 @@ def voita_figure(d):
                 strip_software=True)
 
 
+def voita_gated_runs(d, only):
+    """(sites, {seed: the control's last row}, {lambda: {seed: the last row of l0_<only>_lambda<X>}})
+    of the seeds that have a control."""
+    from translation import voita as V
+    prune = d.read("voita", "prune.csv")
+    control = {s: r for (s, arm), r in V.last_rows(prune).items() if arm == "none_l0"}
+    runs = {lam: {s: r for s, r in by_seed.items() if s in control} for lam, by_seed in V.lambda_runs(prune, only).items()}
+    return voita_sites(d), control, runs
+
+
 def fill_voita_kinds(d):
     """Voita Figures 9 and 10 with every kind gated: the share of each kind's (each site's) heads
     kept at every lambda, mean over seeds (the papers' orders are tested in the verdicts table:
@@ -632,11 +642,7 @@ def fill_voita_kinds(d):
     if "voita" not in d.arms:
         return not_run("voita")
     from translation import voita as V
-    prune, sites = d.read("voita", "prune.csv"), voita_sites(d)
-    last = V.last_rows(prune)
-    control = {s: r for (s, arm), r in last.items() if arm == "none_l0"}
-    runs = {lam: {s: r for s, r in by_seed.items() if s in control}
-            for lam, by_seed in V.lambda_runs(prune, "all").items()}
+    sites, control, runs = voita_gated_runs(d, "all")
     if not runs:
         return "*(no L0 run gating every kind)*"
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
