@@ -154,15 +154,20 @@ def share_text(count, total, paper=None):
     return f"{ours}; paper: {paper.count} of {paper.total} ({paper.count / paper.total:.0%}), {paper.citation}"
 
 
-def most_claim(count, total, *, what, paper=None):
-    """The claim "most <what>": holds when count > total / 2, else does not hold (no test: a count
-    of units, the share and the paper's beside)."""
+def most_claim(count, total, *, what, paper=None, unresolved=0):
+    """The claim "most <what>": holds when count > total / 2; does not hold when it would not even
+    with every unresolved unit (one no test could place, removal_class's UNRESOLVED) counted in;
+    else inconclusive (no test: a count of units, the share and the paper's beside)."""
     if total <= 0:
         return Verdict(INCONCLUSIVE, f"no {what} to count", test="count > total / 2")
-    ok = most(count, total)
-    return Verdict(HOLDS if ok else DOES_NOT_HOLD,
-                   f"{share_text(count, total, paper)} {what}: " + ("more than half" if ok else "not more than half"),
-                   test="count > total / 2", effect=count / total, n=total)
+    kw = dict(test="count > total / 2", effect=count / total, n=total)
+    text = f"{share_text(count, total, paper)} {what}"
+    if most(count, total):
+        return Verdict(HOLDS, f"{text}: more than half", **kw)
+    if not most(count + unresolved, total):
+        return Verdict(DOES_NOT_HOLD, f"{text}: not more than half" + (
+            f", nor with the {unresolved} unresolved" if unresolved else ""), **kw)
+    return Verdict(INCONCLUSIVE, f"{text}, {unresolved} unresolved: more than half if enough of those are", **kw)
 
 
 # ---- Michel Table 1: each head's removal, on the task metric ------------------------------------

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from common import cell, seeds_list
 from verdicts import (
-    DOES_NOT_HOLD, HOLDS, LEVEL_SEEDS, NO_CHANGE, PAPER, PRACTICAL, PaperValue, Verdict, most,
+    DOES_NOT_HOLD, HOLDS, LEVEL_SEEDS, NO_CHANGE, PAPER, PRACTICAL, UNRESOLVED, PaperValue, Verdict, most,
     most_claim, noticeable, reaches_claim, seed_claim, share_text
 )
 
@@ -92,7 +92,7 @@ def most_unchanged_claim(d, title, paper_key, units, rule, what, table_of):
     for task in d.tasks:
         seeds = d.seeds[task]
         ts = [table_of(d, task, s) for s in seeds]
-        vs = [most_claim(t.counts[NO_CHANGE], t.total, what=what) for t in ts]
+        vs = [most_claim(t.counts[NO_CHANGE], t.total, what=what, unresolved=t.counts[UNRESOLVED]) for t in ts]
         ours = "; ".join(f"seed {s}: {classes_text(t)}" for s, t in zip(seeds, ts)) + \
             f" (on {ts[0].kind}); Michel: {share_text(paper.count, paper.total)} unchanged"
         c.rows.append(Row(task, ours, f"**{count_word(vs)}**: " + seed_verdicts_text(vs, seeds), count_word(vs)))

@@ -196,8 +196,8 @@ def test_michel_classes_and_pruning_from_made_up_rows():
             row(0, "enc", 1, 0, -0.2, 0.004, -0.1, 0.5),     # significant but below 0.5: no practical change
             row(0, "enc", 1, 1, -0.4, 0.2, -9.0, 0.001),     # not significant, no 99% interval: unresolved
             row(0, "cross", 0, 0, -8.0, 0.001, -0.2, 0.3)]
-    counts, n = M.table1(rows, "enc")[0]
-    assert n == 4
+    counts, n, calm = M.table1(rows, "enc")[0]
+    assert n == 4 and calm == 1  # Michel's own criterion: p >= 0.01 for the unresolved head alone
     assert counts == {V.HURTS: 1, V.HELPS: 1, V.NO_CHANGE: 1, V.UNRESOLVED: 1}
     # With the 99% interval: within +-0.5 shows it small; reaching past it leaves it unresolved.
     small = {**rows[3], "bleu_delta": "-0.1", "bleu_low99": "-0.45", "bleu_high99": "0.3"}
@@ -558,8 +558,8 @@ def test_claim_combinators():
 def michel_made_up(tmp_path):
     """data/ with a michel arm of 5 seeds: 2 + 2 layers x 4 heads; per seed 6 of 8 encoder heads
     change nothing when removed alone; prune curves where importance keeps BLEU to 0.3 (seed-varied)
-    and random to 0.1, Enc-Enc alone to 0.5, Dec-Dec to 0.4, Enc-Dec to 0.1; an early checkpoint
-    (step 2000 of 8000) that keeps 85% of its BLEU to 0.5 or 0.6 pruned."""
+    and random to 0.1, Enc-Enc alone to 4 of its 8 heads (5 in odd seeds), Dec-Dec to 3 (4), Enc-Dec
+    to 2; an early checkpoint (step 2000 of 8000) that keeps 85% of its BLEU to 0.5 or 0.6 pruned."""
     rows, prune = [], []
     for s in range(5):
         for kind in ("enc", "dec", "cross"):
@@ -583,13 +583,20 @@ def michel_made_up(tmp_path):
         curve("ablation", 0.3)
         for r in (1, 2):
             curve(f"random_seed{r}", 0.1)
-        for kind, to in (("enc", 0.5), ("dec", 0.4), ("cross", 0.1)):
-            curve(f"importance_{kind}", to + 0.1 * (s % 2 if kind != "cross" else 0))
+        for kind, to in (("enc", 4), ("dec", 3), ("cross", 2)):
+            # as prune --only writes it: heads_pruned of the kind's 8, fraction_pruned of all 24 heads
+            for i in range(8):
+                prune.append({"seed": s, "arm": f"importance_{kind}", "round": i, "checkpoint_step": 8000,
+                              "fraction_pruned": i / 24, "val_bleu": 20.0 if i <= to + (s % 2) * (kind != "cross")
+                              else 20.0 * (1 - i / 8), "only": kind, "heads_pruned": i})
         curve("importance", 0.5 + 0.1 * (s % 2), step=2000, full=10.0)
     from common import write_csv
     (tmp_path / "michel").mkdir()
     write_csv(str(tmp_path / "michel" / "bleu_ablation.csv"), list(rows[0]), rows)
-    write_csv(str(tmp_path / "michel" / "prune.csv"), list(prune[0]), prune)
+    columns = list(prune[0]) + ["only", "heads_pruned"]
+    write_csv(str(tmp_path / "michel" / "prune.csv"), columns, [{"only": "", "heads_pruned": "", **r} for r in prune])
+    write_csv(str(tmp_path / "michel" / "heads.csv"), ["seed", "attention", "layer", "head"],
+              [{k: r[k] for k in ("seed", "attention", "layer", "head")} for r in rows])
     write(str(tmp_path / "michel" / "provenance.csv"), provenance(60, ""))
     return T.Data(str(tmp_path))
 
@@ -607,12 +614,15 @@ def test_michel_claims_from_made_up_data(tmp_path):
     assert enc[3].holds and "of 8 heads per seed: no practical change 6, 6, 6, 6, 6; hurt 2, 2, 2, 2, 2" in enc[1]
     assert "88 of 96" in enc[2].text()
     t2, = K.michel_table2(d)
-    assert t2[3].holds and t2[1].endswith("4, 4, 4, 4, 4")  # the 2 Enc-Dec sites change BLEU alone
+    assert t2[3].holds and t2[1].endswith(  # the 2 Enc-Dec sites change BLEU alone
+        "no practical change 4, 4, 4, 4, 4; unresolved 0, 0, 0, 0, 0; not significant at p < 0.01 (Michel's "
+        "criterion) 4, 4, 4, 4, 4")
     about20, vs_random = K.michel_figure3(d)
     # importance prunes 0.3 or 0.4 (mean 0.34): shown not below the paper's 20% by 0.05
     assert about20[3].holds and vs_random[3].holds
     fig4, = K.michel_figure4(d)
-    assert fig4[3].holds and "Enc-Dec alone 0.10 ± 0.00" in fig4[1]
+    # each kind's fraction of its own 8 heads (prune.csv's fraction_pruned is of all 24: 2/24 = 0.08)
+    assert fig4[3].holds and "Enc-Dec alone 0.25 ± 0.00" in fig4[1] and "Enc-Enc alone 0.55 ± 0.07" in fig4[1]
     early, = K.michel_section6(d)
     assert "step 2000 (0.25 of training)" in early[1] and early[3].holds
 

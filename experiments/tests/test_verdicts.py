@@ -216,6 +216,10 @@ def test_most_means_more_than_half():
     assert some.outcome == V.DOES_NOT_HOLD and "not more than half" in some.reason  # "some" is not "most"
     assert V.most_claim(13, 18, what="layers").holds
     assert V.most_claim(0, 0, what="layers").outcome == V.INCONCLUSIVE
+    # Units no test could place: 0 shown small and 9 unresolved of 16 could still be a majority.
+    assert V.most_claim(0, 16, what="heads", unresolved=9).outcome == V.INCONCLUSIVE
+    assert V.most_claim(0, 16, what="heads", unresolved=8).outcome == V.DOES_NOT_HOLD  # 8 is not most of 16
+    assert V.most_claim(9, 16, what="heads", unresolved=7).holds
 
 
 def test_removal_class_reports_helping_heads():

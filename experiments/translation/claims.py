@@ -15,7 +15,7 @@ import math
 
 from common import number
 from verdicts import (
-    DOES_NOT_HOLD, HELPS, HOLDS, HURTS, INCONCLUSIVE, LEVEL_SEEDS, MIN_SEEDS, NO_CHANGE, PAPER, PAPER_NUMBERS,
+    DOES_NOT_HOLD, HELPS, HOLDS, HURTS, INCONCLUSIVE, LEVEL_MICHEL, LEVEL_SEEDS, MIN_SEEDS, NO_CHANGE, PAPER, PAPER_NUMBERS,
     PRACTICAL, UNRESOLVED, PaperValue, Verdict, holm_claims, most, most_claim, not_below_claim, paired_t_test,
     reaches_claim, seed_claim, significant_with_effect
 )
@@ -79,11 +79,13 @@ def michel_table1(d):
         t = M.table1(rows, kind)
         if not t:
             continue
-        vs = [most_claim(counts[NO_CHANGE], n, what="heads with no practical change") for counts, n in t.values()]
-        per = lambda c: ", ".join(str(counts[c]) for counts, _ in t.values())  # noqa: E731
+        vs = [most_claim(counts[NO_CHANGE], n, what="heads with no practical change", unresolved=counts[UNRESOLVED])
+              for counts, n, _ in t.values()]
+        per = lambda c: ", ".join(str(counts[c]) for counts, _, _ in t.values())  # noqa: E731
         n = next(iter(t.values()))[1]
         ours = (f"of {n} heads per seed: no practical change {per(NO_CHANGE)}; hurt {per(HURTS)}; help "
-                f"{per(HELPS)}; unresolved {per(UNRESOLVED)}")
+                f"{per(HELPS)}; unresolved {per(UNRESOLVED)}; not significant at p < {LEVEL_MICHEL} (Michel's "
+                f"criterion) {', '.join(str(calm) for _, _, calm in t.values())}")
         p = PAPER["michel_table1"]
         paper = (PaperValue(f"{p.total - p.count} of {p.total} Enc-Enc heads with no significant change; "
                             f"{PAPER['michel_table1_better'].value}", p.citation)
@@ -98,10 +100,15 @@ def michel_table2(d):
     t2 = M.table2(d.read("michel", "bleu_ablation.csv"))
     if not t2:
         return []
-    vs = [most_claim(sum(c == NO_CHANGE for _, c in sites.values()), len(sites), what="sites with no practical change")
-          for sites in t2.values()]
-    ours = (f"of {len(next(iter(t2.values())))} sites per seed, no practical change with their best head alone: "
-            + ", ".join(str(sum(c == NO_CHANGE for _, c in sites.values())) for sites in t2.values()))
+    def count(sites, cls):
+        return sum(c == cls for _, c in sites.values())
+    vs = [most_claim(count(sites, NO_CHANGE), len(sites), what="sites with no practical change",
+                     unresolved=count(sites, UNRESOLVED)) for sites in t2.values()]
+    per = lambda cls: ", ".join(str(count(sites, cls)) for sites in t2.values())  # noqa: E731
+    calm = ", ".join(str(M.not_significant([r for r, _ in sites.values()], "layer_only_")) for sites in t2.values())
+    ours = (f"of {len(next(iter(t2.values())))} sites per seed, with their best head alone: no practical change "
+            f"{per(NO_CHANGE)}; unresolved {per(UNRESOLVED)}; not significant at p < {LEVEL_MICHEL} (Michel's "
+            f"criterion) {calm}")
     p = PAPER["michel_table2"]
     paper = PaperValue(f"{p.total - p.count} of {p.total} layers with no significant change; {p.value}", p.citation)
     return [("For most layers (sites), one head is enough (Michel Table 2)", ours, paper, majority(vs))]
@@ -112,7 +119,7 @@ def michel_prunable(d, arm, step=None):
     MICHEL_ARMS; random: its seeded orders averaged round by round)."""
     from translation import michel as M
     from translation.make_results import arm_curves
-    return {s: M.prunable(c) for s, c in arm_curves(d.read("michel", "prune.csv"), arm, step).items()}
+    return {s: M.prunable(c) for s, c in arm_curves(d, arm, step).items()}
 
 
 def michel_figure3(d):

@@ -189,19 +189,20 @@ def band(ax, c, color, label, style="-"):
 
 def michel_figure(d):
     """Figures 3 and 4 side by side, one y-scale, the unpruned level dotted."""
-    rows = d.read("michel", "prune.csv")
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for ax, arms, title in ((axes[0], MICHEL_ARMS[:3], "Figure 3: all kinds, by order"),
-                            (axes[1], MICHEL_ARMS[3:], "Figure 4: one kind at a time, by importance")):
+    for ax, arms, title, xlabel in (
+            (axes[0], MICHEL_ARMS[:3], "Figure 3: all kinds, by order", "fraction of all heads masked"),
+            (axes[1], MICHEL_ARMS[3:], "Figure 4: one kind at a time, by importance",
+             "fraction of the pruned kind's heads masked")):
         for i, (arm, words) in enumerate(arms):
-            c = arm_curves(rows, arm)
+            c = arm_curves(d, arm)
             if c:
                 band(ax, c, f"C{i}", words)
-        full = [curve[0][1] for curve in arm_curves(rows, "importance").values()]
+        full = [curve[0][1] for curve in arm_curves(d, "importance").values()]
         if full:
             ax.axhline(sum(full) / len(full), color="0.5", linestyle=":", label="unpruned")
-        ax.set_xlabel("fraction of the pruned kinds' heads masked")
+        ax.set_xlabel(xlabel)
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7)
     axes[0].set_ylabel("test BLEU (beam 5)")
@@ -436,11 +437,12 @@ def fill_michel_table1(d):
     rows = d.read("michel", "bleu_ablation.csv")
     out = []
     for kind in M.KINDS:
-        for seed, (counts, n) in M.table1(rows, kind).items():
-            out.append([M.KIND_WORDS[kind], seed, n, counts[HURTS], counts[HELPS], counts[NO_CHANGE], counts[UNRESOLVED]])
-    return (md_table(["attention", "seed", "heads", "hurts", "helps", "no practical change", "unresolved"], out)
-            + f"\n\nMichel et al. (Table 1, WMT En-Fr, 6 layers x 16 heads): {PAPER['michel_table1'].text()}; "
-            f"{PAPER['michel_table1_better'].text()}.")
+        for seed, (counts, n, calm) in M.table1(rows, kind).items():
+            out.append([M.KIND_WORDS[kind], seed, n, counts[HURTS], counts[HELPS], counts[NO_CHANGE], counts[UNRESOLVED],
+                        calm])
+    return (md_table(["attention", "seed", "heads", "hurts", "helps", "no practical change", "unresolved",
+                      "not significant (Michel's criterion)"], out)
+            + f"\n\nMichel et al. (Table 1, WMT En-Fr, 6 layers x 16 heads): {PAPER['michel_table1'].text()}.")
 
 
 def fill_michel_table2(d):
@@ -452,12 +454,14 @@ def fill_michel_table2(d):
     out = []
     for seed, sites in t2.items():
         changed = sum(c in (HURTS, HELPS) for _, c in sites.values())
+        calm = M.not_significant([r for r, _ in sites.values()], "layer_only_")
         worst = min(sites.items(), key=lambda kv: number(kv[1][0]["layer_only_bleu_delta"]))
-        out.append([seed, len(sites), changed, ", ".join(f"{M.KIND_WORDS[k]} {layer}: {c}" for (k, layer), (_, c)
+        out.append([seed, len(sites), changed, calm, ", ".join(f"{M.KIND_WORDS[k]} {layer}: {c}" for (k, layer), (_, c)
                                                           in sites.items()),
                     f"{M.KIND_WORDS[worst[0][0]]} layer {worst[0][1]}: "
                     f"{number(worst[1][0]['layer_only_bleu_delta']):+.2f}"])
-    return (md_table(["seed", "sites", "changed (hurts or helps)", "each site's class", "largest drop"], out,
+    return (md_table(["seed", "sites", "changed (hurts or helps)", "not significant (Michel's criterion)",
+                      "each site's class", "largest drop"], out,
                      align="---") + f"\n\nMichel et al. (Table 2): {PAPER['michel_table2'].text()}.")
 
 
@@ -478,13 +482,14 @@ def fill_alignment(d):
         best = min(heads, key=lambda r: number(r["aer"]))
         winners = [r for r in heads if r["alignment_head"] == "1"]
         fates = []
-        for r in winners:
+        for r in winners or [best]:  # without an alignment head, the best aligner's fate
             at = M.pruned_at(prune, seed, "importance", M.cross_site(n_enc[seed], int(r["layer"])), int(r["head"]))
-            fates.append(f"{r['method']} " + ("kept to the end" if at is None else f"pruned at {at:.2f}"))
+            fates.append(f"{r['method']}{'' if winners else ' (best head)'} "
+                         + ("kept to the end" if at is None else f"pruned at {at:.2f}"))
         out.append([seed, f"{best['method']} {number(best['aer']):.3f}", f"{aer['diagonal']:.3f}", f"{aer['ibm1']:.3f}",
                     f"{len(winners)} of {len(heads)}", "; ".join(fates) or "–"])
     return md_table(["seed", "best head, AER", "diagonal", "IBM Model 1", "alignment heads (below both)",
-                     "importance pruning: each alignment head"], out, align="---")
+                     "importance pruning: each alignment head (else the best)"], out, align="---")
 
 
 MICHEL_ARMS = (("importance", "importance (Michel's I_h)"), ("ablation", "ablation score"),
@@ -492,12 +497,14 @@ MICHEL_ARMS = (("importance", "importance (Michel's I_h)"), ("ablation", "ablati
                ("importance_dec", "importance, Dec-Dec alone"), ("importance_cross", "importance, Enc-Dec alone"))
 
 
-def arm_curves(rows, arm, step=None):
-    """{seed: curve}; random averages its seeded orders round by round."""
+def arm_curves(d, arm, step=None):
+    """{seed: curve} of data/michel/; random averages its seeded orders round by round."""
     from translation import michel as M
+    rows, sizes = d.read("michel", "prune.csv"), M.kind_sizes(d.read("michel", "heads.csv"))
     if arm != "random":
-        return M.curves(rows, arm, step)
-    runs = [M.curves(rows, a, step) for a in sorted({r["arm"] for r in rows if r["arm"].startswith("random_seed")})]
+        return M.curves(rows, arm, step, sizes)
+    runs = [M.curves(rows, a, step, sizes)
+            for a in sorted({r["arm"] for r in rows if r["arm"].startswith("random_seed")})]
     out = {}
     for seed in sorted(set().union(*runs)) if runs else []:
         curves = [c[seed] for c in runs if seed in c]
@@ -510,10 +517,9 @@ def fill_michel_pruning(d):
     if "michel" not in d.arms:
         return not_run("michel")
     from translation import michel as M
-    rows = d.read("michel", "prune.csv")
     out = []
     for arm, words in MICHEL_ARMS:
-        c = arm_curves(rows, arm)
+        c = arm_curves(d, arm)
         if not c:
             continue
         fractions = [M.prunable(curve) for curve in c.values()]

@@ -38,12 +38,19 @@ def seeds_of(rows):
 
 
 def table1(rows, kind):
-    """{seed: (class counts, heads)} of one kind's heads, each masked alone."""
+    """{seed: (class counts, heads, heads not significant by Michel's criterion)} of one kind's heads,
+    each masked alone."""
     out = {}
     for seed in seeds_of(rows):
         mine = [r for r in rows if int(r["seed"]) == seed and r["attention"] == kind]
-        out[seed] = (removal_counts([head_class(r) for r in mine]), len(mine))
+        out[seed] = (removal_counts([head_class(r) for r in mine]), len(mine), not_significant(mine))
     return out
+
+
+def not_significant(rows, prefix=""):
+    """How many of rows (bleu_ablation.csv's) change BLEU not significantly at p < LEVEL_MICHEL:
+    Michel et al.'s own criterion, with no practical threshold, for the paper's number beside ours."""
+    return sum(number(r[prefix + "bleu_p"]) >= LEVEL_MICHEL for r in rows)
 
 
 def best_heads(rows, seed):
@@ -75,13 +82,31 @@ def final_step(prune_rows):
     return out
 
 
-def curves(prune_rows, arm, step=None):
-    """{seed: [(fraction pruned, BLEU), ...]} of one arm at the final checkpoint, or at `step`."""
+def kind_sizes(heads_rows):
+    """{seed: {kind: its heads}} from heads.csv's rows (one per head)."""
+    out = {}
+    for r in heads_rows:
+        sizes = out.setdefault(int(r["seed"]), {})
+        sizes[r["attention"]] = sizes.get(r["attention"], 0) + 1
+    return out
+
+
+def curves(prune_rows, arm, step=None, sizes=None):
+    """{seed: [(fraction pruned, BLEU), ...]} of one arm at the final checkpoint, or at `step`. The
+    fraction is of all heads (prune.csv's), but of the kind's own heads in a run pruning one kind
+    alone (prune --only; Figure 4's x-axis, as Michel et al. drew it), which needs `sizes`
+    (kind_sizes of the same models)."""
     final, out = final_step(prune_rows), {}
     for r in prune_rows:
-        if r["arm"] != arm or int(r["checkpoint_step"]) != (final[int(r["seed"])] if step is None else step):
+        seed = int(r["seed"])
+        if r["arm"] != arm or int(r["checkpoint_step"]) != (final[seed] if step is None else step):
             continue
-        out.setdefault(int(r["seed"]), []).append((number(r["fraction_pruned"]), number(r["val_bleu"])))
+        fraction = number(r["fraction_pruned"])
+        if r.get("only", ""):
+            if sizes is None:
+                raise ValueError(f"michel.curves: arm {arm} prunes {r['only']} alone; its fraction needs kind_sizes")
+            fraction = int(r["heads_pruned"]) / sizes[seed][r["only"]]
+        out.setdefault(seed, []).append((fraction, number(r["val_bleu"])))
     return {s: sorted(c) for s, c in sorted(out.items())}
 
 
