@@ -105,7 +105,7 @@ def michel_table2(d):
     vs = [most_claim(count(sites, NO_CHANGE), len(sites), what="sites with no practical change",
                      unresolved=count(sites, UNRESOLVED)) for sites in t2.values()]
     per = lambda cls: ", ".join(str(count(sites, cls)) for sites in t2.values())  # noqa: E731
-    calm = ", ".join(str(M.not_significant([r for r, _ in sites.values()], "layer_only_")) for sites in t2.values())
+    calm = ", ".join(str(M.table2_not_significant(sites)) for sites in t2.values())
     ours = (f"of {len(next(iter(t2.values())))} sites per seed, with their best head alone: no practical change "
             f"{per(NO_CHANGE)}; unresolved {per(UNRESOLVED)}; not significant at p < {LEVEL_MICHEL} (Michel's "
             f"criterion) {calm}")

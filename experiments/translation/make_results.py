@@ -454,7 +454,7 @@ def fill_michel_table2(d):
     out = []
     for seed, sites in t2.items():
         changed = sum(c in (HURTS, HELPS) for _, c in sites.values())
-        calm = M.not_significant([r for r, _ in sites.values()], "layer_only_")
+        calm = M.table2_not_significant(sites)
         worst = min(sites.items(), key=lambda kv: number(kv[1][0]["layer_only_bleu_delta"]))
         out.append([seed, len(sites), changed, calm, ", ".join(f"{M.KIND_WORDS[k]} {layer}: {c}" for (k, layer), (_, c)
                                                           in sites.items()),

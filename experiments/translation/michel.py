@@ -64,6 +64,12 @@ def best_heads(rows, seed):
     return {site: max(sites[site], key=lambda r: number(r["layer_only_bleu"])) for site in order}
 
 
+def table2_not_significant(sites):
+    """Michel's own criterion on one seed's table2 sites: those whose best head alone changes BLEU
+    not significantly."""
+    return not_significant([r for r, _ in sites.values()], "layer_only_")
+
+
 def table2(rows):
     """{seed: {site: (best row, class)}}."""
     return {seed: {site: (r, head_class(r, "layer_only_")) for site, r in best_heads(rows, seed).items()}
