@@ -44,6 +44,20 @@ def test_arms_present_and_missing(data):
     assert "not run yet" in T.fill_base_test(T.Data(os.path.join(str(data.folder), "missing")))
 
 
+def test_arms_flag_base_models_retrained_on_another_machine(data):
+    """A part of an arm that retrains base models (michel, voita, budget) on another kind of
+    machine than data/base/'s analysed models retrained there: the arms table says which seeds."""
+    write(os.path.join(str(data.folder), "voita", "provenance.csv"),
+          "part,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
+          '0,abc1234,no,2026-12-05T00:00:00Z,"Xeon, 2 cores",60,2.1\n'
+          '1,abc1234,no,2026-12-05T00:00:00Z,"EPYC, 2 cores",60,2.1\n')
+    write(os.path.join(str(data.folder), "kv_heads", "provenance.csv"), provenance(60, "2.1").replace("Xeon", "EPYC"))
+    rows = {r.split("|")[3].strip(): r for r in T.fill_arms(T.Data(str(data.folder))).splitlines()[2:]
+            if "voita" in r or "kv_heads" in r}
+    assert "retrained here" not in rows["0"] and "retrained here" not in rows["all"]  # kv_heads: no base models
+    assert "EPYC, 2 cores; highest 1-min load 2.1; base seed 1 retrained here, not data/base/'s model" in rows["1"]
+
+
 def test_base_tables(data):
     test = T.fill_base_test(data)
     assert "21.00 ± 1.41" in test and "674 test verses, beam 5" in test
@@ -634,3 +648,17 @@ def test_the_verdicts_table_lists_the_claims_present_and_the_arms_missing(tmp_pa
     assert "Most Enc-Enc heads can be removed alone" in text and "**holds**" in text
     assert "Not in this table yet (their arms have not run): the claims of `head_count_lr`, `head_count`, `voita`" \
         in text
+
+
+def test_base_train_args_passes_strings_as_bare_words(tmp_path):
+    """voita_scratch and kv_heads train the base config outside its sweep: base.toml's [set] as
+    plain --set arguments (run.sh splits on spaces and xargs strips quotes), the steps extended."""
+    from translation import collect as C
+    args = C.base_train_args(os.path.join(EXPERIMENTS, "translation", "base.toml"), 500).split(" ")
+    assert args[0].endswith("configs/translate.toml")
+    assert "data.val_book=Luke" in args and "model.n_heads=8" in args and "train.steps=8500" in args
+    write(str(tmp_path / "base.toml"), 'base = "c.toml"\n[set]\n"data.val_book" = "Song of Solomon"\n'
+          '"train.steps" = 10\n')
+    write(str(tmp_path / "c.toml"), "[train]\nsteps = 10\n")
+    with pytest.raises(SystemExit):
+        C.base_train_args(str(tmp_path / "base.toml"), 0)

@@ -56,6 +56,7 @@ a part adds its seeds' (or rates') rows and replaces its own earlier ones.
 import argparse
 import json
 import os
+import re
 import sys
 import tomllib
 
@@ -78,6 +79,7 @@ ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by 
         "voita_scratch": "Voita: each seed's L0 layout trained from scratch",
         "kv_heads": "MQA/GQA: BLEU, KV cache, beam-search sentences/s"}
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
+RETRAINS_BASE = ("budget", "michel", "voita")  # the arms whose run.sh part retrains its seeds' base models
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
               "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer", "batch_tokens")}
@@ -254,16 +256,19 @@ def parse_seeds(text):
 
 def base_train_args(sweep_path, extra_steps):
     """run.sh: the base sweep's training as `headlab train` arguments, its grid aside, with
-    extra_steps more steps: "CONFIG --set KEY=VALUE ..." (values plain: run.sh splits on spaces)."""
+    extra_steps more steps: "CONFIG --set KEY=VALUE ...". run.sh splits the line on spaces and
+    xargs strips quotes, so every value goes plain: a string as the bare word `--set` takes for a
+    string key (one without spaces, quotes or backslashes), numbers and arrays as TOML."""
     sweep = tomllib.load(open(sweep_path, "rb"))
     config_path = os.path.normpath(os.path.join(os.path.dirname(sweep_path), sweep["base"]))
     steps = sweep.get("set", {}).get("train.steps", tomllib.load(open(config_path, "rb"))["train"]["steps"])
     args = [config_path]
     for key, value in sweep.get("set", {}).items():
         if key != "train.steps":
-            if isinstance(value, str):
-                fail(f"{sweep_path}: [set] {key} is a string; base-train-args passes numbers and arrays only")
-            args.append(f"--set {key}={json.dumps(value, separators=(',', ':'))}")
+            if isinstance(value, str) and not re.fullmatch(r"[\w.,:/+-]+", value):
+                fail(f"{sweep_path}: [set] {key} = {value!r}: base-train-args passes a string as a bare word, "
+                     "so it must not hold spaces, quotes or backslashes")
+            args.append(f"--set {key}={value if isinstance(value, str) else json.dumps(value, separators=(',', ':'))}")
     args.append(f"--set train.steps={steps + extra_steps}")
     return " ".join(args)
 
@@ -436,6 +441,17 @@ def part_label(seeds, rates, heads=""):
     return " ".join(x for x in (f"heads={heads}" if heads else "", label) if x) or "all"
 
 
+def base_machines(data):
+    """{seed: the machine data/base/'s model of that seed was trained on} (its provenance.csv parts;
+    {} before the base arm has run)."""
+    path = os.path.join(data, "base", "provenance.csv")
+    if not os.path.exists(path):
+        return {}
+    all_seeds = sorted({int(r["seed"]) for r in common.read_csv(os.path.join(data, "base", "test.csv"))})
+    return {int(x): p["machine"] for p in common.read_csv(path)
+            for x in (all_seeds if p["part"] == "all" else p["part"].split())}
+
+
 def check_base(out, data, seeds):
     """run.sh, after (re)training base models: each seed's curve and test row must equal the base
     arm's committed ones (data/base/), digit for digit, when that seed's part of the base arm ran
@@ -449,8 +465,7 @@ def check_base(out, data, seeds):
     if not committed:
         return
     here, all_seeds = common.machine(), sorted({int(r["seed"]) for r in committed["test.csv"]})
-    made_here = {int(x) for p in common.read_csv(os.path.join(data, "base", "provenance.csv")) if p["machine"] == here
-                 for x in (all_seeds if p["part"] == "all" else p["part"].split())}
+    made_here = {seed for seed, machine in base_machines(data).items() if machine == here}
     for name, rows, _ in collect_base(out, seeds, None)[1:]:
         for seed in sorted({r["seed"] for r in rows} & set(all_seeds)):  # a seed not in data/ yet: nothing to check
             if seed not in made_here:

@@ -22,7 +22,8 @@ from common import (  # noqa: E402
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
-from translation.collect import ARMS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS  # noqa: E402
+from translation.collect import (  # noqa: E402
+    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, base_machines)
 
 
 class Data:
@@ -45,6 +46,16 @@ def not_run(arm):
     return f"*(arm `{arm}` not run yet: `experiments/translation/run.sh {arm}`)*"
 
 
+def retrained_elsewhere(d, arm, part):
+    """The base seeds a part of an arm that retrains base models (RETRAINS_BASE) ran on another
+    kind of machine than data/base/'s: it analysed models retrained there, not data/base/'s."""
+    machines = base_machines(d.folder)
+    if arm not in RETRAINS_BASE or not machines:
+        return []
+    seeds = part["part"].split() if part["part"] != "all" else BUDGET_SEEDS if arm == "budget" else sorted(machines)
+    return [int(s) for s in seeds if machines.get(int(s), part["machine"]) != part["machine"]]
+
+
 def fill_arms(d):
     """One row per part of every arm (run.sh's SEEDS), the arms not run yet included."""
     rows = []
@@ -54,10 +65,13 @@ def fill_arms(d):
             continue
         for p in d.parts(arm):
             wall = number(p["wall_seconds"])
+            elsewhere = retrained_elsewhere(d, arm, p)
             rows.append([f"`{arm}`", what, p["part"], f"`{p['commit']}`" +
                          (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
                          p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
-                         f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}"])
+                         f"{p['machine']}; highest 1-min load {p['max_load_1min'] or '–'}" +
+                         (f"; base seed {', '.join(map(str, elsewhere))} retrained here, not data/base/'s model "
+                          "(trained on another kind of machine)" if elsewhere else "")])
             what = ""
     return md_table(["arm", "what", "part", "commit", "started (UTC)", "wall time", "machine"], rows, align="---")
 
