@@ -689,9 +689,12 @@ def voita_survival_runs(d):
             continue
         run = V.encoder_survival(roles, got[1], seed)
         runs.append(run)
-        r, kept, _ = run
-        counts = {role: f"{int(kept[r == role].sum())} of {int((r == role).sum())}" for role in sorted(set(r))}
-        table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(f"{k}: {v}" for k, v in counts.items())])
+        r, kept, layer = run
+        # by layer, the permutation test's strata: a share over all layers mixes in which layer pruned most
+        counts = [f"L{li} " + ", ".join(f"{role} {int(kept[(r == role) & (layer == li)].sum())} of "
+                                       f"{int(((r == role) & (layer == li)).sum())}"
+                                       for role in sorted(set(r[layer == li]))) for li in sorted(set(layer))]
+        table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(counts)])
     return runs, table
 
 
@@ -708,7 +711,7 @@ def fill_voita_survival(d):
         return "*(no seed has an L0 run within the threshold)*"
     v, (spec, rest) = survival_claim(runs)
     n_spec = sum(int(np.isin(r, SPECIALISED).sum()) for r, _, _ in runs)
-    return (md_table(["seed", "lambda", "encoder heads kept, by role"], table, align="---")
+    return (md_table(["seed", "lambda", "encoder heads kept, by layer and role"], table, align="---")
             + f"\n\nShare kept by L0: the specialised heads (positional or rare-token; the Bible data have no "
             f"syntactic gold), {n_spec} over all seeds, {'–' if math.isnan(spec) else f'{spec:.2f}'}; the rest "
             f"{'–' if math.isnan(rest) else f'{rest:.2f}'}. {v.test}: {v.words()}.")
