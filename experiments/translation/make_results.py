@@ -46,10 +46,10 @@ def not_run(arm):
     return f"*(arm `{arm}` not run yet: `experiments/translation/run.sh {arm}`)*"
 
 
-def retrained_elsewhere(d, arm, part):
+def retrained_elsewhere(machines, arm, part):
     """The base seeds a part of an arm that retrains base models (RETRAINS_BASE) ran on another
-    kind of machine than data/base/'s: it analysed models retrained there, not data/base/'s."""
-    machines = base_machines(d.folder)
+    kind of machine than data/base/'s (machines: collect.base_machines): it analysed models
+    retrained there, not data/base/'s."""
     if arm not in RETRAINS_BASE or not machines:
         return []
     seeds = part["part"].split() if part["part"] != "all" else BUDGET_SEEDS if arm == "budget" else sorted(machines)
@@ -58,14 +58,14 @@ def retrained_elsewhere(d, arm, part):
 
 def fill_arms(d):
     """One row per part of every arm (run.sh's SEEDS), the arms not run yet included."""
-    rows = []
+    rows, machines = [], base_machines(d.folder)
     for arm, what in ARMS.items():
         if arm not in d.arms:
             rows.append([f"`{arm}`", what, "", "not run yet", "", "", ""])
             continue
         for p in d.parts(arm):
             wall = number(p["wall_seconds"])
-            elsewhere = retrained_elsewhere(d, arm, p)
+            elsewhere = retrained_elsewhere(machines, arm, p)
             rows.append([f"`{arm}`", what, p["part"], f"`{p['commit']}`" +
                          (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
                          p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
@@ -691,9 +691,11 @@ def voita_survival_runs(d):
         runs.append(run)
         r, kept, layer = run
         # by layer, the permutation test's strata: a share over all layers mixes in which layer pruned most
-        counts = [f"L{li} " + ", ".join(f"{role} {int(kept[(r == role) & (layer == li)].sum())} of "
-                                       f"{int(((r == role) & (layer == li)).sum())}"
-                                       for role in sorted(set(r[layer == li]))) for li in sorted(set(layer))]
+        counts = []
+        for li in sorted(set(layer)):
+            here = layer == li
+            counts.append(f"L{li} " + ", ".join(f"{role} {int(kept[here & (r == role)].sum())} of "
+                                               f"{int((here & (r == role)).sum())}" for role in sorted(set(r[here]))))
         table.append([seed, got[0].rsplit("lambda", 1)[1], "; ".join(counts)])
     return runs, table
 
