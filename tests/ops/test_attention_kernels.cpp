@@ -163,10 +163,11 @@ TEST_CASE("explicit attention kernels: generic is the baseline copy, avx512 the 
                       Catch::Contains("attention: kernels=avx512 needs a CPU with AVX-512"));
 }
 
-TEST_CASE("automatic attention kernels follow the build, the CPU and HEADLAB_NO_AVX512", "[ops][attention]") {
+TEST_CASE("automatic attention kernels follow the build, the CPU and HEADLAB_NO_AVX512",
+          "[ops][attention][kernel_choice]") {
   // The rule of include/headlab/ops/attention.h. A native build compiles these tests with the
   // library's -march=native, so __AVX512F__ here says whether the library's build targets it.
-  // .ci/test-portable runs this area once more with HEADLAB_NO_AVX512=1.
+  // A portable build's CTest entry attention_baseline runs this case once more with HEADLAB_NO_AVX512=1.
   const char* off = std::getenv("HEADLAB_NO_AVX512");
   const bool forced_off = off != nullptr && *off != '\0' && std::string(off) != "0";
   const bool cpu = attention_kernels_available(AttentionKernels::avx512);
