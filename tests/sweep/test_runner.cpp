@@ -183,7 +183,8 @@ namespace {
 // Waits until no process holds a run folder's lock (the runs of a killed sweep stop on SIGTERM,
 // checkpointing first: slow under the sanitizers on a loaded machine, hence the generous bound).
 // A kill that lands before the sweep made the folder leaves nothing to wait for: the probe would
-// fail to create its lock file there, which is not "held" (CI once waited 60 s on such a folder).
+// fail to create its lock file there, which is not "held" (the likely cause of a CI run that
+// failed here after 60 s under the sanitizers; not reproduced).
 void wait_until_unlocked(const fs::path& run) {
   if (!fs::exists(run)) return;
   for (int i = 0; i < 2400; ++i) {
