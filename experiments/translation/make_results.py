@@ -779,7 +779,8 @@ def fill_kv_heads(d):
         ref = median(speed[heads]) if heads in speed else math.nan
         v = family.get(k)
         rows.append([("MHA" if k == heads else "MQA" if k == 1 else "GQA") + f" ({k} K/V)", cell(bleu[k].values(), 2),
-                     "reference" if v is None else f"{v.effect:+.2f}, Holm p = {v.p:.3f}: {v.words()}",
+                     "reference" if v is None
+                     else f"{v.effect:+.2f}, " + ("" if math.isnan(v.p) else f"Holm p = {v.p:.3f}: ") + v.words(),
                      f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
                      "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
     if heads not in bleu:
