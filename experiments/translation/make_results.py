@@ -18,7 +18,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, verdicts
 from common import (  # noqa: E402
-    CsvError, cell, check_results, fail, md_table, number, read_csv, read_text, save_figure, pyplot, write_atomically
+    CsvError, cell, check_results, fail, fmt_p, md_table, number, read_csv, read_text, save_figure, pyplot,
+    write_atomically
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
@@ -780,7 +781,7 @@ def fill_kv_heads(d):
         v = family.get(k)
         rows.append([("MHA" if k == heads else "MQA" if k == 1 else "GQA") + f" ({k} K/V)", cell(bleu[k].values(), 2),
                      "reference" if v is None
-                     else f"{v.effect:+.2f}, " + ("" if math.isnan(v.p) else f"Holm p = {v.p:.3f}: ") + v.words(),
+                     else f"{v.effect:+.2f}, " + ("" if math.isnan(v.p) else f"Holm {fmt_p(v.p)}: ") + v.words(),
                      f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
                      "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
     if heads not in bleu:
