@@ -188,7 +188,7 @@ struct Run {
   Optimizer<float>& optimizer;
   Model<float>* teacher;  // train.teacher's model (its logits join each micro-batch's loss); nullptr: none
   fs::path dir;           // the run folder
-  bool writer;   // rank 0
+  bool writer;            // rank 0
 
   fs::path metrics_path() const { return dir / "metrics.csv"; }
 };
@@ -499,7 +499,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   Model<float> model(in.spec);
   model.params().init(static_cast<uint64_t>(in.config.train.seed));
   std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(in.config, model.params());
-  const Run run{in.config, options, *in.dataset, model, *optimizer, in.teacher.get(), options.out_dir, dist::rank() == 0};
+  const bool writer = dist::rank() == 0;
+  const Run run{in.config, options, *in.dataset, model, *optimizer, in.teacher.get(), options.out_dir, writer};
 
   const RunFolder folder = claim_run_folder(run);
   RunStart start = start_run(run, folder.resume_path);
