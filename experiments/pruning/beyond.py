@@ -110,12 +110,19 @@ def fill_correlations(b):
     for task in b.tasks:
         rho = {p: by_seed(b, task, lambda s, p=p: spearman(b.head_scores(task, s)[p[0]], b.head_scores(task, s)[p[1]]))
                for p in pairs}
-        errors = [number(r["ig_completeness_error"]) / max(abs(number(r["ig_loss_change"])), 1e-300)
-                  for r in b.analyses if r["task"] == task]
         rows.append([TASKS[task][0]] + [f"{mean_sd(rho[p])} ({per_seed(rho[p])})" for p in pairs]
-                    + [f"{max(errors):.1e}" if errors else "–"])
+                    + [completeness(b, task, ""), completeness(b, task, "ffn_")])
     return md_table(["task", "rho(IG, I_h)", "rho(IG, ablation)", "rho(I_h, ablation)",
-                     "IG completeness error (largest, relative to L(g) - L(0))"], rows, align="---")
+                     "IG completeness error, heads (largest over seeds, relative to L(g) − L(0))",
+                     "the same, FFN units"], rows, align="---")
+
+
+def completeness(b, task, prefix):
+    """The largest relative distance of a seed's attributions (heads: prefix "", FFN units: "ffn_")
+    from L(g) − L(0); – where the analysis has none."""
+    errors = [number(r[f"{prefix}ig_completeness_error"]) / max(abs(number(r[f"{prefix}ig_loss_change"])), 1e-300)
+              for r in b.analyses if r["task"] == task and r.get(f"{prefix}ig_completeness_error", "") != ""]
+    return f"{max(errors):.1e}" if errors else "–"
 
 
 def fill_orders(b, unit):

@@ -14,8 +14,9 @@ part<N>_<key>, and the summed wall time.
 data/beyond/
   heads.csv       task,seed,layer,head,importance,importance_normalized,ablation_loss_delta,
                   integrated_gradients: the final checkpoint's analysis (headlab analyze --ig-steps)
-  analyses.csv    task,seed,loss,ig_loss_change,ig_completeness_error,ig_steps: its losses and how
-                  far the heads' integrated gradients add up from L(g) - L(0)
+  analyses.csv    task,seed,loss,ig_loss_change,ig_completeness_error,ig_steps,ffn_ig_loss_change,
+                  ffn_ig_completeness_error,ffn_ig_steps: its losses and how far the heads' (the FFN
+                  units', analyze --ffn) integrated gradients add up from L(g) - L(0)
   prune.csv       task,seed,arm + prune.csv's columns but the pruned lists (pruned_heads,
                   pruned_units: long, and read by nothing here): every round of every arm
   timings.csv     task,seed,job,seconds
@@ -36,7 +37,8 @@ from pruning.collect import (TASK_ORDER, fmt, job_seconds, kept_part, merged_pro
 FILES = ("heads", "analyses", "prune", "timings")  # data/beyond/<name>.csv, every row with its task
 PART_KEYS = ("tasks", "started_utc", "machine", "wall_seconds", "max_load_1min")
 HEAD_COLUMNS = ["importance", "importance_normalized", "ablation_loss_delta", "integrated_gradients"]
-ANALYSIS_KEYS = ["loss", "ig_loss_change", "ig_completeness_error", "ig_steps"]
+ANALYSIS_KEYS = ["loss", "ig_loss_change", "ig_completeness_error", "ig_steps", "ffn_ig_loss_change",
+                 "ffn_ig_completeness_error", "ffn_ig_steps"]
 DROPPED = ("pruned_heads", "pruned_units")
 
 

@@ -2,7 +2,8 @@
 # experiments/pruning, beyond single heads (issue 32): on the same base models as run.sh (its
 # sweeps, retrained bit-identically when BASE lacks them), for every task and seed:
 #   - the final checkpoint analysed with integrated gradients beside Michel's importance and the
-#     ablation score (heads.csv: the three scores' rank correlations);
+#     ablation score (heads.csv: the three scores' rank correlations), its FFN units too (--ffn:
+#     how their attributions add up);
 #   - heads pruned by each of the three orders and at random (the fraction prunable of each);
 #   - FFN hidden units pruned by importance, magnitude, integrated gradients and at random;
 #   - whole attention layers and whole FFN blocks pruned by importance, ablation, integrated
@@ -98,7 +99,7 @@ for task in $TASKS; do
     [[ -d $run/checkpoints ]] || { echo "run_beyond.sh: $run/checkpoints is missing" >&2; exit 2; }
     final=$(ls "$run"/checkpoints/step_*.h5 | sort | tail -n 1)
     dir="$OUT/$task/seed$seed/beyond"
-    echo "$dir/analyze heads.h5 $HEADLAB analyze --threads 1 --no-similarity $final --batches $final_b" \
+    echo "$dir/analyze heads.h5 $HEADLAB analyze --threads 1 --no-similarity --ffn $final --batches $final_b" \
          "--ig-steps $IG_STEPS --out $dir/analyze"
     for s in importance integrated_gradients ablation; do arm "$s" --strategy $s --step-frac "$STEP_FRAC"; done
     for s in importance magnitude integrated_gradients; do

@@ -305,15 +305,20 @@ def test_budget_table_against_the_base_models(data):
     assert "figures/budget_curves.png" in text
 
 
-def test_the_kv_arm_trains_every_setting_at_the_head_count_budget(tmp_path, capsys):
+def test_the_kv_arm_trains_every_setting_at_the_head_count_budget_and_rate(tmp_path, capsys):
     """Multi-head attention included (its own reference), every kind's K/V heads set, the
-    head-count arms' steps."""
+    head-count arms' steps, and the rate their sweep chose for the base model's head count (the
+    highest final val BLEU; here not the base rate)."""
     import tomllib
     from translation import collect as C
     folder = os.path.join(EXPERIMENTS, "translation")
-    C.kv_sweeps(os.path.join(folder, "base.toml"), str(tmp_path))
-    paths = capsys.readouterr().out.split()
     heads = C.base_model(os.path.join(folder, "base.toml"))["n_heads"]
+    lr_runs = str(tmp_path / "lr_runs.csv")
+    write(lr_runs, "task,heads,lr,val_bleu\n" + "".join(
+        f"translate,{h},{lr},{bleu}\n" for h in (1, heads) for lr, bleu in ((0.001, 8.5 if h == heads else 6),
+                                                                          (0.002, 6.9 if h == heads else 7))))
+    C.kv_sweeps(os.path.join(folder, "base.toml"), str(tmp_path / "kv"), lr_runs)
+    paths = capsys.readouterr().out.split()
     assert [os.path.basename(p) for p in paths] == [f"kv={k}.toml" for k in C.kv_values(os.path.join(folder,
                                                                                                    "base.toml"))]
     assert os.path.basename(paths[-1]) == f"kv={heads}.toml"
@@ -322,22 +327,31 @@ def test_the_kv_arm_trains_every_setting_at_the_head_count_budget(tmp_path, caps
         k = int(os.path.basename(p)[3:-5])
         assert s["model.n_kv_heads"] == s["model.enc_n_kv_heads"] == s["model.cross_n_kv_heads"] == k
         assert s["train.steps"] == C.head_count_steps(os.path.join(folder, "base.toml"))
+        assert s["train.lr"] == 0.001
+    write(lr_runs, "task,heads,lr,val_bleu\ntranslate,1,0.001,8\n")
+    with pytest.raises(SystemExit):  # no run of the base head count: no rate to take
+        C.kv_sweeps(os.path.join(folder, "base.toml"), str(tmp_path / "kv"), lr_runs)
 
 
 def test_kv_table_compares_with_its_own_multi_head_runs(tmp_path):
     write(str(tmp_path / "kv_heads" / "provenance.csv"), provenance(60, ""))
     write(str(tmp_path / "kv_heads" / "config.csv"),
-          "key,value\nn_layers,2\nn_encoder_layers,2\nn_heads,8\nd_head,16\nsteps,2000\n")
-    rows = ["kv_heads,seed,step,bleu,chrf,loss,sentences,beam"]
+          "key,value\nn_layers,2\nn_encoder_layers,2\nn_heads,8\nd_head,16\nsteps,2000\nlr,0.001\n")
+    rows = ["kv_heads,seed,lr,step,bleu,chrf,loss,sentences,beam"]
     for k, mean, m in ((1, 9.0, 3), (8, 10.0, 2)):
-        rows += [f"{k},{s},2000,{mean + 0.1 * (s % m)},30,3,674,5" for s in range(5)]
+        rows += [f"{k},{s},0.001,2000,{mean + 0.1 * (s % m)},30,3,674,5" for s in range(5)]
     write(str(tmp_path / "kv_heads" / "runs.csv"), "\n".join(rows) + "\n")
     write(str(tmp_path / "kv_heads" / "bench.csv"), "kv_heads,round,sentences_per_s,ms_median,foreign_cores,params\n"
           "1,1,20,50,0.01,100\n8,1,10,100,0.01,120\n")
     text = T.fill_kv_heads(T.Data(str(tmp_path)))
     assert "Every setting trains the head-count arms' 2000 steps" in text
+    assert "at lr 0.001, the rate the head-count sweep chose for 8 heads" in text
     assert "| MHA (8 K/V) |" in text and "| MQA (1 K/V) |" in text
     assert "2.00x" in text  # beam-5 speed against MHA
+    # a part trained at another rate (the arm before it took the sweep's) is refused, not compared
+    write(str(tmp_path / "kv_heads" / "runs.csv"), "\n".join(rows + ["1,5,0.002,2000,9,30,3,674,5"]) + "\n")
+    with pytest.raises(SystemExit):
+        T.fill_kv_heads(T.Data(str(tmp_path)))
 
 
 # ---- arms in parts (run.sh's SEEDS): data/ is what outlives a machine ------------------------------

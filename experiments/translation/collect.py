@@ -35,10 +35,11 @@ data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lamb
 data/voita_scratch/  scratch.csv: seed,arm,active_heads,steps (each seed's val-chosen encoder
                    layout trained from scratch); evals.csv (as voita's: arm scratch on val and
                    test); timings.csv
-data/kv_heads/     runs.csv: kv_heads,seed,step,bleu,chrf,loss,sentences,beam (every K/V count, multi-
-                   head attention included, at the head-count arms' step budget, on test);
-                   config.csv: key,value (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's
-                   size follows from them; steps); bench.csv: kv_heads,round,sentences_per_s,ms_median,
+data/kv_heads/     runs.csv: kv_heads,seed,lr,step,bleu,chrf,loss,sentences,beam (every K/V count,
+                   multi-head attention included, at the head-count arms' step budget and the rate
+                   their sweep chose for the base head count, on test); config.csv: key,value
+                   (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's size follows from
+                   them; steps, lr); bench.csv: kv_heads,round,sentences_per_s,ms_median,
                    foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
 data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
                    base config at its steps S (the base arm's runs) and at 2S, each run's last
@@ -319,15 +320,29 @@ def head_count_steps(sweep_path):
     return tomllib.load(open(path, "rb"))["set"]["train.steps"]
 
 
-def kv_sweeps(sweep_path, out):
+def kv_rate(sweep_path, lr_runs):
+    """The kv_heads arm's rate: the one the head-count rate sweep (LR_RUNS, data/head_count_lr's
+    runs.csv) chose for the base model's head count at the same step budget. The base rate was
+    tuned for the base models' 8000 steps; at 2000 the sweep found it worse for that count."""
+    from head_count.runs import choose_rates
+    heads = base_model(sweep_path)["n_heads"]
+    rates = choose_rates(common.read_csv(lr_runs, hint="run experiments/translation/run.sh head_count_lr first"))
+    if heads not in rates:
+        fail(f"{lr_runs} has no run of {heads} heads, the base model's count: the kv_heads arm takes its rate")
+    return rates[heads]
+
+
+def kv_sweeps(sweep_path, out, lr_runs):
     """One sweep file per K/V count (OUT/kv=<K>.toml), multi-head attention (K = the head count)
     included: base.toml with every kind's K/V heads set to K, at the head-count arms' fixed step
-    budget (head_count_steps; the base models' budget would not fit the arm), only the final
-    checkpoint kept; prints their paths."""
+    budget (head_count_steps; the base models' budget would not fit the arm) and the rate the
+    head-count sweep chose for the base head count there (kv_rate), only the final checkpoint kept;
+    prints their paths."""
+    lr = kv_rate(sweep_path, lr_runs)
     for k in kv_values(sweep_path):
         derived_sweep(sweep_path, os.path.join(out, f"kv={k}.toml"), f"every kind with {k} K/V heads",
                       {**{f"model.{key}": k for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")},
-                       "train.steps": head_count_steps(sweep_path), "train.keep_checkpoints": 1})
+                       "train.steps": head_count_steps(sweep_path), "train.lr": lr, "train.keep_checkpoints": 1})
 
 
 def base_steps(sweep_path):
@@ -378,7 +393,8 @@ def collect_kv_heads(out, seeds, sweeps):
         k = int(name[len("kv="):])
         for seed, run in seed_runs(os.path.join(root, name), seeds, "kv_heads"):
             e = json.load(open(os.path.join(run, "test_beam5.json")))
-            runs.append({"kv_heads": k, "seed": seed, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"],
+            lr = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))["train"]["lr"]
+            runs.append({"kv_heads": k, "seed": seed, "lr": lr, "step": e["step"], "bleu": e["bleu"], "chrf": e["chrf"],
                          "loss": e["loss"], "sentences": e["sentences"], "beam": e["beam"]})
     bench_dir = os.path.join(root, "bench")
     for name in sorted(os.listdir(bench_dir)) if os.path.isdir(bench_dir) else []:
@@ -390,10 +406,13 @@ def collect_kv_heads(out, seeds, sweeps):
                           "params": b["params"]})
     if not runs:
         fail(f"{root} holds no finished kv=<K> run: run experiments/translation/run.sh kv_heads first")
+    rates = {r["lr"] for r in runs}
+    if len(rates) > 1:
+        fail(f"{root}: runs at rates {sorted(rates)}; every setting of the kv_heads arm trains at one")
     m = base_model(os.path.join(sweeps, "base.toml"))
     config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
               "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"],
-              "steps": head_count_steps(os.path.join(sweeps, "base.toml"))}
+              "steps": head_count_steps(os.path.join(sweeps, "base.toml")), "lr": rates.pop()}
     return [("runs.csv", runs, ("kv_heads", "seed")), ("bench.csv", bench, ("kv_heads", "round")),
             ("config.csv", [{"key": k, "value": v} for k, v in config.items()], ("key",))]
 
@@ -517,8 +536,8 @@ def main():
     if sys.argv[1:2] == ["kv-values"] and len(sys.argv) == 3:
         print(" ".join(str(k) for k in kv_values(sys.argv[2])))
         return
-    if sys.argv[1:2] == ["kv-sweeps"] and len(sys.argv) == 4:
-        kv_sweeps(sys.argv[2], sys.argv[3])
+    if sys.argv[1:2] == ["kv-sweeps"] and len(sys.argv) == 5:
+        kv_sweeps(sys.argv[2], sys.argv[3], sys.argv[4])
         return
     if sys.argv[1:2] == ["budget-sweep"] and len(sys.argv) == 4:
         budget_sweep(sys.argv[2], sys.argv[3])

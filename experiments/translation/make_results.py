@@ -750,10 +750,13 @@ def kv_family(d):
     """(the query heads, {K/V heads: {seed: test BLEU}}, {K/V heads: Verdict against MHA}): every
     K/V count against multi-head attention, paired over seeds, Holm over the counts."""
     from verdicts import LEVEL_SEEDS, holm_claims, paired_t_test
-    heads = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}["n_heads"]
-    bleu = {}
+    heads = int({r["key"]: number(r["value"]) for r in d.read("kv_heads", "config.csv")}["n_heads"])
+    bleu, rates = {}, set()
     for r in d.read("kv_heads", "runs.csv"):
         bleu.setdefault(int(r["kv_heads"]), {})[int(r["seed"])] = number(r["bleu"])
+        rates.add(r.get("lr", ""))
+    if len(rates) > 1:  # parts trained at different rates compare nothing
+        fail(f"data/kv_heads/runs.csv mixes rates {sorted(rates)}: rerun the kv_heads arm at one")
     if heads not in bleu:
         return heads, bleu, {}
     return heads, bleu, holm_claims({k: paired_t_test(bleu[heads], bleu[k], threshold=PRACTICAL["bleu"])
@@ -764,8 +767,8 @@ def fill_kv_heads(d):
     if "kv_heads" not in d.arms:
         return not_run("kv_heads")
     from statistics import median
-    config = {r["key"]: int(r["value"]) for r in d.read("kv_heads", "config.csv")}
-    d_head = config["d_head"]
+    config = {r["key"]: number(r["value"]) for r in d.read("kv_heads", "config.csv")}
+    d_head = int(config["d_head"])
     heads, bleu, family = kv_family(d)
     speed, busy = {}, []
     for r in d.read("kv_heads", "bench.csv"):
@@ -775,7 +778,7 @@ def fill_kv_heads(d):
     for k in sorted(bleu):
         # K and V of every decoder layer's self-attention per target token, of every cross-attention
         # per source token (float32)
-        per_token = 2 * config["n_layers"] * k * d_head * 4
+        per_token = 2 * int(config["n_layers"]) * k * d_head * 4
         s = median(speed[k]) if k in speed else math.nan
         ref = median(speed[heads]) if heads in speed else math.nan
         v = family.get(k)
@@ -786,8 +789,10 @@ def fill_kv_heads(d):
                      "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
     if heads not in bleu:
         return "*(data/kv_heads/runs.csv has no multi-head attention runs, the reference)*"
-    return (f"Every setting trains the head-count arms' {config.get('steps', '?')} steps at the base rate "
-            "(the base models' budget would not fit the arm), seeds as the base models'.\n\n"
+    rate = (f"lr {config['lr']:g}, the rate the head-count sweep chose for {heads} heads at that budget (the base "
+            "rate was tuned for the base models' steps)" if "lr" in config else "the base rate")
+    return (f"Every setting trains the head-count arms' {config.get('steps', math.nan):.0f} steps (the base models' "
+            f"budget would not fit the arm) at {rate}, seeds as the base models'.\n\n"
             + md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
                       f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
                       "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)

@@ -42,7 +42,8 @@
 #               (model.active_heads), on val and test; collect.py voita_scratch -> data/voita_scratch/
 #   kv_heads    MQA/GQA: the base model with 1, 2, ... K/V heads shared by its query heads in every
 #               kind, multi-head attention included, at the head-count arms' fixed step budget
-#               (head_count_lr.toml), 5 seeds each, test BLEU by beam 5; then, with nothing else
+#               (head_count_lr.toml) and the rate head_count_lr chose for the base head count
+#               there, 5 seeds each, test BLEU by beam 5; then, with nothing else
 #               running, beam-5 decoding speed of each setting (headlab bench --decode, random
 #               weights, one thread, BENCH_ROUNDS rounds that take the settings in turn);
 #               collect.py kv_heads -> data/kv_heads/
@@ -323,7 +324,11 @@ BENCH_ROUNDS=${BENCH_ROUNDS:-3}
 
 kv_heads() {
   local f k r
-  for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads"); do
+  if [[ ! -e $DATA/head_count_lr/runs.csv ]]; then
+    echo "run.sh: $DATA/head_count_lr/runs.csv is missing: run the head_count_lr arm first (it chooses the rate)" >&2
+    exit 2
+  fi
+  for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads" "$DATA/head_count_lr/runs.csv"); do
     "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
   done
   final_on_test "$OUT"/kv_heads/kv=*/train.seed=*/

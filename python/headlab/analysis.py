@@ -111,12 +111,14 @@ def head_scores(model, batches, ablation: bool = True) -> dict:
 
 def integrated_gradients(model, batches, steps: int, baseline: float = 0.0) -> dict:
     """`headlab analyze --ig-steps N`: {"attribution": [site][H] lists, "loss": L(g), "baseline_loss":
-    L(b)}, the path from every gate at `baseline` to the model's gates g, all heads together."""
+    L(b)}, the path from every gate at `baseline` to the model's gates g, all heads together; a gate
+    at 0 (a pruned head) stays 0 on the whole path and gets 0."""
     base_gates = [g.detach().clone() for g in model.gates()]
     dtype = model.tok_emb.weight.dtype
 
     def mean_loss(a, grad):
-        gates = [(baseline + a * (g.to(dtype) - baseline)).requires_grad_(grad) for g in base_gates]
+        gates = [torch.where(g == 0, g, baseline + a * (g - baseline)).requires_grad_(grad)
+                 for g in (g.to(dtype) for g in base_gates)]
         total, count, grads = 0.0, 0, [torch.zeros(len(g), dtype=torch.float64) for g in base_gates]
         for tokens, targets, labels, key_padding, *source in batches:
             source = dict(source=source[0], source_padding=source[1]) if source else {}
@@ -136,7 +138,8 @@ def integrated_gradients(model, batches, steps: int, baseline: float = 0.0) -> d
         _, grads = mean_loss((k + 0.5) / steps, True)
         for site, g in enumerate(grads):
             path[site] += g.numpy() / steps
-    attribution = [((g.double().numpy() - baseline) * p).tolist() for g, p in zip(base_gates, path)]
+    attribution = [(np.where(g.double().numpy() == 0, 0.0, g.double().numpy() - baseline) * p).tolist()
+                   for g, p in zip(base_gates, path)]
     with torch.no_grad():
         loss, _ = mean_loss(1.0, False)
         baseline_loss, _ = mean_loss(0.0, False)
@@ -175,7 +178,7 @@ def _batch_terms(model, batches):
 
 def ffn_unit_scores(model, batches, ig_steps: int = 0) -> dict:
     """`headlab analyze --ffn`: {"importance", "magnitude"[, "integrated_gradients"]}, each one list
-    of floats per MLP block, and "loss"."""
+    of floats per MLP block, and "loss" (with ig_steps, also "ig_baseline_loss": every unit off)."""
     blocks = mlp_blocks(model)
     dtype = model.tok_emb.weight.dtype
     own = [b.mlp.gates.detach().clone().to(dtype) for b in blocks]
@@ -217,4 +220,10 @@ def ffn_unit_scores(model, batches, ig_steps: int = 0) -> dict:
             for j, g in enumerate(_with_ffn_gates(model, gates, point)):
                 path[j] += g / ig_steps
         out["integrated_gradients"] = [(g.double() * p).tolist() for g, p in zip(own, path)]
+
+        def baseline_loss():
+            with torch.no_grad():
+                terms = [(float(s), n) for s, n in _batch_terms(model, batches)]
+            return sum(s for s, _ in terms) / sum(n for _, n in terms)
+        out["ig_baseline_loss"] = _with_ffn_gates(model, [torch.zeros_like(g) for g in own], baseline_loss)
     return out

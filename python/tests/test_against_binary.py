@@ -133,6 +133,14 @@ def test_ffn_unit_scores_match_the_binary(variant, train_variant, tmp_path):
         for column, rtol, atol in (("importance", 1e-4, 1e-8), ("magnitude", 1e-6, 1e-9),
                                    ("integrated_gradients", 1e-4, 1e-7)):
             assert abs(float(row[column]) - flat[column][k]) <= atol + rtol * abs(flat[column][k]), (row, column)
+    # heads.h5 keeps how the units' attributions add up: L(g) - L(every unit off), and the sum's distance.
+    with h5py.File(tmp_path / "heads.h5", "r") as f:
+        change, error, steps = (f.attrs[k] for k in ("ffn_ig_loss_change", "ffn_ig_completeness_error", "ffn_ig_steps"))
+    assert steps == 8
+    py_change = py["loss"] - py["ig_baseline_loss"]
+    assert abs(py_change - change) <= LOSS_RTOL * (abs(py["loss"]) + abs(py["ig_baseline_loss"]))
+    py_error = abs(sum(flat["integrated_gradients"]) - py_change)
+    assert abs(py_error - error) <= 1e-4 * abs(change) + 1e-7
 
 
 def test_float32_model_matches_too(train_variant):

@@ -205,6 +205,11 @@ void write_heads_h5(const std::string& path, const HeadScores& s, const HeadsFil
     w.set_double_attr("ig_loss_change", s.ig_loss_change);
     w.set_double_attr("ig_completeness_error", s.ig_completeness_error);
   }
+  if (info.ffn_ig_steps > 0) {
+    w.set_int_attr("ffn_ig_steps", info.ffn_ig_steps);
+    w.set_double_attr("ffn_ig_loss_change", info.ffn_ig_loss_change);
+    w.set_double_attr("ffn_ig_completeness_error", info.ffn_ig_completeness_error);
+  }
   w.set_double_attr("accuracy", s.accuracy);
   for (const BaselineField& f : positional_baselines()) {
     const std::string prefix = std::string("baseline_") + f.relation;

@@ -24,13 +24,14 @@ class PathGates {
     }
   }
 
-  // xi = b + a (g - b), site by site; a = 1 is the model's own gates exactly.
+  // xi = b + a (g - b), site by site; a = 1 is the model's own gates exactly. A gate at 0 (a
+  // pruned head or unit) is not on the path: it stays 0 whatever the baseline.
   void at(double a, double baseline) {
     for (int i = 0; i < gates_.size(); ++i) {
       Tensor<T> g = gates_.value(i);
       for (int64_t h = 0; h < g.numel(); ++h) {
         const T own = own_[static_cast<size_t>(i)][static_cast<size_t>(h)];
-        g.data()[h] = a == 1 ? own : static_cast<T>(baseline + a * (static_cast<double>(own) - baseline));
+        g.data()[h] = a == 1 || own == 0 ? own : static_cast<T>(baseline + a * (static_cast<double>(own) - baseline));
       }
     }
   }
@@ -116,7 +117,8 @@ IntegratedGradients integrated_gradients(Model<T>& model, const Dataset& dataset
   size_t k = 0;
   for (int s = 0; s < n_sites; ++s)
     for (int64_t h = 0; h < table.value(s).numel(); ++h, ++k) {
-      ig.attribution[k] = (gates.own(s, h) - baseline) * path_mean[k];
+      const double own = gates.own(s, h);
+      ig.attribution[k] = own == 0 ? 0 : (own - baseline) * path_mean[k];
       sum += ig.attribution[k];
     }
   ig.completeness_error = std::abs(sum - (ig.loss - ig.baseline_loss));

@@ -286,20 +286,23 @@ int run_analyze(int argc, char** argv) {
   info.config_toml = to_toml(config);
   info.step = progress.step;
   info.batch_size = o.batch_size;
-  write_heads_h5((out / "heads.h5").string(), s, info);
-  std::printf("wrote %s/heads.csv%s%s and heads.h5\n", out.string().c_str(),
-              o.similarity ? ", heads_similarity.csv" : "", alignment ? ", alignment.csv" : "");
-
-  if (args.count("ffn")) {
+  if (args.count("ffn")) {  // before heads.h5, which keeps how the units' attributions add up
     const FfnUnitScores u = ffn_unit_scores(model, *dataset, split, n, o.batch_size, o.ig_steps);
     write_file_atomically((out / "units.csv").string(), units_csv(u));
     std::printf("FFN units: %s in %s, loss %.4f", counted(u.n_units(), "unit").c_str(),
                 counted(static_cast<int64_t>(u.block_units.size()), "MLP block").c_str(), u.loss);
-    if (!u.integrated_gradients.empty())
-      std::printf("; integrated gradients add up to %.6f within %.2g", u.ig.loss - u.ig.baseline_loss,
-                  u.ig.completeness_error);
+    if (!u.integrated_gradients.empty()) {
+      info.ffn_ig_steps = o.ig_steps;
+      info.ffn_ig_loss_change = u.ig.loss - u.ig.baseline_loss;
+      info.ffn_ig_completeness_error = u.ig.completeness_error;
+      std::printf("; integrated gradients add up to %.6f within %.2g", info.ffn_ig_loss_change,
+                  info.ffn_ig_completeness_error);
+    }
     std::printf("\nwrote %s/units.csv\n", out.string().c_str());
   }
+  write_heads_h5((out / "heads.h5").string(), s, info);
+  std::printf("wrote %s/heads.csv%s%s and heads.h5\n", out.string().c_str(),
+              o.similarity ? ", heads_similarity.csv" : "", alignment ? ", alignment.csv" : "");
 
   if (!dump.empty()) {
     for (int64_t example : dump) {

@@ -1,7 +1,10 @@
-// headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--init CHECKPOINT] [--out DIR]
+// headlab train CONFIG [--set key=value]... [--resume auto|PATH] [--init CHECKPOINT] [--teacher CHECKPOINT]
+//                     [--out DIR]
 // Also as `mpirun -np P headlab train ...` (data-parallel, docs/distributed.md): rank 0 talks.
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <cxxopts.hpp>
 
@@ -25,6 +28,10 @@ int run_train(int argc, char** argv) {
       "init",
       "start a new run from a checkpoint's weights and model section (fine-tuning, e.g. a pruned model); a --set "
       "model key must agree with it, except model.dropout, which applies",
+      cxxopts::value<std::string>())(
+      "teacher",
+      "distil from a checkpoint: its soft targets mix into the loss (--set train.teacher=CHECKPOINT; "
+      "train.distill_alpha and train.distill_temperature set how)",
       cxxopts::value<std::string>())("out", "run folder (default runs/<config name>)", cxxopts::value<std::string>())(
       "h,help", "show this help");
   const auto parsed = parse_options(options, {"config"}, argc, argv);
@@ -32,13 +39,23 @@ int run_train(int argc, char** argv) {
   const cxxopts::ParseResult& args = *parsed;
   HEADLAB_CHECK(args.count("config"), "no config file given (usage: headlab train CONFIG [--set k=v]...)");
   const std::string path = args["config"].as<std::string>();
-  const Config config = load_config(path, list_option(args, "set"));
+  std::vector<std::string> sets = list_option(args, "set");
+  std::vector<std::string> origins;
+  for (const std::string& set : sets) origins.push_back("--set " + set);
+  if (args.count("teacher")) {
+    for (const std::string& set : sets)
+      HEADLAB_CHECK(override_key(set) != "train.teacher",
+                    "--teacher and --set train.teacher both name a teacher; give one of them");
+    sets.push_back("train.teacher=" + args["teacher"].as<std::string>());
+    origins.push_back("--teacher " + args["teacher"].as<std::string>());
+  }
+  const Config config = load_config(path, sets, origins);
   RunOptions run;
   run.out_dir = args.count("out") ? args["out"].as<std::string>()
                                   : (std::filesystem::path("runs") / std::filesystem::path(path).stem()).string();
   run.resume = args.count("resume") ? args["resume"].as<std::string>() : "";
   run.init_from = args.count("init") ? args["init"].as<std::string>() : "";
-  for (const std::string& set : list_option(args, "set")) run.set_keys.push_back(override_key(set));
+  for (const std::string& set : sets) run.set_keys.push_back(override_key(set));
   const bool talk = dist::rank() == 0;
   run.quiet = !talk;
   if (talk && dist::size() > 1)

@@ -147,6 +147,7 @@ struct RunInputs {
   Config config;
   ModelSpec spec;
   std::unique_ptr<Dataset> dataset;
+  std::unique_ptr<Model<float>> teacher;  // train.teacher's model; nullptr without one
 };
 
 // The tokenizer a continued run keeps, so that its tokens stay the ids its model learned: the
@@ -171,6 +172,9 @@ RunInputs check_inputs(const Config& given, const RunOptions& options) {
     set_num_threads(resolved_threads(in.config));
     in.spec = model_spec(in.config);
     in.dataset = make_dataset(in.config, continued_tokenizer(in.config, options));
+    // Loaded here, before the run folder exists: a teacher that does not fit writes nothing.
+    if (!in.config.train.teacher.empty())
+      in.teacher = load_teacher(in.config.train.teacher, in.spec, in.dataset->tokenizer());
   });
   return in;
 }
@@ -182,8 +186,9 @@ struct Run {
   const Dataset& dataset;
   Model<float>& model;
   Optimizer<float>& optimizer;
-  fs::path dir;  // the run folder
-  bool writer;   // rank 0
+  Model<float>* teacher;  // train.teacher's model (its logits join each micro-batch's loss); nullptr: none
+  fs::path dir;           // the run folder
+  bool writer;            // rank 0
 
   fs::path metrics_path() const { return dir / "metrics.csv"; }
 };
@@ -453,12 +458,9 @@ RunResult train_steps(const Run& run, RunProgress& progress, std::FILE* metrics)
                       tc.grad_clip,
                       static_cast<uint64_t>(tc.seed)};
   ctx.label_smoothing = tc.label_smoothing;
-  // Distillation (train.teacher): the teacher's model, loaded once; its logits join each micro-batch's loss.
-  std::unique_ptr<Model<float>> teacher;
   std::unique_ptr<Distillation> distillation;
-  if (!tc.teacher.empty()) {
-    teacher = load_teacher(tc.teacher, run.model.spec(), run.dataset.tokenizer());
-    distillation.reset(new Distillation{*teacher, tc.distill_alpha, tc.distill_temperature});
+  if (run.teacher) {
+    distillation.reset(new Distillation{*run.teacher, tc.distill_alpha, tc.distill_temperature});
     ctx.distillation = distillation.get();
   }
   StepLog log(run, progress, metrics, eval_batch, tape);  // starts the clock
@@ -497,7 +499,8 @@ RunResult run_training(const Config& given, const RunOptions& options) {
   Model<float> model(in.spec);
   model.params().init(static_cast<uint64_t>(in.config.train.seed));
   std::unique_ptr<Optimizer<float>> optimizer = make_optimizer(in.config, model.params());
-  const Run run{in.config, options, *in.dataset, model, *optimizer, options.out_dir, dist::rank() == 0};
+  const bool writer = dist::rank() == 0;
+  const Run run{in.config, options, *in.dataset, model, *optimizer, in.teacher.get(), options.out_dir, writer};
 
   const RunFolder folder = claim_run_folder(run);
   RunStart start = start_run(run, folder.resume_path);

@@ -2,7 +2,8 @@
 // model with non-trivial gates: completeness (the attributions add up to L(g) - L(0), more closely
 // as the points grow, as a midpoint sum's O(1/N^2) error does), one point is the gradient at the
 // path's middle times the gate (central differences of the split's mean loss), a gated-off head
-// gets 0, the model's gates come back, and bad steps or baselines are one line.
+// gets 0 and stays off from any baseline, the model's gates come back, and bad steps or baselines
+// are one line.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -102,6 +103,29 @@ TEST_CASE("integrated gradients with one point: the gradient at the path's middl
     const double want = gates[k] * (l_up - l_down) / (2 * eps);
     CHECK(one.attribution[k] == Approx(want).epsilon(1e-6).margin(1e-9));
   }
+}
+
+TEST_CASE("from a baseline above 0, a pruned head stays off on the whole path and the sum still adds up",
+          "[analysis][ig]") {
+  Model<double> model(test::tiny_spec(ModelKind::decoder, 11, 2, 2, 8));
+  test::randomize(model, 21);            // gates in [0.5, 1.5)
+  model.gates().value(1).data()[0] = 0;  // a head pruned
+  const std::unique_ptr<Dataset> data = test::tiny_task(ModelKind::decoder, 8);
+  const std::vector<double> gates = all_gates(model);
+  const IntegratedGradients ig = integrated_gradients(model, *data, Split::val, 2, 4, 32, 0.25);
+  CHECK(all_gates(model) == gates);
+  CHECK(ig.attribution[2] == 0);
+  std::vector<double> baseline(gates.size(), 0.25);
+  baseline[2] = 0;  // not switched half on by the baseline
+  set_all_gates(model, baseline);
+  CHECK(ig.baseline_loss == Approx(split_loss(model, *data, 2, 4)).epsilon(1e-12));
+  set_all_gates(model, gates);
+  const double change = ig.loss - ig.baseline_loss;
+  REQUIRE(std::abs(change) > 1e-4);
+  double sum = 0;
+  for (double a : ig.attribution) sum += a;
+  CHECK(ig.completeness_error == Approx(std::abs(sum - change)).margin(1e-15));
+  CHECK(ig.completeness_error < 1e-2 * std::abs(change));
 }
 
 TEST_CASE("integrated gradients refuse no points and a baseline outside [0, 1]", "[analysis][ig]") {

@@ -13,7 +13,11 @@ Lines that cannot run here (installing, building, benchmarks that take minutes, 
 perf) are named in SKIPPED with the reason; a SKIPPED pattern no doc line matches any more is an
 error too, so the list cannot go stale.
 
-  /usr/bin/python3 tests/tools/doc_commands.py build/headlab [--keep DIR]
+  /usr/bin/python3 tests/tools/doc_commands.py build/headlab [--keep DIR] [--only DOC | --skip DOC]...
+
+--only and --skip (paths from the source root, e.g. docs/translation.md) split the docs between
+CTest entries that run side by side; a split-off doc must not use what another doc's commands
+made. The SKIPPED patterns are checked against every doc's lines whichever blocks run.
 """
 import argparse
 import os
@@ -164,6 +168,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
     parser.add_argument("--keep", help="scratch folder to use and keep (default: a temporary one)")
+    parser.add_argument("--only", action="append", default=[], help="run this doc's blocks only (repeatable)")
+    parser.add_argument("--skip", action="append", default=[], help="run every doc but this one (repeatable)")
     args = parser.parse_args()
     binary = str(pathlib.Path(args.binary).resolve())
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="headlab_docs_")).resolve()
@@ -177,14 +183,21 @@ def main():
     env = dict(os.environ, HEADLAB_DOC_BINARY=binary, HEADLAB_DOC_WRAPPER=str(wrapper), HEADLAB_DOC_WORK=str(work))
 
     docs = [SRC / "README.md"] + sorted((SRC / "docs").glob("*.md"))
+    names = {str(doc.relative_to(SRC)) for doc in docs}
+    for name in args.only + args.skip:
+        if name not in names:
+            parser.error(f"{name} is not one of the docs ({', '.join(sorted(names))})")
     used, failures, ran = set(), [], 0
     for doc in docs:
+        for language, _, text in code_blocks(doc):
+            used |= script_for(text)[1] if language == "sh" else set()
+    name_of = lambda doc: str(doc.relative_to(SRC))  # noqa: E731
+    for doc in [d for d in docs if (not args.only or name_of(d) in args.only) and name_of(d) not in args.skip]:
         write_named_toml(doc, work)
         for language, line, text in code_blocks(doc):
             if language != "sh":
                 continue
-            script, skipped = script_for(text)
-            used |= skipped
+            script, _ = script_for(text)
             where = f"{doc.relative_to(SRC)}:{line}"
             started = time.monotonic()
             result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, env=env,
@@ -203,7 +216,8 @@ def main():
     if failures:
         print(f"{len(failures)} of {ran} blocks failed:\n  " + "\n  ".join(failures))
         sys.exit(1)
-    print(f"all {ran} sh blocks of README.md and docs/*.md ran")
+    print(f"all {ran} sh blocks of " + ("README.md and docs/*.md" if not args.only and not args.skip else
+                                         ", ".join(args.only) or "the docs but " + ", ".join(args.skip)) + " ran")
 
 
 if __name__ == "__main__":

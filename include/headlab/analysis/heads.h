@@ -179,6 +179,10 @@ void write_similarity_csv(const std::string& path, const HeadScores& scores);
 struct HeadsFileInfo {  // provenance, stored as heads.h5 root attributes
   std::string checkpoint, split, config_toml;
   int64_t step = 0, batch_size = 0;
+  // analyze --ffn with IG (units.csv has the attributions): how they add up, as the heads' ig_*
+  // attributes; ffn_ig_steps 0 = not computed, no attributes.
+  int64_t ffn_ig_steps = 0;
+  double ffn_ig_loss_change = 0, ffn_ig_completeness_error = 0;
 };
 void write_heads_h5(const std::string& path, const HeadScores& scores, const HeadsFileInfo& info);
 

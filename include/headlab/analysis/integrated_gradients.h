@@ -6,7 +6,8 @@
 // change of the loss from the baseline to the model (to the integral's accuracy). The integral
 // is a midpoint Riemann sum over `steps` points a_k = (k + 1/2) / steps (its error falls as
 // 1/steps^2); the sum's distance from L(g) - L(b), both measured, is reported. A head already
-// gated to the baseline (a pruned head at b = 0) gets 0.
+// gated off (a pruned head: gate 0) is not on the path: it stays off at every point, the baseline
+// included, and gets 0.
 // Michel et al.'s importance is the path's end only, E|dL/dxi_h| at xi = g, a first-order Taylor
 // term of the loss in one gate, which misleads where the loss is far from linear in the gates.
 // IG_h < 0: turning the heads on lowers the loss along the path, and this is h's share of it.
@@ -27,7 +28,7 @@ struct IntegratedGradients {
   std::vector<double> attribution;  // [N], heads numbered site by site (HeadScores::index), or
                                     // units block by block; nats
   double loss = 0;                  // L(g): the model as it is
-  double baseline_loss = 0;         // L(b): every gate at the baseline
+  double baseline_loss = 0;         // L(b): every gate at the baseline (gated-off ones at 0)
   double completeness_error = 0;    // |sum over heads of IG_h - (L(g) - L(b))|
   int64_t steps = 0, batches = 0, targets = 0;
 };
