@@ -303,6 +303,10 @@ def test_budget_table_against_the_base_models(data):
     text = T.fill_budget(T.Data(data.folder))
     assert "val BLEU gain seed 0 +0.10; seed 1 +1.10, below 0.5 BLEU in 1 of 2." in text
     assert "figures/budget_curves.png" in text
+    # the verdicts say what the base models' claims rest on: the plateau rule's count and the budget's moves
+    caveat = T.plateau_caveat(T.Data(data.folder))
+    assert "twice the steps changed test BLEU by seed 0 +0.30; seed 1 +1.00 (the budget arm)" in caveat
+    assert re.search(r"at the plateau rule above in \d of \d seeds", caveat)
 
 
 def test_the_kv_arm_trains_every_setting_at_the_head_count_budget_and_rate(tmp_path, capsys):

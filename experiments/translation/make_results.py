@@ -825,13 +825,36 @@ def fill_michel_dynamics(d):
             + f"\n\nMichel et al.: {PAPER['michel_figure5'].text()}.")
 
 
+def plateau_caveat(d):
+    """What the verdicts on the base models rest on: how many seeds are at the plateau rule, and what
+    the budget arm's twice-as-long runs gained; "" before the base arm."""
+    if "base" not in d.arms:
+        return ""
+    gains = [last_quarter_gain([(s, b) for s, b, _ in c], higher_is_better=True, relative=False)
+             for c in base_curves(d).values()]
+    flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains)
+    text = (f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
+            f"the plateau rule above in {flat} of {len(gains)} seeds")
+    if "budget" in d.arms:
+        by_seed = {}
+        for r in d.read("budget", "runs.csv"):
+            by_seed.setdefault(int(r["seed"]), {})[int(r["steps"])] = number(r["bleu"])
+        moves = "; ".join(f"seed {seed} {b[max(b)] - b[min(b)]:+.2f}" for seed, b in sorted(by_seed.items()))
+        text += f", and the same config at twice the steps changed test BLEU by {moves} (the budget arm)"
+    if flat * 2 > len(gains):
+        return text + ".\n\n"
+    return text + (": their verdicts are of models still learning, not of converged ones. The "
+                   "head-count and MQA/GQA arms compare models at one fixed budget by design.\n\n")
+
+
 def fill_verdicts(d):
     """Every paper claim whose arms are in data/ (claims.py), one row each: ours, the paper's, the
-    test, the level and threshold, the verdict."""
+    test, the level and threshold, the verdict; first what the base models' verdicts rest on."""
     from translation import claims
     from verdicts import paper_row, paper_table
     rows, missing = claims.rows(d)
-    text = paper_table([paper_row(*r) for r in rows]) if rows else "*(no arm with a paper's claim has run yet)*"
+    text = plateau_caveat(d) + (paper_table([paper_row(*r) for r in rows]) if rows
+                                else "*(no arm with a paper's claim has run yet)*")
     if missing:
         text += ("\n\nNot in this table yet (their arms have not run): the claims of " +
                  ", ".join(f"`{a}`" for a in missing) + ".")
