@@ -109,12 +109,25 @@ def fill_base_test(d):
             + md_table(["seed", "step", "BLEU", "chrF", "loss (nats/token)"], rows))
 
 
+def val_bleu_gain(curve):
+    """The last quarter's val BLEU gain of a curve [(step, val BLEU, val loss)] (None: too short)."""
+    return last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
+
+
+def budget_runs(d):
+    """{seed: {steps: the budget arm's runs.csv row}}: each budget seed at the base steps and twice them."""
+    runs = {}
+    for r in d.read("budget", "runs.csv"):
+        runs.setdefault(int(r["seed"]), {})[int(r["steps"])] = r
+    return runs
+
+
 def fill_base_plateau(d):
     if "base" not in d.arms:
         return not_run("base")
     rows = []
     for seed, curve in sorted(base_curves(d).items()):
-        bleu = last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
+        bleu = val_bleu_gain(curve)
         loss = last_quarter_gain([(s, v) for s, _, v in curve], higher_is_better=False, relative=True)
         at_plateau = plateaued(loss, threshold=PRACTICAL["relative_loss"])
         needed = None if at_plateau else steps_to_plateau([(s, v) for s, _, v in curve],
@@ -136,11 +149,8 @@ def fill_budget(d):
     """Seeds 0 and 1 of the base config at its steps and at twice them: what more training gains."""
     if "budget" not in d.arms:
         return not_run("budget")
-    runs = {}
-    for r in d.read("budget", "runs.csv"):
-        runs.setdefault(int(r["seed"]), {})[int(r["steps"])] = r
     rows, within = [], 0
-    for seed, by_steps in sorted(runs.items()):
+    for seed, by_steps in sorted(budget_runs(d).items()):
         short, long = (by_steps[k] for k in sorted(by_steps))
         gain = number(long["bleu"]) - number(short["bleu"])
         val_gain = number(long["val_bleu"]) - number(short["val_bleu"])
@@ -155,8 +165,7 @@ def fill_budget(d):
     long_curves = budget_curves(d)
     if not long_curves:
         return text
-    gains = {seed: last_quarter_gain([(s, b) for s, b, _ in c], higher_is_better=True, relative=False)
-             for seed, c in sorted(long_curves.items())}
+    gains = {seed: val_bleu_gain(c) for seed, c in sorted(long_curves.items())}
     flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains.values())
     return (text + " The longer runs' own last quarter, by the base models' rule: val BLEU gain "
             + "; ".join(f"seed {seed} {'–' if g is None else f'{g:+.2f}'}" for seed, g in gains.items())
@@ -830,16 +839,13 @@ def plateau_caveat(d):
     the budget arm's twice-as-long runs gained; "" before the base arm."""
     if "base" not in d.arms:
         return ""
-    gains = [last_quarter_gain([(s, b) for s, b, _ in c], higher_is_better=True, relative=False)
-             for c in base_curves(d).values()]
+    gains = [val_bleu_gain(c) for c in base_curves(d).values()]
     flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains)
     text = (f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
             f"the plateau rule above in {flat} of {len(gains)} seeds")
     if "budget" in d.arms:
-        by_seed = {}
-        for r in d.read("budget", "runs.csv"):
-            by_seed.setdefault(int(r["seed"]), {})[int(r["steps"])] = number(r["bleu"])
-        moves = "; ".join(f"seed {seed} {b[max(b)] - b[min(b)]:+.2f}" for seed, b in sorted(by_seed.items()))
+        moves = "; ".join(f"seed {seed} {number(b[max(b)]['bleu']) - number(b[min(b)]['bleu']):+.2f}"
+                          for seed, b in sorted(budget_runs(d).items()))
         text += f", and the same config at twice the steps changed test BLEU by {moves} (the budget arm)"
     if flat * 2 > len(gains):
         return text + ".\n\n"

@@ -182,23 +182,23 @@ def main():
     wrapper.chmod(0o755)
     env = dict(os.environ, HEADLAB_DOC_BINARY=binary, HEADLAB_DOC_WRAPPER=str(wrapper), HEADLAB_DOC_WORK=str(work))
 
-    docs = [SRC / "README.md"] + sorted((SRC / "docs").glob("*.md"))
-    names = {str(doc.relative_to(SRC)) for doc in docs}
+    docs = {str(doc.relative_to(SRC)): doc for doc in [SRC / "README.md"] + sorted((SRC / "docs").glob("*.md"))}
     for name in args.only + args.skip:
-        if name not in names:
-            parser.error(f"{name} is not one of the docs ({', '.join(sorted(names))})")
+        if name not in docs:
+            parser.error(f"{name} is not one of the docs ({', '.join(sorted(docs))})")
     used, failures, ran = set(), [], 0
-    for doc in docs:
+    for doc in docs.values():
         for language, _, text in code_blocks(doc):
             used |= script_for(text)[1] if language == "sh" else set()
-    name_of = lambda doc: str(doc.relative_to(SRC))  # noqa: E731
-    for doc in [d for d in docs if (not args.only or name_of(d) in args.only) and name_of(d) not in args.skip]:
+    for name, doc in docs.items():
+        if (args.only and name not in args.only) or name in args.skip:
+            continue
         write_named_toml(doc, work)
         for language, line, text in code_blocks(doc):
             if language != "sh":
                 continue
             script, _ = script_for(text)
-            where = f"{doc.relative_to(SRC)}:{line}"
+            where = f"{name}:{line}"
             started = time.monotonic()
             result = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=work, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
@@ -216,8 +216,8 @@ def main():
     if failures:
         print(f"{len(failures)} of {ran} blocks failed:\n  " + "\n  ".join(failures))
         sys.exit(1)
-    print(f"all {ran} sh blocks of " + ("README.md and docs/*.md" if not args.only and not args.skip else
-                                         ", ".join(args.only) or "the docs but " + ", ".join(args.skip)) + " ran")
+    which = ", ".join(args.only) or ("the docs but " + ", ".join(args.skip) if args.skip else "README.md and docs/*.md")
+    print(f"all {ran} sh blocks of {which} ran")
 
 
 if __name__ == "__main__":
