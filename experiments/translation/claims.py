@@ -335,14 +335,11 @@ def vaswani(d):
 def kv_heads(d):
     """MQA and GQA "keep most of MHA's quality": each K/V count's test BLEU not worse than MHA's by
     the threshold, read from the section's family (Holm over every K/V count against MHA)."""
-    from translation.make_results import kv_family
+    from translation.make_results import kv_claim, kv_family
     heads, bleu, family = kv_family(d)
     out = []
     for k, v in sorted(family.items()):
-        kw = dict(test=v.test, level=v.level, threshold=v.threshold, p=v.p, effect=v.effect, n=v.n)
-        verdict = (Verdict(DOES_NOT_HOLD, f"worse than MHA: {v.reason}", **kw) if v.holds and v.effect < 0 else
-                   Verdict(HOLDS, f"not worse than MHA: {v.reason}", **kw) if v.holds or v.outcome == DOES_NOT_HOLD else
-                   Verdict(INCONCLUSIVE, v.reason, **kw))
+        verdict = kv_claim(v)
         name = "MQA" if k == 1 else "GQA"
         out.append((f"{name} ({k} K/V head{'s' if k > 1 else ''} for {heads} query heads) keeps MHA's quality "
                     f"({'Shazeer 2019' if k == 1 else 'Ainslie et al. 2023'})",

@@ -18,7 +18,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))  # experiments/: common, stats, verdicts
 from common import (  # noqa: E402
-    CsvError, cell, check_results, fail, fmt_p, md_table, number, read_csv, read_text, save_figure, pyplot,
+    CsvError, cell, check_results, fail, md_table, number, read_csv, read_text, save_figure, pyplot,
     write_atomically
 )
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
@@ -772,6 +772,19 @@ def kv_family(d):
                                      for k in bleu if k != heads}, level=LEVEL_SEEDS)
 
 
+def kv_claim(v):
+    """The claim "fewer K/V heads keep MHA's quality" from the family's difference test v: it does not
+    hold when the setting is worse by at least the threshold, holds when it is better by that much
+    or the difference is shown smaller, and is inconclusive otherwise."""
+    from verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, Verdict
+    kw = dict(test=v.test, level=v.level, threshold=v.threshold, p=v.p, effect=v.effect, n=v.n)
+    if v.holds and v.effect < 0:
+        return Verdict(DOES_NOT_HOLD, f"worse than MHA: {v.reason}", **kw)
+    if v.holds or v.outcome == DOES_NOT_HOLD:
+        return Verdict(HOLDS, f"not worse than MHA: {v.reason}", **kw)
+    return Verdict(INCONCLUSIVE, v.reason, **kw)
+
+
 def fill_kv_heads(d):
     if "kv_heads" not in d.arms:
         return not_run("kv_heads")
@@ -792,8 +805,7 @@ def fill_kv_heads(d):
         ref = median(speed[heads]) if heads in speed else math.nan
         v = family.get(k)
         rows.append([("MHA" if k == heads else "MQA" if k == 1 else "GQA") + f" ({k} K/V)", cell(bleu[k].values(), 2),
-                     "reference" if v is None
-                     else f"{v.effect:+.2f}, " + ("" if math.isnan(v.p) else f"Holm {fmt_p(v.p)}: ") + v.words(),
+                     "reference" if v is None else f"{v.effect:+.2f} BLEU: {kv_claim(v).words()}",
                      f"{per_token:,} B", f"{heads // k}x smaller" if k != heads else "–",
                      "–" if math.isnan(s) else f"{s:.1f}", "–" if math.isnan(s / ref) or k == heads else f"{s / ref:.2f}x"])
     if heads not in bleu:
@@ -802,8 +814,8 @@ def fill_kv_heads(d):
             "rate was tuned for the base models' steps)" if "lr" in config else "the base rate")
     return (f"Every setting trains the head-count arms' {config.get('steps', math.nan):.0f} steps (the base models' "
             f"budget would not fit the arm) at {rate}, seeds as the base models'.\n\n"
-            + md_table(["attention", "test BLEU (beam 5)", "against MHA (paired t over seeds, threshold "
-                      f"{PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
+            + md_table(["attention", "test BLEU (beam 5)", "keeps MHA's quality? (paired t over seeds, Holm over "
+                      f"the K/V counts, threshold {PRACTICAL['bleu']:g} BLEU)", "KV cache per token (self; cross likewise per source token)",
                       "cache vs MHA", "beam-5 sentences/s (median of rounds)", "speed vs MHA"], rows)
             + f"\n\nOther processes' use of the cores during the timings (headlab bench's foreign_cores), at most: "
             f"{max(busy, default=math.nan):.2f} cores."
