@@ -6,8 +6,9 @@ scratch folder (so docs/analysis.md finds the runs/h8 that README.md trained), w
 and `experiments/` linked from the source tree. A ```toml block whose first line names a file
 ("# tiny.toml: ...") is written there first. Each `headlab` call (./build/headlab, build/headlab
 or headlab) goes through a wrapper that makes it small: training and sweeps take a few steps of
-small batches, evaluations and analyses two batches, benchmarks a few steps. Nothing else about a
-command changes, so a missing file, a renamed option or a refused combination fails the test.
+small batches, evaluations and analyses two batches, circuits four generated rows, benchmarks a
+few steps. Nothing else about a command changes, so a missing file, a renamed option or a refused
+combination fails the test.
 
 Lines that cannot run here (installing, building, benchmarks that take minutes, the fuzzers,
 perf) are named in SKIPPED with the reason; a SKIPPED pattern no doc line matches any more is an
@@ -46,8 +47,10 @@ SKIPPED = [
 ]
 
 # Flags appended to a verb's arguments unless the command gives the option itself. Training
-# overrides go last, so they win over the command's own --set of the same key.
-TINY_TRAIN = ["--set", "train.steps=4", "--set", "train.warmup_steps=-1", "--set", "train.eval_every=2", "--set", "train.checkpoint_every=2",
+# overrides go last, so they win over the command's own --set of the same key. One thread: under
+# ctest -j the docs share the cores with another entry, and a 2-thread run whose partner thread is
+# descheduled spins at its barriers (docs/performance.md); analyses of these runs inherit it.
+TINY_TRAIN = ["--set", "train.threads=1", "--set", "train.steps=4", "--set", "train.warmup_steps=-1", "--set", "train.eval_every=2", "--set", "train.checkpoint_every=2",
               "--set", "train.eval_batches=1", "--set", "train.batch_size=2", "--set", "train.log_every=1"]
 TINY_SWEEP_SET = {"train.steps": 4, "train.eval_every": 2, "train.checkpoint_every": 2, "train.eval_batches": 1,
                   "train.batch_size": 2}
@@ -55,6 +58,7 @@ TINY_OPTIONS = {
     "eval": [("--batches", "2")],
     "analyze": [("--batches", "2")],
     "prune": [("--batches", "2"), ("--score-batches", "2")],
+    "circuits": [("--rows", "4")],  # generated pairs: patching reruns the model per head and position
     "bench": [("--steps", "2"), ("--warmup", "1"), ("--size", "256"), ("--reps", "2")],
 }
 
