@@ -496,20 +496,27 @@ PAPER_NUMBERS = {"michel_figure5": {"epoch": 10, "epochs": 40, "fraction_pruned"
                  "vaswani_table3a": {1: 24.9, 4: 25.5, 8: 25.8, 16: 25.8, 32: 25.4}}
 
 
-def not_below_claim(a, b, *, level, threshold, test, what, min_seeds=MIN_SEEDS):
-    """The claim "B is not below A by `threshold` or more" over seeds paired by number ({seed:
-    value} each; `what` names A in the reason): holds when seed_claim of "B below A by at least the
-    threshold" does not hold (B significantly above A, or the interval lies within ±threshold, or
-    B significantly below by less than the threshold); does not hold when it holds; else
-    inconclusive (fewer than min_seeds seeds, or nothing resolved). A paper's "without noticeable
-    loss" (B the pruned model, A its control), and a paper's number reached (reaches_claim)."""
-    v = seed_claim(a, b, level=level, threshold=threshold, test=test, direction=-1, min_seeds=min_seeds)
-    kw = dict(test=v.test, level=level, threshold=threshold, p=v.p, effect=v.effect, n=v.n)
-    if v.holds:
-        return Verdict(DOES_NOT_HOLD, f"below {what} by at least {threshold:g}: {v.reason}", **kw)
-    if v.outcome == DOES_NOT_HOLD:
-        return Verdict(HOLDS, f"not below {what} by {threshold:g} or more: {v.reason}", **kw)
+def not_below(v, what):
+    """The claim "B is not below A by the threshold or more" read from v, a test of the difference
+    B - A at v's level and threshold (one-sided, direction -1, or two-sided; `what` names A in the
+    reason): does not hold when B is below by at least the threshold; holds when B is above by that
+    much, or significantly below by less (v does not hold); else inconclusive."""
+    kw = dict(test=v.test, level=v.level, threshold=v.threshold, p=v.p, effect=v.effect, n=v.n)
+    if v.holds and v.effect < 0:
+        return Verdict(DOES_NOT_HOLD, f"below {what} by at least {v.threshold:g}: {v.reason}", **kw)
+    if v.holds or v.outcome == DOES_NOT_HOLD:
+        return Verdict(HOLDS, f"not below {what} by {v.threshold:g} or more: {v.reason}", **kw)
     return Verdict(INCONCLUSIVE, v.reason, **kw)
+
+
+def not_below_claim(a, b, *, level, threshold, test, what, min_seeds=MIN_SEEDS):
+    """not_below over seeds paired by number ({seed: value} each) from seed_claim of "B below A by
+    at least the threshold" (B significantly above A, or the interval within ±threshold, or B
+    significantly below by less than the threshold make it hold; fewer than min_seeds seeds or
+    nothing resolved, inconclusive). A paper's "without noticeable loss" (B the pruned model, A its
+    control), and a paper's number reached (reaches_claim)."""
+    return not_below(seed_claim(a, b, level=level, threshold=threshold, test=test, direction=-1,
+                                min_seeds=min_seeds), what)
 
 
 def reaches_claim(values, target, *, level, threshold, test, min_seeds=MIN_SEEDS):

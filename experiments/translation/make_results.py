@@ -773,16 +773,9 @@ def kv_family(d):
 
 
 def kv_claim(v):
-    """The claim "fewer K/V heads keep MHA's quality" from the family's difference test v: it does not
-    hold when the setting is worse by at least the threshold, holds when it is better by that much
-    or the difference is shown smaller, and is inconclusive otherwise."""
-    from verdicts import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, Verdict
-    kw = dict(test=v.test, level=v.level, threshold=v.threshold, p=v.p, effect=v.effect, n=v.n)
-    if v.holds and v.effect < 0:
-        return Verdict(DOES_NOT_HOLD, f"worse than MHA: {v.reason}", **kw)
-    if v.holds or v.outcome == DOES_NOT_HOLD:
-        return Verdict(HOLDS, f"not worse than MHA: {v.reason}", **kw)
-    return Verdict(INCONCLUSIVE, v.reason, **kw)
+    """The claim "fewer K/V heads keep MHA's quality" from the family's difference test v (not_below)."""
+    from verdicts import not_below
+    return not_below(v, "MHA")
 
 
 def fill_kv_heads(d):
