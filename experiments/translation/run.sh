@@ -14,6 +14,10 @@
 #   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
 #               by beam 5: what more training would still gain over the base models (the plateau
 #               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
+#   settings    the base config at twice its steps, seed 0, at each rate and dropout of
+#               collect.py's SETTINGS_GRID (the base settings among them, the budget arm's seed-0
+#               run again): which setting reaches the plateau within the budget; collect.py
+#               settings -> data/settings/
 #   head_count_lr  Vaswani Table 3 A, step 1: head_count_lr.toml (1-16 heads at fixed d_model, 4
 #               rates, seed 0, at the head-count arms' own fixed step budget); collect.py
 #               head_count_lr -> data/head_count_lr/. RATES="5e-4" runs the grid's rates named
@@ -82,6 +86,10 @@ if [[ -n $RATES && $arm != head_count_lr ]]; then
   echo "run.sh: RATES is for the head_count_lr arm, not '$arm'" >&2
   exit 2
 fi
+if [[ -n $SEEDS && $arm == settings ]]; then
+  echo "run.sh: the settings arm has one seed (collect.py SETTINGS_SEED); it takes no SEEDS" >&2
+  exit 2
+fi
 if [[ -n $RATE_CHECK_HEADS && $arm != head_count_rate_check ]]; then
   echo "run.sh: RATE_CHECK_HEADS is for the head_count_rate_check arm, not '$arm'" >&2
   exit 2
@@ -146,6 +154,12 @@ budget() {
   f=$("$PY" $HERE/collect.py budget-sweep "$SWEEPS/base.toml" "$OUT/budget")
   "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
   final_on_test "${f%.toml}"/train.seed=*/
+}
+
+settings() {
+  local f
+  f=$("$PY" $HERE/collect.py settings-sweep "$SWEEPS/base.toml" "$OUT/settings")
+  "$HEADLAB" sweep "$f" --jobs "$JOBS" --out "${f%.toml}"
 }
 
 # The head-count arms share OUT/head_count/: lr (the rate sweep), seeds and d_head. Each later arm
