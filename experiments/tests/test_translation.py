@@ -309,6 +309,56 @@ def test_budget_table_against_the_base_models(data):
     assert re.search(r"at the plateau rule above in \d of \d seeds", caveat)
 
 
+def test_the_settings_arm_trains_the_budget_steps_at_each_rate_and_dropout(tmp_path, capsys):
+    import tomllib
+    from translation import collect as C
+    base_toml = os.path.join(EXPERIMENTS, "translation", "base.toml")
+    C.settings_sweep(base_toml, str(tmp_path))
+    sweep = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
+    assert sweep["set"]["train.steps"] == 2 * C.base_steps(base_toml)
+    assert sweep["grid"] == {**C.SETTINGS_GRID, "train.seed": [C.SETTINGS_SEED]}
+    # the base settings are a point of the grid: that run repeats the budget arm's
+    assert all(C.base_value(base_toml, k) in values for k, values in C.SETTINGS_GRID.items())
+
+
+def settings_run(root, lr, dropout, steps, evals):
+    """A made-up settings run folder: config.toml and metrics.csv with EVALS (step, val_bleu)."""
+    folder = os.path.join(root, f"train.lr={lr},model.dropout={dropout},train.seed=0")
+    write(os.path.join(folder, "config.toml"),
+          f"[model]\ndropout = {dropout}\n[train]\nlr = {lr}\nsteps = {steps}\nseed = 0\n")
+    write(os.path.join(folder, "metrics.csv"), "step,train_loss,val_loss,val_bleu\n1,5,,\n" +
+          "".join(f"{s},3,{4 - b / 10:g},{b}\n" for s, b in evals))
+
+
+def test_settings_table_reads_the_plateau_of_each_setting(data, tmp_path):
+    from translation import collect as C
+    steps = 2 * C.base_steps(os.path.join(EXPERIMENTS, "translation", "base.toml"))
+    out = tmp_path / "out"
+    root = os.path.join(str(out), "settings", f"steps={steps}")
+    q = steps // 4
+    # the base settings gain 2 BLEU over the last quarter, no dropout at the higher rate 0.3 and then falls
+    settings_run(root, 0.002, 0.1, steps, [(q, 5), (2 * q, 8), (3 * q, 10), (4 * q, 12)])
+    settings_run(root, 0.004, 0.0, steps, [(q, 9), (2 * q, 13), (3 * q, 14), (4 * q, 13.9)])
+    with pytest.raises(SystemExit):  # a settings part by seeds is refused
+        C.collect_settings(str(out), {0}, os.path.join(EXPERIMENTS, "translation"))
+    _, rows, key = C.collect_settings(str(out), None, os.path.join(EXPERIMENTS, "translation"))[0]
+    assert key == ("lr", "dropout", "seed") and len(rows) == 8 and rows[0]["step"] == str(q)
+    C.merge_table(os.path.join(data.folder, "settings", "curves.csv"), rows, key)
+    write(os.path.join(data.folder, "settings", "provenance.csv"), provenance(3000, "2.00"))
+    text = T.fill_settings(T.Data(data.folder))
+    lines = text.splitlines()
+    assert lines[2].startswith(f"| 0.002 | 0.1 | 12.00 | 12.00 (step {4 * q:,}) | +2.00 | no | 2.800 |")
+    assert lines[3].startswith(f"| 0.004 | 0 | 13.90 | 14.00 (step {3 * q:,}) | -0.10 | yes | 2.610 |")
+    # against the budget arm's seed-0 run: equal only when every evaluation is
+    budget = "seed,steps,step,train_loss,val_loss,val_bleu\n" + "".join(
+        f"0,{steps},{r['step']},{r['train_loss']},{r['val_loss']},{r['val_bleu']}\n" for r in rows[:4])
+    write(os.path.join(data.folder, "budget", "curves.csv"), budget)
+    write(os.path.join(data.folder, "budget", "provenance.csv"), provenance(1200, "2.00"))
+    assert "its evaluations equal that run's digit for digit" in T.fill_settings(T.Data(data.folder))
+    write(os.path.join(data.folder, "budget", "curves.csv"), budget.replace(",12\n", ",12.01\n"))
+    assert "differ from that run's" in T.fill_settings(T.Data(data.folder))
+
+
 def test_the_kv_arm_trains_every_setting_at_the_head_count_budget_and_rate(tmp_path, capsys):
     """Multi-head attention included (its own reference), every kind's K/V heads set, the
     head-count arms' steps, and the rate their sweep chose for the base model's head count (the

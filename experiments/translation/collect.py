@@ -354,10 +354,16 @@ def kv_sweeps(sweep_path, out, lr_runs):
                        "train.steps": head_count_steps(sweep_path), "train.lr": lr, "train.keep_checkpoints": 1})
 
 
-def base_steps(sweep_path):
+def base_value(sweep_path, key):
+    """The dotted config key's value in base.toml: its [set] value, else its base config's."""
     sweep = tomllib.load(open(sweep_path, "rb"))
     config = tomllib.load(open(os.path.join(os.path.dirname(sweep_path), sweep["base"]), "rb"))
-    return sweep.get("set", {}).get("train.steps", config["train"]["steps"])
+    section, _, name = key.partition(".")
+    return sweep.get("set", {}).get(key, config[section][name])
+
+
+def base_steps(sweep_path):
+    return base_value(sweep_path, "train.steps")
 
 
 def budget_sweep(sweep_path, out):

@@ -24,7 +24,7 @@ from common import (  # noqa: E402
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
-    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, base_machines)
+    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, base_machines, base_value)
 
 
 class Data:
@@ -202,6 +202,76 @@ def budget_figure(d):
                 strip_software=True)
 
 
+def settings_curves(d):
+    """{(lr, dropout): [(step, val BLEU, val loss)]} of the settings arm ({} before it ran)."""
+    if "settings" not in d.arms:
+        return {}
+    curves = {}
+    for r in d.read("settings", "curves.csv"):
+        curves.setdefault((number(r["lr"]), number(r["dropout"])), []).append(
+            (int(r["step"]), number(r["val_bleu"]), number(r["val_loss"])))
+    return curves
+
+
+def settings_reproduces_budget(d, curves):
+    """Words on whether the settings arm's run at the base rate and dropout repeats the budget
+    arm's seed-SETTINGS_SEED run (the same config and seed) digit for digit ("" if either is missing)."""
+    key = tuple(base_value(os.path.join(HERE, "base.toml"), k) for k in ("train.lr", "model.dropout"))
+    budget = [r for r in (d.read("budget", "curves.csv") if budget_curves(d) else [])
+              if int(r["seed"]) == SETTINGS_SEED]
+    ours = [r for r in d.read("settings", "curves.csv") if (number(r["lr"]), number(r["dropout"])) == key]
+    if not budget or not ours:
+        return ""
+    columns = ("step", "train_loss", "val_loss", "val_bleu")
+    same = [tuple(r[c] for c in columns) for r in budget] == [tuple(r[c] for c in columns) for r in ours]
+    return (f" The run at the base settings (lr {key[0]:g}, dropout {key[1]:g}) is the budget arm's seed-"
+            f"{SETTINGS_SEED} run again: its evaluations {'equal' if same else 'differ from'} that run's digit "
+            f"for digit{'' if same else ' (numerics or machine changed between the two arms)'}.")
+
+
+def fill_settings(d):
+    """The base config at twice its steps under each rate and dropout: which reaches the plateau."""
+    curves = settings_curves(d)
+    if not curves:
+        return not_run("settings")
+    rows = []
+    for (lr, dropout), curve in sorted(curves.items()):
+        gain = val_bleu_gain(curve)
+        best = max(curve, key=lambda c: c[1])
+        lowest = min(curve, key=lambda c: c[2])
+        rows.append([f"{lr:g}", f"{dropout:g}", f"{curve[-1][1]:.2f}", f"{best[1]:.2f} (step {best[0]:,})",
+                     "–" if gain is None else f"{gain:+.2f}", "yes" if plateaued(gain, threshold=PRACTICAL["bleu"])
+                     else "no", f"{curve[-1][2]:.3f}", f"{lowest[2]:.3f} (step {lowest[0]:,})"])
+    steps = max(s for curve in curves.values() for s, _, _ in curve)
+    return (md_table(["lr", "dropout", "final val BLEU", "best val BLEU", "val BLEU gain, last quarter",
+                      f"< {PRACTICAL['bleu']:g} BLEU", "final val loss", "lowest val loss"], rows) +
+            f"\n\nSeed {SETTINGS_SEED}, {steps:,} steps each (twice the base models'), the cosine schedule over "
+            "them; val BLEU greedy over the verses `train.eval_bleu_sentences` allows. One seed per setting: a "
+            "description that chooses the next base configuration, not a test." +
+            settings_reproduces_budget(d, curves) + "\n\n![settings curves](figures/settings_curves.png)")
+
+
+def settings_figure(d):
+    """Val BLEU and val loss of every setting on one step axis, the last quarter shaded."""
+    curves = settings_curves(d)
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    for i, ((lr, dropout), curve) in enumerate(sorted(curves.items())):
+        for ax, column in zip(axes, (1, 2)):
+            ax.plot([c[0] for c in curve], [c[column] for c in curve], marker=".", color=f"C{i}",
+                    label=f"lr {lr:g}, dropout {dropout:g}")
+    final = max(s for curve in curves.values() for s, _, _ in curve)
+    for ax, label in zip(axes, ("val BLEU (greedy)", "val loss (nats/token)")):
+        ax.axvspan((1 - PLATEAU_TAIL) * final, final, color="0.92", zorder=0)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"Translation (KJV -> RV1909): the base config at {final:,} steps, seed {SETTINGS_SEED}, by rate "
+                 "and dropout; shaded: the last quarter, where the plateau is judged", fontsize=9)
+    save_figure(fig, os.path.join(d.out, "figures", "settings_curves.png"), dpi=110, tight_layout=True,
+                strip_software=True)
+
+
 def band(ax, c, color, label, style="-"):
     """Mean over seeds of curves {seed: [(x, y), ...]} that share their x (rounds), min-max band."""
     n = min(len(v) for v in c.values())
@@ -242,6 +312,8 @@ def figures(d):
         voita_figure(d)
     if budget_curves(d) and "base" in d.arms:
         budget_figure(d)
+    if settings_curves(d):
+        settings_figure(d)
     if "base" not in d.arms:
         return
     plt = pyplot()
@@ -874,7 +946,7 @@ def fill_verdicts(d):
 
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}",
            "fraction_threshold": lambda d: f"{PRACTICAL['prune_fraction']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
-           "base_plateau": fill_base_plateau, "budget": fill_budget, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
+           "base_plateau": fill_base_plateau, "budget": fill_budget, "settings": fill_settings, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
            "voita_curve": fill_voita_curve, "voita_kinds": fill_voita_kinds, "verdicts": fill_verdicts,
            "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,
