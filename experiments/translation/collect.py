@@ -46,7 +46,8 @@ data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: s
                    evaluation in metrics.csv and its final checkpoint on test by beam 5;
                    curves.csv: seed,steps,step,train_loss,val_loss,val_bleu: the 2S runs' evaluations
 data/settings/     curves.csv: lr,dropout,seed,step,train_loss,val_loss,val_bleu: the evaluations of the
-                   base config at 2S steps, seed SETTINGS_SEED, at every rate and dropout of SETTINGS_GRID
+                   base config at SETTINGS_STEPS steps, seed SETTINGS_SEED, at every rate and dropout of
+                   SETTINGS_GRID
 data/<arm>/provenance.csv  part,commit,uncommitted_changes,started_utc,machine,wall_seconds,
                    max_load_1min: one row per part of the arm: "all" for a whole arm, its seeds
                    ("0 1", run.sh's SEEDS) or its rates ("lr=0.0005", head_count_lr's RATES), the
@@ -72,7 +73,7 @@ from sweep_part import parse_values  # noqa: E402
 # run.sh's arms, in RESULTS.md's order: data/<arm>/ -> what it runs (the arms table's words).
 ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5",
         "budget": "the base config at twice its steps, seeds 0 and 1: what more training still gains",
-        "settings": "the base config at twice its steps, seed 0, at 2 rates x 2 dropouts: which reaches a plateau",
+        "settings": "the base config at 16000 steps, seed 0, at 2 rates x 2 dropouts: which reaches a plateau",
         "head_count_lr": "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps",
         "head_count": "head count at fixed d_model, 5 fresh seeds per count at its rate",
         "head_count_d_head": "head count with d_head fixed at the base model's, 5 fresh seeds per count",
@@ -83,10 +84,14 @@ ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by 
         "voita_scratch": "Voita: each seed's L0 layout trained from scratch",
         "kv_heads": "MQA/GQA: BLEU, KV cache, beam-search sentences/s"}
 BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
-# The settings arm's grid over the base config at twice its steps (seed SETTINGS_SEED): the base
-# rate and dropout (the budget arm's seed-0 run again) and each changed toward faster fitting.
+# The settings arm's grid over the base config at SETTINGS_STEPS steps (seed SETTINGS_SEED): the
+# first base models' rate and dropout (at twice their 8000 steps: the budget arm's seed-0 run again)
+# and each changed toward faster fitting. Its steps are fixed here, not read from base.toml, so
+# that its data regenerate after base.toml took its choice.
 SETTINGS_GRID = {"train.lr": [0.002, 0.004], "model.dropout": [0.1, 0.0]}
 SETTINGS_SEED = 0
+SETTINGS_STEPS = 16000
+SETTINGS_BUDGET = (0.002, 0.1)  # (lr, dropout) of the budget arm's runs: the first base models' settings
 RETRAINS_BASE = ("budget", "michel", "voita")  # the arms whose run.sh part retrains its seeds' base models
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -375,9 +380,9 @@ def budget_sweep(sweep_path, out):
 
 
 def settings_sweep(sweep_path, out):
-    """OUT/steps=<2S>.toml: base.toml at twice its steps over SETTINGS_GRID, seed SETTINGS_SEED, only
-    the final checkpoint kept; prints its path."""
-    steps = 2 * base_steps(sweep_path)
+    """OUT/steps=<SETTINGS_STEPS>.toml: base.toml at SETTINGS_STEPS steps over SETTINGS_GRID, seed
+    SETTINGS_SEED, only the final checkpoint kept; prints its path."""
+    steps = SETTINGS_STEPS
     derived_sweep(sweep_path, os.path.join(out, f"steps={steps}.toml"),
                   f"the base config at {steps} steps, at each rate and dropout of SETTINGS_GRID",
                   {"train.steps": steps, "train.keep_checkpoints": 1}, [SETTINGS_SEED], SETTINGS_GRID)
@@ -388,7 +393,7 @@ def collect_settings(out, seeds, sweeps):
     val_bleu), its rate and dropout read from its config.toml."""
     if seeds is not None:
         fail("the settings arm has one seed (SETTINGS_SEED); it takes no SEEDS")
-    root = os.path.join(out, "settings", f"steps={2 * base_steps(os.path.join(sweeps, 'base.toml'))}")
+    root = os.path.join(out, "settings", f"steps={SETTINGS_STEPS}")
     curves = []
     for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         folder = os.path.join(root, name)

@@ -24,7 +24,7 @@ from common import (  # noqa: E402
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
-    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, base_machines, base_value)
+    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_BUDGET, SETTINGS_SEED, base_machines)
 
 
 class Data:
@@ -214,9 +214,9 @@ def settings_curves(d):
 
 
 def settings_reproduces_budget(d, curves):
-    """Words on whether the settings arm's run at the base rate and dropout repeats the budget
-    arm's seed-SETTINGS_SEED run (the same config and seed) digit for digit ("" if either is missing)."""
-    key = tuple(base_value(os.path.join(HERE, "base.toml"), k) for k in ("train.lr", "model.dropout"))
+    """Words on whether the settings arm's run at the budget arm's rate and dropout repeats its
+    seed-SETTINGS_SEED run (the same config and seed) digit for digit ("" if either is missing)."""
+    key = SETTINGS_BUDGET
     budget = [r for r in (d.read("budget", "curves.csv") if budget_curves(d) else [])
               if int(r["seed"]) == SETTINGS_SEED]
     ours = [r for r in d.read("settings", "curves.csv") if (number(r["lr"]), number(r["dropout"])) == key]
@@ -224,7 +224,7 @@ def settings_reproduces_budget(d, curves):
         return ""
     columns = ("step", "train_loss", "val_loss", "val_bleu")
     same = [tuple(r[c] for c in columns) for r in budget] == [tuple(r[c] for c in columns) for r in ours]
-    return (f" The run at the base settings (lr {key[0]:g}, dropout {key[1]:g}) is the budget arm's seed-"
+    return (f" The run at the budget arm's settings (lr {key[0]:g}, dropout {key[1]:g}) is its seed-"
             f"{SETTINGS_SEED} run again: its evaluations {'equal' if same else 'differ from'} that run's digit "
             f"for digit{'' if same else ' (numerics or machine changed between the two arms)'}.")
 
@@ -245,7 +245,7 @@ def fill_settings(d):
     steps = max(s for curve in curves.values() for s, _, _ in curve)
     return (md_table(["lr", "dropout", "final val BLEU", "best val BLEU", "val BLEU gain, last quarter",
                       f"< {PRACTICAL['bleu']:g} BLEU", "final val loss", "lowest val loss"], rows) +
-            f"\n\nSeed {SETTINGS_SEED}, {steps:,} steps each (twice the base models'), the cosine schedule over "
+            f"\n\nSeed {SETTINGS_SEED}, {steps:,} steps each, the cosine schedule over "
             "them; val BLEU greedy over the verses `train.eval_bleu_sentences` allows. One seed per setting: a "
             "description that chooses the next base configuration, not a test." +
             settings_reproduces_budget(d, curves) + "\n\n![settings curves](figures/settings_curves.png)")

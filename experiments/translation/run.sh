@@ -14,7 +14,7 @@
 #   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
 #               by beam 5: what more training would still gain over the base models (the plateau
 #               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
-#   settings    the base config at twice its steps, seed 0, at each rate and dropout of
+#   settings    the base config at 16000 steps, seed 0, at each rate and dropout of
 #               collect.py's SETTINGS_GRID (the base settings among them, the budget arm's seed-0
 #               run again): which setting reaches the plateau within the budget; collect.py
 #               settings -> data/settings/
