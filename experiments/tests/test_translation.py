@@ -90,19 +90,22 @@ def test_head_count_claims_on_bleu_use_the_bleu_threshold():
 
 
 def test_the_head_count_sweep_trains_the_base_model():
-    """head_count_lr.toml changes only what it sweeps, the checkpoints kept and its fixed step
-    budget (at most the base models'): the same base config and [set] as base.toml (but for the
-    keys its [grid] sweeps), and its rates are 0.25x to 2x the base rate."""
+    """head_count_lr.toml changes only what it sweeps, the checkpoints kept, its fixed step budget
+    (at most the base models') and the dropout (the shipped config's, which the first base models
+    had; base.toml dropped it to reach a plateau within its own budget): the same base config and
+    [set] as base.toml (but for the keys its [grid] sweeps), and its rates are 0.25x to 2x the base
+    rate."""
     import tomllib
     folder = os.path.join(EXPERIMENTS, "translation")
     base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
     lr = tomllib.load(open(os.path.join(folder, "head_count_lr.toml"), "rb"))
     assert lr["base"] == base["base"]
     drop = lambda s: {k: v for k, v in s.items()  # noqa: E731
-                      if k not in ("train.keep_checkpoints", "train.steps") and k not in lr["grid"]}
+                      if k not in ("train.keep_checkpoints", "train.steps", "model.dropout") and k not in lr["grid"]}
     assert drop(lr["set"]) == drop(base["set"])
+    config = tomllib.load(open(os.path.join(folder, lr["base"]), "rb"))
+    assert lr["set"].get("model.dropout", config["model"]["dropout"]) == 0.1
     assert lr["set"]["train.steps"] <= base["set"]["train.steps"]
-    config = tomllib.load(open(os.path.join(folder, base["base"]), "rb"))
     rate = base["set"].get("train.lr", config["train"]["lr"])
     assert lr["grid"]["train.lr"] == [rate / 4, rate / 2, rate, rate * 2]
     assert lr["grid"]["model.n_heads"] == [1, 2, 4, 8, 16]
@@ -307,6 +310,21 @@ def test_budget_table_against_the_base_models(data):
     caveat = T.plateau_caveat(T.Data(data.folder))
     assert "twice the steps changed test BLEU by seed 0 +0.30; seed 1 +1.00 (the budget arm)" in caveat
     assert re.search(r"at the plateau rule above in \d of \d seeds", caveat)
+
+
+def test_base_models_of_an_earlier_base_toml_are_flagged(data):
+    """setup.csv against base.toml: a changed value and a column not recorded yet are named, an
+    unchanged one is not; the note heads the setup table and the verdicts' caveat."""
+    from translation import collect as C
+    steps = C.base_steps(os.path.join(EXPERIMENTS, "translation", "base.toml"))
+    changes = T.base_config_changes(data)
+    assert f"`train.steps` 400 → {steps}" in changes
+    assert not any("model.d_model" in c for c in changes)
+    assert any(c.startswith("`model.dropout` (not recorded)") for c in changes)
+    assert T.fill_base_setup(data).startswith("**The committed base models are of an earlier base configuration**")
+    assert T.plateau_caveat(data).startswith("**The committed base models are of an earlier")
+    write(os.path.join(data.folder, "base", "setup.csv"), "seed,model.d_model\n0,128\n")
+    assert [c for c in T.base_config_changes(T.Data(data.folder)) if "not recorded" not in c] == []
 
 
 def test_the_settings_arm_trains_the_budget_steps_at_each_rate_and_dropout(tmp_path, capsys):
@@ -724,7 +742,8 @@ def test_base_train_args_passes_strings_as_bare_words(tmp_path):
     from translation import collect as C
     args = C.base_train_args(os.path.join(EXPERIMENTS, "translation", "base.toml"), 500).split(" ")
     assert args[0].endswith("configs/translate.toml")
-    assert "data.val_book=Luke" in args and "model.n_heads=8" in args and "train.steps=8500" in args
+    steps = C.base_steps(os.path.join(EXPERIMENTS, "translation", "base.toml"))
+    assert "data.val_book=Luke" in args and "model.n_heads=8" in args and f"train.steps={steps + 500}" in args
     write(str(tmp_path / "base.toml"), 'base = "c.toml"\n[set]\n"data.val_book" = "Song of Solomon"\n'
           '"train.steps" = 10\n')
     write(str(tmp_path / "c.toml"), "[train]\nsteps = 10\n")

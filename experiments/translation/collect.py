@@ -7,6 +7,7 @@ data/<arm>/ folder that make_results.py reads. Nothing here trains, decodes or a
   python3 experiments/translation/collect.py base-d-head experiments/translation/base.toml
       prints the base model's head width (run.sh's fixed-d_head arm); base-heads: its head count
   python3 experiments/translation/collect.py arms      prints the arms (run.sh checks ARM against them)
+  python3 experiments/translation/collect.py checkpoint-step CKPT   prints the step a checkpoint holds
 
 data/base/
   setup.csv        seed,<the model and training facts of the run's config.toml>
@@ -93,7 +94,8 @@ SETTINGS_SEED = 0
 SETTINGS_STEPS = 16000
 SETTINGS_BUDGET = (0.002, 0.1)  # (lr, dropout) of the budget arm's runs: the first base models' settings
 RETRAINS_BASE = ("budget", "michel", "voita")  # the arms whose run.sh part retrains its seeds' base models
-SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size"),
+SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size",
+                        "dropout"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
               "data": ("source_module", "target_module", "val_book", "test_book", "tokenizer", "batch_tokens")}
 
@@ -163,6 +165,15 @@ def seed_folders(root, seeds, arm):
     return found
 
 
+def checkpoint_step(path):
+    """The training step a headlab checkpoint holds (its root attribute `step`)."""
+    import h5py
+    if not os.path.exists(path):
+        fail(f"{path} is missing: run experiments/translation/run.sh base first")
+    with h5py.File(path, "r") as f:
+        return int(f.attrs["step"])
+
+
 def collect_michel(out, seeds, _sweeps):
     heads, ablation, alignment, prune, timings = [], [], [], [], []
     root = os.path.join(out, "michel")
@@ -176,13 +187,13 @@ def collect_michel(out, seeds, _sweeps):
         dyn = os.path.join(d, "dynamics")
         arms += [(int(c.split("_")[1]), os.path.join(dyn, c), "importance") for c in
                  (sorted(os.listdir(dyn)) if os.path.isdir(dyn) else [])]
-        final_step = int(read_rows(os.path.join(out, "base", f"train.seed={seed}", "metrics.csv"))[-1]["step"])
+        model_step = checkpoint_step(os.path.join(out, "base", f"train.seed={seed}", "checkpoints", "best.h5"))
         for step, folder, arm in arms:
             if not os.path.exists(os.path.join(folder, "pruned.h5")):
                 fail(f"{folder} has not finished: run experiments/translation/run.sh michel to the end")
             for r in read_rows(os.path.join(folder, "prune.csv")):
                 r["prune_seed"] = r.pop("seed")  # "seed" is the base model's here
-                prune.append({"seed": seed, "checkpoint_step": final_step if step is None else step, "arm": arm, **r})
+                prune.append({"seed": seed, "checkpoint_step": model_step if step is None else step, "arm": arm, **r})
             timings += job_seconds(seed, folder, "prune " + arm + ("" if step is None else " dynamics"))
     return [("heads.csv", heads, SEED), ("bleu_ablation.csv", ablation, SEED), ("alignment.csv", alignment, SEED),
             ("prune.csv", prune, SEED), ("timings.csv", timings, SEED)]
@@ -348,23 +359,32 @@ def kv_rate(sweep_path, lr_runs):
 
 def kv_sweeps(sweep_path, out, lr_runs):
     """One sweep file per K/V count (OUT/kv=<K>.toml), multi-head attention (K = the head count)
-    included: base.toml with every kind's K/V heads set to K, at the head-count arms' fixed step
-    budget (head_count_steps; the base models' budget would not fit the arm) and the rate the
-    head-count sweep chose for the base head count there (kv_rate), only the final checkpoint kept;
-    prints their paths."""
-    lr = kv_rate(sweep_path, lr_runs)
+    included: the head-count arms' config (head_count_lr.toml: the base architecture at their fixed
+    step budget, where the base models' would not fit the arm, and dropout) with the base model's
+    head count, every kind's K/V heads set to K and the rate the head-count sweep chose for that
+    count (kv_rate), base.toml's seeds, only the final checkpoint kept; prints their paths."""
+    lr, heads = kv_rate(sweep_path, lr_runs), base_model(sweep_path)["n_heads"]
+    head_count = os.path.join(os.path.dirname(sweep_path), "head_count_lr.toml")
+    seeds = tomllib.load(open(sweep_path, "rb"))["grid"]["train.seed"]
     for k in kv_values(sweep_path):
-        derived_sweep(sweep_path, os.path.join(out, f"kv={k}.toml"), f"every kind with {k} K/V heads",
-                      {**{f"model.{key}": k for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")},
-                       "train.steps": head_count_steps(sweep_path), "train.lr": lr, "train.keep_checkpoints": 1})
+        derived_sweep(head_count, os.path.join(out, f"kv={k}.toml"), f"every kind with {k} K/V heads",
+                      {"model.n_heads": heads, "train.lr": lr,
+                       **{f"model.{key}": k for key in ("n_kv_heads", "enc_n_kv_heads", "cross_n_kv_heads")}}, seeds)
 
 
 def base_value(sweep_path, key):
-    """The dotted config key's value in base.toml: its [set] value, else its base config's."""
+    """The dotted config key's value in base.toml: its [set] value, else its base config's, else
+    the default (configs/default.toml, beside the base config)."""
     sweep = tomllib.load(open(sweep_path, "rb"))
-    config = tomllib.load(open(os.path.join(os.path.dirname(sweep_path), sweep["base"]), "rb"))
+    config_path = os.path.join(os.path.dirname(sweep_path), sweep["base"])
     section, _, name = key.partition(".")
-    return sweep.get("set", {}).get(key, config[section][name])
+    if key in sweep.get("set", {}):
+        return sweep["set"][key]
+    for path in (config_path, os.path.join(os.path.dirname(config_path), "default.toml")):
+        value = tomllib.load(open(path, "rb")).get(section, {}).get(name)
+        if value is not None:
+            return value
+    fail(f"{sweep_path}: no value for {key} in it, its base config or configs/default.toml")
 
 
 def base_steps(sweep_path):
@@ -574,6 +594,9 @@ def main():
         return
     if sys.argv[1:2] == ["voita-layouts"] and len(sys.argv) in (3, 4):
         print_layouts(sys.argv[2], parse_seeds(sys.argv[3] if len(sys.argv) == 4 else ""))
+        return
+    if sys.argv[1:2] == ["checkpoint-step"] and len(sys.argv) == 3:
+        print(checkpoint_step(sys.argv[2]))
         return
     if sys.argv[1:] == ["arms"]:
         print(" ".join(ARMS))

@@ -24,7 +24,7 @@ from common import (  # noqa: E402
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
-    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_BUDGET, SETTINGS_SEED, base_machines)
+    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_BUDGET, SETTINGS_SEED, SETUP_KEYS, base_machines, base_value)
 
 
 class Data:
@@ -93,8 +93,41 @@ def fill_base_setup(d):
     differing = [k for k in keys if len({r[k] for r in setup}) > 1]
     if differing:
         fail(f"data/base/setup.csv: the seeds differ in {', '.join(differing)}")
-    return md_table(["key", "value"], [[f"`{k}`", s[k]] for k in keys], align="---") + \
+    return stale_base_note(d) + md_table(["key", "value"], [[f"`{k}`", s[k]] for k in keys], align="---") + \
         f"\n\nSeeds: {', '.join(r['seed'] for r in setup)}."
+
+
+def base_config_changes(d):
+    """["key: data/base/'s value -> base.toml's"] for every setup.csv column (the seed aside) whose
+    committed value is not what base.toml now trains: data/base/ holds an earlier configuration's
+    models until the base arm runs again ([] when they agree or before the base arm)."""
+    if "base" not in d.arms:
+        return []
+    row = d.read("base", "setup.csv")[0]
+    changes = []
+    recorded = [f"{section}.{k}" for section, keys in SETUP_KEYS.items() for k in keys]
+    for key in dict.fromkeys([*row, *recorded]):
+        old = row.get(key, "")
+        if key in ("seed", "train.seed") or (old == "" and key in row):
+            continue
+        new = base_value(os.path.join(HERE, "base.toml"), key)
+        if key not in row:  # a column added to setup.csv after the base arm ran
+            changes.append(f"`{key}` (not recorded) → {new}")
+            continue
+        same = number(old) == float(new) if isinstance(new, (int, float)) and not isinstance(new, bool) else old == str(new)
+        if not same:
+            changes.append(f"`{key}` {old} → {new}")
+    return changes
+
+
+def stale_base_note(d):
+    """A paragraph when data/base/ is not base.toml's configuration ("" otherwise)."""
+    changes = base_config_changes(d)
+    if not changes:
+        return ""
+    return ("**The committed base models are of an earlier base configuration**: base.toml has changed since "
+            "the base arm ran (" + "; ".join(changes) + "). The base arm and the arms built on its models "
+            "(michel, voita, voita_scratch, budget) describe the earlier models until they run again.\n\n")
 
 
 def fill_base_test(d):
@@ -105,7 +138,8 @@ def fill_base_test(d):
             for r in test]
     rows.append(["mean ± sd", "", cell((number(r["bleu"]) for r in test), 2), cell((number(r["chrf"]) for r in test), 2),
                  cell((number(r["loss"]) for r in test), 3)])
-    return (f"{test[0]['sentences']} test verses, beam {test[0]['beam']}, the final checkpoint of each seed:\n\n"
+    return (f"{test[0]['sentences']} test verses, beam {test[0]['beam']}, each seed's base checkpoint (its lowest "
+            "val loss, `best.h5`; the final one while val loss still falls):\n\n"
             + md_table(["seed", "step", "BLEU", "chrF", "loss (nats/token)"], rows))
 
 
@@ -918,7 +952,8 @@ def plateau_caveat(d):
         return ""
     gains = [val_bleu_gain(c) for c in base_curves(d).values()]
     flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains)
-    text = (f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
+    text = stale_base_note(d) + (
+        f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
             f"the plateau rule above in {flat} of {len(gains)} seeds")
     if "budget" in d.arms:
         moves = "; ".join(f"seed {seed} {number(b[max(b)]['bleu']) - number(b[min(b)]['bleu']):+.2f}"

@@ -9,8 +9,9 @@
 #   SWEEPS=experiments/translation/dev OUT=/tmp/t DATA=/tmp/t/data experiments/translation/run.sh base
 #                                                  # the pipeline on a tiny model (minutes; not results)
 # Arms:
-#   base        headlab sweep base.toml (5 seeds); each final checkpoint on test by beam 5 (BLEU,
-#               chrF); collect.py base -> data/base/
+#   base        headlab sweep base.toml (5 seeds); each seed's base checkpoint (checkpoints/best.h5:
+#               the lowest val loss, fairseq's checkpoint_best) on test by beam 5 (BLEU, chrF);
+#               collect.py base -> data/base/
 #   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
 #               by beam 5: what more training would still gain over the base models (the plateau
 #               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
@@ -31,13 +32,13 @@
 #               the verdicts rest on the reference's rate; RATE_CHECK_HEADS=2,4,8,16 the other
 #               counts (a part of its own); data/head_count_rate_check/
 #               Every head-count run's final checkpoint on test by beam 5.
-#   michel      Michel et al. on each base seed's final checkpoint: headlab analyze --bleu
+#   michel      Michel et al. on each base seed's base checkpoint: headlab analyze --bleu
 #               --layer-only --alignment on test (Tables 1 and 2 in BLEU with the paired bootstrap,
 #               every cross head's AER); prune by importance, by ablation and in 3 random orders
 #               (Figure 3), by importance within each kind alone (Figure 4), and DYN_POINTS earlier
-#               checkpoints by their own importance (Section 6); BLEU on test at every round;
+#               checkpoints before it by their own importance (Section 6); BLEU on test at every round;
 #               collect.py michel -> data/michel/
-#   voita       Voita et al. on each base seed's final checkpoint: L0 gates over the encoder's heads
+#   voita       Voita et al. on each base seed's base checkpoint: L0 gates over the encoder's heads
 #               and over every kind, at each of LAMBDAS for L0_STEPS steps, against the control
 #               (the same steps, nothing gated), BLEU on val (the lambda's choice) and on test;
 #               the heads' roles (headlab analyze on val); collect.py voita -> data/voita/
@@ -133,17 +134,23 @@ base_runs() {  # the base run folders of this part's seeds
   for s in $(base_seeds); do echo "$OUT/base/train.seed=$s/"; done
 }
 
-base_models() {  # the base sweep, each seed's final checkpoint on test, the check against data/base/
+base_models() {  # the base sweep, each seed's base checkpoint on test, the check against data/base/
   "$HEADLAB" sweep "$(part_sweep "$SWEEPS/base.toml" "$OUT/base_part.toml")" --jobs "$JOBS" --out "$OUT/base"
-  final_on_test $(base_runs)
+  on_test best $(base_runs)
   "$PY" $HERE/collect.py check-base "$OUT" "$DATA" "$SEEDS"
 }
 
-final_on_test() {  # each run folder's final checkpoint on test by beam 5, two at a time
-  local run final
+# A run's checkpoint: final (its last step_*.h5: the fixed-budget arms) or best (best.h5, which the
+# trainer rewrites whenever val loss improves: the base models, which train past their plateau).
+checkpoint() {
+  if [[ $1 == best ]]; then echo "$2"checkpoints/best.h5; else ls "$2"checkpoints/step_*.h5 | sort | tail -n 1; fi
+}
+
+on_test() {  # on_test final|best RUN...: each run folder's checkpoint on test by beam 5, two at a time
+  local which=$1 run
+  shift
   for run in "$@"; do
-    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
-    echo "${run}test_beam5.json $final --split test --beam 5 --set train.threads=1"
+    echo "${run}test_beam5.json $(checkpoint "$which" "$run") --split test --beam 5 --set train.threads=1"
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
 }
 
@@ -153,7 +160,7 @@ budget() {
   local f
   f=$("$PY" $HERE/collect.py budget-sweep "$SWEEPS/base.toml" "$OUT/budget")
   "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
-  final_on_test "${f%.toml}"/train.seed=*/
+  on_test final "${f%.toml}"/train.seed=*/
 }
 
 settings() {
@@ -249,33 +256,39 @@ source experiments/jobs.sh  # run_job, train_job
 
 michel() {
   base_models  # skips what is done; retrains missing base models bit-identically
-  local sent=() seed run ckpts final n picked i ckpt d
+  local sent=() seed run ckpts model n picked i ckpt d step
   [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
   for seed in $(base_seeds); do
     run=$OUT/base/train.seed=$seed/
     d=$OUT/michel/seed$seed
-    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort)
-    final=$(echo "$ckpts" | tail -n 1)
+    model=$(checkpoint best "$run")
+    # the step checkpoints up to the base checkpoint's step (its own file among them: kept, not picked)
+    step=$("$PY" $HERE/collect.py checkpoint-step "$model")
+    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort | awk -v last="$(printf 'step_%08d.h5' "$step")" '{ print } index($0, last) { exit }')
+    if [[ $(basename "$(echo "$ckpts" | tail -n 1)") != $(printf 'step_%08d.h5' "$step") ]]; then
+      echo "run.sh: ${run}checkpoints has no step file of best.h5's step $step (base.toml keeps every checkpoint)" >&2
+      exit 2
+    fi
     local prune=("$HEADLAB" prune --split test --beam 5 "${sent[@]}" --step-frac "$STEP_FRAC" --set train.threads=1)
-    echo "$d/analyze heads.h5 $HEADLAB analyze $final --split test --bleu --beam 5 ${sent[*]} --layer-only" \
+    echo "$d/analyze heads.h5 $HEADLAB analyze $model --split test --bleu --beam 5 ${sent[*]} --layer-only" \
          "--alignment --no-similarity --threads 1 --out $d/analyze"
     for strategy in importance ablation; do
-      echo "$d/prune/$strategy pruned.h5 ${prune[*]} $final --strategy $strategy --out $d/prune/$strategy"
+      echo "$d/prune/$strategy pruned.h5 ${prune[*]} $model --strategy $strategy --out $d/prune/$strategy"
     done
     for r in $RANDOM_SEEDS; do
-      echo "$d/prune/random_seed$r pruned.h5 ${prune[*]} $final --strategy random --seed $r --out $d/prune/random_seed$r"
+      echo "$d/prune/random_seed$r pruned.h5 ${prune[*]} $model --strategy random --seed $r --out $d/prune/random_seed$r"
     done
     for kind in enc dec cross; do
-      echo "$d/prune/importance_$kind pruned.h5 ${prune[*]} $final --strategy importance --only $kind" \
+      echo "$d/prune/importance_$kind pruned.h5 ${prune[*]} $model --strategy importance --only $kind" \
            "--out $d/prune/importance_$kind"
     done
-    # Section 6: DYN_POINTS checkpoints spread evenly over training before the final one.
+    # Section 6: DYN_POINTS checkpoints spread evenly over training before the base one.
     n=$(echo "$ckpts" | wc -l)
     picked=" $(awk -v n="$n" -v k="$DYN_POINTS" 'BEGIN { for (j = 1; j <= k; j++) printf "%d ", int(j * (n - 1) / k + 0.5) }') "
     i=0
     for ckpt in $ckpts; do
       i=$((i + 1))
-      [[ $ckpt != "$final" && $picked == *" $i "* ]] || continue
+      [[ $i -lt $n && $picked == *" $i "* ]] || continue
       echo "$d/dynamics/$(basename "$ckpt" .h5) pruned.h5 ${prune[*]} $ckpt --strategy importance" \
            "--out $d/dynamics/$(basename "$ckpt" .h5)"
     done
@@ -288,19 +301,19 @@ L0_STEPS=${L0_STEPS:-500}
 
 voita() {
   base_models
-  local run seed d final l only
+  local run seed d model l only
   for seed in $(base_seeds); do
     run=$OUT/base/train.seed=$seed/
     d=$OUT/voita/seed$seed
-    final=$(ls "$run"checkpoints/step_*.h5 | sort | tail -n 1)
+    model=$(checkpoint best "$run")
     local prune=("$HEADLAB" prune --split val --beam 5 --set train.threads=1)
-    echo "$d/roles heads.h5 $HEADLAB analyze $final --split val --no-similarity --threads 1 --out $d/roles"
-    echo "$d/none_l0 pruned.h5 ${prune[*]} $final --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $d/none_l0"
+    echo "$d/roles heads.h5 $HEADLAB analyze $model --split val --no-similarity --threads 1 --out $d/roles"
+    echo "$d/none_l0 pruned.h5 ${prune[*]} $model --strategy none --rounds 1 --finetune-steps $L0_STEPS --out $d/none_l0"
     for l in $LAMBDAS; do
       for only in enc all; do
         local o=()
         [[ $only == enc ]] && o=(--only enc)
-        echo "$d/l0_${only}_lambda$l pruned.h5 ${prune[*]} $final --strategy l0 --lambda $l --l0-steps $L0_STEPS" \
+        echo "$d/l0_${only}_lambda$l pruned.h5 ${prune[*]} $model --strategy l0 --lambda $l --l0-steps $L0_STEPS" \
              "${o[*]} --out $d/l0_${only}_lambda$l"
       done
     done
@@ -314,7 +327,8 @@ voita() {
 }
 
 # The val-chosen encoder layouts (data/voita/), trained from scratch with the base config and seed
-# for as many steps as the L0 model had in all (an arm of its own: five more base-length trainings).
+# for the base models' steps and L0's more, the checkpoint chosen as theirs (an arm of its own: five
+# more base-length trainings).
 voita_scratch() {
   local d final
   if [[ ! -e $DATA/voita/prune.csv ]]; then
@@ -327,7 +341,7 @@ voita_scratch() {
   done | xargs -P "$JOBS" -L 1 bash -c 'run_job "$@"' _
   for d in "$OUT"/voita/seed*/scratch; do
     [[ -e $d/done ]] || continue
-    final=$(ls "$d"/checkpoints/step_*.h5 | sort | tail -n 1)
+    final=$(checkpoint best "$d/")  # selected as the base models are
     for split in val test; do
       echo "$d/$split.json $final --split $split --beam 5 --set train.threads=1"
     done
@@ -345,7 +359,7 @@ kv_heads() {
   for f in $("$PY" $HERE/collect.py kv-sweeps "$SWEEPS/base.toml" "$OUT/kv_heads" "$DATA/head_count_lr/runs.csv"); do
     "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
   done
-  final_on_test "$OUT"/kv_heads/kv=*/train.seed=*/
+  on_test final "$OUT"/kv_heads/kv=*/train.seed=*/
   # Decoding speed, timed: one bench at a time, the settings in turn in every round; once per arm
   # (a later part keeps the committed bench.csv).
   [[ -s $DATA/kv_heads/bench.csv && $(wc -l < "$DATA/kv_heads/bench.csv") -gt 1 ]] && return 0
