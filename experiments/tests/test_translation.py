@@ -229,6 +229,22 @@ def test_michel_classes_and_pruning_from_made_up_rows():
     assert M.retained_prunable(curve, 0.85) == 0.3
 
 
+def test_section6_points_pair_each_seeds_kth_earlier_checkpoint():
+    """The analysed models (best.h5) of two seeds at different steps: their earlier checkpoints
+    pair by order, not by step, and curves() reads each seed at its own step."""
+    from translation import michel as M
+    rows = [{"seed": seed, "checkpoint_step": step, "arm": "importance", "fraction_pruned": f, "val_bleu": b,
+             "heads_pruned": "0", "only": ""}
+            for seed, steps in ((0, (3000, 6000, 12000)), (1, (3250, 6500, 13000)))
+            for step in steps for f, b in (("0", str(step / 1000)), ("0.5", "1"))]
+    assert M.final_step(rows) == {0: 12000, 1: 13000}
+    points = M.dynamics_points(rows)
+    assert points == [{0: 3000, 1: 3250}, {0: 6000, 1: 6500}]
+    assert M.curves(rows, "importance", points[1]) == {0: [(0.0, 6.0), (0.5, 1.0)], 1: [(0.0, 6.5), (0.5, 1.0)]}
+    assert M.curves(rows, "importance", 6000) == {0: [(0.0, 6.0), (0.5, 1.0)]}
+    assert M.curves(rows, "importance")[1][0] == (0.0, 13.0)
+
+
 def test_voita_lambda_choice_on_val():
     from translation import voita as V
 

@@ -163,15 +163,20 @@ def michel_section6(d):
     rows = d.read("michel", "prune.csv")
     final = M.final_step(rows)
     early = figure5["epoch"] / figure5["epochs"]
-    steps = sorted({int(r["checkpoint_step"]) for r in rows} - set(final.values()))
-    if not steps:
+    points = M.dynamics_points(rows)
+    if not points:
         return []
-    step = min(steps, key=lambda s: abs(s / max(final.values()) - early))
+    # the point whose mean share of the analysed model's steps is nearest the paper's epoch share
+    point = min(points, key=lambda p: abs(sum(p[s] / final[s] for s in p) / len(p) - early))
+    steps = sorted(set(point.values()))
+    shares = sorted({f"{point[s] / final[s]:.2f}" for s in point})
     share, target = figure5["retained"][0], figure5["fraction_pruned"]
-    kept = {s: M.retained_prunable(c, share) for s, c in M.curves(rows, "importance", step).items()}
+    kept = {s: M.retained_prunable(c, share) for s, c in M.curves(rows, "importance", point).items()}
+    where = (f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}-{steps[-1]}") + \
+        f" ({'-'.join(dict.fromkeys([shares[0], shares[-1]]))} of training)"
     return [(f"Important heads are determined early: at {early:.0%} of training about {target:.0%} of heads "
              f"prunable keeping {share:.0%} of that checkpoint's BLEU (Michel Section 6)",
-             f"step {step} ({step / max(final.values()):.2f} of training): {values_text(kept)}",
+             f"{where}: {values_text(kept)}",
              PAPER["michel_figure5"],
              reaches_claim(kept, target, level=LEVEL_SEEDS, threshold=PRACTICAL["prune_fraction"], test=SEED_TEST))]
 

@@ -321,9 +321,9 @@ def kv_values(sweep_path):
 
 
 def derived_sweep(sweep_path, path, what, changes, seeds=None, grid=None):
-    """Writes the sweep file `path`: base.toml with `changes` ({key: value}) over its [set] and
-    `seeds` (default: base.toml's) as its grid, `grid` ({key: [values]}) beside them; prints the
-    path."""
+    """Writes the sweep file `path`: the sweep `sweep_path` (base.toml, or head_count_lr.toml for
+    kv_heads) with `changes` ({key: value}) over its [set] and `seeds` (default: its own) as its
+    grid, `grid` ({key: [values]}) beside them; prints the path."""
     sweep = tomllib.load(open(sweep_path, "rb"))
     base = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(sweep_path)), sweep["base"]))
     name = os.path.splitext(os.path.basename(path))[0]

@@ -930,17 +930,18 @@ def fill_michel_dynamics(d):
     figure5 = PAPER_NUMBERS["michel_figure5"]
     rows = d.read("michel", "prune.csv")
     final = M.final_step(rows)
-    steps = sorted({int(r["checkpoint_step"]) for r in rows})
     out = []
-    for step in steps:
-        c = M.curves(rows, "importance", step)
+    for point in M.dynamics_points(rows) + [final]:  # each seed's k-th earlier checkpoint, then its model
+        c = M.curves(rows, "importance", point)
         if not c:
             continue
         share = figure5["retained"][0]
         kept = [M.retained_prunable(curve, share) for curve in c.values()]
-        out.append([step, ", ".join(f"{step / final[s]:.2f}" for s in c), cell((curve[0][1] for curve in c.values()), 2),
+        steps = sorted({point[s] for s in c})
+        out.append([steps[0] if len(steps) == 1 else ", ".join(str(point[s]) for s in c),
+                    ", ".join(f"{point[s] / final[s]:.2f}" for s in c), cell((curve[0][1] for curve in c.values()), 2),
                     cell(kept, 2), cell((M.prunable(curve) for curve in c.values()), 2)])
-    return (md_table(["checkpoint step", "share of training (per seed)", "its unpruned BLEU",
+    return (md_table(["checkpoint step", "share of the model's steps (per seed)", "its unpruned BLEU",
                       f"fraction pruned keeping {figure5['retained'][0]:.0%} of it", "fraction prunable (0.5 BLEU)"], out)
             + f"\n\nMichel et al.: {PAPER['michel_figure5'].text()}.")
 

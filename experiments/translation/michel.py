@@ -88,6 +88,19 @@ def final_step(prune_rows):
     return out
 
 
+def dynamics_points(prune_rows):
+    """Section 6's earlier checkpoints as points [{seed: step}, ...]: the k-th earlier checkpoint of
+    every seed (its steps in order, the analysed model's aside) is point k. The seeds' analysed
+    models (best.h5) need not share a step, so neither need their earlier checkpoints."""
+    final, by_seed = final_step(prune_rows), {}
+    for r in prune_rows:
+        seed, step = int(r["seed"]), int(r["checkpoint_step"])
+        if step != final[seed]:
+            by_seed.setdefault(seed, set()).add(step)
+    n = max((len(steps) for steps in by_seed.values()), default=0)
+    return [{seed: sorted(steps)[k] for seed, steps in sorted(by_seed.items()) if k < len(steps)} for k in range(n)]
+
+
 def kind_sizes(heads_rows):
     """{seed: {kind: its heads}} from heads.csv's rows (one per head)."""
     out = {}
@@ -98,14 +111,16 @@ def kind_sizes(heads_rows):
 
 
 def curves(prune_rows, arm, step=None, sizes=None):
-    """{seed: [(fraction pruned, BLEU), ...]} of one arm at the final checkpoint, or at `step`. The
+    """{seed: [(fraction pruned, BLEU), ...]} of one arm at the final checkpoint, or at `step` (one
+    step for every seed, or {seed: step} as dynamics_points gives; seeds not in it are left out). The
     fraction is of all heads (prune.csv's), but of the kind's own heads in a run pruning one kind
     alone (prune --only; Figure 4's x-axis, as Michel et al. drew it), which needs `sizes`
     (kind_sizes of the same models)."""
     final, out = final_step(prune_rows), {}
     for r in prune_rows:
         seed = int(r["seed"])
-        if r["arm"] != arm or int(r["checkpoint_step"]) != (final[seed] if step is None else step):
+        want = final[seed] if step is None else step.get(seed) if isinstance(step, dict) else step
+        if r["arm"] != arm or int(r["checkpoint_step"]) != want:
             continue
         fraction = number(r["fraction_pruned"])
         if r.get("only", ""):
