@@ -256,17 +256,17 @@ source experiments/jobs.sh  # run_job, train_job
 
 michel() {
   base_models  # skips what is done; retrains missing base models bit-identically
-  local sent=() seed run ckpts model n picked i ckpt d step
+  local sent=() seed run ckpts model last n picked i ckpt d
   [[ -n $SENTENCES ]] && sent=(--sentences "$SENTENCES")
   for seed in $(base_seeds); do
     run=$OUT/base/train.seed=$seed/
     d=$OUT/michel/seed$seed
     model=$(checkpoint best "$run")
     # the step checkpoints up to the base checkpoint's step (its own file among them: kept, not picked)
-    step=$("$PY" $HERE/collect.py checkpoint-step "$model")
-    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort | awk -v last="$(printf 'step_%08d.h5' "$step")" '{ print } index($0, last) { exit }')
-    if [[ $(basename "$(echo "$ckpts" | tail -n 1)") != $(printf 'step_%08d.h5' "$step") ]]; then
-      echo "run.sh: ${run}checkpoints has no step file of best.h5's step $step (base.toml keeps every checkpoint)" >&2
+    last=$(printf 'step_%08d.h5' "$("$PY" $HERE/collect.py checkpoint-step "$model")")
+    ckpts=$(ls "$run"checkpoints/step_*.h5 | sort | awk -v last="$last" '{ print } index($0, last) { exit }')
+    if [[ $(basename "$(echo "$ckpts" | tail -n 1)") != "$last" ]]; then
+      echo "run.sh: ${run}checkpoints has no $last, best.h5's step (base.toml keeps every checkpoint)" >&2
       exit 2
     fi
     local prune=("$HEADLAB" prune --split test --beam 5 "${sent[@]}" --step-frac "$STEP_FRAC" --set train.threads=1)
