@@ -540,6 +540,34 @@ def test_retrained_base_models_must_be_the_committed_ones(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_a_base_part_of_another_configuration_replaces_data_base(tmp_path, capsys):
+    """After base.toml changed, the retrained base models are not compared with data/base/'s (they
+    are other models, whatever the machine), and the base arm's first part starts data/base/ afresh
+    instead of mixing its seeds with the earlier configuration's."""
+    import common
+    from translation import collect as C
+    out, data = str(tmp_path / "runs"), str(tmp_path / "data")
+    for seed in (0, 1):
+        base_run(out, seed, "3.25")
+    for name, rows, key in C.collect_base(out, None, None):
+        C.merge_table(os.path.join(data, "base", name), rows, key)
+    C.merge_provenance(os.path.join(data, "base", "provenance.csv"), {
+        "part": "all", "commit": "abc", "uncommitted_changes": "no", "started_utc": "", "machine": common.machine(),
+        "wall_seconds": "", "max_load_1min": ""})
+    setup = C.collect_base(out, {0}, None)[0][1]
+    C.replace_other_configuration(data, setup)  # the same configuration: kept
+    assert len(common.read_csv(os.path.join(data, "base", "test.csv"))) == 2
+    write(os.path.join(out, "base", "train.seed=0", "config.toml"), "[model]\nd_model = 128\n[train]\nsteps = 400\n[data]\n")
+    write(os.path.join(out, "base", "train.seed=0", "metrics.csv"), "step,train_loss,val_loss,val_bleu\n400,3,3.0,9\n")
+    capsys.readouterr()
+    C.check_base(out, data, {0})  # another configuration on the same machine: not compared, not a failure
+    assert "another base configuration (train.steps 200 -> 400)" in capsys.readouterr().err
+    setup = C.collect_base(out, {0}, None)[0][1]
+    C.replace_other_configuration(data, setup)
+    assert os.listdir(os.path.join(data, "base")) == []
+    assert C.setup_changes({"seed": "0", "a": "1"}, {"seed": "1", "a": "1", "b": "2"}) == ["b (not recorded) -> 2"]
+
+
 def test_voita_scratch_reads_the_layouts_from_the_committed_data(tmp_path, capsys):
     from translation import collect as C
     header = "seed,arm,round,heads_pruned,heads_per_layer,val_bleu\n"

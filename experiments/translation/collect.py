@@ -542,6 +542,37 @@ def base_machines(data):
             for x in (all_seeds if p["part"] == "all" else p["part"].split())}
 
 
+def setup_changes(old, new):
+    """["key old -> new"] for the setup.csv columns (the seed aside) in which row NEW's configuration
+    differs from row OLD's; a column one row lacks counts as a change (its value is not known)."""
+    return [f"{k} {old.get(k, '(not recorded)')} -> {new.get(k, '(not recorded)')}"
+            for k in dict.fromkeys([*old, *new]) if k not in ("seed", "train.seed")
+            and str(old.get(k, "(not recorded)")) != str(new.get(k, "(not recorded)"))]
+
+
+def committed_setup_changes(data, setup):
+    """How the configuration of the retrained base models (collect_base's setup rows) differs from
+    data/base/'s ([] when it is the same, or before the base arm has run)."""
+    path = os.path.join(data, "base", "setup.csv")
+    if not os.path.exists(path) or not setup:
+        return []
+    return setup_changes(common.read_csv(path)[0], setup[0])
+
+
+def replace_other_configuration(data, setup):
+    """A base part trained with another configuration than data/base/'s (base.toml changed) starts
+    data/base/ afresh: its files are removed before the part's rows are merged, so that data/base/
+    never mixes two configurations' seeds (the parts still to run fill it again)."""
+    changes = committed_setup_changes(data, setup)
+    if not changes:
+        return
+    folder = os.path.join(data, "base")
+    for name in sorted(os.listdir(folder)):
+        os.remove(os.path.join(folder, name))
+    print(f"collect: data/base/ held another base configuration's models ({'; '.join(changes)}): replaced by "
+          "this part's; run the base arm's other seeds again", file=sys.stderr)
+
+
 def check_base(out, data, seeds):
     """run.sh, after (re)training base models: each seed's curve and test row must equal the base
     arm's committed ones (data/base/), digit for digit, when that seed's part of the base arm ran
@@ -554,9 +585,15 @@ def check_base(out, data, seeds):
                  if os.path.exists(os.path.join(data, "base", name))}
     if not committed:
         return
+    (_, setup, _), *tables = collect_base(out, seeds, None)
+    changes = committed_setup_changes(data, setup)
+    if changes:
+        print(f"collect: data/base/ holds models of another base configuration ({'; '.join(changes)}): the "
+              "retrained base models are not compared with them; the base arm replaces them", file=sys.stderr)
+        return
     here, all_seeds = common.machine(), sorted({int(r["seed"]) for r in committed["test.csv"]})
     made_here = {seed for seed, machine in base_machines(data).items() if machine == here}
-    for name, rows, _ in collect_base(out, seeds, None)[1:]:
+    for name, rows, _ in tables:
         for seed in sorted({r["seed"] for r in rows} & set(all_seeds)):  # a seed not in data/ yet: nothing to check
             if seed not in made_here:
                 if name == "test.csv":
@@ -635,7 +672,10 @@ def main():
     # Whether the checkout changed while the arm ran (run.sh starts only from a clean one): asked
     # before this part's rows are merged, which modify data/ itself once an arm has committed data.
     dirty = common.checkout_dirty()
-    for name, rows, key in collectors[args.arm](args.out, seeds, args.sweeps):
+    tables = collectors[args.arm](args.out, seeds, args.sweeps)
+    if args.arm == "base":
+        replace_other_configuration(args.data, tables[0][1])
+    for name, rows, key in tables:
         merge_table(os.path.join(data, name), rows, key)
     merge_provenance(os.path.join(data, "provenance.csv"), {
         "part": part_label(seeds, rates, args.heads), "commit": common.binary_commit(args.binary),
