@@ -17,6 +17,11 @@ def write(path, text):
         f.write(text)
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def provenance(wall_seconds, load, part="all"):
     """data/<arm>/provenance.csv of an arm run whole (one part)."""
     return ("part,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
@@ -45,7 +50,7 @@ def test_arms_present_and_missing(data):
 
 
 def test_arms_flag_base_models_retrained_on_another_machine(data):
-    """A part of an arm that retrains base models (michel, voita, budget) on another kind of
+    """A part of an arm that retrains base models (michel, voita) on another kind of
     machine than data/base/'s analysed models retrained there: the arms table says which seeds."""
     write(os.path.join(str(data.folder), "voita", "provenance.csv"),
           "part,commit,uncommitted_changes,started_utc,machine,wall_seconds,max_load_1min\n"
@@ -64,8 +69,29 @@ def test_base_tables(data):
     plateau = T.fill_base_plateau(data).splitlines()
     # seed 0's loss misses the rule: the budget a power-law fit says it would need (tested in
     # test_verdicts.py), with its exponent
-    assert re.fullmatch(r"\| 0 \| \+2\.00 \| no \| \+4\.17% \| no \| ([\d,]+ \(\d\.\d\d\)|beyond 1e9) \|", plateau[2])
-    assert plateau[3] == "| 1 | +0.20 | yes | +0.50% | yes | – |"
+    assert re.fullmatch(r"\| 0 \| \+2\.00 \| no \| \+4\.17% \| no \| ([\d,]+ \(\d\.\d\d\)|beyond 1e9) \| "
+                        r"2\.300 \(step 400 of 400\) \| 400 \|", plateau[2])
+    assert plateau[3] == "| 1 | +0.20 | yes | +0.50% | yes | – | 1.990 (step 400 of 400) | 400 |"
+    assert "Val loss passed its lowest before the last evaluation in 0 of 2 seeds" in plateau[-1]
+    caveat = T.plateau_caveat(data)
+    assert "at the plateau rule above in 1 of 2 seeds, and passed their lowest val loss before the end of " \
+           "training in 0 of 2" in caveat and "still learning" in caveat
+
+
+def test_base_models_past_their_plateau_are_analysed_at_their_lowest_val_loss(data):
+    """A seed whose val loss rose after its lowest (no dropout: it overfits) is counted as past its
+    plateau; the analysed checkpoint is test.csv's step (best.h5's)."""
+    write(os.path.join(data.folder, "base", "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n"
+          "0,100,4,3.0,1\n0,200,3,2.5,5\n0,300,2.8,2.2,10.2\n0,400,2.7,2.3,10\n"
+          "1,100,4,3.0,1\n1,200,3,2.5,5\n1,300,2.8,2.0,10\n1,400,2.7,2.1,9.9\n")
+    write(os.path.join(data.folder, "base", "test.csv"),
+          "seed,step,bleu,chrf,loss,sentences,beam\n0,300,20,40,2.2,674,5\n1,300,22,42,2.1,674,5\n")
+    d = T.Data(data.folder)
+    plateau = T.fill_base_plateau(d).splitlines()
+    assert plateau[2].endswith("| 2.200 (step 300 of 400) | 300 |")
+    assert "in 2 of 2 seeds" in plateau[-1]
+    caveat = T.plateau_caveat(d)
+    assert caveat.endswith("in 2 of 2 (each is analysed at that checkpoint).\n\n") and "still learning" not in caveat
 
 
 def test_seeds_with_different_settings_fail(data, tmp_path):
@@ -289,45 +315,6 @@ def test_encoder_survival_reads_roles_and_l0s_pruned_heads():
     assert list(kept) == [True, False, False, True] and list(layer) == [0, 0, 1, 1]
 
 
-def test_the_budget_arm_trains_the_base_config_twice_as_long(tmp_path, capsys):
-    import tomllib
-    from translation import collect as C
-    folder = os.path.join(EXPERIMENTS, "translation")
-    base = tomllib.load(open(os.path.join(folder, "base.toml"), "rb"))
-    C.budget_sweep(os.path.join(folder, "base.toml"), str(tmp_path))
-    path = capsys.readouterr().out.strip()
-    sweep = tomllib.load(open(path, "rb"))
-    steps = C.base_steps(os.path.join(folder, "base.toml"))
-    assert os.path.basename(path) == f"steps={2 * steps}.toml"
-    assert sweep["set"]["train.steps"] == 2 * steps and sweep["grid"]["train.seed"] == C.BUDGET_SEEDS
-    same = {k: v for k, v in sweep["set"].items() if k not in ("train.steps", "train.keep_checkpoints")}
-    assert same == {k: v for k, v in base["set"].items() if k not in ("train.steps", "train.keep_checkpoints")}
-    assert os.path.normpath(sweep["base"]) == os.path.normpath(os.path.join(folder, base["base"]))
-
-
-def test_budget_table_against_the_base_models(data):
-    write(os.path.join(data.folder, "budget", "provenance.csv"), provenance(1200, "2.00"))
-    write(os.path.join(data.folder, "budget", "runs.csv"), "seed,steps,step,val_bleu,val_loss,bleu,chrf,loss\n"
-          "0,400,400,10,2.3,20,40,2.2\n1,400,400,10.1,1.99,22,42,2.1\n"
-          "0,800,800,11,2.2,20.3,41,2.1\n1,800,800,10.1,1.98,23,43,2.0\n")
-    d = T.Data(data.folder)
-    lines = T.fill_budget(d).splitlines()
-    assert lines[2] == "| 0 | 400 → 800 | 20.00 → 20.30 | +0.30 | 10.00 → 11.00 | +1.00 |"
-    assert lines[3] == "| 1 | 400 → 800 | 22.00 → 23.00 | +1.00 | 10.10 → 10.10 | +0.00 |"
-    assert "less than 0.5 BLEU in 1 of 2 seeds" in lines[-1]
-    # with the longer runs' curves: their own last quarter (from step 600 to 800) by the base rule
-    write(os.path.join(data.folder, "budget", "curves.csv"), "seed,steps,step,train_loss,val_loss,val_bleu\n"
-          "0,800,400,3,2.4,9\n0,800,600,3,2.3,10.9\n0,800,800,3,2.2,11\n"
-          "1,800,400,3,2.4,8\n1,800,600,3,2.3,9\n1,800,800,3,2.2,10.1\n")
-    text = T.fill_budget(T.Data(data.folder))
-    assert "val BLEU gain seed 0 +0.10; seed 1 +1.10, below 0.5 BLEU in 1 of 2." in text
-    assert "figures/budget_curves.png" in text
-    # the verdicts say what the base models' claims rest on: the plateau rule's count and the budget's moves
-    caveat = T.plateau_caveat(T.Data(data.folder))
-    assert "twice the steps changed test BLEU by seed 0 +0.30; seed 1 +1.00 (the budget arm)" in caveat
-    assert re.search(r"at the plateau rule above in \d of \d seeds", caveat)
-
-
 def test_base_models_of_an_earlier_base_toml_are_flagged(data):
     """setup.csv against base.toml: a changed value and a column not recorded yet are named, an
     unchanged one is not; the note heads the setup table and the verdicts' caveat."""
@@ -343,7 +330,7 @@ def test_base_models_of_an_earlier_base_toml_are_flagged(data):
     assert [c for c in T.base_config_changes(T.Data(data.folder)) if "not recorded" not in c] == []
 
 
-def test_the_settings_arm_trains_the_budget_steps_at_each_rate_and_dropout(tmp_path, capsys):
+def test_the_settings_arm_trains_its_steps_at_each_rate_and_dropout(tmp_path, capsys):
     import tomllib
     from translation import collect as C
     base_toml = os.path.join(EXPERIMENTS, "translation", "base.toml")
@@ -351,8 +338,10 @@ def test_the_settings_arm_trains_the_budget_steps_at_each_rate_and_dropout(tmp_p
     sweep = tomllib.load(open(capsys.readouterr().out.strip(), "rb"))
     assert sweep["set"]["train.steps"] == C.SETTINGS_STEPS
     assert sweep["grid"] == {**C.SETTINGS_GRID, "train.seed": [C.SETTINGS_SEED]}
-    # the budget arm's settings are a point of the grid: that run repeats the budget arm's
-    assert all(v in values for v, values in zip(C.SETTINGS_BUDGET, C.SETTINGS_GRID.values()))
+    # base.toml's settings are a point of the grid: base seed SETTINGS_SEED repeats that run
+    assert C.base_value(base_toml, "train.lr") in C.SETTINGS_GRID["train.lr"]
+    assert C.base_value(base_toml, "model.dropout") in C.SETTINGS_GRID["model.dropout"]
+    assert C.base_value(base_toml, "train.steps") == C.SETTINGS_STEPS
 
 
 def settings_run(root, lr, dropout, steps, evals):
@@ -383,14 +372,20 @@ def test_settings_table_reads_the_plateau_of_each_setting(data, tmp_path):
     lines = text.splitlines()
     assert lines[2].startswith(f"| 0.002 | 0.1 | 12.00 | 12.00 (step {4 * q:,}) | +2.00 | no | 2.800 |")
     assert lines[3].startswith(f"| 0.004 | 0 | 13.90 | 14.00 (step {3 * q:,}) | -0.10 | yes | 2.610 |")
-    # against the budget arm's seed-0 run: equal only when every evaluation is
-    budget = "seed,steps,step,train_loss,val_loss,val_bleu\n" + "".join(
-        f"0,{steps},{r['step']},{r['train_loss']},{r['val_loss']},{r['val_bleu']}\n" for r in rows[:4])
-    write(os.path.join(data.folder, "budget", "curves.csv"), budget)
-    write(os.path.join(data.folder, "budget", "provenance.csv"), provenance(1200, "2.00"))
-    assert "its evaluations equal that run's digit for digit" in T.fill_settings(T.Data(data.folder))
-    write(os.path.join(data.folder, "budget", "curves.csv"), budget.replace(",12\n", ",12.01\n"))
-    assert "differ from that run's" in T.fill_settings(T.Data(data.folder))
+    # base seed 0 at one of the settings (the same config and seed): equal only when every evaluation is
+    base = os.path.join(data.folder, "base")
+    write(os.path.join(base, "setup.csv"), f"seed,model.dropout,train.lr,train.steps\n0,0.0,0.004,{steps}\n")
+    write(os.path.join(base, "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n" + "".join(
+        f"0,{r['step']},{r['train_loss']},{r['val_loss']},{r['val_bleu']}\n" for r in rows[4:]))
+    write(os.path.join(base, "provenance.csv"), provenance(600, "2.10").replace("Xeon", "EPYC"))
+    assert "is base seed 0 trained on another kind of machine" in T.fill_settings(T.Data(data.folder))
+    write(os.path.join(base, "provenance.csv"), provenance(600, "2.10"))
+    assert "(lr 0.004, dropout 0) is base seed 0: its evaluations equal the base arm's digit for digit" in \
+        T.fill_settings(T.Data(data.folder))
+    write(os.path.join(base, "curves.csv"), read(os.path.join(base, "curves.csv")).replace(",13.9\n", ",13.91\n"))
+    assert "its evaluations differ from the base arm's" in T.fill_settings(T.Data(data.folder))
+    write(os.path.join(base, "setup.csv"), f"seed,model.dropout,train.lr,train.steps\n0,0.0,0.004,{steps + 1}\n")
+    assert "is base seed 0" not in T.fill_settings(T.Data(data.folder))  # another configuration: no comparison
 
 
 def test_the_kv_arm_trains_every_setting_at_the_head_count_budget_and_rate(tmp_path, capsys):

@@ -42,10 +42,6 @@ data/kv_heads/     runs.csv: kv_heads,seed,lr,step,bleu,chrf,loss,sentences,beam
                    (n_layers, n_encoder_layers, n_heads, d_head: the KV cache's size follows from
                    them; steps, lr); bench.csv: kv_heads,round,sentences_per_s,ms_median,
                    foreign_cores,params (headlab bench --decode --beam 5 of each setting, in turn)
-data/budget/       runs.csv: seed,steps,step,val_bleu,val_loss,bleu,chrf,loss: seeds BUDGET_SEEDS of the
-                   base config at its steps S (the base arm's runs) and at 2S, each run's last
-                   evaluation in metrics.csv and its final checkpoint on test by beam 5;
-                   curves.csv: seed,steps,step,train_loss,val_loss,val_bleu: the 2S runs' evaluations
 data/settings/     curves.csv: lr,dropout,seed,step,train_loss,val_loss,val_bleu: the evaluations of the
                    base config at SETTINGS_STEPS steps, seed SETTINGS_SEED, at every rate and dropout of
                    SETTINGS_GRID
@@ -73,7 +69,6 @@ from sweep_part import parse_values  # noqa: E402
 
 # run.sh's arms, in RESULTS.md's order: data/<arm>/ -> what it runs (the arms table's words).
 ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by beam 5",
-        "budget": "the base config at twice its steps, seeds 0 and 1: what more training still gains",
         "settings": "the base config at 16000 steps, seed 0, at 2 rates x 2 dropouts: which reaches a plateau",
         "head_count_lr": "head count (Vaswani Table 3 A): each count's rate, seed 0, the arms' fixed steps",
         "head_count": "head count at fixed d_model, 5 fresh seeds per count at its rate",
@@ -84,16 +79,15 @@ ARMS = {"base": "base models: 5 seeds, every checkpoint kept, test BLEU/chrF by 
         "voita": "Voita: L0 on encoder heads and on all kinds, roles",
         "voita_scratch": "Voita: each seed's L0 layout trained from scratch",
         "kv_heads": "MQA/GQA: BLEU, KV cache, beam-search sentences/s"}
-BUDGET_SEEDS = [0, 1]  # the budget arm's seeds: twice the base steps costs four base runs
 # The settings arm's grid over the base config at SETTINGS_STEPS steps (seed SETTINGS_SEED): the
-# first base models' rate and dropout (at twice their 8000 steps: the budget arm's seed-0 run again)
-# and each changed toward faster fitting. Its steps are fixed here, not read from base.toml, so
-# that its data regenerate after base.toml took its choice.
+# first base models' rate and dropout (lr 0.002, dropout 0.1, at twice their 8000 steps) and each
+# changed toward faster fitting. Its steps are fixed here, not read from base.toml, so that its
+# data regenerate after base.toml took its choice (one of the grid's settings: base seed
+# SETTINGS_SEED is that run again).
 SETTINGS_GRID = {"train.lr": [0.002, 0.004], "model.dropout": [0.1, 0.0]}
 SETTINGS_SEED = 0
 SETTINGS_STEPS = 16000
-SETTINGS_BUDGET = (0.002, 0.1)  # (lr, dropout) of the budget arm's runs: the first base models' settings
-RETRAINS_BASE = ("budget", "michel", "voita")  # the arms whose run.sh part retrains its seeds' base models
+RETRAINS_BASE = ("michel", "voita")  # the arms whose run.sh part retrains its seeds' base models
 SETUP_KEYS = {"model": ("n_layers", "n_encoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head", "vocab_size",
                         "dropout"),
               "train": ("steps", "lr", "warmup_steps", "seed"),
@@ -391,14 +385,6 @@ def base_steps(sweep_path):
     return base_value(sweep_path, "train.steps")
 
 
-def budget_sweep(sweep_path, out):
-    """OUT/steps=<2S>.toml: base.toml at twice its steps S (warm-up and schedule as they are, the
-    cosine stretched over 2S), BUDGET_SEEDS, only the final checkpoint kept; prints its path."""
-    steps = 2 * base_steps(sweep_path)
-    derived_sweep(sweep_path, os.path.join(out, f"steps={steps}.toml"), f"the base config at {steps} steps",
-                  {"train.steps": steps, "train.keep_checkpoints": 1}, BUDGET_SEEDS)
-
-
 def settings_sweep(sweep_path, out):
     """OUT/steps=<SETTINGS_STEPS>.toml: base.toml at SETTINGS_STEPS steps over SETTINGS_GRID, seed
     SETTINGS_SEED, only the final checkpoint kept; prints its path."""
@@ -428,31 +414,6 @@ def collect_settings(out, seeds, sweeps):
     if not curves:
         fail(f"{root} holds no run: run experiments/translation/run.sh settings first")
     return [("curves.csv", curves, ("lr", "dropout", "seed"))]
-
-
-def collect_budget(out, seeds, sweeps):
-    """The budget runs and the base runs of the same seeds (the arm's own comparison)."""
-    def row(seed, steps, folder):
-        last = [r for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]][-1]
-        e = json.load(open(os.path.join(folder, "test_beam5.json")))
-        return {"seed": seed, "steps": steps, "step": e["step"], "val_bleu": last["val_bleu"],
-                "val_loss": last["val_loss"], "bleu": e["bleu"], "chrf": e["chrf"], "loss": e["loss"]}
-    steps = base_steps(os.path.join(sweeps, "base.toml"))
-    part = [s for s in BUDGET_SEEDS if seeds is None or s in seeds]
-    if not part:
-        fail(f"the budget arm's seeds are {BUDGET_SEEDS}; SEEDS names none of them")
-    rows = [row(seed, steps, run) for seed, run in seed_runs(os.path.join(out, "base"), set(part))]
-    root = os.path.join(out, "budget", f"steps={2 * steps}")
-    curves = []
-    for seed in part:
-        folder = os.path.join(root, f"train.seed={seed}")
-        if not os.path.exists(os.path.join(folder, "test_beam5.json")):
-            fail(f"{folder} has no test_beam5.json: run experiments/translation/run.sh budget to the end")
-        rows.append(row(seed, 2 * steps, folder))
-        curves += [{"seed": seed, "steps": 2 * steps, **{k: r[k] for k in ("step", "train_loss", "val_loss", "val_bleu")}}
-                   for r in read_rows(os.path.join(folder, "metrics.csv")) if r["val_loss"]]
-    # the longer runs' validation curves (the base runs' are data/base/curves.csv)
-    return [("runs.csv", rows, ("seed", "steps")), ("curves.csv", curves, ("seed", "steps"))]
 
 
 def collect_kv_heads(out, seeds, sweeps):
@@ -638,9 +599,6 @@ def main():
     if sys.argv[1:] == ["arms"]:
         print(" ".join(ARMS))
         return
-    if sys.argv[1:2] == ["budget-seeds"]:
-        print(" ".join(str(s) for s in BUDGET_SEEDS))
-        return
     if sys.argv[1:2] == ["check-base"] and len(sys.argv) in (4, 5):
         check_base(sys.argv[2], sys.argv[3], parse_seeds(sys.argv[4] if len(sys.argv) == 5 else ""))
         return
@@ -650,8 +608,8 @@ def main():
     if sys.argv[1:2] == ["kv-sweeps"] and len(sys.argv) == 5:
         kv_sweeps(sys.argv[2], sys.argv[3], sys.argv[4])
         return
-    if sys.argv[1:2] in (["budget-sweep"], ["settings-sweep"]) and len(sys.argv) == 4:
-        (budget_sweep if sys.argv[1] == "budget-sweep" else settings_sweep)(sys.argv[2], sys.argv[3])
+    if sys.argv[1:2] == ["settings-sweep"] and len(sys.argv) == 4:
+        settings_sweep(sys.argv[2], sys.argv[3])
         return
     if sys.argv[1:2] in (["base-d-head"], ["base-heads"]):
         if len(sys.argv) != 3:
@@ -661,7 +619,7 @@ def main():
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
     os.makedirs(data, exist_ok=True)
-    collectors = {"base": collect_base, "budget": collect_budget, "settings": collect_settings, "michel": collect_michel, "voita": collect_voita,
+    collectors = {"base": collect_base, "settings": collect_settings, "michel": collect_michel, "voita": collect_voita,
                   "voita_scratch": collect_voita_scratch, "kv_heads": collect_kv_heads}
     collectors.update({arm: collect_head_count_study(arm) for arm in HEAD_COUNT_STUDIES})
     seeds, rates = parse_seeds(args.seeds), parse_values(args.rates, "train.lr")

@@ -24,7 +24,8 @@ from common import (  # noqa: E402
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
-    ARMS, BUDGET_SEEDS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_BUDGET, SETTINGS_SEED, SETUP_KEYS, base_machines, base_value)
+    ARMS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, SETTINGS_STEPS, SETUP_KEYS, base_machines,
+    base_value)
 
 
 class Data:
@@ -53,7 +54,7 @@ def retrained_elsewhere(machines, arm, part):
     retrained there, not data/base/'s."""
     if arm not in RETRAINS_BASE or not machines:
         return []
-    seeds = part["part"].split() if part["part"] != "all" else BUDGET_SEEDS if arm == "budget" else sorted(machines)
+    seeds = part["part"].split() if part["part"] != "all" else sorted(machines)
     return [int(s) for s in seeds if machines.get(int(s), part["machine"]) != part["machine"]]
 
 
@@ -127,7 +128,7 @@ def stale_base_note(d):
         return ""
     return ("**The committed base models are of an earlier base configuration**: base.toml has changed since "
             "the base arm ran (" + "; ".join(changes) + "). The base arm and the arms built on its models "
-            "(michel, voita, voita_scratch, budget) describe the earlier models until they run again.\n\n")
+            "(michel, voita, voita_scratch) describe the earlier models until they run again.\n\n")
 
 
 def fill_base_test(d):
@@ -148,92 +149,33 @@ def val_bleu_gain(curve):
     return last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
 
 
-def budget_runs(d):
-    """{seed: {steps: the budget arm's runs.csv row}}: each budget seed at the base steps and twice them."""
-    runs = {}
-    for r in d.read("budget", "runs.csv"):
-        runs.setdefault(int(r["seed"]), {})[int(r["steps"])] = r
-    return runs
-
-
 def fill_base_plateau(d):
     if "base" not in d.arms:
         return not_run("base")
-    rows = []
+    rows, past = [], 0
+    analysed = {int(r["seed"]): int(r["step"]) for r in d.read("base", "test.csv")}
     for seed, curve in sorted(base_curves(d).items()):
         bleu = val_bleu_gain(curve)
         loss = last_quarter_gain([(s, v) for s, _, v in curve], higher_is_better=False, relative=True)
         at_plateau = plateaued(loss, threshold=PRACTICAL["relative_loss"])
         needed = None if at_plateau else steps_to_plateau([(s, v) for s, _, v in curve],
                                                           threshold=PRACTICAL["relative_loss"])
+        lowest = min(curve, key=lambda c: c[2])
+        past += lowest[0] < curve[-1][0]
         rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
                      "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
                      "–" if loss is None else f"{loss * 100:+.2f}%", "yes" if at_plateau else "no",
-                     "–" if at_plateau else "beyond 1e9" if needed is None else f"{needed[0]:,} ({needed[1]:.2f})"])
+                     "–" if at_plateau else "beyond 1e9" if needed is None else f"{needed[0]:,} ({needed[1]:.2f})",
+                     f"{lowest[2]:.3f} (step {lowest[0]:,} of {curve[-1][0]:,})", f"{analysed.get(seed, '–'):,}"])
     return (md_table(["seed", "val BLEU gain, last quarter", f"< {PRACTICAL['bleu']:g} BLEU",
                       "val loss gain, last quarter", f"< {PRACTICAL['relative_loss']:.0%}",
-                      "steps the loss rule would need (alpha)"], rows) +
-            "\n\nThe last column, for a seed whose loss misses the rule: where a power law a + b t^-alpha fitted to "
-            "its val loss curve (verdicts.steps_to_plateau) puts a last quarter gaining less than "
-            f"{PRACTICAL['relative_loss']:.0%}; an extrapolation over a curve its schedule shapes too, read as an "
-            "order of magnitude.")
-
-
-def fill_budget(d):
-    """Seeds 0 and 1 of the base config at its steps and at twice them: what more training gains."""
-    if "budget" not in d.arms:
-        return not_run("budget")
-    rows, within = [], 0
-    for seed, by_steps in sorted(budget_runs(d).items()):
-        short, long = (by_steps[k] for k in sorted(by_steps))
-        gain = number(long["bleu"]) - number(short["bleu"])
-        val_gain = number(long["val_bleu"]) - number(short["val_bleu"])
-        within += abs(gain) < PRACTICAL["bleu"]
-        rows.append([seed, f"{short['step']} → {long['step']}",
-                     f"{number(short['bleu']):.2f} → {number(long['bleu']):.2f}", f"{gain:+.2f}",
-                     f"{number(short['val_bleu']):.2f} → {number(long['val_bleu']):.2f}", f"{val_gain:+.2f}"])
-    n = len(rows)
-    text = (md_table(["seed", "steps", "test BLEU (beam 5)", "gain", "val BLEU (greedy)", "gain"], rows) +
-            f"\n\nTwice the steps changes test BLEU by less than {PRACTICAL['bleu']:g} BLEU in {within} of {n} "
-            f"seeds (a description over {n} seeds, not a test).")
-    long_curves = budget_curves(d)
-    if not long_curves:
-        return text
-    gains = {seed: val_bleu_gain(c) for seed, c in sorted(long_curves.items())}
-    flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains.values())
-    return (text + " The longer runs' own last quarter, by the base models' rule: val BLEU gain "
-            + "; ".join(f"seed {seed} {'–' if g is None else f'{g:+.2f}'}" for seed, g in gains.items())
-            + f", below {PRACTICAL['bleu']:g} BLEU in {flat} of {len(gains)}.\n\n"
-            "![budget curves](figures/budget_curves.png)")
-
-
-def budget_curves(d):
-    """{seed: [(step, val BLEU, val loss)]} of the budget arm's longer runs ({} before it ran)."""
-    if "budget" not in d.arms or not os.path.exists(os.path.join(d.folder, "budget", "curves.csv")):
-        return {}
-    curves = {}
-    for r in d.read("budget", "curves.csv"):
-        curves.setdefault(int(r["seed"]), []).append((int(r["step"]), number(r["val_bleu"]), number(r["val_loss"])))
-    return curves
-
-
-def budget_figure(d):
-    """The base runs' and the longer runs' val BLEU of the budget seeds on one step axis."""
-    long_curves, base = budget_curves(d), base_curves(d)
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    for i, seed in enumerate(sorted(long_curves)):
-        for curves, style, what in ((base, ":", "base"), (long_curves, "-", "twice the steps")):
-            if seed in curves:
-                ax.plot([s for s, _, _ in curves[seed]], [b for _, b, _ in curves[seed]], style, marker=".",
-                        color=f"C{i}", label=f"seed {seed}, {what}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("val BLEU (greedy)")
-    ax.legend(fontsize=7)
-    fig.suptitle("Translation (KJV -> RV1909): the base config at its steps and at twice them (cosine schedule "
-                 "stretched)", fontsize=9)
-    save_figure(fig, os.path.join(d.out, "figures", "budget_curves.png"), dpi=110, tight_layout=True,
-                strip_software=True)
+                      "steps the loss rule would need (alpha)", "lowest val loss", "analysed checkpoint (step)"], rows) +
+            f"\n\nVal loss passed its lowest before the last evaluation in {past} of {len(rows)} seeds: those seeds "
+            "trained past their plateau, and every arm on the base models analyses each seed at its lowest val loss "
+            "(`best.h5`; its step is the last column). The steps column, for a seed whose loss misses the rule: "
+            "where a power law a + b t^-alpha fitted to its val loss curve (verdicts.steps_to_plateau) puts a last "
+            f"quarter gaining less than {PRACTICAL['relative_loss']:.0%}; an extrapolation over a curve its schedule "
+            "shapes too, read as an order of magnitude.")
 
 
 def settings_curves(d):
@@ -247,20 +189,29 @@ def settings_curves(d):
     return curves
 
 
-def settings_reproduces_budget(d, curves):
-    """Words on whether the settings arm's run at the budget arm's rate and dropout repeats its
-    seed-SETTINGS_SEED run (the same config and seed) digit for digit ("" if either is missing)."""
-    key = SETTINGS_BUDGET
-    budget = [r for r in (d.read("budget", "curves.csv") if budget_curves(d) else [])
-              if int(r["seed"]) == SETTINGS_SEED]
-    ours = [r for r in d.read("settings", "curves.csv") if (number(r["lr"]), number(r["dropout"])) == key]
-    if not budget or not ours:
+def base_repeats_settings(d):
+    """Words on whether base seed SETTINGS_SEED repeats the settings arm's run at the base
+    configuration's rate and dropout (the same config and seed when base.toml trains SETTINGS_STEPS
+    steps) digit for digit ("" when the base arm has not run or trains another configuration)."""
+    if "base" not in d.arms:
         return ""
+    setup = next((r for r in d.read("base", "setup.csv") if int(r["seed"]) == SETTINGS_SEED), None)
+    if setup is None or not setup.get("model.dropout") or int(setup["train.steps"]) != SETTINGS_STEPS:
+        return ""
+    key = (number(setup["train.lr"]), number(setup["model.dropout"]))
     columns = ("step", "train_loss", "val_loss", "val_bleu")
-    same = [tuple(r[c] for c in columns) for r in budget] == [tuple(r[c] for c in columns) for r in ours]
-    return (f" The run at the budget arm's settings (lr {key[0]:g}, dropout {key[1]:g}) is its seed-"
-            f"{SETTINGS_SEED} run again: its evaluations {'equal' if same else 'differ from'} that run's digit "
-            f"for digit{'' if same else ' (numerics or machine changed between the two arms)'}.")
+    ours = [tuple(r[c] for c in columns) for r in d.read("settings", "curves.csv")
+            if (number(r["lr"]), number(r["dropout"])) == key]
+    base = [tuple(r[c] for c in columns) for r in d.read("base", "curves.csv") if int(r["seed"]) == SETTINGS_SEED]
+    if not ours or not base:
+        return ""
+    words = f" The run at the base configuration's settings (lr {key[0]:g}, dropout {key[1]:g}) is base seed {SETTINGS_SEED}"
+    machines = {p["machine"] for p in d.parts("settings")}
+    if machines != {base_machines(d.folder).get(SETTINGS_SEED)}:
+        return words + (" trained on another kind of machine (the native build rounds differently): not compared "
+                        "digit for digit.")
+    return words + (": its evaluations equal the base arm's digit for digit." if ours == base else
+                    ": its evaluations differ from the base arm's (numerics changed between the two arms' commits).")
 
 
 def fill_settings(d):
@@ -282,7 +233,7 @@ def fill_settings(d):
             f"\n\nSeed {SETTINGS_SEED}, {steps:,} steps each, the cosine schedule over "
             "them; val BLEU greedy over the verses `train.eval_bleu_sentences` allows. One seed per setting: a "
             "description that chooses the next base configuration, not a test." +
-            settings_reproduces_budget(d, curves) + "\n\n![settings curves](figures/settings_curves.png)")
+            base_repeats_settings(d) + "\n\n![settings curves](figures/settings_curves.png)")
 
 
 def settings_figure(d):
@@ -344,8 +295,6 @@ def figures(d):
         michel_figure(d)
     if "voita" in d.arms:
         voita_figure(d)
-    if budget_curves(d) and "base" in d.arms:
-        budget_figure(d)
     if settings_curves(d):
         settings_figure(d)
     if "base" not in d.arms:
@@ -947,20 +896,18 @@ def fill_michel_dynamics(d):
 
 
 def plateau_caveat(d):
-    """What the verdicts on the base models rest on: how many seeds are at the plateau rule, and what
-    the budget arm's twice-as-long runs gained; "" before the base arm."""
+    """What the verdicts on the base models rest on: how many seeds are at the plateau rule, and how
+    many passed their lowest val loss before the end; "" before the base arm."""
     if "base" not in d.arms:
         return ""
-    gains = [val_bleu_gain(c) for c in base_curves(d).values()]
-    flat = sum(plateaued(g, threshold=PRACTICAL["bleu"]) for g in gains)
+    curves = base_curves(d).values()
+    flat = sum(plateaued(val_bleu_gain(c), threshold=PRACTICAL["bleu"]) for c in curves)
+    past = sum(min(c, key=lambda x: x[2])[0] < c[-1][0] for c in curves)
     text = stale_base_note(d) + (
         f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
-            f"the plateau rule above in {flat} of {len(gains)} seeds")
-    if "budget" in d.arms:
-        moves = "; ".join(f"seed {seed} {number(b[max(b)]['bleu']) - number(b[min(b)]['bleu']):+.2f}"
-                          for seed, b in sorted(budget_runs(d).items()))
-        text += f", and the same config at twice the steps changed test BLEU by {moves} (the budget arm)"
-    if flat * 2 > len(gains):
+        f"the plateau rule above in {flat} of {len(curves)} seeds, and passed their lowest val loss before the end "
+        f"of training in {past} of {len(curves)} (each is analysed at that checkpoint)")
+    if flat * 2 > len(curves):
         return text + ".\n\n"
     return text + (": their verdicts are of models still learning, not of converged ones. The "
                    "head-count and MQA/GQA arms compare models at one fixed budget by design.\n\n")
@@ -982,7 +929,7 @@ def fill_verdicts(d):
 
 FILLERS = {"bleu_threshold": lambda d: f"{PRACTICAL['bleu']:g}",
            "fraction_threshold": lambda d: f"{PRACTICAL['prune_fraction']:g}", "arms": fill_arms, "base_setup": fill_base_setup, "base_test": fill_base_test,
-           "base_plateau": fill_base_plateau, "budget": fill_budget, "settings": fill_settings, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
+           "base_plateau": fill_base_plateau, "settings": fill_settings, "head_count": fill_head_count, "michel_table1": fill_michel_table1,
            "michel_table2": fill_michel_table2, "michel_pruning": fill_michel_pruning, "voita_l0": fill_voita_l0,
            "voita_curve": fill_voita_curve, "voita_kinds": fill_voita_kinds, "verdicts": fill_verdicts,
            "voita_scratch": fill_voita_scratch, "voita_survival": fill_voita_survival, "kv_heads": fill_kv_heads,

@@ -12,13 +12,10 @@
 #   base        headlab sweep base.toml (5 seeds); each seed's base checkpoint (checkpoints/best.h5:
 #               the lowest val loss, fairseq's checkpoint_best) on test by beam 5 (BLEU, chrF);
 #               collect.py base -> data/base/
-#   budget      the base config at twice its steps (seeds 0 and 1), each final checkpoint on test
-#               by beam 5: what more training would still gain over the base models (the plateau
-#               beside the base arm's own last-quarter rule); collect.py budget -> data/budget/
 #   settings    the base config at 16000 steps, seed 0, at each rate and dropout of
-#               collect.py's SETTINGS_GRID (the base settings among them, the budget arm's seed-0
-#               run again): which setting reaches the plateau within the budget; collect.py
-#               settings -> data/settings/
+#               collect.py's SETTINGS_GRID (the first base models' settings among them, and
+#               base.toml's: base seed 0 again): which setting reaches the plateau within an arm's
+#               time; collect.py settings -> data/settings/
 #   head_count_lr  Vaswani Table 3 A, step 1: head_count_lr.toml (1-16 heads at fixed d_model, 4
 #               rates, seed 0, at the head-count arms' own fixed step budget); collect.py
 #               head_count_lr -> data/head_count_lr/. RATES="5e-4" runs the grid's rates named
@@ -152,15 +149,6 @@ on_test() {  # on_test final|best RUN...: each run folder's checkpoint on test b
   for run in "$@"; do
     echo "${run}test_beam5.json $(checkpoint "$which" "$run") --split test --beam 5 --set train.threads=1"
   done | xargs -P "$JOBS" -L 1 bash -c 'eval_json "$@"' _
-}
-
-budget() {
-  SEEDS=${SEEDS:-$("$PY" $HERE/collect.py budget-seeds)}  # the base models it compares with: its own seeds'
-  base_models
-  local f
-  f=$("$PY" $HERE/collect.py budget-sweep "$SWEEPS/base.toml" "$OUT/budget")
-  "$HEADLAB" sweep "$(part_sweep "$f" "${f%.toml}_part.toml")" --jobs "$JOBS" --out "${f%.toml}"
-  on_test final "${f%.toml}"/train.seed=*/
 }
 
 settings() {
