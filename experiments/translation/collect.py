@@ -297,14 +297,11 @@ def job_seconds(seed, folder, job):
 
 
 def base_model(sweep_path):
-    """The model section of base.toml's config with its [set] model keys applied."""
-    sweep = tomllib.load(open(sweep_path, "rb"))
-    config = tomllib.load(open(os.path.join(os.path.dirname(sweep_path), sweep["base"]), "rb"))["model"]
-    for key, value in sweep.get("set", {}).items():
-        section, _, name = key.partition(".")
-        if section == "model":
-            config[name] = value
-    return config
+    """The base model's shape (base_value of each key), the model's own fallbacks resolved:
+    n_encoder_layers 0 means n_layers, d_head 0 means d_model / n_heads."""
+    m = {k: base_value(sweep_path, f"model.{k}") for k in ("n_layers", "n_encoder_layers", "n_heads", "d_model", "d_head")}
+    return {**m, "n_encoder_layers": m["n_encoder_layers"] or m["n_layers"],
+            "d_head": m["d_head"] or m["d_model"] // m["n_heads"]}
 
 
 def kv_values(sweep_path):
@@ -442,17 +439,10 @@ def collect_kv_heads(out, seeds, sweeps):
     if len(rates) > 1:
         fail(f"{root}: runs at rates {sorted(rates)}; every setting of the kv_heads arm trains at one")
     m = base_model(os.path.join(sweeps, "base.toml"))
-    config = {"n_layers": m["n_layers"], "n_encoder_layers": m.get("n_encoder_layers", m["n_layers"]),
-              "n_heads": m["n_heads"], "d_head": m.get("d_head") or m["d_model"] // m["n_heads"],
+    config = {**{k: m[k] for k in ("n_layers", "n_encoder_layers", "n_heads", "d_head")},
               "steps": head_count_steps(os.path.join(sweeps, "base.toml")), "lr": rates.pop()}
     return [("runs.csv", runs, ("kv_heads", "seed")), ("bench.csv", bench, ("kv_heads", "round")),
             ("config.csv", [{"key": k, "value": v} for k, v in config.items()], ("key",))]
-
-
-def base_d_head(sweep_path):
-    """The base model's head width: model.d_head, else d_model / n_heads, of base.toml's config."""
-    config = base_model(sweep_path)
-    return config.get("d_head") or config["d_model"] // config["n_heads"]
 
 
 SEED, RUN = ("seed",), ("run",)  # a table's part key: the columns whose values one part owns
@@ -614,7 +604,7 @@ def main():
     if sys.argv[1:2] in (["base-d-head"], ["base-heads"]):
         if len(sys.argv) != 3:
             fail(f"usage: collect.py {sys.argv[1]} BASE.toml")
-        print(base_d_head(sys.argv[2]) if sys.argv[1] == "base-d-head" else base_model(sys.argv[2])["n_heads"])
+        print(base_model(sys.argv[2])["d_head" if sys.argv[1] == "base-d-head" else "n_heads"])
         return
     args = ap.parse_args()
     data = os.path.join(args.data, args.arm)
