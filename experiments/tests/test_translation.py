@@ -634,6 +634,30 @@ def test_voita_bleu_against_heads_kept_for_every_lambda(tmp_path):
     assert "Voita et al. (Figure 7)" in text and "figures/voita_l0.png" in text
 
 
+def test_voita_scratch_table_from_the_scratch_runs(tmp_path):
+    """collect.py voita_scratch: each seed's layout, its steps and the step of the checkpoint it
+    analysed (best.h5's, from test.json); the table sets its test BLEU beside the L0-pruned model's."""
+    from translation import collect as C
+    d = voita_made_up(tmp_path / "data")
+    out = str(tmp_path / "runs")
+    for seed in (0, 1):
+        sc = os.path.join(out, "voita", f"seed{seed}", "scratch")
+        write(os.path.join(sc, "config.toml"), "[model]\nactive_heads = [1, 2, 4, 4, 4, 4]\n[train]\nsteps = 900\n")
+        for split, bleu in (("val", 19.0), ("test", 18.5 + seed)):
+            write(os.path.join(sc, f"{split}.json"), f'{{"step": {700 + seed}, "bleu": {bleu}, "chrf": 40, "loss": 2}}')
+        write(os.path.join(sc, "seconds.txt"), "12.5\n")
+        write(os.path.join(sc, "done"), "")
+    for name, rows, key in C.collect_voita_scratch(out, None, None):
+        if name == "scratch.csv":
+            assert [(r["steps"], r["checkpoint_step"]) for r in rows] == [(900, 700), (900, 701)]
+        C.merge_table(os.path.join(d.folder, "voita_scratch", name), rows, key)
+    write(os.path.join(d.folder, "voita_scratch", "provenance.csv"), provenance(60, ""))
+    lines = T.fill_voita_scratch(T.Data(d.folder)).splitlines()
+    # seed 0's chosen L0 run: encoder heads at lambda 0.1, test BLEU 19.9 - 1 = 18.9
+    assert lines[2] == "| 0 | [1,2,4,4,4,4] | 900 (700) | 18.90 | 18.50 | -0.40 |"
+    assert lines[3] == "| 1 | [1,2,4,4,4,4] | 900 (701) | 19.00 | 19.50 | +0.50 |"
+
+
 def test_voita_kinds_and_layers_that_survive(tmp_path):
     from translation import claims as K
     d = voita_made_up(tmp_path)

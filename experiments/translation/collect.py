@@ -33,8 +33,8 @@ data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lamb
                    evals.csv: seed,arm,split,bleu,chrf,loss (those models on test); roles.csv:
                    seed + heads.csv of headlab analyze on val (Voita's roles); timings.csv:
                    seed,job,seconds
-data/voita_scratch/  scratch.csv: seed,arm,active_heads,steps (each seed's val-chosen encoder
-                   layout trained from scratch); evals.csv (as voita's: arm scratch on val and
+data/voita_scratch/  scratch.csv: seed,arm,active_heads,steps,checkpoint_step (each seed's val-chosen
+                   encoder layout trained from scratch, the step of its analysed best.h5); evals.csv (as voita's: arm scratch on val and
                    test); timings.csv
 data/kv_heads/     runs.csv: kv_heads,seed,lr,step,bleu,chrf,loss,sentences,beam (every K/V count,
                    multi-head attention included, at the head-count arms' step budget and the rate
@@ -258,8 +258,10 @@ def collect_voita_scratch(out, seeds, _sweeps):
         if seeds is not None and seed not in seeds:
             continue
         c = tomllib.load(open(os.path.join(sc, "config.toml"), "rb"))
+        test = os.path.join(sc, "test.json")  # of best.h5, the checkpoint chosen as the base models'
         scratch.append({"seed": seed, "arm": "scratch", "active_heads": " ".join(str(h) for h in c["model"]["active_heads"]),
-                        "steps": c["train"]["steps"]})
+                        "steps": c["train"]["steps"],
+                        "checkpoint_step": json.load(open(test))["step"] if os.path.exists(test) else ""})
         evals += voita_evals(seed, os.path.join(root, name), "scratch")
         timings += job_seconds(seed, sc, "scratch")
     if not scratch:
@@ -279,7 +281,7 @@ def base_train_args(sweep_path, extra_steps):
     string key (one without spaces, quotes or backslashes), numbers and arrays as TOML."""
     sweep = tomllib.load(open(sweep_path, "rb"))
     config_path = os.path.normpath(os.path.join(os.path.dirname(sweep_path), sweep["base"]))
-    steps = sweep.get("set", {}).get("train.steps", tomllib.load(open(config_path, "rb"))["train"]["steps"])
+    steps = base_value(sweep_path, "train.steps")
     args = [config_path]
     for key, value in sweep.get("set", {}).items():
         if key != "train.steps":

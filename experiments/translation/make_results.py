@@ -798,11 +798,11 @@ def fill_voita_scratch(d):
         arm, row = V.chosen(prune, seed) or (None, None)
         pruned = evals.get((seed, arm, "test"))
         scratch = evals.get((seed, "scratch", "test"))
-        out.append([seed, f"[{r['active_heads'].replace(' ', ',')}]", r["steps"],
+        out.append([seed, f"[{r['active_heads'].replace(' ', ',')}]", f"{r['steps']} ({r.get('checkpoint_step') or '–'})",
                     f"{number(pruned['bleu']):.2f}" if pruned else "–",
                     f"{number(scratch['bleu']):.2f}" if scratch else "–",
                     f"{number(scratch['bleu']) - number(pruned['bleu']):+.2f}" if pruned and scratch else "–"])
-    return (md_table(["seed", "layout (active heads per site)", "steps from scratch", "L0-pruned test BLEU",
+    return (md_table(["seed", "layout (active heads per site)", "steps from scratch (analysed checkpoint)", "L0-pruned test BLEU",
                       "from scratch test BLEU", "scratch - pruned"], out)
             + f"\n\nVoita et al.: {PAPER['voita_scratch'].text()}.")
 
