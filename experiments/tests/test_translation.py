@@ -507,6 +507,18 @@ def base_run(root, seed, val_loss):
           '{"step": 200, "bleu": 20.5, "chrf": 41.0, "loss": 2.5, "sentences": 674, "beam": 5}')
 
 
+def test_arms_on_the_base_models_record_which_they_analysed(tmp_path):
+    """michel's and voita's base_setup.csv: setup.csv's row of each analysed seed's base run."""
+    from translation import collect as C
+    out = str(tmp_path)
+    for seed in (0, 1, 2):
+        base_run(out, seed, "3.25")
+    name, rows, key = C.analysed_base_setup(out, {0, 2})
+    assert name == "base_setup.csv" and key == ("seed",)
+    assert rows == C.collect_base(out, {0, 2}, None)[0][1] and [r["seed"] for r in rows] == [0, 2]
+    assert rows[0]["model.d_model"] == 128 and rows[0]["train.steps"] == 200
+
+
 def test_retrained_base_models_must_be_the_committed_ones(tmp_path, capsys):
     """check-base: a part that retrains base models on a machine like the base arm's compares them
     with data/base/ digit for digit; a model that differs stops the arm. Models the base arm trained
@@ -656,6 +668,32 @@ def test_voita_scratch_table_from_the_scratch_runs(tmp_path):
     # seed 0's chosen L0 run: encoder heads at lambda 0.1, test BLEU 19.9 - 1 = 18.9
     assert lines[2] == "| 0 | [1,2,4,4,4,4] | 900 (700) | 18.90 | 18.50 | -0.40 |"
     assert lines[3] == "| 1 | [1,2,4,4,4,4] | 900 (701) | 19.00 | 19.50 | +0.50 |"
+
+
+def test_arms_on_other_base_models_than_data_base_are_named(tmp_path):
+    """After the base arm reran with another configuration: an arm whose recorded base models
+    differ (or were not recorded) is named with the difference, voita_scratch with voita's or when
+    voita now chooses other layouts; the verdicts' caveat says so."""
+    d = voita_made_up(tmp_path)  # base setup: 2 + 2 layers
+    assert T.arms_on_other_base_models(d) == {"voita": "which base models it analysed was not recorded (it "
+                                                       "ran before that was)"}
+    write(os.path.join(d.folder, "voita", "base_setup.csv"), "seed,model.n_encoder_layers,model.n_layers\n0,2,2\n1,2,2\n")
+    assert T.arms_on_other_base_models(d) == {}
+    write(os.path.join(d.folder, "voita", "base_setup.csv"), "seed,model.n_encoder_layers,model.n_layers\n0,2,3\n1,2,3\n")
+    assert T.arms_on_other_base_models(d)["voita"] == "its base models had model.n_layers 3 where data/base/ has 2"
+    # voita_scratch trained seed 0's chosen layout (encoder heads at lambda 0.1) and another for seed 1
+    write(os.path.join(d.folder, "voita_scratch", "provenance.csv"), provenance(60, ""))
+    write(os.path.join(d.folder, "voita_scratch", "scratch.csv"),
+          "seed,arm,active_heads,steps\n0,scratch,1 1 4 4 4 4,900\n1,scratch,1 1 4 4 4 4,900\n")
+    d = T.Data(d.folder)
+    assert "its layouts come from the voita arm's data" == T.arms_on_other_base_models(d)["voita_scratch"]
+    write(os.path.join(d.folder, "voita", "base_setup.csv"), "seed,model.n_encoder_layers,model.n_layers\n0,2,2\n")
+    assert T.arms_on_other_base_models(d) == {"voita_scratch": "data/voita/ now chooses other layouts for seeds 1"}
+    assert T.stale_arms_note(d) == ("**Arms not known to be on data/base/'s base models**: voita_scratch (data/voita/ now "
+                                    "chooses other layouts for seeds 1). Their sections and verdicts describe those "
+                                    "models until they run again.\n\n")
+    write(os.path.join(d.folder, "base", "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n0,100,4,3.0,1\n")
+    assert T.plateau_caveat(d).split("**Read with this.**")[0].endswith(T.stale_arms_note(d))
 
 
 def test_voita_kinds_and_layers_that_survive(tmp_path):

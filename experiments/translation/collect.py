@@ -20,12 +20,12 @@ data/head_count_lr/, data/head_count/, data/head_count_d_head/, data/head_count_
                    every count at each rate of head_count_lr.toml), seeds (5 fresh seeds per count at its rate,
                    d_model fixed), d_head (the same with d_head fixed at the base model's) and
                    rate_check (counts at their runner-up rates, one head first, the same fresh seeds)
-data/michel/       per base seed's final checkpoint (headlab analyze --split test --bleu
+data/michel/       per base seed's analysed checkpoint (best.h5; headlab analyze --split test --bleu
                    --layer-only --alignment): heads.csv (seed + heads.csv's columns),
                    bleu_ablation.csv (seed + its columns: each head's BLEU/chrF change masked and
                    alone in its site, the paired bootstrap's p and 95% interval), alignment.csv
                    (seed + its columns); prune.csv: seed,checkpoint_step,arm + every round of every
-                   prune run (final checkpoint: importance, ablation, random_seed<N>,
+                   prune run (that checkpoint: importance, ablation, random_seed<N>,
                    importance_<kind>; dynamics: importance of earlier checkpoints); timings.csv:
                    seed,job,seconds
 data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lambda<X>: encoder heads
@@ -33,9 +33,11 @@ data/voita/        prune.csv: seed,arm + every round of each L0 run (l0_enc_lamb
                    evals.csv: seed,arm,split,bleu,chrf,loss (those models on test); roles.csv:
                    seed + heads.csv of headlab analyze on val (Voita's roles); timings.csv:
                    seed,job,seconds
+                   michel's and voita's base_setup.csv: setup.csv's columns for the base models
+                   the arm analysed (make_results flags the arm when data/base/ has other ones)
 data/voita_scratch/  scratch.csv: seed,arm,active_heads,steps,checkpoint_step (each seed's val-chosen
-                   encoder layout trained from scratch, the step of its analysed best.h5); evals.csv (as voita's: arm scratch on val and
-                   test); timings.csv
+                   encoder layout trained from scratch, the step of its analysed best.h5);
+                   evals.csv (as voita's: arm scratch on val and test); timings.csv
 data/kv_heads/     runs.csv: kv_heads,seed,lr,step,bleu,chrf,loss,sentences,beam (every K/V count,
                    multi-head attention included, at the head-count arms' step budget and the rate
                    their sweep chose for the base head count, on test); config.csv: key,value
@@ -115,12 +117,25 @@ def seed_runs(root, seeds=None, arm="base"):
     return sorted(runs)
 
 
+def base_setup_row(seed, run):
+    """setup.csv's row of one base run folder: the SETUP_KEYS of its config.toml."""
+    config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
+    return {"seed": seed, **{f"{section}.{k}": config[section].get(k, "") for section, keys in SETUP_KEYS.items()
+                             for k in keys}}
+
+
+def analysed_base_setup(out, seeds):
+    """base_setup.csv of an arm that analyses the base models (michel, voita): the setup rows of
+    the base runs it analysed, so that make_results can tell when data/base/ has since been
+    retrained with another configuration."""
+    return ("base_setup.csv", [base_setup_row(seed, run) for seed, run in seed_runs(os.path.join(out, "base"), set(seeds))],
+            SEED)
+
+
 def collect_base(out, seeds, _sweeps):
     setup, curves, test = [], [], []
     for seed, run in seed_runs(os.path.join(out, "base"), seeds):
-        config = tomllib.load(open(os.path.join(run, "config.toml"), "rb"))
-        setup.append({"seed": seed, **{f"{section}.{k}": config[section].get(k, "")
-                                       for section, keys in SETUP_KEYS.items() for k in keys}})
+        setup.append(base_setup_row(seed, run))
         for r in read_rows(os.path.join(run, "metrics.csv")):
             if r["val_loss"]:
                 curves.append({"seed": seed, **{k: r[k] for k in ("step", "train_loss", "val_loss", "val_bleu")}})
@@ -171,7 +186,8 @@ def checkpoint_step(path):
 def collect_michel(out, seeds, _sweeps):
     heads, ablation, alignment, prune, timings = [], [], [], [], []
     root = os.path.join(out, "michel")
-    for seed in seed_folders(root, seeds, "michel"):
+    part = seed_folders(root, seeds, "michel")
+    for seed in part:
         d = os.path.join(root, f"seed{seed}")
         a = os.path.join(d, "analyze")
         for name, rows in (("heads.csv", heads), ("bleu_ablation.csv", ablation), ("alignment.csv", alignment)):
@@ -190,7 +206,7 @@ def collect_michel(out, seeds, _sweeps):
                 prune.append({"seed": seed, "checkpoint_step": model_step if step is None else step, "arm": arm, **r})
             timings += job_seconds(seed, folder, "prune " + arm + ("" if step is None else " dynamics"))
     return [("heads.csv", heads, SEED), ("bleu_ablation.csv", ablation, SEED), ("alignment.csv", alignment, SEED),
-            ("prune.csv", prune, SEED), ("timings.csv", timings, SEED)]
+            ("prune.csv", prune, SEED), ("timings.csv", timings, SEED), analysed_base_setup(out, part)]
 
 
 def voita_prune_rows(out, seeds=None):
@@ -244,7 +260,7 @@ def collect_voita(out, seeds, _sweeps):
             timings += job_seconds(seed, os.path.join(d, arm), arm)
         roles += [{"seed": seed, **r} for r in read_rows(os.path.join(d, "roles", "heads.csv"))]
     return [("prune.csv", prune, SEED), ("evals.csv", evals, SEED), ("roles.csv", roles, SEED),
-            ("timings.csv", timings, SEED)]
+            ("timings.csv", timings, SEED), analysed_base_setup(out, {r["seed"] for r in prune})]
 
 
 def collect_voita_scratch(out, seeds, _sweeps):

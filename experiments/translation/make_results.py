@@ -25,7 +25,7 @@ from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
     ARMS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, SETTINGS_STEPS, SETUP_KEYS, base_machines,
-    base_value)
+    base_value, setup_changes)
 
 
 class Data:
@@ -129,6 +129,49 @@ def stale_base_note(d):
     return ("**The committed base models are of an earlier base configuration**: base.toml has changed since "
             "the base arm ran (" + "; ".join(changes) + "). The base arm and the arms built on its models "
             "(michel, voita, voita_scratch) describe the earlier models until they run again.\n\n")
+
+
+def arms_on_other_base_models(d):
+    """{arm: why} for the arms built on the base models that analysed other models than data/base/'s
+    configuration: michel and voita by the base_setup.csv they record (none: analysed before it was
+    recorded), voita_scratch when its layouts are not the ones data/voita/ now chooses or voita is
+    itself listed ({} before the base arm)."""
+    if "base" not in d.arms:
+        return {}
+    base = d.read("base", "setup.csv")[0]
+    stale = {}
+    for arm in ("michel", "voita"):
+        if arm not in d.arms:
+            continue
+        if not os.path.exists(os.path.join(d.folder, arm, "base_setup.csv")):
+            stale[arm] = "which base models it analysed was not recorded (it ran before that was)"
+            continue
+        changes = sorted({c for r in d.read(arm, "base_setup.csv") for c in setup_changes(r, base)})
+        if changes:
+            stale[arm] = "its base models had " + "; ".join(changes).replace(" -> ", " where data/base/ has ")
+    if "voita_scratch" in d.arms and "voita" in d.arms:
+        from translation import voita as V
+        prune = d.read("voita", "prune.csv")
+        moved = []
+        for r in d.read("voita_scratch", "scratch.csv"):
+            chosen = V.chosen(prune, int(r["seed"]))
+            if chosen is None or V.layout(chosen[1]) != "[" + r["active_heads"].replace(" ", ",") + "]":
+                moved.append(r["seed"])
+        if "voita" in stale:
+            stale["voita_scratch"] = "its layouts come from the voita arm's data"
+        elif moved:
+            stale["voita_scratch"] = f"data/voita/ now chooses other layouts for seeds {', '.join(moved)}"
+    return stale
+
+
+def stale_arms_note(d):
+    """A paragraph naming the arms on other base models than data/base/'s ("" when there are none)."""
+    stale = arms_on_other_base_models(d)
+    if not stale:
+        return ""
+    return ("**Arms not known to be on data/base/'s base models**: " +
+            "; ".join(f"{arm} ({why})" for arm, why in stale.items()) +
+            ". Their sections and verdicts describe those models until they run again.\n\n")
 
 
 def fill_base_test(d):
@@ -903,7 +946,7 @@ def plateau_caveat(d):
     curves = base_curves(d).values()
     flat = sum(plateaued(val_bleu_gain(c), threshold=PRACTICAL["bleu"]) for c in curves)
     past = sum(min(c, key=lambda x: x[2])[0] < c[-1][0] for c in curves)
-    text = stale_base_note(d) + (
+    text = stale_base_note(d) + stale_arms_note(d) + (
         f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
         f"the plateau rule above in {flat} of {len(curves)} seeds, and passed their lowest val loss before the end "
         f"of training in {past} of {len(curves)} (each is analysed at that checkpoint)")
