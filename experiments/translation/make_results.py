@@ -60,14 +60,15 @@ def retrained_elsewhere(machines, arm, part):
 
 def fill_arms(d):
     """One row per part of every arm (run.sh's SEEDS), the arms not run yet included."""
-    rows, machines = [], base_machines(d.folder)
+    rows, machines, other_models = [], base_machines(d.folder), arms_on_other_base_models(d)
     for arm, what in ARMS.items():
         if arm not in d.arms:
             rows.append([f"`{arm}`", what, "", "not run yet", "", "", ""])
             continue
         for p in d.parts(arm):
             wall = number(p["wall_seconds"])
-            elsewhere = retrained_elsewhere(machines, arm, p)
+            # an arm on another configuration's base models: the verdicts' note says so instead
+            elsewhere = [] if arm in other_models else retrained_elsewhere(machines, arm, p)
             rows.append([f"`{arm}`", what, p["part"], f"`{p['commit']}`" +
                          (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
                          p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",
