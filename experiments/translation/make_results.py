@@ -188,6 +188,11 @@ def fill_base_test(d):
             + md_table(["seed", "step", "BLEU", "chrF", "loss (nats/token)"], rows))
 
 
+def lowest_val_loss(curve):
+    """The (step, val BLEU, val loss) of a curve's lowest val loss (best.h5's evaluation)."""
+    return min(curve, key=lambda c: c[2])
+
+
 def val_bleu_gain(curve):
     """The last quarter's val BLEU gain of a curve [(step, val BLEU, val loss)] (None: too short)."""
     return last_quarter_gain([(s, b) for s, b, _ in curve], higher_is_better=True, relative=False)
@@ -204,7 +209,7 @@ def fill_base_plateau(d):
         at_plateau = plateaued(loss, threshold=PRACTICAL["relative_loss"])
         needed = None if at_plateau else steps_to_plateau([(s, v) for s, _, v in curve],
                                                           threshold=PRACTICAL["relative_loss"])
-        lowest = min(curve, key=lambda c: c[2])
+        lowest = lowest_val_loss(curve)
         past += lowest[0] < curve[-1][0]
         rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
                      "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
@@ -946,7 +951,7 @@ def plateau_caveat(d):
         return ""
     curves = base_curves(d).values()
     flat = sum(plateaued(val_bleu_gain(c), threshold=PRACTICAL["bleu"]) for c in curves)
-    past = sum(min(c, key=lambda x: x[2])[0] < c[-1][0] for c in curves)
+    past = sum(lowest_val_loss(c)[0] < c[-1][0] for c in curves)
     text = stale_base_note(d) + stale_arms_note(d) + (
         f"**Read with this.** The base models, which the michel, voita and voita_scratch arms build on, are at "
         f"the plateau rule above in {flat} of {len(curves)} seeds, and passed their lowest val loss before the end "
