@@ -272,7 +272,7 @@ def fill_settings(d):
     for (lr, dropout), curve in sorted(curves.items()):
         gain = val_bleu_gain(curve)
         best = max(curve, key=lambda c: c[1])
-        lowest = min(curve, key=lambda c: c[2])
+        lowest = lowest_val_loss(curve)
         rows.append([f"{lr:g}", f"{dropout:g}", f"{curve[-1][1]:.2f}", f"{best[1]:.2f} (step {best[0]:,})",
                      "–" if gain is None else f"{gain:+.2f}", "yes" if plateaued(gain, threshold=PRACTICAL["bleu"])
                      else "no", f"{curve[-1][2]:.3f}", f"{lowest[2]:.3f} (step {lowest[0]:,})"])
