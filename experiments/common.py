@@ -7,6 +7,7 @@ CSV reading and writing, and the matplotlib pieces of the figures, are src/plot/
 which headlab plot uses too; this module puts src/plot on sys.path for them (headlab plot is
 installed without experiments/, so the plot side never imports from here).
 experiments/tests/ tests these."""
+import datetime
 import math
 import os
 import platform
@@ -176,10 +177,17 @@ def checkout_dirty():
                                text=True, cwd=EXPERIMENTS).stdout.strip())
 
 
-def max_load(path):
-    """The highest 1-minute load average of a run script's samples ('<epoch> <load>' lines); ''
-    without samples."""
+def max_load(path, started_utc=""):
+    """The highest 1-minute load average of a run script's samples ('<epoch> <load>' lines) taken
+    at or after started_utc ('YYYY-MM-DDTHH:MM:SSZ'; '' keeps all); '' without samples. The
+    run scripts append every part of an arm to one file, so a part keeps only its own samples
+    rather than inheriting an earlier part's peak."""
     if not path or not os.path.exists(path):
         return ""
-    loads = [float(line.split()[1]) for line in open(path) if len(line.split()) == 2]
+    since = 0
+    if started_utc:
+        since = datetime.datetime.strptime(started_utc, "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=datetime.timezone.utc).timestamp()
+    samples = [line.split() for line in open(path)]
+    loads = [float(load) for epoch, load in (s for s in samples if len(s) == 2) if float(epoch) >= since]
     return f"{max(loads):.2f}" if loads else ""

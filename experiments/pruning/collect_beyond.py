@@ -93,7 +93,7 @@ def main():
     provenance = {"commit": common.binary_commit(args.binary),
                   "uncommitted_changes": "yes" if common.checkout_dirty() else "no", "started_utc": args.started,
                   "machine": common.machine(), "wall_seconds": args.wall_seconds,
-                  "max_load_1min": common.max_load(args.load), "scale": args.scale, "tasks": " ".join(tasks),
+                  "max_load_1min": common.max_load(args.load, args.started), "scale": args.scale, "tasks": " ".join(tasks),
                   "seeds": " ".join(str(s) for s in seeds)}
     kept = write_part(args.data, new, provenance)
     print(f"collected {len(new['heads'])} heads, {len(new['prune'])} prune rounds: {args.out} -> {args.data}"

@@ -96,6 +96,15 @@ def test_common_read_csv_fails_in_one_line(tmp_path, capsys):
     assert "a.csv: no column 'y'" in capsys.readouterr().err
 
 
+def test_max_load_keeps_only_the_parts_own_samples(tmp_path):
+    # 2026-12-07T20:00:00Z is epoch 1796673600; an earlier part's peak of 2.63 sits before it.
+    path = write(tmp_path / "load.txt", "1796670000 2.63\n1796673540 1.90\n1796673660 1.02\n1796673720 0.98\n")
+    assert common.max_load(path, "2026-12-07T20:00:00Z") == "1.02"
+    assert common.max_load(path) == "2.63"
+    assert common.max_load(path, "2026-12-08T00:00:00Z") == ""
+    assert common.max_load(str(tmp_path / "none.txt"), "2026-12-07T20:00:00Z") == ""
+
+
 def test_number_and_formatting():
     assert common.number("1.5") == 1.5 and math.isnan(common.number("")) and math.isnan(common.number(None))
     with pytest.raises(ValueError):

@@ -646,7 +646,7 @@ def main():
     merge_provenance(os.path.join(data, "provenance.csv"), {
         "part": part_label(seeds, rates, args.heads), "commit": common.binary_commit(args.binary),
         "uncommitted_changes": "yes" if dirty else "no", "started_utc": args.started, "machine": common.machine(),
-        "wall_seconds": args.wall_seconds, "max_load_1min": common.max_load(args.load)})
+        "wall_seconds": args.wall_seconds, "max_load_1min": common.max_load(args.load, args.started)})
     print(f"collected {args.arm}: {args.out} -> {data}")
 
 
