@@ -567,7 +567,7 @@ def test_a_base_part_of_another_configuration_replaces_data_base(tmp_path, capsy
         "part": "all", "commit": "abc", "uncommitted_changes": "no", "started_utc": "", "machine": common.machine(),
         "wall_seconds": "", "max_load_1min": ""})
     setup = C.collect_base(out, {0}, None)[0][1]
-    C.replace_other_configuration(data, setup)  # the same configuration: kept
+    C.replace_other_configuration(data, "base", setup)  # the same configuration: kept
     assert len(common.read_csv(os.path.join(data, "base", "test.csv"))) == 2
     write(os.path.join(out, "base", "train.seed=0", "config.toml"), "[model]\nd_model = 128\n[train]\nsteps = 400\n[data]\n")
     write(os.path.join(out, "base", "train.seed=0", "metrics.csv"), "step,train_loss,val_loss,val_bleu\n400,3,3.0,9\n")
@@ -575,9 +575,30 @@ def test_a_base_part_of_another_configuration_replaces_data_base(tmp_path, capsy
     C.check_base(out, data, {0})  # another configuration on the same machine: not compared, not a failure
     assert "another base configuration (train.steps 200 -> 400)" in capsys.readouterr().err
     setup = C.collect_base(out, {0}, None)[0][1]
-    C.replace_other_configuration(data, setup)
+    C.replace_other_configuration(data, "base", setup)
     assert os.listdir(os.path.join(data, "base")) == []
     assert C.setup_changes({"seed": "0", "a": "1"}, {"seed": "1", "a": "1", "b": "2"}) == ["b (not recorded) -> 2"]
+
+
+def test_an_analysis_part_on_other_base_models_replaces_its_data(tmp_path, capsys):
+    """michel and voita run in parts: the first part on the new base models starts data/<arm>/
+    afresh instead of leaving the earlier models' seeds beside its own, and so does a part when
+    data/<arm>/ never recorded which base models it analysed."""
+    from translation import collect as C
+    data = str(tmp_path / "data")
+    setup = [{"seed": 0, "train.steps": 16000}, {"seed": 1, "train.steps": 16000}]
+    write(os.path.join(data, "michel", "heads.csv"), "seed,head\n2,0\n")  # analysed before base_setup.csv
+    C.replace_other_configuration(data, "michel", setup)
+    assert os.listdir(os.path.join(data, "michel")) == []
+    assert "data/michel/ held another base configuration's models (base_setup.csv not recorded)" in capsys.readouterr().err
+    write(os.path.join(data, "voita", "base_setup.csv"), "seed,train.steps\n2,16000\n")
+    write(os.path.join(data, "voita", "prune.csv"), "seed,arm\n2,none_l0\n")
+    C.replace_other_configuration(data, "voita", setup)  # the same models' configuration: kept
+    assert sorted(os.listdir(os.path.join(data, "voita"))) == ["base_setup.csv", "prune.csv"]
+    C.replace_other_configuration(data, "voita", [{"seed": 0, "train.steps": 8000}])
+    assert os.listdir(os.path.join(data, "voita")) == []
+    assert "(train.steps 16000 -> 8000)" in capsys.readouterr().err
+    C.replace_other_configuration(data, "michel", setup)  # nothing there yet: nothing to do
 
 
 def test_voita_scratch_reads_the_layouts_from_the_committed_data(tmp_path, capsys):

@@ -54,7 +54,8 @@ data/<arm>/provenance.csv  part,commit,uncommitted_changes,started_utc,machine,w
                    uncommitted changes, the start (UTC), the machine, the part's wall time and the
                    highest 1-minute load average sampled while it ran
 Every table is merged into data/<arm>/ by its part key (the seed; the run for the head-count arms):
-a part adds its seeds' (or rates') rows and replaces its own earlier ones.
+a part adds its seeds' (or rates') rows and replaces its own earlier ones. A part of base, michel
+or voita on base models of another configuration than data/<arm>/'s starts data/<arm>/ afresh.
 """
 import argparse
 import json
@@ -528,18 +529,28 @@ def committed_setup_changes(data, setup):
     return setup_changes(common.read_csv(path)[0], setup[0])
 
 
-def replace_other_configuration(data, setup):
-    """A base part trained with another configuration than data/base/'s (base.toml changed) starts
-    data/base/ afresh: its files are removed before the part's rows are merged, so that data/base/
-    never mixes two configurations' seeds (the parts still to run fill it again)."""
-    changes = committed_setup_changes(data, setup)
+# The table in which an arm records the configuration of the base models it trained or analysed.
+RECORDED_SETUP = {"base": "setup.csv", "michel": "base_setup.csv", "voita": "base_setup.csv"}
+
+
+def replace_other_configuration(data, arm, setup):
+    """A part of ARM (base, michel, voita) whose base models are of another configuration than those
+    data/ARM/ holds (base.toml changed) starts data/ARM/ afresh: its files are removed before the
+    part's rows are merged, so that data/ARM/ never mixes two configurations' seeds (the parts still
+    to run fill it again). An analysis arm that did not record its base models counts as another
+    configuration: which models its rows describe is not known."""
+    folder = os.path.join(data, arm)
+    if not setup or not os.path.isdir(folder) or not os.listdir(folder):
+        return
+    path = os.path.join(folder, RECORDED_SETUP[arm])
+    changes = setup_changes(common.read_csv(path)[0], setup[0]) if os.path.exists(path) else \
+        [f"{RECORDED_SETUP[arm]} not recorded"]
     if not changes:
         return
-    folder = os.path.join(data, "base")
     for name in sorted(os.listdir(folder)):
         os.remove(os.path.join(folder, name))
-    print(f"collect: data/base/ held another base configuration's models ({'; '.join(changes)}): replaced by "
-          "this part's; run the base arm's other seeds again", file=sys.stderr)
+    print(f"collect: data/{arm}/ held another base configuration's models ({'; '.join(changes)}): replaced by "
+          f"this part's; run the {arm} arm's other seeds again", file=sys.stderr)
 
 
 def check_base(out, data, seeds):
@@ -639,8 +650,9 @@ def main():
     # before this part's rows are merged, which modify data/ itself once an arm has committed data.
     dirty = common.checkout_dirty()
     tables = collectors[args.arm](args.out, seeds, args.sweeps)
-    if args.arm == "base":
-        replace_other_configuration(args.data, tables[0][1])
+    if args.arm in RECORDED_SETUP:
+        replace_other_configuration(args.data, args.arm, next(rows for name, rows, _ in tables
+                                                              if name == RECORDED_SETUP[args.arm]))
     for name, rows, key in tables:
         merge_table(os.path.join(data, name), rows, key)
     merge_provenance(os.path.join(data, "provenance.csv"), {
