@@ -97,6 +97,13 @@ def test_base_models_past_their_plateau_are_analysed_at_their_lowest_val_loss(da
     assert "in 2 of 2 seeds" in plateau[-1]
     caveat = T.plateau_caveat(d)
     assert caveat.endswith("in 2 of 2 (each is analysed at that checkpoint).\n\n") and "still learning" not in caveat
+    assert "disagree" not in T.fill_base_plateau(d)
+    # seed 1's loss rises over the last quarter while its greedy BLEU still gains 1: the rules disagree
+    write(os.path.join(data.folder, "base", "curves.csv"), "seed,step,train_loss,val_loss,val_bleu\n"
+          "0,100,4,3.0,1\n0,200,3,2.5,5\n0,300,2.8,2.2,10.2\n0,400,2.7,2.3,10\n"
+          "1,100,4,3.0,1\n1,200,3,2.5,5\n1,300,2.8,2.0,9\n1,400,2.7,2.1,10\n")
+    assert T.fill_base_plateau(T.Data(data.folder)).splitlines()[-1].startswith(
+        "The two rules disagree on seed 1 (val loss gain -5.00%, greedy val BLEU gain +1.00): ")
 
 
 def test_seeds_with_different_settings_fail(data, tmp_path):

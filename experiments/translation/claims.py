@@ -35,7 +35,7 @@ def majority(verdicts):
     reason = f"holds in {held} of {n} seeds, does not in {failed}"
     kw = dict(test="per seed, then most seeds", n=n)
     if n < MIN_SEEDS:
-        return Verdict(INCONCLUSIVE, f"only {n} seeds: a claim needs at least {MIN_SEEDS}", **kw)
+        return Verdict(INCONCLUSIVE, f"only {n} seed{'' if n == 1 else 's'}: a claim needs at least {MIN_SEEDS}", **kw)
     if most(held, n):
         return Verdict(HOLDS, reason, **kw)
     return Verdict(DOES_NOT_HOLD if most(failed, n) else INCONCLUSIVE, reason, **kw)

@@ -201,7 +201,7 @@ def val_bleu_gain(curve):
 def fill_base_plateau(d):
     if "base" not in d.arms:
         return not_run("base")
-    rows, past = [], 0
+    rows, past, disagree = [], 0, []
     analysed = {int(r["seed"]): int(r["step"]) for r in d.read("base", "test.csv")}
     for seed, curve in sorted(base_curves(d).items()):
         bleu = val_bleu_gain(curve)
@@ -211,6 +211,8 @@ def fill_base_plateau(d):
                                                           threshold=PRACTICAL["relative_loss"])
         lowest = lowest_val_loss(curve)
         past += lowest[0] < curve[-1][0]
+        if bleu is not None and loss is not None and plateaued(bleu, threshold=PRACTICAL["bleu"]) != at_plateau:
+            disagree.append(f"seed {seed} (val loss gain {loss * 100:+.2f}%, greedy val BLEU gain {bleu:+.2f})")
         rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
                      "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
                      "–" if loss is None else f"{loss * 100:+.2f}%", "yes" if at_plateau else "no",
@@ -224,7 +226,11 @@ def fill_base_plateau(d):
             "(`best.h5`; its step is the last column). The steps column, for a seed whose loss misses the rule: "
             "where a power law a + b t^-alpha fitted to its val loss curve (verdicts.steps_to_plateau) puts a last "
             f"quarter gaining less than {PRACTICAL['relative_loss']:.0%}; an extrapolation over a curve its schedule "
-            "shapes too, read as an order of magnitude.")
+            "shapes too, read as an order of magnitude." + (
+                "\n\nThe two rules disagree on " + ", ".join(disagree) + ": over the last quarter one measure stopped "
+                "improving while the other did not. The verdicts' plateau rule reads BLEU (the papers' measure) but the "
+                "analysed checkpoint is the one of lowest val loss, so such a seed is analysed where its loss, not its "
+                "greedy BLEU, stopped improving." if disagree else ""))
 
 
 def settings_curves(d):
