@@ -143,16 +143,27 @@ def read_text(path):
 
 
 def machine():
-    """'<CPU model>, <N> cores, -march=native <arch>' of this machine. The build compiles for the
-    build machine's CPU (CMakeLists.txt's HEADLAB_NATIVE), and GCC's choice for it decides the
-    vector code, so two machines with the same model name can round differently: the arch GCC
-    resolves names what a bit-for-bit comparison needs to match."""
+    """'<CPU model>, <N> cores, -march=native <arch>, family <F> model <M>[ avx512]' of this machine.
+    The build compiles for the build machine's CPU (CMakeLists.txt's HEADLAB_NATIVE), and GCC's
+    choice for it decides the vector code, so two machines with the same model name can round
+    differently. The arch name alone does not tell them apart either: Debian's GCC 12.2 resolves a
+    Zen 3 and the later Zens alike to 'znver3', though only the later ones have AVX-512 (BLIS's skx
+    kernels, headlab's AVX-512 attention kernels). So the CPU family and model, and whether it has
+    AVX-512, are part of what a bit-for-bit comparison needs to match."""
     model = platform.processor()
+    fields = {}
     try:
-        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
+        for line in open("/proc/cpuinfo"):
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores" + (f", -march=native {native_arch()}" if native_arch() else "")
+    model = fields.get("model name", model)
+    text = f"{model}, {os.cpu_count()} cores" + (f", -march=native {native_arch()}" if native_arch() else "")
+    if "cpu family" in fields:
+        text += f", family {fields['cpu family']} model {fields.get('model', '?')}"
+        text += " avx512" if "avx512f" in fields.get("flags", "").split() else ""
+    return text
 
 
 def native_arch():

@@ -105,6 +105,17 @@ def test_max_load_keeps_only_the_parts_own_samples(tmp_path):
     assert common.max_load(str(tmp_path / "none.txt"), "2026-12-07T20:00:00Z") == ""
 
 
+def test_machine_names_the_cpu_family_and_model():
+    """Two CPUs GCC resolves to the same -march (a Zen 3 and a Zen 5: 'znver3') round differently;
+    the machine string that gates bit-for-bit comparisons must tell them apart."""
+    cpuinfo = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if "cpu family" not in cpuinfo:
+        pytest.skip("no /proc/cpuinfo with the CPU family here")
+    family = next(line.split(":")[1].strip() for line in cpuinfo.splitlines() if line.startswith("cpu family"))
+    text = common.machine()
+    assert f", family {family} model " in text and text.endswith(" avx512") == ("avx512f" in cpuinfo.split())
+
+
 def test_number_and_formatting():
     assert common.number("1.5") == 1.5 and math.isnan(common.number("")) and math.isnan(common.number(None))
     with pytest.raises(ValueError):

@@ -128,9 +128,21 @@ def base_setup_row(seed, run):
 def analysed_base_setup(out, seeds):
     """base_setup.csv of an arm that analyses the base models (michel, voita): the setup rows of
     the base runs it analysed, so that make_results can tell when data/base/ has since been
-    retrained with another configuration."""
+    retrained with another configuration (main adds EQUALS_DATA_BASE)."""
     return ("base_setup.csv", [base_setup_row(seed, run) for seed, run in seed_runs(os.path.join(out, "base"), set(seeds))],
             SEED)
+
+
+# base_setup.csv's column saying whether the analysed base model equals data/base/'s digit for digit
+# (yes, no, or empty when data/base/ lacks that seed or holds another configuration).
+EQUALS_DATA_BASE = "equals_data_base"
+
+
+def mark_equal_to_data_base(rows, out, data):
+    """Adds EQUALS_DATA_BASE to an analysis arm's base_setup rows (base_differences)."""
+    differences = base_differences(out, data, {r["seed"] for r in rows})
+    for r in rows:
+        r[EQUALS_DATA_BASE] = "" if r["seed"] not in differences else "no" if differences[r["seed"]] else "yes"
 
 
 def collect_base(out, seeds, _sweeps):
@@ -513,10 +525,11 @@ def base_machines(data):
 
 
 def setup_changes(old, new):
-    """["key old -> new"] for the setup.csv columns (the seed aside) in which row NEW's configuration
-    differs from row OLD's; a column one row lacks counts as a change (its value is not known)."""
+    """["key old -> new"] for the setup.csv columns (the seed and EQUALS_DATA_BASE aside) in which
+    row NEW's configuration differs from row OLD's; a column one row lacks counts as a change (its
+    value is not known)."""
     return [f"{k} {old.get(k, '(not recorded)')} -> {new.get(k, '(not recorded)')}"
-            for k in dict.fromkeys([*old, *new]) if k not in ("seed", "train.seed")
+            for k in dict.fromkeys([*old, *new]) if k not in ("seed", "train.seed", EQUALS_DATA_BASE)
             and str(old.get(k, "(not recorded)")) != str(new.get(k, "(not recorded)"))]
 
 
@@ -553,41 +566,55 @@ def replace_other_configuration(data, arm, setup):
           f"this part's; run the {arm} arm's other seeds again", file=sys.stderr)
 
 
-def check_base(out, data, seeds):
-    """run.sh, after (re)training base models: each seed's curve and test row must equal the base
-    arm's committed ones (data/base/), digit for digit, when that seed's part of the base arm ran
-    on a machine like this one (common.machine(): the CPU model, cores and the arch GCC's
-    -march=native resolves to): the arms that retrain the base models analyse the very models the
-    base arm measured. A seed the base arm trained on another kind of machine cannot be compared
-    so (the build compiles for its CPU, and the vector code rounds differently): a note says so,
-    and the arm analyses the models retrained here."""
+def base_differences(out, data, seeds):
+    """{seed: '' when the base model retrained in OUT/base equals data/base/'s digit for digit (its
+    val curve and test row), else where it first differs} for the seeds of `seeds` (None: all)
+    that data/base/ holds; {} when data/base/ is of another configuration or not there yet."""
     committed = {name: common.read_csv(os.path.join(data, "base", name)) for name in ("curves.csv", "test.csv")
                  if os.path.exists(os.path.join(data, "base", name))}
-    if not committed:
-        return
     (_, setup, _), *tables = collect_base(out, seeds, None)
+    if not committed or committed_setup_changes(data, setup):
+        return {}
+    differences = {}
+    for name, rows, _ in tables:
+        for seed in sorted({r["seed"] for r in rows} & {int(r["seed"]) for r in committed["test.csv"]}):
+            new = [{k: str(v) for k, v in r.items()} for r in rows if r["seed"] == seed]
+            old = [r for r in committed[name] if int(r["seed"]) == seed]
+            if differences.get(seed) or old == new:
+                differences.setdefault(seed, "")
+                continue
+            differences[seed] = next((f"{name} at step {o.get('step', '')}: committed {o}, retrained {n}"
+                                      for o, n in zip(old, new) if o != n),
+                                     f"{name} in its number of rows: committed {len(old)}, retrained {len(new)}")
+    return differences
+
+
+def check_base(out, data, seeds):
+    """run.sh, after (re)training base models: each seed's curve and test row are compared with the
+    base arm's committed ones (data/base/), digit for digit, so that the arms that retrain the base
+    models are known to analyse the very models the base arm measured. A seed that differs fails
+    when its part of the base arm ran on a machine like this one (common.machine()): the numerics
+    changed. On another kind of machine (the build compiles for its CPU, and the vector code rounds
+    differently) a difference is expected: a note says so, and the arm analyses the model retrained
+    here (the arm's base_setup.csv records which seeds equal data/base/'s)."""
+    (_, setup, _), *_ = collect_base(out, seeds, None)
     changes = committed_setup_changes(data, setup)
     if changes:
         print(f"collect: data/base/ holds models of another base configuration ({'; '.join(changes)}): the "
               "retrained base models are not compared with them; the base arm replaces them", file=sys.stderr)
         return
-    here, all_seeds = common.machine(), sorted({int(r["seed"]) for r in committed["test.csv"]})
+    here = common.machine()
     made_here = {seed for seed, machine in base_machines(data).items() if machine == here}
-    for name, rows, _ in tables:
-        for seed in sorted({r["seed"] for r in rows} & set(all_seeds)):  # a seed not in data/ yet: nothing to check
-            if seed not in made_here:
-                if name == "test.csv":
-                    print(f"collect: base seed {seed} was trained for data/base/ on another kind of machine than this "
-                          f"one ({here}): not compared digit for digit; this arm analyses the model retrained here",
-                          file=sys.stderr)
-                continue
-            new = [{k: str(v) for k, v in r.items()} for r in rows if r["seed"] == seed]
-            old = [r for r in committed[name] if int(r["seed"]) == seed]
-            if old and old != new:
-                diff = next((f"at step {o.get('step', '')}: committed {o}, retrained {n}" for o, n in zip(old, new)
-                             if o != n), f"in its number of rows: committed {len(old)}, retrained {len(new)}")
-                fail(f"base seed {seed} differs from data/base/{name} {diff}: the retrained model is not the "
-                     "committed one (numerics changed since the base arm's commit?)")
+    for seed, diff in sorted(base_differences(out, data, seeds).items()):
+        if not diff:
+            print(f"collect: base seed {seed} retrained here equals data/base/'s digit for digit", file=sys.stderr)
+        elif seed in made_here:
+            fail(f"base seed {seed} differs from data/base/{diff}: the retrained model is not the committed one "
+                 "(numerics changed since the base arm's commit?)")
+        else:
+            print(f"collect: base seed {seed} was trained for data/base/ on another kind of machine than this one "
+                  f"({here}) and differs from it ({diff.split(':')[0]}): this arm analyses the model retrained here",
+                  file=sys.stderr)
 
 
 def main():
@@ -651,8 +678,10 @@ def main():
     dirty = common.checkout_dirty()
     tables = collectors[args.arm](args.out, seeds, args.sweeps)
     if args.arm in RECORDED_SETUP:
-        replace_other_configuration(args.data, args.arm, next(rows for name, rows, _ in tables
-                                                              if name == RECORDED_SETUP[args.arm]))
+        setup = next(rows for name, rows, _ in tables if name == RECORDED_SETUP[args.arm])
+        if args.arm != "base":
+            mark_equal_to_data_base(setup, args.out, args.data)
+        replace_other_configuration(args.data, args.arm, setup)
     for name, rows, key in tables:
         merge_table(os.path.join(data, name), rows, key)
     merge_provenance(os.path.join(data, "provenance.csv"), {

@@ -24,8 +24,8 @@ from common import (  # noqa: E402
 from verdicts import PAPER, PAPER_NUMBERS, PLATEAU_TAIL, PRACTICAL, last_quarter_gain, plateaued, \
     steps_to_plateau  # noqa: E402
 from translation.collect import (  # noqa: E402
-    ARMS, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, SETTINGS_STEPS, SETUP_KEYS, base_machines,
-    base_value, setup_changes)
+    ARMS, EQUALS_DATA_BASE, HEAD_COUNT_STUDIES as HEAD_COUNT_ARMS, RETRAINS_BASE, SETTINGS_SEED, SETTINGS_STEPS, SETUP_KEYS,
+    base_machines, base_value, setup_changes)
 
 
 class Data:
@@ -48,14 +48,19 @@ def not_run(arm):
     return f"*(arm `{arm}` not run yet: `experiments/translation/run.sh {arm}`)*"
 
 
-def retrained_elsewhere(machines, arm, part):
-    """The base seeds a part of an arm that retrains base models (RETRAINS_BASE) ran on another
-    kind of machine than data/base/'s (machines: collect.base_machines): it analysed models
-    retrained there, not data/base/'s."""
+def retrained_elsewhere(d, machines, arm, part):
+    """The base seeds a part of an arm that retrains base models (RETRAINS_BASE) analysed as
+    retrained there, other than data/base/'s: those its base_setup.csv records as not equal to
+    data/base/'s digit for digit; for a part that did not record it, those data/base/ trained on
+    another kind of machine (machines: collect.base_machines), whose numerics may round otherwise."""
     if arm not in RETRAINS_BASE or not machines:
         return []
-    seeds = part["part"].split() if part["part"] != "all" else sorted(machines)
-    return [int(s) for s in seeds if machines.get(int(s), part["machine"]) != part["machine"]]
+    seeds = [int(s) for s in (part["part"].split() if part["part"] != "all" else sorted(machines))]
+    path = os.path.join(d.folder, arm, "base_setup.csv")
+    equal = {int(r["seed"]): r.get(EQUALS_DATA_BASE, "") for r in d.read(arm, "base_setup.csv")} \
+        if os.path.exists(path) else {}
+    return [s for s in seeds if equal.get(s) == "no" or
+            (not equal.get(s) and machines.get(s, part["machine"]) != part["machine"])]
 
 
 def fill_arms(d):
@@ -68,7 +73,7 @@ def fill_arms(d):
         for p in d.parts(arm):
             wall = number(p["wall_seconds"])
             # an arm on another configuration's base models: the verdicts' note says so instead
-            elsewhere = [] if arm in other_models else retrained_elsewhere(machines, arm, p)
+            elsewhere = [] if arm in other_models else retrained_elsewhere(d, machines, arm, p)
             rows.append([f"`{arm}`", what, p["part"], f"`{p['commit']}`" +
                          (" (uncommitted changes)" if p["uncommitted_changes"] == "yes" else ""),
                          p["started_utc"], "–" if math.isnan(wall) else f"{wall / 60:.0f} min",

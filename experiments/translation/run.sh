@@ -58,7 +58,8 @@
 # seeds; the head_count arms: the fresh seeds 1-5) and merges their rows into
 # data/<arm>/, one provenance row per part. Run folders do not outlive a machine, but data/ does:
 # an arm too long for one session runs as parts in several, each part retraining just the base
-# models it needs, which collect.py check-base compares with data/base/ digit for digit. The
+# models it needs, which collect.py check-base compares with data/base/ digit for digit (a
+# difference stops the arm on a machine like the base arm's, see common.machine()). The
 # head-count arms take their rates from data/head_count_lr/, voita_scratch its layouts from
 # data/voita/: run those arms first.
 set -euo pipefail
