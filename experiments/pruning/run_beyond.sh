@@ -62,11 +62,11 @@ batches() {  # batches TASK -> "final metric score"
 }
 
 source experiments/jobs.sh
+mkdir -p "$OUT"  # before the sampler opens its file there
 ( while sleep 60; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)"; done >> "$OUT/load_beyond.txt" ) &
 sampler=$!
 jobs_file=$(mktemp)
 trap 'kill $sampler 2>/dev/null || true; rm -f "$jobs_file"' EXIT
-mkdir -p "$OUT"
 
 # 1. The base models of SEEDS, as run.sh trains them (its sweeps cut to these seeds).
 for task in $TASKS; do
