@@ -308,8 +308,8 @@ SweepReport run_sweep(const std::vector<SweepPoint>& points, const SweepOptions&
           threads == 1 ? "" : "s", out.c_str());
       if (options.jobs > cores)
         std::fprintf(stderr,
-                     "sweep: note: --jobs %d is more than the %d thread%s of --cores or OMP_NUM_THREADS; runs will "
-                     "share them\n",
+                     "sweep: note: --jobs %d is more than the %d thread%s OMP_NUM_THREADS (or the machine) gives "
+                     "this sweep; its runs will share them\n",
                      options.jobs, cores, cores == 1 ? "" : "s");
     }
   });
