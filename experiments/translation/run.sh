@@ -62,6 +62,10 @@
 # difference stops the arm on a machine like the base arm's, see common.machine()). The
 # head-count arms take their rates from data/head_count_lr/, voita_scratch its layouts from
 # data/voita/: run those arms first.
+# Several arms on the same base models in one session (michel, then voita, for seeds "0 1"): with
+# DATA a copy of data/ outside the checkout, the first arm's collect leaves the checkout clean, so
+# the second starts from the same commit and reuses OUT/base; copy DATA's arm folders back to
+# data/ and commit them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HEADLAB=${HEADLAB:-build/headlab}
