@@ -62,6 +62,7 @@ batches() {  # batches TASK -> "final metric score"
 }
 
 source experiments/jobs.sh
+for task in $TASKS; do batches "$task" > /dev/null; done  # an unknown task: one line, before any work
 mkdir -p "$OUT"  # before the sampler opens its file there
 ( while sleep 60; do echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg)"; done >> "$OUT/load_beyond.txt" ) &
 sampler=$!

@@ -143,3 +143,16 @@ def test_run_beyond_refuses_a_part_from_another_commit_or_seeds(tmp_path):
         CB.write_part(data, part_rows("grammar"), part_provenance("grammar", 600, seeds="0 1 2"))
     # The same tasks again from another commit replace all there was: nothing of another commit is kept.
     CB.write_part(data, part_rows("text"), part_provenance("text", 600, commit="def5678"))
+
+
+def test_the_run_scripts_refuse_an_unknown_task_in_one_line_before_any_work(tmp_path):
+    import subprocess
+    root = os.path.dirname(EXPERIMENTS)
+    for script in ("run.sh", "run_beyond.sh"):
+        out = tmp_path / script
+        env = dict(os.environ, SCALE="dev", TASKS="grammar bogus", OUT=str(out), DATA=str(out / "data"),
+                   HEADLAB="/nonexistent/headlab")
+        r = subprocess.run(["bash", os.path.join(EXPERIMENTS, "pruning", script)], cwd=root, env=env,
+                           capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stderr) == (2, f"{script}: unknown task 'bogus'\n")
+        assert not out.exists()
