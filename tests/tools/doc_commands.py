@@ -7,7 +7,7 @@ and `experiments/` linked from the source tree. A ```toml block whose first line
 ("# tiny.toml: ...") is written there first. Each `headlab` call (./build/headlab, build/headlab
 or headlab) goes through a wrapper that makes it small: training and sweeps take a few steps of
 small batches, evaluations and analyses two batches, circuits four generated rows, benchmarks a
-few steps. Nothing else about a command changes, so a missing file, a renamed option or a refused
+few steps, pruning's fine-tuning and L0 steps a few. Nothing else about a command changes, so a missing file, a renamed option or a refused
 combination fails the test.
 
 Lines that cannot run here (installing, building, benchmarks that take minutes, the fuzzers,
@@ -60,6 +60,10 @@ TINY_OPTIONS = {
     "prune": [("--batches", "2"), ("--score-batches", "2")],
     "circuits": [("--rows", "4")],  # generated pairs: patching reruns the model per head and position
     "bench": [("--steps", "2"), ("--warmup", "1"), ("--size", "256"), ("--reps", "2")],
+}
+# Step counts a command gives that the wrapper makes small too (the value replaced), as training's.
+TINY_VALUES = {
+    "prune": {"--finetune-steps": "2", "--l0-steps": "4"},
 }
 
 HEADLAB_CALL = re.compile(r"(?<![\w/.-])(?:\./build/|build/)?headlab(?=\s)")
@@ -150,6 +154,8 @@ def wrap(binary, args):
         if files and pathlib.Path(files[0]).is_file():
             tiny = tiny_sweep_file(pathlib.Path(files[0]), os.environ["HEADLAB_DOC_WORK"])
             rest = [str(tiny) if a == files[0] else a for a in rest]
+    small = TINY_VALUES.get(verb, {})
+    rest = [small[rest[i - 1]] if i and rest[i - 1] in small else a for i, a in enumerate(rest)]
     for option, value in TINY_OPTIONS.get(verb, []):
         gemm_only = option in ("--size", "--reps")
         if option not in rest and gemm_only == ("--gemm" in rest):
