@@ -61,9 +61,11 @@ TINY_OPTIONS = {
     "circuits": [("--rows", "4")],  # generated pairs: patching reruns the model per head and position
     "bench": [("--steps", "2"), ("--warmup", "1"), ("--size", "256"), ("--reps", "2")],
 }
-# Step counts a command gives that the wrapper makes small too (the value replaced), as training's.
+# Sizes a command gives itself that the wrapper makes small too (the value replaced), as training's.
 TINY_VALUES = {
-    "prune": {"--finetune-steps": "2", "--l0-steps": "4"},
+    "eval": {"--batches": "2"},
+    "analyze": {"--batches": "2", "--ig-steps": "2"},
+    "prune": {"--batches": "2", "--score-batches": "2", "--finetune-steps": "2", "--l0-steps": "4"},
 }
 
 HEADLAB_CALL = re.compile(r"(?<![\w/.-])(?:\./build/|build/)?headlab(?=\s)")
