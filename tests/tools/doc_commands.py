@@ -7,7 +7,8 @@ and `experiments/` linked from the source tree. A ```toml block whose first line
 ("# tiny.toml: ...") is written there first. Each `headlab` call (./build/headlab, build/headlab
 or headlab) goes through a wrapper that makes it small: training and sweeps take a few steps of
 small batches, evaluations and analyses two batches, circuits four generated rows, benchmarks a
-few steps, pruning's fine-tuning and L0 steps a few. Nothing else about a command changes, so a missing file, a renamed option or a refused
+few steps, pruning's fine-tuning and L0 a few steps (sizes a command gives itself as well).
+Nothing else about a command changes, so a missing file, a renamed option or a refused
 combination fails the test.
 
 Lines that cannot run here (installing, building, benchmarks that take minutes, the fuzzers,
