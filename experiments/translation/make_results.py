@@ -216,10 +216,11 @@ def fill_base_plateau(d):
                                                           threshold=PRACTICAL["relative_loss"])
         lowest = lowest_val_loss(curve)
         past += lowest[0] < curve[-1][0]
-        if bleu is not None and loss is not None and plateaued(bleu, threshold=PRACTICAL["bleu"]) != at_plateau:
+        bleu_flat = plateaued(bleu, threshold=PRACTICAL["bleu"])
+        if bleu is not None and loss is not None and bleu_flat != at_plateau:
             disagree.append(f"seed {seed} (val loss gain {loss * 100:+.2f}%, greedy val BLEU gain {bleu:+.2f})")
         rows.append([seed, "–" if bleu is None else f"{bleu:+.2f}",
-                     "yes" if plateaued(bleu, threshold=PRACTICAL["bleu"]) else "no",
+                     "yes" if bleu_flat else "no",
                      "–" if loss is None else f"{loss * 100:+.2f}%", "yes" if at_plateau else "no",
                      "–" if at_plateau else "beyond 1e9" if needed is None else f"{needed[0]:,} ({needed[1]:.2f})",
                      f"{lowest[2]:.3f} (step {lowest[0]:,} of {curve[-1][0]:,})", f"{analysed.get(seed, '–'):,}"])
